@@ -1,0 +1,3 @@
+module github.com/pacer-dev/pacer
+
+go 1.26

@@ -1,0 +1,104 @@
+// Package pacer holds the domain vocabulary shared by every layer: task names,
+// error classes and the results tasks report. It does no I/O, so the workflow,
+// the activities, the HTTP API and the CLI can all import it.
+package pacer
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Task names are fixed by the product contract: they appear in signals,
+// updates, the status document and metrics.
+const (
+	TaskTenero = "tenero"
+	TaskSweep  = "sweep"
+	TaskAll    = "all"
+)
+
+// ErrorClass says what kind of trouble ended a call. Only ClassTransport is
+// worth Temporal's activity retries; upstream trouble waits for the next tick.
+type ErrorClass string
+
+const (
+	ClassRateLimit   ErrorClass = "rate_limit"
+	ClassServerError ErrorClass = "server_error"
+	ClassTimeout     ErrorClass = "timeout"
+	ClassNotFound    ErrorClass = "not_found"
+	ClassParseError  ErrorClass = "parse_error"
+	ClassTransport   ErrorClass = "transport"
+	// ClassPermanent marks an upstream answer that will not change by retrying
+	// (410 Gone, 401 with a bad key): the task keeps failing until someone acts.
+	ClassPermanent ErrorClass = "permanent"
+)
+
+// Error carries a class through wrapping. Upstream clients and the store return
+// it; the activity boundary reads the class with ClassOf.
+type Error struct {
+	Class ErrorClass
+	Op    string // what was being done, e.g. "tenero GET /v1/stacks/tokens/stx"
+	Err   error
+}
+
+func (e *Error) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("%s: %s", e.Op, e.Class)
+	}
+	return fmt.Sprintf("%s: %s: %v", e.Op, e.Class, e.Err)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Errorf builds a classified error.
+func Errorf(class ErrorClass, op string, format string, args ...any) *Error {
+	return &Error{Class: class, Op: op, Err: fmt.Errorf(format, args...)}
+}
+
+// ClassOf returns the class of the first *Error in err's chain, or
+// ClassTransport for anything unclassified (a dropped connection, a closed
+// pool): the kind of trouble a retry may cure.
+func ClassOf(err error) ErrorClass {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Class
+	}
+	return ClassTransport
+}
+
+// IsUpstreamFailure reports whether a class counts against the upstream's
+// health. Item problems (an unknown token, one bad body) do not.
+func (c ErrorClass) IsUpstreamFailure() bool {
+	return c == ClassRateLimit || c == ClassServerError || c == ClassTimeout
+}
+
+// Back-offs applied when an upstream says its quota is spent. A month quota
+// wins over a minute quota.
+const (
+	MinuteQuotaBackoff = 5 * time.Minute
+	MonthQuotaBackoff  = 24 * time.Hour
+)
+
+// TeneroResult is what one run of the tenero task reports (SPEC §3).
+type TeneroResult struct {
+	StartedAt          time.Time `json:"startedAt"`
+	DurationMs         int64     `json:"durationMs"`
+	TokensAttempted    int       `json:"tokensAttempted"`
+	Succeeded          int       `json:"succeeded"`
+	Failed             int       `json:"failed"`
+	RateLimited        bool      `json:"rateLimited"`
+	RateLimitBackoffMs int64     `json:"rateLimitBackoffMs"`
+	MinuteRemaining    *int      `json:"minuteRemaining"`
+	MonthRemaining     *int      `json:"monthRemaining"`
+	// Beyond the contract: how the successes split, and the tokens that were
+	// never tried because a quota ran out.
+	Written   int `json:"written"`
+	Unchanged int `json:"unchanged"`
+	Pegged    int `json:"pegged"`
+	NoPrice   int `json:"noPrice"`
+	Skipped   int `json:"skipped"`
+	// ErrorClass is the class of the run's failure when it failed as a whole
+	// (quota exhausted, every fetch failing), empty otherwise.
+	ErrorClass ErrorClass `json:"errorClass,omitempty"`
+	Error      string     `json:"error,omitempty"`
+}
