@@ -102,3 +102,9 @@ type TeneroResult struct {
 	ErrorClass ErrorClass `json:"errorClass,omitempty"`
 	Error      string     `json:"error,omitempty"`
 }
+
+// TeneroInput is the input of the tenero activity.
+type TeneroInput struct {
+	// MaxTokens caps how many tokens one run refreshes (0 = the whole set).
+	MaxTokens int `json:"maxTokens,omitempty"`
+}

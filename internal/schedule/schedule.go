@@ -1,0 +1,163 @@
+// Package schedule decides when each periodic task is due. It is pure: time is
+// always an argument, never read from a clock, so the same code runs inside the
+// workflow (on workflow time) and in plain unit tests.
+package schedule
+
+import (
+	"fmt"
+	"time"
+)
+
+// MaxPause bounds a pause so that a typo ("9000h") cannot silently stop the
+// scheduler for a year.
+const MaxPause = 30 * 24 * time.Hour
+
+// Task is the scheduling state of one task. It is carried across
+// continue-as-new, so every field must survive a JSON round trip.
+type Task struct {
+	Name  string        `json:"name"`
+	Every time.Duration `json:"every"`
+	// LastRunAt is when the last run started; cadence runs start to start.
+	LastRunAt *time.Time `json:"lastRunAt,omitempty"`
+	// NextRunAfter is a back-off set by the upstream (rate limits): the task is
+	// not due before it, whatever its cadence says.
+	NextRunAfter        *time.Time `json:"nextRunAfter,omitempty"`
+	ConsecutiveFailures int        `json:"consecutiveFailures"`
+	LastError           *RunError  `json:"lastError,omitempty"`
+	// Requested is set by a refresh: run as soon as possible, ignoring pause
+	// and due checks.
+	Requested bool `json:"requested,omitempty"`
+	// Started and Finished count runs; an update waiting for "the next run"
+	// waits for Finished to pass the Started it saw.
+	Started  int64 `json:"started"`
+	Finished int64 `json:"finished"`
+}
+
+// RunError is the last failure of a task, kept for operators.
+type RunError struct {
+	Class   string    `json:"class"`
+	Message string    `json:"message"`
+	At      time.Time `json:"at"`
+}
+
+// Running reports whether a run has started and not yet finished.
+func (t *Task) Running() bool { return t.Started > t.Finished }
+
+// DueAt is the earliest moment the task may run on its own: its cadence after
+// the last start, and not before any back-off. A task that never ran is due at
+// once (the zero time).
+func (t *Task) DueAt() time.Time {
+	var due time.Time
+	if t.LastRunAt != nil {
+		due = t.LastRunAt.Add(t.Every)
+	}
+	if t.NextRunAfter != nil && t.NextRunAfter.After(due) {
+		due = *t.NextRunAfter
+	}
+	return due
+}
+
+// ShouldStart reports whether the task should start now: requested
+// explicitly, or due and not paused. A running task never starts twice.
+func (t *Task) ShouldStart(now time.Time, pausedUntil *time.Time) bool {
+	if t.Running() {
+		return false
+	}
+	if t.Requested {
+		return true
+	}
+	return !Paused(now, pausedUntil) && !now.Before(t.DueAt())
+}
+
+// Begin records the start of a run at now.
+func (t *Task) Begin(now time.Time) {
+	t.LastRunAt = &now
+	t.Requested = false
+	t.Started++
+}
+
+// Outcome is what the scheduler learns from a finished run.
+type Outcome struct {
+	// Class is empty on success, otherwise the error class of the failure.
+	Class   string
+	Message string
+	// Backoff defers the next run (an exhausted upstream quota); zero for none.
+	Backoff time.Duration
+}
+
+// Finish records the outcome of the run that started last, at now.
+func (t *Task) Finish(now time.Time, o Outcome) {
+	t.Finished = t.Started
+	if o.Class == "" {
+		t.ConsecutiveFailures = 0
+	} else {
+		t.ConsecutiveFailures++
+		t.LastError = &RunError{Class: o.Class, Message: o.Message, At: now}
+	}
+	if o.Backoff > 0 {
+		after := now.Add(o.Backoff)
+		t.NextRunAfter = &after
+	}
+}
+
+// Paused reports whether a pause is in force at now.
+func Paused(now time.Time, pausedUntil *time.Time) bool {
+	return pausedUntil != nil && now.Before(*pausedUntil)
+}
+
+// NextWake is the earliest moment any idle task becomes startable, taking a
+// pause into account. ok is false when there is nothing to wait for (every
+// task is running).
+func NextWake(now time.Time, pausedUntil *time.Time, tasks []*Task) (wake time.Time, ok bool) {
+	for _, t := range tasks {
+		if t.Running() {
+			continue
+		}
+		at := t.DueAt()
+		if !t.Requested && Paused(now, pausedUntil) && pausedUntil.After(at) {
+			at = *pausedUntil
+		}
+		if t.Requested || at.Before(now) {
+			at = now
+		}
+		if !ok || at.Before(wake) {
+			wake, ok = at, true
+		}
+	}
+	return wake, ok
+}
+
+// PauseUntil resolves a pause request made at now: exactly one of until (an
+// RFC3339 time) and forDur (a Go duration) must be given, and the end must lie
+// in the future and within MaxPause.
+func PauseUntil(now time.Time, until, forDur string) (time.Time, error) {
+	var end time.Time
+	switch {
+	case until != "" && forDur != "":
+		return time.Time{}, fmt.Errorf(`give either "until" or "for", not both`)
+	case until != "":
+		t, err := time.Parse(time.RFC3339, until)
+		if err != nil {
+			return time.Time{}, fmt.Errorf(`"until" is not an RFC3339 time: %q`, until)
+		}
+		end = t.UTC()
+	case forDur != "":
+		d, err := time.ParseDuration(forDur)
+		if err != nil {
+			return time.Time{}, fmt.Errorf(`"for" is not a Go duration (like "30m"): %q`, forDur)
+		}
+		if d <= 0 {
+			return time.Time{}, fmt.Errorf(`"for" must be positive, got %s`, d)
+		}
+		end = now.Add(d)
+	default:
+		return time.Time{}, fmt.Errorf(`give "until" (RFC3339) or "for" (Go duration)`)
+	}
+	if !end.After(now) {
+		return time.Time{}, fmt.Errorf("pause end %s is not in the future", end.Format(time.RFC3339))
+	}
+	if end.Sub(now) > MaxPause {
+		return time.Time{}, fmt.Errorf("pause end %s is more than %s away", end.Format(time.RFC3339), MaxPause)
+	}
+	return end, nil
+}

@@ -1,0 +1,78 @@
+package workflows
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/schedule"
+)
+
+// PauseInput is the payload of the pause signal: exactly one of Until
+// (RFC3339) and For (a Go duration such as "30m").
+type PauseInput struct {
+	Until string `json:"until,omitempty"`
+	For   string `json:"for,omitempty"`
+}
+
+// RefreshInput is the payload of the refresh signal and the refreshNow update.
+type RefreshInput struct {
+	Task string `json:"task"`
+}
+
+// RefreshNowResult answers refreshNow with the result of each run it asked
+// for; tasks not asked for are absent.
+type RefreshNowResult struct {
+	Tenero *pacer.TeneroResult `json:"tenero,omitempty"`
+}
+
+// ErrEmptyInput is returned for a message that needs a payload and has none.
+var ErrEmptyInput = errors.New("empty input")
+
+// decodeStrict decodes one JSON object into v, rejecting unknown fields and
+// trailing data so that a typo ("fro") is an error rather than a no-op.
+func decodeStrict(raw json.RawMessage, v any) error {
+	if len(bytes.TrimSpace(raw)) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+		return ErrEmptyInput
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("invalid JSON: %w", err)
+	}
+	if dec.More() {
+		return errors.New("invalid JSON: trailing data after the object")
+	}
+	return nil
+}
+
+// ParsePause validates a pause payload received at now and returns when the
+// pause ends.
+func ParsePause(raw json.RawMessage, now time.Time) (time.Time, error) {
+	var in PauseInput
+	if err := decodeStrict(raw, &in); err != nil {
+		return time.Time{}, err
+	}
+	return schedule.PauseUntil(now, in.Until, in.For)
+}
+
+// ParseRefresh validates a refresh payload against the registered tasks and
+// returns the task names it selects, in registration order.
+func ParseRefresh(raw json.RawMessage, registered []string) ([]string, error) {
+	var in RefreshInput
+	if err := decodeStrict(raw, &in); err != nil {
+		return nil, err
+	}
+	if in.Task == pacer.TaskAll {
+		return registered, nil
+	}
+	if slices.Contains(registered, in.Task) {
+		return []string{in.Task}, nil
+	}
+	return nil, fmt.Errorf("unknown task %q (want one of %s, %s)", in.Task, strings.Join(registered, ", "), pacer.TaskAll)
+}

@@ -1,0 +1,30 @@
+// Package workflows holds SchedulerWorkflow, the single writer of pacer's
+// scheduling state, and the names and shapes of its messages. It does no I/O:
+// every decision that needs a clock takes workflow time.
+package workflows
+
+import "time"
+
+// Names fixed by the product contract: operators type them into the temporal
+// CLI and outside tests depend on them.
+const (
+	WorkflowType      = "SchedulerWorkflow"
+	DefaultWorkflowID = "v1"
+	DefaultTaskQueue  = "pacer"
+
+	QueryStatus           = "status"
+	SignalPause           = "pause"
+	SignalResume          = "resume"
+	SignalRefresh         = "refresh"
+	UpdateRefreshNow      = "refreshNow"
+	ActivityRefreshTenero = "RefreshTenero"
+)
+
+// Defaults for Config fields left zero.
+const (
+	DefaultTeneroEvery = 5 * time.Minute
+	// DefaultMaxHistoryEvents is where a run continues as new even if the
+	// server has not suggested it yet (it does at 4,096 events): a short history
+	// keeps worker restarts and replays cheap.
+	DefaultMaxHistoryEvents = 2000
+)

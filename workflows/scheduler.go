@@ -1,0 +1,443 @@
+package workflows
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/schedule"
+)
+
+// Config is fixed for the life of a run and carried across continue-as-new.
+// Zero fields take their defaults.
+type Config struct {
+	TeneroEvery time.Duration `json:"teneroEvery,omitempty"`
+	// MaxHistoryEvents is the history length at which a run continues as new
+	// even if the server has not suggested it yet.
+	MaxHistoryEvents int `json:"maxHistoryEvents,omitempty"`
+}
+
+func (c Config) withDefaults() Config {
+	if c.TeneroEvery <= 0 {
+		c.TeneroEvery = DefaultTeneroEvery
+	}
+	if c.MaxHistoryEvents <= 0 {
+		c.MaxHistoryEvents = DefaultMaxHistoryEvents
+	}
+	return c
+}
+
+// State is everything the scheduler knows, carried across continue-as-new.
+type State struct {
+	PausedUntil *time.Time       `json:"pausedUntil,omitempty"`
+	Tasks       []*schedule.Task `json:"tasks"`
+	// LastTeneroResult is the last finished tenero run's report.
+	LastTeneroResult *pacer.TeneroResult `json:"lastTeneroResult,omitempty"`
+	// Generation counts the runs of this workflow ID (continue-as-new chain).
+	Generation int `json:"generation"`
+}
+
+// SchedulerInput starts a run; State is nil on the very first start.
+type SchedulerInput struct {
+	Config Config `json:"config"`
+	State  *State `json:"state,omitempty"`
+}
+
+// SchedulerWorkflow is the one durable loop that runs pacer's periodic tasks.
+// It sleeps on a single timer set to the earliest moment any task is due,
+// wakes early for messages and finished runs, and continues as new before
+// its history grows large.
+func SchedulerWorkflow(ctx workflow.Context, in SchedulerInput) error {
+	s := newScheduler(ctx, in)
+	if err := s.registerHandlers(ctx); err != nil {
+		return err
+	}
+	return s.loop(ctx)
+}
+
+// taskDef is how the workflow runs one task: its activity and how the
+// activity's answer becomes a scheduling outcome.
+type taskDef struct {
+	name  string
+	every func(Config) time.Duration
+	run   func(ctx workflow.Context, s *scheduler) schedule.Outcome
+}
+
+// taskDefs lists the tasks in a fixed order: the order of starts, of the
+// status document and of refresh "all".
+var taskDefs = []taskDef{
+	{name: pacer.TaskTenero, every: func(c Config) time.Duration { return c.TeneroEvery }, run: runTenero},
+}
+
+type scheduler struct {
+	cfg    Config
+	state  State
+	tasks  map[string]*schedule.Task
+	logger log.Logger
+
+	pauseCh, resumeCh, refreshCh workflow.ReceiveChannel
+	// wake is how finished runs and update handlers get the loop's attention.
+	wake workflow.Channel
+
+	timer       workflow.Future
+	timerAt     time.Time
+	cancelTimer workflow.CancelFunc
+}
+
+func newScheduler(ctx workflow.Context, in SchedulerInput) *scheduler {
+	s := &scheduler{
+		cfg:       in.Config.withDefaults(),
+		logger:    workflow.GetLogger(ctx),
+		pauseCh:   workflow.GetSignalChannel(ctx, SignalPause),
+		resumeCh:  workflow.GetSignalChannel(ctx, SignalResume),
+		refreshCh: workflow.GetSignalChannel(ctx, SignalRefresh),
+		wake:      workflow.NewBufferedChannel(ctx, 1),
+		tasks:     map[string]*schedule.Task{},
+	}
+	if in.State != nil {
+		s.state = *in.State
+		s.state.Generation++
+	}
+	// Rebuild the task list from the registered tasks, keeping what the
+	// carried state knew: a task added by a deploy appears, a removed one goes.
+	carried := map[string]*schedule.Task{}
+	for _, t := range s.state.Tasks {
+		if t != nil {
+			carried[t.Name] = t
+		}
+	}
+	s.state.Tasks = nil
+	for _, d := range taskDefs {
+		t := carried[d.name]
+		if t == nil {
+			t = &schedule.Task{Name: d.name}
+		}
+		t.Every = d.every(s.cfg)
+		t.Finished = t.Started // runs do not cross continue-as-new
+		s.state.Tasks = append(s.state.Tasks, t)
+		s.tasks[d.name] = t
+	}
+	return s
+}
+
+func (s *scheduler) taskNames() []string {
+	names := make([]string, 0, len(taskDefs))
+	for _, d := range taskDefs {
+		names = append(names, d.name)
+	}
+	return names
+}
+
+func (s *scheduler) registerHandlers(ctx workflow.Context) error {
+	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (Status, error) {
+		return s.status(ctx), nil
+	}); err != nil {
+		return err
+	}
+	return workflow.SetUpdateHandlerWithOptions(ctx, UpdateRefreshNow, s.refreshNow, workflow.UpdateHandlerOptions{
+		Validator: func(ctx workflow.Context, raw json.RawMessage) error {
+			_, err := ParseRefresh(raw, s.taskNames())
+			return err
+		},
+		Description: `run tasks now and return their results; input {"task":"tenero"|"all"}`,
+	})
+}
+
+// refreshNow asks for a run of each selected task and waits for those runs.
+func (s *scheduler) refreshNow(ctx workflow.Context, raw json.RawMessage) (RefreshNowResult, error) {
+	names, err := ParseRefresh(raw, s.taskNames())
+	if err != nil {
+		return RefreshNowResult{}, err
+	}
+	want := make(map[string]int64, len(names))
+	for _, name := range names {
+		t := s.tasks[name]
+		want[name] = t.Started + 1
+		t.Requested = true
+	}
+	s.logger.Info("scheduler.refresh_requested", "tasks", names, "via", "update")
+	s.wake.SendAsync(struct{}{})
+	if err := workflow.Await(ctx, func() bool {
+		for _, name := range names {
+			if s.tasks[name].Finished < want[name] {
+				return false
+			}
+		}
+		return true
+	}); err != nil {
+		return RefreshNowResult{}, err
+	}
+	var res RefreshNowResult
+	for _, name := range names {
+		if name == pacer.TaskTenero {
+			res.Tenero = s.state.LastTeneroResult
+		}
+	}
+	return res, nil
+}
+
+func (s *scheduler) loop(ctx workflow.Context) error {
+	draining := false
+	for {
+		if err := ctx.Err(); err != nil {
+			return err // cancelled by an operator
+		}
+		now := workflow.Now(ctx)
+		s.expirePause(now)
+		s.startRuns(ctx, now, draining)
+		if !draining && s.continueAsNewWanted(ctx) {
+			draining = true
+			s.logger.Info("scheduler.continue_as_new_wanted", "historyLength", workflow.GetInfo(ctx).GetCurrentHistoryLength())
+		}
+		if draining && s.idle() {
+			if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) || !s.idle() }); err != nil {
+				return err
+			}
+			if s.idle() {
+				s.drainSignals(ctx)
+				if s.idle() {
+					return s.continueAsNew(ctx)
+				}
+			}
+			continue
+		}
+		s.wait(ctx, now, draining)
+	}
+}
+
+// idle reports whether no run is in flight and none is requested.
+func (s *scheduler) idle() bool {
+	for _, t := range s.state.Tasks {
+		if t.Running() || t.Requested {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *scheduler) continueAsNewWanted(ctx workflow.Context) bool {
+	info := workflow.GetInfo(ctx)
+	return info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() >= s.cfg.MaxHistoryEvents
+}
+
+func (s *scheduler) continueAsNew(ctx workflow.Context) error {
+	if s.cancelTimer != nil {
+		s.cancelTimer()
+	}
+	state := s.state
+	s.logger.Info("scheduler.continued_as_new", "generation", state.Generation+1)
+	return workflow.NewContinueAsNewError(ctx, WorkflowType, SchedulerInput{Config: s.cfg, State: &state})
+}
+
+// startRuns starts every task that should start. While draining for
+// continue-as-new only explicit requests start, so that update callers are
+// answered before the run ends.
+func (s *scheduler) startRuns(ctx workflow.Context, now time.Time, draining bool) {
+	for _, d := range taskDefs {
+		t := s.tasks[d.name]
+		if !t.ShouldStart(now, s.state.PausedUntil) || (draining && !t.Requested) {
+			continue
+		}
+		t.Begin(now)
+		workflow.Go(ctx, func(ctx workflow.Context) {
+			o := d.run(ctx, s)
+			t.Finish(workflow.Now(ctx), o)
+			if o.Class != "" {
+				s.logger.Warn("scheduler.task_failed", "task", d.name, "class", o.Class, "error", o.Message,
+					"consecutiveFailures", t.ConsecutiveFailures)
+			}
+			if o.Backoff > 0 {
+				s.logger.Warn("scheduler.task_deferred", "task", d.name, "until", t.NextRunAfter)
+			}
+			s.wake.SendAsync(struct{}{})
+		})
+	}
+}
+
+// wait blocks until a message arrives, a run finishes or the timer fires.
+func (s *scheduler) wait(ctx workflow.Context, now time.Time, draining bool) {
+	sel := workflow.NewSelector(ctx)
+	var raw json.RawMessage
+	sel.AddReceive(s.pauseCh, func(c workflow.ReceiveChannel, _ bool) {
+		raw = nil
+		c.Receive(ctx, &raw)
+		s.onPause(ctx, raw)
+	})
+	sel.AddReceive(s.resumeCh, func(c workflow.ReceiveChannel, _ bool) {
+		c.Receive(ctx, nil)
+		s.onResume()
+	})
+	sel.AddReceive(s.refreshCh, func(c workflow.ReceiveChannel, _ bool) {
+		raw = nil
+		c.Receive(ctx, &raw)
+		s.onRefresh(raw)
+	})
+	sel.AddReceive(s.wake, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil) })
+	if wake, ok := schedule.NextWake(now, s.state.PausedUntil, s.state.Tasks); ok && !draining {
+		s.armTimer(ctx, now, wake)
+	}
+	if s.timer != nil {
+		sel.AddFuture(s.timer, func(workflow.Future) { s.timer, s.cancelTimer = nil, nil })
+	}
+	s.setDetails(ctx)
+	sel.Select(ctx)
+}
+
+// armTimer keeps one durable timer pointed at the next wake. An unchanged
+// wake time reuses the running timer: every timer is a billed action and two
+// history events.
+func (s *scheduler) armTimer(ctx workflow.Context, now, wake time.Time) {
+	if s.timer != nil && s.timerAt.Equal(wake) {
+		return
+	}
+	if s.cancelTimer != nil {
+		s.cancelTimer()
+	}
+	d := wake.Sub(now)
+	if d < time.Second {
+		d = time.Second
+	}
+	tctx, cancel := workflow.WithCancel(ctx)
+	s.timer = workflow.NewTimerWithOptions(tctx, d, workflow.TimerOptions{Summary: "next wake: " + s.dueSummary(wake)})
+	s.timerAt, s.cancelTimer = wake, cancel
+}
+
+// dueSummary names the tasks (or the pause) the timer wakes for.
+func (s *scheduler) dueSummary(wake time.Time) string {
+	var names []string
+	for _, t := range s.state.Tasks {
+		if !t.Running() && !t.DueAt().After(wake) {
+			names = append(names, t.Name)
+		}
+	}
+	if schedule.Paused(wake.Add(-time.Nanosecond), s.state.PausedUntil) && s.state.PausedUntil.Equal(wake) {
+		return "pause ends"
+	}
+	if len(names) == 0 {
+		return "pause ends"
+	}
+	return strings.Join(names, ", ")
+}
+
+func (s *scheduler) expirePause(now time.Time) {
+	if s.state.PausedUntil != nil && !schedule.Paused(now, s.state.PausedUntil) {
+		s.logger.Info("scheduler.resumed", "reason", "pause expired", "pausedUntil", *s.state.PausedUntil)
+		s.state.PausedUntil = nil
+	}
+}
+
+func (s *scheduler) onPause(ctx workflow.Context, raw json.RawMessage) {
+	until, err := ParsePause(raw, workflow.Now(ctx))
+	if err != nil {
+		s.logger.Warn("scheduler.message_rejected", "message", SignalPause, "reason", err.Error(), "input", clip(raw))
+		return
+	}
+	s.state.PausedUntil = &until
+	s.logger.Info("scheduler.paused", "until", until)
+}
+
+func (s *scheduler) onResume() {
+	if s.state.PausedUntil == nil {
+		s.logger.Info("scheduler.resumed", "reason", "resume signal (was not paused)")
+		return
+	}
+	s.state.PausedUntil = nil
+	s.logger.Info("scheduler.resumed", "reason", "resume signal")
+}
+
+func (s *scheduler) onRefresh(raw json.RawMessage) {
+	names, err := ParseRefresh(raw, s.taskNames())
+	if err != nil {
+		s.logger.Warn("scheduler.message_rejected", "message", SignalRefresh, "reason", err.Error(), "input", clip(raw))
+		return
+	}
+	for _, name := range names {
+		s.tasks[name].Requested = true
+	}
+	s.logger.Info("scheduler.refresh_requested", "tasks", names, "via", "signal")
+}
+
+// drainSignals applies every signal already delivered, so none is lost when
+// the run continues as new: their effects travel in the carried state.
+func (s *scheduler) drainSignals(ctx workflow.Context) {
+	for {
+		var raw json.RawMessage
+		switch {
+		case s.pauseCh.ReceiveAsync(&raw):
+			s.onPause(ctx, raw)
+		case s.resumeCh.ReceiveAsync(nil):
+			s.onResume()
+		case s.refreshCh.ReceiveAsync(&raw):
+			s.onRefresh(raw)
+		default:
+			return
+		}
+	}
+}
+
+// clip keeps a rejected payload short enough to log.
+func clip(raw json.RawMessage) string {
+	const max = 200
+	if len(raw) > max {
+		return string(raw[:max]) + "…"
+	}
+	return string(raw)
+}
+
+// classify turns an activity error into an error class and a message. The
+// activities return application errors typed with the class; anything else
+// is a timeout or a transport problem.
+func classify(err error) (pacer.ErrorClass, string) {
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		return pacer.ErrorClass(appErr.Type()), appErr.Message()
+	}
+	var toErr *temporal.TimeoutError
+	if errors.As(err, &toErr) {
+		return pacer.ClassTimeout, fmt.Sprintf("activity %s timeout", toErr.TimeoutType())
+	}
+	return pacer.ClassTransport, err.Error()
+}
+
+func runTenero(ctx workflow.Context, s *scheduler) schedule.Outcome {
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 10 * time.Minute,
+		HeartbeatTimeout:    time.Minute,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:    5 * time.Second,
+			BackoffCoefficient: 2,
+			MaximumInterval:    time.Minute,
+			MaximumAttempts:    3,
+		},
+		Summary: "tenero price refresh",
+	})
+	started := workflow.Now(ctx)
+	var res pacer.TeneroResult
+	err := workflow.ExecuteActivity(ctx, ActivityRefreshTenero, pacer.TeneroInput{}).Get(ctx, &res)
+	if err != nil {
+		// A run that failed as a whole still reports what it did, in the
+		// error's details.
+		var appErr *temporal.ApplicationError
+		if !errors.As(err, &appErr) || !appErr.HasDetails() || appErr.Details(&res) != nil {
+			res = pacer.TeneroResult{StartedAt: started}
+		}
+		class, msg := classify(err)
+		res.ErrorClass, res.Error = class, msg
+		if res.DurationMs == 0 {
+			res.DurationMs = workflow.Now(ctx).Sub(started).Milliseconds()
+		}
+	}
+	s.state.LastTeneroResult = &res
+	return schedule.Outcome{
+		Class:   string(res.ErrorClass),
+		Message: res.Error,
+		Backoff: time.Duration(res.RateLimitBackoffMs) * time.Millisecond,
+	}
+}

@@ -1,0 +1,277 @@
+package workflows
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/pacer-dev/pacer"
+)
+
+var t0 = time.Date(2026, 5, 14, 12, 0, 0, 0, time.UTC)
+
+// fakeTenero stands in for the tenero activity: it counts calls and answers
+// with whatever the test sets.
+type fakeTenero struct {
+	calls  atomic.Int32
+	answer atomic.Pointer[func(call int32) (pacer.TeneroResult, error)]
+}
+
+func (f *fakeTenero) run(ctx context.Context, _ pacer.TeneroInput) (pacer.TeneroResult, error) {
+	n := f.calls.Add(1)
+	if a := f.answer.Load(); a != nil {
+		return (*a)(n)
+	}
+	return pacer.TeneroResult{StartedAt: activity.GetInfo(ctx).StartedTime, TokensAttempted: 3, Succeeded: 3}, nil
+}
+
+func (f *fakeTenero) set(a func(call int32) (pacer.TeneroResult, error)) { f.answer.Store(&a) }
+
+type harness struct {
+	env    *testsuite.TestWorkflowEnvironment
+	tenero *fakeTenero
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestWorkflowEnvironment()
+	env.SetStartTime(t0)
+	env.SetTestTimeout(30 * time.Second)
+	Register(env)
+	h := &harness{env: env, tenero: &fakeTenero{}}
+	env.RegisterActivityWithOptions(h.tenero.run, activity.RegisterOptions{Name: ActivityRefreshTenero})
+	return h
+}
+
+// at runs f at virtual time t0+d.
+func (h *harness) at(d time.Duration, f func()) { h.env.RegisterDelayedCallback(f, d) }
+
+func (h *harness) status(t *testing.T) Status {
+	t.Helper()
+	v, err := h.env.QueryWorkflow(QueryStatus)
+	require.NoError(t, err)
+	var st Status
+	require.NoError(t, v.Get(&st))
+	return st
+}
+
+func (h *harness) signal(name string, payload string) {
+	if payload == "" {
+		h.env.SignalWorkflow(name, nil)
+		return
+	}
+	h.env.SignalWorkflow(name, json.RawMessage(payload))
+}
+
+// runFor executes the workflow and cancels it at t0+d.
+func (h *harness) runFor(t *testing.T, d time.Duration, in SchedulerInput) {
+	t.Helper()
+	h.at(d, h.env.CancelWorkflow)
+	h.env.ExecuteWorkflow(WorkflowType, in)
+	require.True(t, h.env.IsWorkflowCompleted())
+	require.True(t, temporal.IsCanceledError(h.env.GetWorkflowError()), "workflow ended with %v", h.env.GetWorkflowError())
+}
+
+func TestSchedulerRunsOnCadence(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.at(time.Minute, func() {
+		st := h.status(t)
+		require.Equal(t, DefaultWorkflowID, st.WorkflowID)
+		require.NotNil(t, st.LastTeneroResult)
+		require.Equal(t, 3, st.LastTeneroResult.Succeeded)
+		require.Equal(t, t0, *st.LastTeneroRunAt)
+		require.Equal(t, t0.Add(5*time.Minute), *st.NextWakeAt)
+		require.Equal(t, "5m0s", st.Tasks[pacer.TaskTenero].Every)
+		require.Zero(t, st.ConsecutiveFailures[pacer.TaskTenero])
+	})
+	h.env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: DefaultWorkflowID})
+	h.runFor(t, 61*time.Minute, SchedulerInput{})
+	// Runs at 0, 5, …, 60 minutes.
+	require.EqualValues(t, 13, h.tenero.calls.Load())
+}
+
+func TestSchedulerPauseAndResume(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.at(time.Minute, func() { h.signal(SignalPause, `{"for":"30m"}`) })
+	h.at(2*time.Minute, func() {
+		st := h.status(t)
+		require.Equal(t, t0.Add(31*time.Minute), *st.PausedUntil)
+	})
+	h.at(20*time.Minute, func() {
+		require.EqualValues(t, 1, h.tenero.calls.Load(), "no run while paused")
+		h.signal(SignalResume, "")
+	})
+	h.at(21*time.Minute, func() {
+		require.EqualValues(t, 2, h.tenero.calls.Load(), "resume runs the overdue task at once")
+		require.Nil(t, h.status(t).PausedUntil)
+	})
+	h.runFor(t, 22*time.Minute, SchedulerInput{})
+}
+
+func TestSchedulerPauseExpires(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.at(time.Minute, func() { h.signal(SignalPause, `{"until":"`+t0.Add(12*time.Minute).Format(time.RFC3339)+`"}`) })
+	h.at(11*time.Minute, func() { require.EqualValues(t, 1, h.tenero.calls.Load()) })
+	h.at(12*time.Minute+time.Second, func() {
+		require.EqualValues(t, 2, h.tenero.calls.Load(), "the overdue run starts when the pause ends")
+		require.Nil(t, h.status(t).PausedUntil)
+	})
+	h.runFor(t, 13*time.Minute, SchedulerInput{})
+}
+
+func TestSchedulerRefreshIgnoresPause(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.at(time.Minute, func() { h.signal(SignalPause, `{"for":"1h"}`) })
+	h.at(2*time.Minute, func() { h.signal(SignalRefresh, `{"task":"tenero"}`) })
+	h.at(3*time.Minute, func() {
+		require.EqualValues(t, 2, h.tenero.calls.Load())
+		require.NotNil(t, h.status(t).PausedUntil, "a refresh does not lift the pause")
+	})
+	h.runFor(t, 4*time.Minute, SchedulerInput{})
+}
+
+func TestSchedulerRefreshNowUpdate(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.tenero.set(func(call int32) (pacer.TeneroResult, error) {
+		return pacer.TeneroResult{TokensAttempted: int(call), Succeeded: int(call)}, nil
+	})
+	var got RefreshNowResult
+	var rejected error
+	h.at(time.Minute, func() {
+		h.env.UpdateWorkflow(UpdateRefreshNow, "u1", &testsuite.TestUpdateCallback{
+			OnReject:   func(err error) { require.Fail(t, "rejected", err) },
+			OnAccept:   func() {},
+			OnComplete: func(v any, err error) { require.NoError(t, err); got = v.(RefreshNowResult) },
+		}, json.RawMessage(`{"task":"all"}`))
+		h.env.UpdateWorkflow(UpdateRefreshNow, "u2", &testsuite.TestUpdateCallback{
+			OnReject:   func(err error) { rejected = err },
+			OnAccept:   func() { require.Fail(t, "accepted an unknown task") },
+			OnComplete: func(any, error) {},
+		}, json.RawMessage(`{"task":"nope"}`))
+	})
+	h.runFor(t, 2*time.Minute, SchedulerInput{})
+	require.NotNil(t, got.Tenero)
+	require.Equal(t, 2, got.Tenero.Succeeded, "the update answers with the run it caused")
+	require.ErrorContains(t, rejected, `unknown task "nope"`)
+	require.EqualValues(t, 2, h.tenero.calls.Load())
+}
+
+func TestSchedulerSurvivesMalformedMessages(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	bad := []struct{ name, payload string }{
+		{SignalPause, `{"for":5}`},
+		{SignalPause, `{"for":"-3m"}`},
+		{SignalPause, `{"until":"2001-01-01T00:00:00Z"}`},
+		{SignalPause, `{"until":"2999-01-01T00:00:00Z"}`},
+		{SignalPause, `{"for":"1m","until":"2999-01-01T00:00:00Z"}`},
+		{SignalPause, `{"fro":"1m"}`},
+		{SignalPause, `"1m"`},
+		{SignalPause, `[]`},
+		{SignalPause, ``},
+		{SignalRefresh, `{"task":"nope"}`},
+		{SignalRefresh, `{"task":7}`},
+		{SignalRefresh, `null`},
+		{SignalResume, `{"unexpected":true}`},
+	}
+	h.at(time.Minute, func() {
+		for _, b := range bad {
+			h.signal(b.name, b.payload)
+		}
+	})
+	h.at(2*time.Minute, func() { require.Nil(t, h.status(t).PausedUntil) })
+	h.runFor(t, 11*time.Minute, SchedulerInput{})
+	require.EqualValues(t, 3, h.tenero.calls.Load(), "the cadence went on: runs at 0, 5 and 10 minutes")
+}
+
+func TestSchedulerRateLimitDefers(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.tenero.set(func(call int32) (pacer.TeneroResult, error) {
+		if call == 1 {
+			return pacer.TeneroResult{}, temporal.NewNonRetryableApplicationError("month quota exhausted",
+				string(pacer.ClassRateLimit), nil,
+				pacer.TeneroResult{TokensAttempted: 5, Succeeded: 2, RateLimited: true,
+					RateLimitBackoffMs: pacer.MonthQuotaBackoff.Milliseconds()})
+		}
+		return pacer.TeneroResult{Succeeded: 1}, nil
+	})
+	h.at(time.Hour, func() {
+		st := h.status(t)
+		require.EqualValues(t, 1, h.tenero.calls.Load())
+		require.Equal(t, 1, st.ConsecutiveFailures[pacer.TaskTenero])
+		require.Equal(t, t0.Add(24*time.Hour), *st.NextRunAfter[pacer.TaskTenero])
+		require.Equal(t, string(pacer.ClassRateLimit), st.Tasks[pacer.TaskTenero].LastError.Class)
+		require.Equal(t, 2, st.LastTeneroResult.Succeeded, "the partial result travels in the error details")
+		require.True(t, st.LastTeneroResult.RateLimited)
+	})
+	h.at(24*time.Hour+time.Minute, func() {
+		require.EqualValues(t, 2, h.tenero.calls.Load())
+		require.Zero(t, h.status(t).ConsecutiveFailures[pacer.TaskTenero], "success resets the count")
+	})
+	h.runFor(t, 24*time.Hour+2*time.Minute, SchedulerInput{})
+}
+
+func TestSchedulerCountsFailures(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.tenero.set(func(int32) (pacer.TeneroResult, error) {
+		return pacer.TeneroResult{}, temporal.NewApplicationError("connection refused", string(pacer.ClassTransport))
+	})
+	h.at(16*time.Minute, func() {
+		st := h.status(t)
+		require.Equal(t, 4, st.ConsecutiveFailures[pacer.TaskTenero])
+		require.Equal(t, pacer.ClassTransport, st.LastTeneroResult.ErrorClass)
+	})
+	h.runFor(t, 17*time.Minute, SchedulerInput{})
+	// Each run is three attempts of the retry policy.
+	require.EqualValues(t, 12, h.tenero.calls.Load())
+}
+
+func TestSchedulerContinuesAsNewWithState(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.at(7*time.Minute, func() {
+		h.env.SetContinueAsNewSuggested(true)
+		// Both arrive while the run is handing over: neither may be dropped.
+		h.signal(SignalRefresh, `{"task":"tenero"}`)
+		h.signal(SignalPause, `{"for":"2h"}`)
+	})
+	h.env.ExecuteWorkflow(WorkflowType, SchedulerInput{Config: Config{TeneroEvery: 3 * time.Minute}})
+	err := h.env.GetWorkflowError()
+	var can *workflow.ContinueAsNewError
+	require.True(t, errors.As(err, &can), "want continue-as-new, got %v", err)
+	require.Equal(t, WorkflowType, can.WorkflowType.Name)
+	var next SchedulerInput
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
+	require.Equal(t, 3*time.Minute, next.Config.TeneroEvery)
+	require.NotNil(t, next.State)
+	require.Equal(t, t0.Add(7*time.Minute+2*time.Hour), *next.State.PausedUntil)
+	require.Len(t, next.State.Tasks, 1)
+	tk := next.State.Tasks[0]
+	require.Equal(t, pacer.TaskTenero, tk.Name)
+	// Runs at 0, 3 and 6 minutes, then the refresh drained at 7 ran before
+	// the hand-over: no signal was lost.
+	require.Equal(t, t0.Add(7*time.Minute), *tk.LastRunAt)
+	require.EqualValues(t, 4, tk.Started)
+	require.False(t, tk.Requested)
+	require.EqualValues(t, 4, h.tenero.calls.Load())
+	require.NotNil(t, next.State.LastTeneroResult)
+}

@@ -1,0 +1,117 @@
+package workflows
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/schedule"
+)
+
+// Status is the document the status query returns (SPEC §3). Times are UTC;
+// absent times are null.
+type Status struct {
+	WorkflowID       string              `json:"workflowId"`
+	RunID            string              `json:"runId"`
+	Now              time.Time           `json:"now"`
+	PausedUntil      *time.Time          `json:"pausedUntil"`
+	LastTeneroRunAt  *time.Time          `json:"lastTeneroRunAt"`
+	LastTeneroResult *pacer.TeneroResult `json:"lastTeneroResult"`
+	// ConsecutiveFailures and NextRunAfter have one key per task.
+	ConsecutiveFailures map[string]int        `json:"consecutiveFailures"`
+	NextRunAfter        map[string]*time.Time `json:"nextRunAfter"`
+	NextWakeAt          *time.Time            `json:"nextWakeAt"`
+	Tasks               map[string]TaskStatus `json:"tasks"`
+	// Generation counts continue-as-new runs; HistoryLength is this run's.
+	Generation    int `json:"generation"`
+	HistoryLength int `json:"historyLength"`
+}
+
+// TaskStatus is one task's entry in Status.Tasks.
+type TaskStatus struct {
+	Every     string             `json:"every"`
+	Running   bool               `json:"running"`
+	Requested bool               `json:"requested"`
+	LastRunAt *time.Time         `json:"lastRunAt"`
+	NextDueAt *time.Time         `json:"nextDueAt"`
+	LastError *schedule.RunError `json:"lastError"`
+	Runs      int64              `json:"runs"`
+}
+
+func utc(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+func (s *scheduler) status(ctx workflow.Context) Status {
+	info := workflow.GetInfo(ctx)
+	st := Status{
+		WorkflowID:          info.WorkflowExecution.ID,
+		RunID:               info.WorkflowExecution.RunID,
+		Now:                 workflow.Now(ctx).UTC(),
+		PausedUntil:         utc(s.state.PausedUntil),
+		LastTeneroResult:    s.state.LastTeneroResult,
+		ConsecutiveFailures: map[string]int{},
+		NextRunAfter:        map[string]*time.Time{},
+		Tasks:               map[string]TaskStatus{},
+		Generation:          s.state.Generation,
+		HistoryLength:       info.GetCurrentHistoryLength(),
+	}
+	if s.timer != nil {
+		st.NextWakeAt = utc(&s.timerAt)
+	}
+	for _, t := range s.state.Tasks {
+		st.ConsecutiveFailures[t.Name] = t.ConsecutiveFailures
+		st.NextRunAfter[t.Name] = utc(t.NextRunAfter)
+		due := t.DueAt()
+		st.Tasks[t.Name] = TaskStatus{
+			Every:     t.Every.String(),
+			Running:   t.Running(),
+			Requested: t.Requested,
+			LastRunAt: utc(t.LastRunAt),
+			NextDueAt: utc(&due),
+			LastError: t.LastError,
+			Runs:      t.Started,
+		}
+	}
+	if t := s.tasks[pacer.TaskTenero]; t != nil {
+		st.LastTeneroRunAt = utc(t.LastRunAt)
+	}
+	return st
+}
+
+// setDetails keeps a one-line summary on the Web UI's workflow page.
+func (s *scheduler) setDetails(ctx workflow.Context) {
+	var b strings.Builder
+	if s.state.PausedUntil != nil {
+		fmt.Fprintf(&b, "PAUSED until %s", s.state.PausedUntil.UTC().Format(time.RFC3339))
+	} else {
+		b.WriteString("running")
+	}
+	if s.timer != nil {
+		fmt.Fprintf(&b, "; next wake %s", s.timerAt.UTC().Format(time.RFC3339))
+	}
+	for _, t := range s.state.Tasks {
+		fmt.Fprintf(&b, "; %s: ", t.Name)
+		switch {
+		case t.Running():
+			b.WriteString("running")
+		case t.LastRunAt == nil:
+			b.WriteString("not run yet")
+		case t.ConsecutiveFailures > 0 && t.LastError != nil:
+			fmt.Fprintf(&b, "%d failure(s), last %s", t.ConsecutiveFailures, t.LastError.Class)
+		default:
+			fmt.Fprintf(&b, "ok at %s", t.LastRunAt.UTC().Format(time.RFC3339))
+		}
+	}
+	if r := s.state.LastTeneroResult; r != nil && r.ErrorClass == "" {
+		fmt.Fprintf(&b, " (%d/%d tokens)", r.Succeeded, r.TokensAttempted)
+	}
+	workflow.SetCurrentDetails(ctx, b.String())
+}
