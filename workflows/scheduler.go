@@ -409,7 +409,7 @@ func classify(err error) (pacer.ErrorClass, string) {
 func runTenero(ctx workflow.Context, s *scheduler) schedule.Outcome {
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 10 * time.Minute,
-		HeartbeatTimeout:    time.Minute,
+		HeartbeatTimeout:    20 * time.Second, // the activity heartbeats every 5 s
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:    5 * time.Second,
 			BackoffCoefficient: 2,

@@ -1,0 +1,41 @@
+# pacer's front door. `make help` lists the targets.
+SHELL := bash
+.DEFAULT_GOAL := help
+
+TEMPORAL_CLI_VERSION := v1.5.1
+BIN := $(CURDIR)/bin
+TEMPORAL := $(BIN)/temporal
+GO_TEST_FLAGS ?= -race -count=1
+
+.PHONY: help build dev test test-unit lint tools clean postgres
+
+help: ## list the targets
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+
+build: ## build bin/pacer
+	go build -o $(BIN)/pacer ./cmd/pacer
+
+$(TEMPORAL):
+	@echo "installing the Temporal CLI $(TEMPORAL_CLI_VERSION) into bin/ (a few minutes, once)…"
+	GOBIN=$(BIN) go install github.com/temporalio/cli/cmd/temporal@$(TEMPORAL_CLI_VERSION)
+
+tools: $(TEMPORAL) ## install the Temporal CLI (dev server) into bin/
+
+postgres: ## make sure PostgreSQL answers on 127.0.0.1:5432 (starts the local cluster)
+	@./scripts/ensure-postgres.sh
+
+dev: build tools postgres ## run the whole stack locally: Temporal dev server + Web UI, simulator, worker, API
+	$(BIN)/pacer dev --log-format console
+
+test: tools postgres ## run every test: unit, workflow (testsuite) and integration (dev server + Postgres)
+	go test $(GO_TEST_FLAGS) ./...
+
+test-unit: ## run the tests that need nothing running
+	go test -count=1 ./workflows/ ./internal/schedule/ ./internal/catalog/ ./internal/tenero/ ./internal/hiro/ ./internal/competition/ ./internal/sim/
+
+lint: ## gofmt, go vet
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	go vet ./...
+
+clean: ## remove build output and local dev state
+	rm -rf $(BIN)/pacer .dev

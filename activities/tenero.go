@@ -1,0 +1,172 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/store"
+)
+
+// maxUpstreamStreak stops a run after this many upstream failures in a row:
+// an upstream that is down will not come back within one run, and each
+// failure costs in-attempt retries.
+const maxUpstreamStreak = 5
+
+// RefreshTenero refreshes USD prices (SPEC §4): the static base first, then
+// the tokens agents trade, pegs at 1 USD without a call, stopping at once
+// when Tenero says a quota is spent.
+func (a *Activities) RefreshTenero(ctx context.Context, in pacer.TeneroInput) (pacer.TeneroResult, error) {
+	started := time.Now()
+	res := pacer.TeneroResult{StartedAt: started.UTC()}
+	log := a.Logger.With(zap.String("task", pacer.TaskTenero))
+
+	traded, err := a.Store.TradedTokens(ctx, 50)
+	if err != nil {
+		log.Warn("tenero.token_query_failed", zap.Error(err))
+		traded = nil // the static base alone still gets refreshed
+	}
+	tokens := a.Catalog.TokenSet(traded)
+	if in.MaxTokens > 0 && len(tokens) > in.MaxTokens {
+		tokens = tokens[:in.MaxTokens]
+	}
+
+	var (
+		streak, fetched int // upstream failures in a row; Tenero answers with a price
+		stopClass       pacer.ErrorClass
+		stopMsg         string
+		lastUpstream    error
+	)
+	var done atomic.Int64
+	defer keepHeartbeating(ctx, func() any { return done.Load() })()
+	for i, id := range tokens {
+		done.Store(int64(i))
+		if err := ctx.Err(); err != nil {
+			return res, runError(pacer.ClassTimeout, "run cancelled: "+err.Error(), res)
+		}
+		res.TokensAttempted++
+		now := time.Now().UTC()
+
+		if peg, ok := a.Catalog.Peg(id); ok {
+			one, dec := "1", peg.Decimals
+			if err := a.store(ctx, &res, store.Price{TokenID: id, PriceUSD: &one, Decimals: &dec,
+				Source: store.SourcePeg, FetchedAt: now}); err != nil {
+				return res, err
+			}
+			res.Pegged++
+			continue
+		}
+
+		p, err := a.Tenero.Price(ctx, id)
+		if p.Quota.MinuteRemaining != nil {
+			res.MinuteRemaining = p.Quota.MinuteRemaining
+		}
+		if p.Quota.MonthRemaining != nil {
+			res.MonthRemaining = p.Quota.MonthRemaining
+		}
+		if err != nil {
+			res.Failed++
+			class := pacer.ClassOf(err)
+			log.Warn("tenero.token_failed", zap.String("token", id), zap.String("class", string(class)), zap.Error(err))
+			switch {
+			case class == pacer.ClassRateLimit:
+				stopClass, stopMsg = class, err.Error()
+			case class == pacer.ClassPermanent:
+				stopClass, stopMsg = class, err.Error()
+			case class.IsUpstreamFailure():
+				lastUpstream = err
+				if streak++; streak >= maxUpstreamStreak {
+					stopClass, stopMsg = class, fmt.Sprintf("%d upstream failures in a row, last: %v", streak, err)
+				}
+			}
+		} else {
+			streak = 0
+			fetched++
+			dec := p.Decimals
+			if dec == nil {
+				if d, ok := a.Catalog.Decimals(id); ok {
+					dec = &d
+				}
+			}
+			if err := a.store(ctx, &res, store.Price{TokenID: id, PriceUSD: p.PriceUSD, Decimals: dec,
+				Source: store.SourceTenero, FetchedAt: now,
+				MinuteRemaining: p.Quota.MinuteRemaining, MonthRemaining: p.Quota.MonthRemaining}); err != nil {
+				return res, err
+			}
+			if p.PriceUSD == nil {
+				res.NoPrice++
+			}
+		}
+
+		// A spent quota stops the run whatever this call's outcome: the next
+		// call would only be refused.
+		if backoff, spent := p.Quota.Exhausted(); spent || stopClass == pacer.ClassRateLimit {
+			if !spent {
+				backoff = pacer.MinuteQuotaBackoff
+			}
+			res.RateLimited = true
+			res.RateLimitBackoffMs = backoff.Milliseconds()
+			event := "tenero.minute_quota_exhausted_mid_run"
+			if backoff >= pacer.MonthQuotaBackoff {
+				event = "tenero.month_quota_exhausted_mid_run"
+			}
+			log.Warn(event, zap.Int("done", i+1), zap.Int("left", len(tokens)-i-1), zap.Duration("backoff", backoff))
+			stopClass = pacer.ClassRateLimit
+			if stopMsg == "" {
+				stopMsg = "quota exhausted after " + strconv.Itoa(i+1) + " of " + strconv.Itoa(len(tokens)) + " tokens"
+			}
+		}
+		if stopClass != "" {
+			res.Skipped = len(tokens) - i - 1
+			break
+		}
+	}
+
+	if stopClass == "" && fetched == 0 && lastUpstream != nil {
+		// Not one price came back: the run failed, even if pegs were written.
+		stopClass, stopMsg = pacer.ClassOf(lastUpstream), "no token fetched, last: "+lastUpstream.Error()
+	}
+	res.DurationMs = time.Since(started).Milliseconds()
+	fields := []zap.Field{
+		zap.Int("attempted", res.TokensAttempted), zap.Int("succeeded", res.Succeeded), zap.Int("failed", res.Failed),
+		zap.Int("written", res.Written), zap.Int("unchanged", res.Unchanged), zap.Int("pegged", res.Pegged),
+		zap.Int("skipped", res.Skipped), zap.Bool("rateLimited", res.RateLimited), zap.Int64("durationMs", res.DurationMs),
+	}
+	if res.MinuteRemaining != nil {
+		fields = append(fields, zap.Int("minuteRemaining", *res.MinuteRemaining))
+	}
+	if res.MonthRemaining != nil {
+		fields = append(fields, zap.Int("monthRemaining", *res.MonthRemaining))
+	}
+	if stopClass != "" {
+		res.ErrorClass, res.Error = stopClass, stopMsg
+		log.Warn("tenero.refresh_stopped", append(fields, zap.String("class", string(stopClass)), zap.String("reason", stopMsg))...)
+		return res, runError(stopClass, stopMsg, res)
+	}
+	log.Info("tenero.refresh_completed", fields...)
+	return res, nil
+}
+
+// store writes one price and counts it. A database failure ends the run as
+// a transport error so that Temporal retries it; the unchanged-price check
+// makes the retry cheap.
+func (a *Activities) store(ctx context.Context, res *pacer.TeneroResult, p store.Price) error {
+	written, err := a.Store.UpsertPrice(ctx, p)
+	if err != nil {
+		res.ErrorClass, res.Error = pacer.ClassTransport, err.Error()
+		a.Logger.Error("tenero.store_failed", zap.String("token", p.TokenID), zap.Error(err))
+		return runError(pacer.ClassTransport, "store price: "+err.Error(), *res)
+	}
+	res.Succeeded++
+	if written {
+		res.Written++
+	} else {
+		res.Unchanged++
+	}
+	return nil
+}

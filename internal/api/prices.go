@@ -1,0 +1,155 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/pacer-dev/pacer/internal/catalog"
+)
+
+// MaxTokensPerRequest bounds ?tokens=.
+const MaxTokensPerRequest = 100
+
+// PriceEntry is one token's price in /api/prices.
+type PriceEntry struct {
+	PriceUSD  *json.Number `json:"priceUsd"`
+	FetchedAt time.Time    `json:"fetchedAt"`
+	Decimals  *int         `json:"decimals"`
+}
+
+// PricesResponse answers /api/prices for a set of tokens.
+type PricesResponse struct {
+	Prices  map[string]PriceEntry `json:"prices"`
+	Missing []string              `json:"missing"`
+}
+
+// TokenPrice answers /api/prices?token=.
+type TokenPrice struct {
+	TokenID   string       `json:"tokenId"`
+	PriceUSD  *json.Number `json:"priceUsd"`
+	FetchedAt time.Time    `json:"fetchedAt"`
+}
+
+// ParseTokens validates a comma-separated token list: each id well formed,
+// at most MaxTokensPerRequest after removing duplicates.
+func ParseTokens(list string) ([]string, error) {
+	var ids []string
+	seen := map[string]bool{}
+	for _, raw := range strings.Split(list, ",") {
+		id := strings.TrimSpace(raw)
+		if id == "" {
+			continue
+		}
+		if !catalog.ValidTokenID(id) {
+			return nil, fmt.Errorf("malformed token id %q", clip(id))
+		}
+		if !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return nil, fmt.Errorf("no token ids given")
+	}
+	if len(ids) > MaxTokensPerRequest {
+		return nil, fmt.Errorf("%d tokens requested, at most %d allowed", len(ids), MaxTokensPerRequest)
+	}
+	return ids, nil
+}
+
+func clip(s string) string {
+	if r := []rune(s); len(r) > 80 {
+		return string(r[:80]) + "…"
+	}
+	return s
+}
+
+func number(p *string) *json.Number {
+	if p == nil {
+		return nil
+	}
+	n := json.Number(*p)
+	return &n
+}
+
+func (s *Server) prices(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	for key := range q {
+		if key != "token" && key != "tokens" {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("unknown parameter %q (use token or tokens)", clip(key)))
+			return
+		}
+	}
+	if q.Has("token") && q.Has("tokens") {
+		writeError(w, http.StatusBadRequest, "give token or tokens, not both")
+		return
+	}
+	if len(q["token"]) > 1 || len(q["tokens"]) > 1 {
+		writeError(w, http.StatusBadRequest, "parameter given more than once")
+		return
+	}
+	if q.Has("token") {
+		s.onePrice(w, r, q.Get("token"))
+		return
+	}
+	var ids []string
+	if q.Has("tokens") {
+		var err error
+		if ids, err = ParseTokens(q.Get("tokens")); err != nil {
+			writeError(w, http.StatusBadRequest, err.Error())
+			return
+		}
+	} else {
+		traded, err := s.o.Store.TradedTokens(r.Context(), 50)
+		if err != nil {
+			s.dbError(w, err)
+			return
+		}
+		ids = s.o.Catalog.TokenSet(traded)
+	}
+	found, err := s.o.Store.Prices(r.Context(), ids)
+	if err != nil {
+		s.dbError(w, err)
+		return
+	}
+	resp := PricesResponse{Prices: map[string]PriceEntry{}, Missing: []string{}}
+	for _, id := range ids {
+		p, ok := found[id]
+		if !ok {
+			resp.Missing = append(resp.Missing, id)
+			continue
+		}
+		resp.Prices[id] = PriceEntry{PriceUSD: number(p.PriceUSD), FetchedAt: p.FetchedAt.UTC(), Decimals: p.Decimals}
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+func (s *Server) onePrice(w http.ResponseWriter, r *http.Request, id string) {
+	id = strings.TrimSpace(id)
+	if !catalog.ValidTokenID(id) {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("malformed token id %q", clip(id)))
+		return
+	}
+	found, err := s.o.Store.Prices(r.Context(), []string{id})
+	if err != nil {
+		s.dbError(w, err)
+		return
+	}
+	p, ok := found[id]
+	if !ok {
+		writeError(w, http.StatusNotFound, "no cached price for "+id)
+		return
+	}
+	writeJSON(w, http.StatusOK, TokenPrice{TokenID: id, PriceUSD: number(p.PriceUSD), FetchedAt: p.FetchedAt.UTC()})
+}
+
+func (s *Server) dbError(w http.ResponseWriter, err error) {
+	s.o.Logger.Error("api.database_error", zap.Error(err))
+	writeError(w, http.StatusServiceUnavailable, "database unavailable")
+}
+

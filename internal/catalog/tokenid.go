@@ -1,0 +1,50 @@
+package catalog
+
+import (
+	"regexp"
+	"strings"
+)
+
+// stx is the id of the native token, the one id that is not a contract.
+const stx = "stx"
+
+// c32 is the Crockford base-32 alphabet of Stacks addresses: digits and upper
+// case letters without I, L, O and U.
+const c32 = `[0-9A-HJKMNP-TV-Z]`
+
+// A Clarity name: a letter, then letters, digits, '-' or '_', 128 at most.
+// Clarity allows a few more characters; token ids seen in swaps never use
+// them, and every character let through here ends up in a URL and in SQL.
+const name = `[A-Za-z][A-Za-z0-9_-]{0,127}`
+
+// A standard principal: the version letter (P/M mainnet, T/N testnet) and the
+// c32 hash with its checksum.
+const principal = `S[PMTN]` + c32 + `{38,40}`
+
+var (
+	clarityName       = regexp.MustCompile(`^` + name + `$`)
+	standardPrincipal = regexp.MustCompile(`^` + principal + `$`)
+	contractID        = regexp.MustCompile(`^` + principal + `\.` + name + `$`)
+	tokenID           = regexp.MustCompile(`^` + principal + `\.` + name + `(?:::` + name + `)?$`)
+)
+
+// ValidTokenID reports whether id is "stx" or a contract id with an optional
+// ::asset name (SPEC §4.1). Ids come from chain data and from API callers, and
+// only valid ones ever reach an upstream URL or the database.
+func ValidTokenID(id string) bool {
+	return id == stx || tokenID.MatchString(id)
+}
+
+// validContractKey reports whether id is a contract id without ::asset, the
+// shape of the data files' keys.
+func validContractKey(id string) bool {
+	return contractID.MatchString(id)
+}
+
+// ContractOf returns the contract that defines a token, its id without any
+// ::asset suffix: the address Tenero knows it by and the key of the data
+// files. "stx" stays "stx".
+func ContractOf(tokenID string) string {
+	contract, _, _ := strings.Cut(tokenID, "::")
+	return contract
+}

@@ -1,0 +1,64 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+
+	"go.temporal.io/sdk/client"
+	"go.uber.org/zap"
+
+	"github.com/pacer-dev/pacer/activities"
+	"github.com/pacer-dev/pacer/internal/catalog"
+	"github.com/pacer-dev/pacer/internal/logging"
+	"github.com/pacer-dev/pacer/internal/store"
+	"github.com/pacer-dev/pacer/internal/tenero"
+	"github.com/pacer-dev/pacer/worker"
+	"github.com/pacer-dev/pacer/workflows"
+)
+
+func (c *config) logger() (*zap.Logger, error) {
+	l, err := logging.New(logging.Options{Level: c.logLevel, Format: c.logFormat})
+	if err != nil {
+		return nil, &UsageError{Err: err}
+	}
+	return l, nil
+}
+
+func (c *config) openStore(ctx context.Context) (*store.Store, error) {
+	s, err := store.Open(ctx, c.databaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("postgres (DATABASE_URL): %w", err)
+	}
+	return s, nil
+}
+
+func (c *config) dial(ctx context.Context, log *zap.Logger) (client.Client, error) {
+	return worker.Dial(ctx, worker.DialOptions{Address: c.temporalAddress, Namespace: c.namespace, Logger: log})
+}
+
+// dialQuiet dials for one-shot operator commands, whose output must not be
+// interleaved with SDK log lines.
+func (c *config) dialQuiet(ctx context.Context) (client.Client, error) {
+	return c.dial(ctx, zap.NewNop())
+}
+
+func (c *config) scheduler() worker.Scheduler {
+	return worker.Scheduler{
+		WorkflowID: c.workflowID,
+		TaskQueue:  c.taskQueue,
+		Config:     workflows.Config{TeneroEvery: c.teneroEvery},
+	}
+}
+
+func (c *config) activities(st *store.Store, log *zap.Logger) *activities.Activities {
+	return &activities.Activities{
+		Store:   st,
+		Catalog: catalog.Default(),
+		Logger:  log,
+		Tenero: tenero.New(tenero.Config{
+			BaseURL: c.teneroBaseURL,
+			APIKey:  c.teneroAPIKey,
+			Logger:  log.Named("tenero"),
+		}),
+	}
+}

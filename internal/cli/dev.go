@@ -1,0 +1,167 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
+
+	"github.com/pacer-dev/pacer/internal/store"
+)
+
+func newDevCmd(c *config) *cobra.Command {
+	var (
+		temporalBin string
+		stateDir    string
+		uiPort      int
+		simAddr     string
+		seed        int64
+	)
+	cmd := &cobra.Command{
+		Use:   "dev",
+		Short: "Run everything locally: Temporal dev server, simulator, worker and API (Ctrl-C stops all)",
+		Long: `dev runs the whole stack on this machine. It uses the Temporal server at
+--temporal-address if one answers there, else starts the Temporal CLI's dev
+server (state kept in --state-dir). Postgres must be reachable at DATABASE_URL
+(make dev starts a local one); the database is created if missing. Tenero and
+Hiro are the simulator unless TENERO_BASE_URL / HIRO_BASE_URL are set.`,
+		Args: wrapArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			out := cmd.OutOrStdout()
+			if c.httpAddr == "" {
+				return usagef("--http must not be empty for dev")
+			}
+			if err := os.MkdirAll(stateDir, 0o755); err != nil {
+				return err
+			}
+			if err := store.EnsureDatabase(ctx, c.databaseURL); err != nil {
+				return fmt.Errorf("postgres at DATABASE_URL is not usable (start it, or run make dev which does): %w", err)
+			}
+			addr := c.temporalAddress
+			if addr == "" {
+				addr = client.DefaultHostPort
+				c.temporalAddress = addr
+			}
+			stop, err := ensureTemporal(ctx, addr, temporalBin, stateDir, uiPort)
+			if err != nil {
+				return err
+			}
+			defer stop()
+
+			simURL := ""
+			if !cmd.Flags().Changed("tenero-base-url") && os.Getenv("TENERO_BASE_URL") == "" ||
+				!cmd.Flags().Changed("hiro-base-url") && os.Getenv("HIRO_BASE_URL") == "" {
+				u, err := startSim(ctx, simAddr, seed, c.databaseURL)
+				if err != nil {
+					return err
+				}
+				simURL = u
+				if !cmd.Flags().Changed("tenero-base-url") && os.Getenv("TENERO_BASE_URL") == "" {
+					c.teneroBaseURL = simURL
+				}
+				if !cmd.Flags().Changed("hiro-base-url") && os.Getenv("HIRO_BASE_URL") == "" {
+					c.hiroBaseURL = simURL
+				}
+			}
+			host, _, _ := net.SplitHostPort(addr)
+			return c.runStack(ctx, stackOptions{worker: true, migrate: true, http: c.httpAddr, onReady: func() {
+				fmt.Fprintf(out, "\npacer dev is up (Ctrl-C stops everything)\n")
+				fmt.Fprintf(out, "  Temporal Web UI  http://%s:%d/namespaces/default/workflows/%s\n", host, uiPort, c.workflowID)
+				fmt.Fprintf(out, "  Temporal gRPC    %s\n", addr)
+				fmt.Fprintf(out, "  pacer API        http://%s/api/prices  http://%s/api/scheduler/status\n", c.httpAddr, c.httpAddr)
+				if simURL != "" {
+					fmt.Fprintf(out, "  simulator        %s/_sim/stats\n", simURL)
+				}
+				fmt.Fprintf(out, "  Tenero           %s\n", c.teneroBaseURL)
+				fmt.Fprintf(out, "  try              temporal workflow query --workflow-id %s --type status\n\n", c.workflowID)
+			}})
+		},
+	}
+	cmd.Flags().StringVar(&temporalBin, "temporal-bin", "", "Temporal CLI binary (default: bin/temporal beside pacer, else temporal on PATH)")
+	cmd.Flags().StringVar(&stateDir, "state-dir", ".dev", "where the dev server keeps its database")
+	cmd.Flags().IntVar(&uiPort, "ui-port", 8233, "Temporal Web UI port")
+	cmd.Flags().StringVar(&simAddr, "sim-addr", "127.0.0.1:8090", "simulator address")
+	cmd.Flags().Int64Var(&seed, "seed", 1, "simulator world seed")
+	cmd.Flags().StringVar(&c.httpAddr, "http", env("PACER_HTTP_ADDR", "127.0.0.1:8080"), "HTTP API address [PACER_HTTP_ADDR]")
+	return cmd
+}
+
+// findTemporal locates the Temporal CLI: an explicit path, then bin/temporal
+// beside the pacer binary (where make puts it), then PATH.
+func findTemporal(explicit string) (string, error) {
+	if explicit != "" {
+		return explicit, nil
+	}
+	if self, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(self), "temporal")
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	if p, err := exec.LookPath("temporal"); err == nil {
+		return p, nil
+	}
+	return "", errors.New("temporal CLI not found: run make dev (it installs bin/temporal) or pass --temporal-bin")
+}
+
+func reachable(addr string) bool {
+	conn, err := net.DialTimeout("tcp", addr, 500*time.Millisecond)
+	if err != nil {
+		return false
+	}
+	_ = conn.Close()
+	return true
+}
+
+// ensureTemporal starts a dev server unless one already answers at addr. The
+// returned stop function ends the server it started.
+func ensureTemporal(ctx context.Context, addr, bin, stateDir string, uiPort int) (func(), error) {
+	if reachable(addr) {
+		return func() {}, nil
+	}
+	bin, err := findTemporal(bin)
+	if err != nil {
+		return nil, err
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, usagef("temporal address %q: %v", addr, err)
+	}
+	// Not tied to ctx: on Ctrl-C the server gets SIGINT itself from the
+	// terminal; stop() ends it for every other way out.
+	srv := exec.Command(bin, "server", "start-dev", "--ip", host, "--port", port,
+		"--ui-port", strconv.Itoa(uiPort), "--db-filename", filepath.Join(stateDir, "temporal.db"), "--log-level", "error")
+	srv.Stdout, srv.Stderr = os.Stderr, os.Stderr
+	if err := srv.Start(); err != nil {
+		return nil, fmt.Errorf("start temporal dev server: %w", err)
+	}
+	stop := func() {
+		_ = srv.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = srv.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = srv.Process.Kill()
+		}
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for !reachable(addr) {
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			stop()
+			return nil, fmt.Errorf("temporal dev server did not come up at %s", addr)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return stop, nil
+}

@@ -1,0 +1,181 @@
+// Package cli builds pacer's cobra commands. Each command is built by a
+// function; output goes to the writers given to Run; exit codes are decided
+// in one place: 0 ok, 1 failure, 2 bad usage.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// UsageError is a problem with the command line: exit code 2.
+type UsageError struct{ Err error }
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+func (e *UsageError) Unwrap() error { return e.Err }
+
+func usagef(format string, args ...any) error {
+	return &UsageError{Err: fmt.Errorf(format, args...)}
+}
+
+// Run executes pacer with args and returns the process exit code.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	root := newRoot()
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return 0
+	}
+	msg := strings.ReplaceAll(err.Error(), "\n", " ")
+	fmt.Fprintf(stderr, "pacer: %s\n", msg)
+	var ue *UsageError
+	if errors.As(err, &ue) {
+		return 2
+	}
+	return 1
+}
+
+// config is every setting, each from a flag whose default comes from the
+// environment (SPEC §2).
+type config struct {
+	temporalAddress  string
+	namespace        string
+	taskQueue        string
+	workflowID       string
+	databaseURL      string
+	httpAddr         string
+	teneroBaseURL    string
+	teneroAPIKey     string
+	hiroBaseURL      string
+	hiroAPIKey       string
+	competitionStart int64
+	teneroEvery      time.Duration
+	sweepEvery       time.Duration
+	logLevel         string
+	logFormat        string
+
+	// envErrs collects environment values that do not parse; they are
+	// reported as usage errors before any command runs.
+	envErrs []error
+}
+
+func env(key, def string) string {
+	if v, ok := os.LookupEnv(key); ok && v != "" {
+		return v
+	}
+	return def
+}
+
+func (c *config) envDuration(key string, def time.Duration) time.Duration {
+	v := env(key, "")
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		c.envErrs = append(c.envErrs, fmt.Errorf("%s=%q is not a positive Go duration (like 5m)", key, v))
+		return def
+	}
+	return d
+}
+
+func (c *config) envInt(key string, def int64) int64 {
+	v := env(key, "")
+	if v == "" {
+		return def
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		c.envErrs = append(c.envErrs, fmt.Errorf("%s=%q is not an integer", key, v))
+		return def
+	}
+	return n
+}
+
+func (c *config) bind(fs *pflag.FlagSet) {
+	// TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TLS and profiles
+	// are read by the SDK's environment configuration; these flags override.
+	fs.StringVar(&c.temporalAddress, "temporal-address", "", "Temporal frontend host:port (default from TEMPORAL_ADDRESS or the Temporal config profile, else 127.0.0.1:7233)")
+	fs.StringVar(&c.namespace, "namespace", "", "Temporal namespace (default from TEMPORAL_NAMESPACE, else default)")
+	fs.StringVar(&c.taskQueue, "task-queue", env("PACER_TASK_QUEUE", "pacer"), "task queue [PACER_TASK_QUEUE]")
+	fs.StringVar(&c.workflowID, "workflow-id", env("PACER_WORKFLOW_ID", "v1"), "scheduler workflow ID [PACER_WORKFLOW_ID]")
+	fs.StringVar(&c.databaseURL, "database-url", env("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/pacer?sslmode=disable"), "Postgres URL [DATABASE_URL]")
+	fs.StringVar(&c.teneroBaseURL, "tenero-base-url", env("TENERO_BASE_URL", "https://api.tenero.io"), "Tenero API base URL [TENERO_BASE_URL]")
+	fs.StringVar(&c.teneroAPIKey, "tenero-api-key", env("TENERO_API_KEY", ""), "Tenero API key, sent as x-api-key [TENERO_API_KEY]")
+	fs.StringVar(&c.hiroBaseURL, "hiro-base-url", env("HIRO_BASE_URL", "https://api.hiro.so"), "Hiro API base URL [HIRO_BASE_URL]")
+	fs.StringVar(&c.hiroAPIKey, "hiro-api-key", env("HIRO_API_KEY", ""), "Hiro API key, sent as x-api-key [HIRO_API_KEY]")
+	fs.Int64Var(&c.competitionStart, "competition-start", c.envInt("COMPETITION_START", 1778700600), "unix seconds; swaps before it do not count [COMPETITION_START]")
+	fs.DurationVar(&c.teneroEvery, "tenero-every", c.envDuration("PACER_TENERO_EVERY", 5*time.Minute), "base cadence of the tenero task [PACER_TENERO_EVERY]")
+	fs.DurationVar(&c.sweepEvery, "sweep-every", c.envDuration("PACER_SWEEP_EVERY", 15*time.Minute), "base cadence of the sweep task [PACER_SWEEP_EVERY]")
+	fs.StringVar(&c.logLevel, "log-level", env("PACER_LOG_LEVEL", "info"), "debug, info, warn or error [PACER_LOG_LEVEL]")
+	fs.StringVar(&c.logFormat, "log-format", env("PACER_LOG_FORMAT", "json"), "json or console [PACER_LOG_FORMAT]")
+	// Keys are secrets: never echo them in --help.
+	for _, name := range []string{"tenero-api-key", "hiro-api-key"} {
+		fs.Lookup(name).DefValue = ""
+	}
+	if v := os.Getenv("TEMPORAL_ADDRESS"); v != "" {
+		c.temporalAddress = v
+	}
+	if v := os.Getenv("TEMPORAL_NAMESPACE"); v != "" {
+		c.namespace = v
+	}
+}
+
+func (c *config) validate() error {
+	if len(c.envErrs) > 0 {
+		return &UsageError{Err: errors.Join(c.envErrs...)}
+	}
+	if c.teneroEvery < time.Minute || c.sweepEvery < time.Minute {
+		return usagef("cadences must be at least 1m (tenero-every %s, sweep-every %s)", c.teneroEvery, c.sweepEvery)
+	}
+	for name, u := range map[string]string{"tenero-base-url": c.teneroBaseURL, "hiro-base-url": c.hiroBaseURL} {
+		if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+			return usagef("--%s %q must start with http:// or https://", name, u)
+		}
+	}
+	return nil
+}
+
+func newRoot() *cobra.Command {
+	c := &config{}
+	root := &cobra.Command{
+		Use:   "pacer",
+		Short: "Keeps rate-limited upstream data fresh through one durable scheduler on Temporal",
+		Long: `pacer keeps USD token prices (Tenero) fresh in Postgres through one durable,
+single-writer scheduler workflow on Temporal, paced to the upstreams' limits.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(*cobra.Command, []string) error {
+			return c.validate()
+		},
+	}
+	c.bind(root.PersistentFlags())
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &UsageError{Err: err} })
+	root.AddCommand(
+		newWorkerCmd(c), newServeCmd(c), newDevCmd(c), newSimCmd(c),
+		newStatusCmd(c), newRefreshCmd(c), newPauseCmd(c), newResumeCmd(c), newStartCmd(c),
+		newMigrateCmd(c), newPricesCmd(c),
+	)
+	return root
+}
+
+// exactArgs and friends turn cobra's argument checks into usage errors.
+func wrapArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := check(cmd, args); err != nil {
+			return &UsageError{Err: err}
+		}
+		return nil
+	}
+}

@@ -1,0 +1,62 @@
+package competition
+
+// Reason is why a found transaction did not become a swap. The values are
+// the keys of the sweep result's rejectionReasons (SPEC §5.5) and of the fast
+// path's 422 answers, so they are fixed.
+type Reason string
+
+const (
+	ReasonSenderNotRegistered    Reason = "sender_not_registered"
+	ReasonSenderNotGenesis       Reason = "sender_not_genesis"
+	ReasonContractNotAllowlisted Reason = "contract_not_allowlisted"
+	ReasonTxNotFound             Reason = "tx_not_found"
+	ReasonTxFetchFailed          Reason = "tx_fetch_failed"
+	ReasonTxFailed               Reason = "tx_failed"
+	ReasonBeforeCompStart        Reason = "before_comp_start"
+	ReasonMalformedTx            Reason = "malformed_tx"
+	ReasonInvalidAmount          Reason = "invalid_amount"
+	ReasonIncompleteEvents       Reason = "incomplete_events"
+	ReasonDBUnavailable          Reason = "db_unavailable"
+	ReasonVerifyThrew            Reason = "verify_threw"
+)
+
+// AllReasons returns every reason in SPEC order. It is a fresh slice each
+// call, so callers may keep or change it.
+func AllReasons() []Reason {
+	return []Reason{
+		ReasonSenderNotRegistered,
+		ReasonSenderNotGenesis,
+		ReasonContractNotAllowlisted,
+		ReasonTxNotFound,
+		ReasonTxFetchFailed,
+		ReasonTxFailed,
+		ReasonBeforeCompStart,
+		ReasonMalformedTx,
+		ReasonInvalidAmount,
+		ReasonIncompleteEvents,
+		ReasonDBUnavailable,
+		ReasonVerifyThrew,
+	}
+}
+
+// Valid reports whether r is one of the twelve reasons.
+func (r Reason) Valid() bool {
+	for _, known := range AllReasons() {
+		if r == known {
+			return true
+		}
+	}
+	return false
+}
+
+// RejectionReasons returns the rejectionReasons map of a sweep result: every
+// reason present, zero when unused, as the contract requires. counts may be
+// nil; a count under an unknown reason is dropped rather than leaking a key
+// the contract does not define.
+func RejectionReasons(counts map[Reason]int) map[string]int {
+	out := make(map[string]int, len(AllReasons()))
+	for _, r := range AllReasons() {
+		out[string(r)] = counts[r]
+	}
+	return out
+}

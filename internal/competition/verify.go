@@ -1,0 +1,247 @@
+package competition
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/hiro"
+)
+
+// Agent is what the verifier needs to know about a registered agent.
+type Agent struct {
+	STXAddress     string
+	BTCAddress     string
+	ERC8004AgentID *int64
+	// ClaimStatus is the status of the agent's claim, "" when it has none.
+	ClaimStatus string
+}
+
+// Claim statuses that make an agent a genesis agent, allowed to compete.
+const (
+	ClaimVerified = "verified"
+	ClaimRewarded = "rewarded"
+)
+
+// Ledger is the verifier's view of Postgres.
+type Ledger interface {
+	SwapExists(ctx context.Context, txid string) (bool, error)
+	// Agent looks an agent up by STX address; found is false when none is
+	// registered.
+	Agent(ctx context.Context, stx string) (agent Agent, found bool, err error)
+	// InsertSwap inserts with ON CONFLICT (txid) DO NOTHING; inserted is
+	// false when another writer got there first.
+	InsertSwap(ctx context.Context, swap Swap) (inserted bool, err error)
+}
+
+// TxSource fetches a transaction with its events; *hiro.Client is one.
+type TxSource interface {
+	Tx(ctx context.Context, txid string) (hiro.Tx, error)
+}
+
+var _ TxSource = (*hiro.Client)(nil)
+
+// Status is how a verification ended.
+type Status string
+
+const (
+	// StatusInserted: the swap is new and now in the ledger.
+	StatusInserted Status = "inserted"
+	// StatusAlreadyKnown: the ledger already had the swap (maybe from a
+	// concurrent writer); the caller reads the row if it needs it.
+	StatusAlreadyKnown Status = "already_known"
+	// StatusPending: still in the mempool; nothing is written, the next
+	// pass looks again.
+	StatusPending Status = "pending"
+	// StatusRejected: Reason says why, including failures of Hiro or the
+	// database that make the answer unknown for now.
+	StatusRejected Status = "rejected"
+)
+
+// Outcome is the result of verifying one transaction.
+type Outcome struct {
+	// TxID is the id as verified, normalised to 0x + lower-case hex.
+	TxID   string
+	Status Status
+	// Swap is the inserted row (StatusInserted only).
+	Swap *Swap
+	// Reason and Detail explain a rejection; Detail is for people.
+	Reason Reason
+	Detail string
+	// Err is the cause of a failure (Hiro, the database, a panic), kept so
+	// the caller can log it and read its class.
+	Err error
+}
+
+// HTTPStatus is the status the fast path answers with (SPEC §5.7).
+func (o Outcome) HTTPStatus() int {
+	switch o.Status {
+	case StatusInserted:
+		return http.StatusOK
+	case StatusPending:
+		return http.StatusAccepted
+	case StatusAlreadyKnown:
+		return http.StatusConflict
+	case StatusRejected:
+		switch o.Reason {
+		case ReasonTxNotFound:
+			return http.StatusNotFound
+		case ReasonTxFetchFailed:
+			return http.StatusBadGateway
+		case ReasonDBUnavailable:
+			return http.StatusServiceUnavailable
+		case ReasonVerifyThrew:
+			return http.StatusInternalServerError
+		default:
+			return http.StatusUnprocessableEntity
+		}
+	}
+	return http.StatusInternalServerError
+}
+
+// Class is the error class of a failure, "" when the outcome is a verdict.
+// A sweep uses it to stop early when Hiro says its quota is spent.
+func (o Outcome) Class() pacer.ErrorClass {
+	if o.Err == nil {
+		return ""
+	}
+	return pacer.ClassOf(o.Err)
+}
+
+// Verifier runs the gates of SPEC §5.5. The same value serves the sweep and
+// the agent fast path; it is safe for concurrent use if its dependencies are.
+type Verifier struct {
+	Ledger    Ledger
+	Txs       TxSource
+	Allowlist Allowlist
+	// CompetitionStart is the first second whose swaps count; a swap at
+	// exactly this second counts.
+	CompetitionStart time.Time
+}
+
+// Verify checks one transaction and records it when it is a valid swap. The
+// gates run in the order of the spec and the first failure wins, so a cheap
+// ledger lookup always spares a Hiro call. It never panics: anything
+// unexpected becomes verify_threw, and the sweep goes on.
+func (v *Verifier) Verify(ctx context.Context, txid, source string) (out Outcome) {
+	out.TxID = txid
+	defer func() {
+		if p := recover(); p != nil {
+			out = Outcome{
+				TxID:   out.TxID,
+				Status: StatusRejected,
+				Reason: ReasonVerifyThrew,
+				Detail: "verification panicked",
+				Err:    fmt.Errorf("panic: %v", p),
+			}
+		}
+	}()
+	return v.verify(ctx, txid, source)
+}
+
+func (v *Verifier) verify(ctx context.Context, rawID, source string) Outcome {
+	txid, ok := normalizeTxID(rawID)
+	if !ok {
+		return reject(abbreviate(rawID), ReasonMalformedTx, "txid is not hexadecimal", nil)
+	}
+	if v.Ledger == nil || v.Txs == nil || v.Allowlist == nil {
+		return reject(txid, ReasonVerifyThrew, "verifier is missing a dependency", errors.New("nil Ledger, Txs or Allowlist"))
+	}
+	if !validSource(source) {
+		return reject(txid, ReasonVerifyThrew, "unknown source", fmt.Errorf("source %q is not agent, sweep or chainhook", source))
+	}
+
+	exists, err := v.Ledger.SwapExists(ctx, txid)
+	if err != nil {
+		return reject(txid, ReasonDBUnavailable, "could not look the swap up", err)
+	}
+	if exists {
+		return Outcome{TxID: txid, Status: StatusAlreadyKnown}
+	}
+
+	tx, err := v.Txs.Tx(ctx, txid)
+	switch {
+	case pacer.ClassOf(err) == pacer.ClassNotFound:
+		return reject(txid, ReasonTxNotFound, "Hiro does not know this transaction", err)
+	case err != nil:
+		return reject(txid, ReasonTxFetchFailed, "could not fetch the transaction from Hiro", err)
+	}
+	if got, _ := normalizeTxID(tx.TxID); got != txid {
+		// Hiro answered about another transaction: the answer is unusable.
+		return reject(txid, ReasonTxFetchFailed, "Hiro returned a different transaction",
+			pacer.Errorf(pacer.ClassParseError, "verify "+txid, "Hiro answered with tx_id %q", tx.TxID))
+	}
+
+	switch {
+	case tx.TxStatus == hiro.StatusPending:
+		return Outcome{TxID: txid, Status: StatusPending}
+	case !hiro.IsTerminalStatus(tx.TxStatus):
+		return reject(txid, ReasonMalformedTx, fmt.Sprintf("unknown tx_status %q", tx.TxStatus), nil)
+	case tx.TxStatus != hiro.StatusSuccess:
+		return reject(txid, ReasonTxFailed, "transaction ended with "+tx.TxStatus, nil)
+	case tx.BurnBlockTime < v.CompetitionStart.Unix():
+		return reject(txid, ReasonBeforeCompStart, fmt.Sprintf("burn_block_time %d is before the competition start %d", tx.BurnBlockTime, v.CompetitionStart.Unix()), nil)
+	case tx.TxType != hiro.TxTypeContractCall || tx.ContractCall == nil:
+		return reject(txid, ReasonMalformedTx, fmt.Sprintf("tx_type %q is not a contract call", tx.TxType), nil)
+	}
+
+	agent, found, err := v.Ledger.Agent(ctx, tx.SenderAddress)
+	switch {
+	case err != nil:
+		return reject(txid, ReasonDBUnavailable, "could not look the sender up", err)
+	case !found:
+		return reject(txid, ReasonSenderNotRegistered, "sender "+tx.SenderAddress+" is not a registered agent", nil)
+	case agent.ClaimStatus != ClaimVerified && agent.ClaimStatus != ClaimRewarded:
+		return reject(txid, ReasonSenderNotGenesis, "sender has no verified or rewarded claim", nil)
+	case agent.ERC8004AgentID == nil:
+		return reject(txid, ReasonSenderNotRegistered, "sender has no ERC-8004 agent id", nil)
+	}
+
+	call := tx.ContractCall
+	if !v.Allowlist.Allowed(call.ContractID, call.FunctionName) {
+		return reject(txid, ReasonContractNotAllowlisted, call.ContractID+"::"+call.FunctionName+" is not an allowlisted swap", nil)
+	}
+
+	swap, err := ParseSwap(tx, v.Allowlist)
+	switch {
+	case errors.Is(err, ErrInvalidAmount):
+		return reject(txid, ReasonInvalidAmount, err.Error(), nil)
+	case errors.Is(err, ErrNotContractCall):
+		return reject(txid, ReasonMalformedTx, err.Error(), nil)
+	case errors.Is(err, ErrNoTransferEvents), errors.Is(err, ErrIncompleteEvents):
+		return reject(txid, ReasonIncompleteEvents, err.Error(), nil)
+	case err != nil:
+		return reject(txid, ReasonVerifyThrew, "could not build the swap", err)
+	}
+	// Store the id in the same form the ledger is searched by.
+	swap.TxID = txid
+	swap.Source = source
+
+	inserted, err := v.Ledger.InsertSwap(ctx, swap)
+	switch {
+	case err != nil:
+		return reject(txid, ReasonDBUnavailable, "could not insert the swap", err)
+	case !inserted:
+		return Outcome{TxID: txid, Status: StatusAlreadyKnown}
+	}
+	return Outcome{TxID: txid, Status: StatusInserted, Swap: &swap}
+}
+
+func reject(txid string, reason Reason, detail string, err error) Outcome {
+	return Outcome{TxID: txid, Status: StatusRejected, Reason: reason, Detail: detail, Err: err}
+}
+
+// normalizeTxID returns a txid as Hiro writes it (0x + lower-case hex), so
+// the ledger lookup finds a swap however an agent typed its id.
+func normalizeTxID(s string) (string, bool) {
+	s = strings.ToLower(strings.TrimSpace(s))
+	hex := strings.TrimPrefix(s, "0x")
+	if hex == "" || strings.TrimLeft(hex, "0123456789abcdef") != "" {
+		return "", false
+	}
+	return "0x" + hex, true
+}

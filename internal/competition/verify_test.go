@@ -1,0 +1,488 @@
+package competition
+
+import (
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/hiro"
+)
+
+// compStart is COMPETITION_START's default; the stableswap fixture is one day
+// after it.
+var compStart = time.Unix(1778700600, 0)
+
+const goodTxID = "0x46bc5587ae56e5bd4453daa2bf63c2a9e0414953fd21a82eb44f2f926f0ee0e4"
+
+func int64p(n int64) *int64 { return &n }
+
+func genesisAgent() Agent {
+	return Agent{STXAddress: agentAddr, BTCAddress: "bc1qagent", ERC8004AgentID: int64p(42), ClaimStatus: ClaimVerified}
+}
+
+// verifyCase is one row of the gate table. Each give… func changes a valid
+// setup (a registered genesis agent, a successful allowlisted stableswap one
+// day into the competition) in one way.
+type verifyCase struct {
+	name         string
+	giveTxID     string
+	giveSource   string
+	giveTx       func(*hiro.Tx)
+	giveTxErr    error
+	giveLedger   func(*fakeLedger)
+	wantStatus   Status
+	wantReason   Reason
+	wantHTTP     int
+	wantHiroCall bool
+	wantClass    pacer.ErrorClass
+}
+
+// verifyCases is the gate table, shared with the test that checks it covers
+// every reason.
+func verifyCases() []verifyCase {
+	hiroErr := func(class pacer.ErrorClass) error {
+		return &pacer.Error{Class: class, Op: "hiro GET /extended/v1/tx/x", Err: errors.New("upstream said no")}
+	}
+	dbDown := errors.New("connection refused")
+
+	return []verifyCase{
+		{
+			name:         "valid swap is inserted",
+			wantStatus:   StatusInserted,
+			wantHTTP:     http.StatusOK,
+			wantHiroCall: true,
+		},
+		{
+			name:       "already in swaps: no Hiro call at all",
+			giveLedger: func(l *fakeLedger) { l.swaps = map[string]Swap{goodTxID: {TxID: goodTxID}} },
+			wantStatus: StatusAlreadyKnown,
+			wantHTTP:   http.StatusConflict,
+		},
+		{
+			name:       "ledger down before anything else",
+			giveLedger: func(l *fakeLedger) { l.existsErr = dbDown },
+			wantStatus: StatusRejected,
+			wantReason: ReasonDBUnavailable,
+			wantHTTP:   http.StatusServiceUnavailable,
+			wantClass:  pacer.ClassTransport,
+		},
+		{
+			name:         "Hiro 404",
+			giveTxErr:    hiroErr(pacer.ClassNotFound),
+			wantStatus:   StatusRejected,
+			wantReason:   ReasonTxNotFound,
+			wantHTTP:     http.StatusNotFound,
+			wantHiroCall: true,
+			wantClass:    pacer.ClassNotFound,
+		},
+		{
+			name:         "Hiro rate limit",
+			giveTxErr:    hiroErr(pacer.ClassRateLimit),
+			wantStatus:   StatusRejected,
+			wantReason:   ReasonTxFetchFailed,
+			wantHTTP:     http.StatusBadGateway,
+			wantHiroCall: true,
+			wantClass:    pacer.ClassRateLimit,
+		},
+		{
+			name:         "Hiro bad JSON",
+			giveTxErr:    hiroErr(pacer.ClassParseError),
+			wantStatus:   StatusRejected,
+			wantReason:   ReasonTxFetchFailed,
+			wantHTTP:     http.StatusBadGateway,
+			wantHiroCall: true,
+			wantClass:    pacer.ClassParseError,
+		},
+		{
+			name:         "Hiro answers about another tx",
+			giveTx:       func(tx *hiro.Tx) { tx.TxID = "0xbeef" },
+			wantStatus:   StatusRejected,
+			wantReason:   ReasonTxFetchFailed,
+			wantHTTP:     http.StatusBadGateway,
+			wantHiroCall: true,
+			wantClass:    pacer.ClassParseError,
+		},
+		{
+			name:         "pending: no row",
+			giveTx:       func(tx *hiro.Tx) { tx.TxStatus = "pending" },
+			wantStatus:   StatusPending,
+			wantHTTP:     http.StatusAccepted,
+			wantHiroCall: true,
+		},
+		{
+			name:         "unknown status",
+			giveTx:       func(tx *hiro.Tx) { tx.TxStatus = "confirmed" },
+			wantStatus:   StatusRejected,
+			wantReason:   ReasonMalformedTx,
+			wantHTTP:     http.StatusUnprocessableEntity,
+			wantHiroCall: true,
+		},
+		{
+			name:         "missing status",
+			giveTx:       func(tx *hiro.Tx) { tx.TxStatus = "" },
+			wantStatus:   StatusRejected,
+			wantReason:   ReasonMalformedTx,
+			wantHTTP:     http.StatusUnprocessableEntity,
+			wantHiroCall: true,
+		},
+		{
+			name:         "aborted by post-condition",
+			giveTx:       func(tx *hiro.Tx) { tx.TxStatus = "abort_by_post_condition" },
+			wantStatus:   StatusRejected,
+			wantReason:   ReasonTxFailed,
+			wantHTTP:     http.StatusUnprocessableEntity,
+			wantHiroCall: true,
+		},
+		{
+			name:         "dropped from the mempool",
+			giveTx:       func(tx *hiro.Tx) { tx.TxStatus = "dropped_replace_by_fee" },
+			wantStatus:   StatusRejected,
+			wantReason:   ReasonTxFailed,
+			wantHTTP:     http.StatusUnprocessableEntity,
+			wantHiroCall: true,
+		},
+		{
+			name:         "one second before the start",
+			giveTx:       func(tx *hiro.Tx) { tx.BurnBlockTime = compStart.Unix() - 1 },
+			wantStatus:   StatusRejected,
+			wantReason:   ReasonBeforeCompStart,
+			wantHTTP:     http.StatusUnprocessableEntity,
+			wantHiroCall: true,
+		},
+		{
+			name:         "exactly at the start counts",
+			giveTx:       func(tx *hiro.Tx) { tx.BurnBlockTime = compStart.Unix() },
+			wantStatus:   StatusInserted,
+			wantHTTP:     http.StatusOK,
+			wantHiroCall: true,
+		},
+		{
+			name:         "not a contract call",
+			giveTx:       func(tx *hiro.Tx) { tx.TxType = "token_transfer"; tx.ContractCall = nil },
+			wantStatus:   StatusRejected,
+			wantReason:   ReasonMalformedTx,
+			wantHTTP:     http.StatusUnprocessableEntity,
+			wantHiroCall: true,
+		},
+		{
+			name:         "contract call without its payload",
+			giveTx:       func(tx *hiro.Tx) { tx.ContractCall = nil },
+			wantStatus:   StatusRejected,
+			wantReason:   ReasonMalformedTx,
+			wantHTTP:     http.StatusUnprocessableEntity,
+			wantHiroCall: true,
+		},
+		{
+			name:         "sender not registered",
+			giveLedger:   func(l *fakeLedger) { l.agents = nil },
+			wantStatus:   StatusRejected,
+			wantReason:   ReasonSenderNotRegistered,
+			wantHTTP:     http.StatusUnprocessableEntity,
+			wantHiroCall: true,
+		},
+		{
+			name:         "agent lookup fails",
+			giveLedger:   func(l *fakeLedger) { l.agentErr = dbDown },
+			wantStatus:   StatusRejected,
+			wantReason:   ReasonDBUnavailable,
+			wantHTTP:     http.StatusServiceUnavailable,
+			wantHiroCall: true,
+			wantClass:    pacer.ClassTransport,
+		},
+		{
+			name:         "registered without a claim",
+			giveLedger:   func(l *fakeLedger) { a := genesisAgent(); a.ClaimStatus = ""; l.agents[agentAddr] = a },
+			wantStatus:   StatusRejected,
+			wantReason:   ReasonSenderNotGenesis,
+			wantHTTP:     http.StatusUnprocessableEntity,
+			wantHiroCall: true,
+		},
+		{
+			name:         "claim still pending",
+			giveLedger:   func(l *fakeLedger) { a := genesisAgent(); a.ClaimStatus = "pending"; l.agents[agentAddr] = a },
+			wantStatus:   StatusRejected,
+			wantReason:   ReasonSenderNotGenesis,
+			wantHTTP:     http.StatusUnprocessableEntity,
+			wantHiroCall: true,
+		},
+		{
+			name:         "claim failed",
+			giveLedger:   func(l *fakeLedger) { a := genesisAgent(); a.ClaimStatus = "failed"; l.agents[agentAddr] = a },
+			wantStatus:   StatusRejected,
+			wantReason:   ReasonSenderNotGenesis,
+			wantHTTP:     http.StatusUnprocessableEntity,
+			wantHiroCall: true,
+		},
+		{
+			name:         "rewarded claim counts",
+			giveLedger:   func(l *fakeLedger) { a := genesisAgent(); a.ClaimStatus = ClaimRewarded; l.agents[agentAddr] = a },
+			wantStatus:   StatusInserted,
+			wantHTTP:     http.StatusOK,
+			wantHiroCall: true,
+		},
+		{
+			name:         "genesis without an ERC-8004 id",
+			giveLedger:   func(l *fakeLedger) { a := genesisAgent(); a.ERC8004AgentID = nil; l.agents[agentAddr] = a },
+			wantStatus:   StatusRejected,
+			wantReason:   ReasonSenderNotRegistered,
+			wantHTTP:     http.StatusUnprocessableEntity,
+			wantHiroCall: true,
+		},
+		{
+			name:         "contract not allowlisted",
+			giveTx:       func(tx *hiro.Tx) { tx.ContractCall.ContractID = "SP000000000000000000002Q6VF78.unknown-pool" },
+			wantStatus:   StatusRejected,
+			wantReason:   ReasonContractNotAllowlisted,
+			wantHTTP:     http.StatusUnprocessableEntity,
+			wantHiroCall: true,
+		},
+		{
+			name:         "function not allowlisted on an allowlisted contract",
+			giveTx:       func(tx *hiro.Tx) { tx.ContractCall.FunctionName = "add-liquidity" },
+			wantStatus:   StatusRejected,
+			wantReason:   ReasonContractNotAllowlisted,
+			wantHTTP:     http.StatusUnprocessableEntity,
+			wantHiroCall: true,
+		},
+		{
+			name:         "bad amount",
+			giveTx:       func(tx *hiro.Tx) { tx.Events[1].Asset.Amount = "859839.5" },
+			wantStatus:   StatusRejected,
+			wantReason:   ReasonInvalidAmount,
+			wantHTTP:     http.StatusUnprocessableEntity,
+			wantHiroCall: true,
+		},
+		{
+			name:         "no transfer events",
+			giveTx:       func(tx *hiro.Tx) { tx.Events = nil },
+			wantStatus:   StatusRejected,
+			wantReason:   ReasonIncompleteEvents,
+			wantHTTP:     http.StatusUnprocessableEntity,
+			wantHiroCall: true,
+		},
+		{
+			name:         "one direction only",
+			giveTx:       func(tx *hiro.Tx) { tx.Events = tx.Events[:1] },
+			wantStatus:   StatusRejected,
+			wantReason:   ReasonIncompleteEvents,
+			wantHTTP:     http.StatusUnprocessableEntity,
+			wantHiroCall: true,
+		},
+		{
+			name:         "another writer inserted first",
+			giveLedger:   func(l *fakeLedger) { l.loseRace = true },
+			wantStatus:   StatusAlreadyKnown,
+			wantHTTP:     http.StatusConflict,
+			wantHiroCall: true,
+		},
+		{
+			name:         "insert fails",
+			giveLedger:   func(l *fakeLedger) { l.insertErr = dbDown },
+			wantStatus:   StatusRejected,
+			wantReason:   ReasonDBUnavailable,
+			wantHTTP:     http.StatusServiceUnavailable,
+			wantHiroCall: true,
+			wantClass:    pacer.ClassTransport,
+		},
+		{
+			name:         "a panic in a dependency",
+			giveLedger:   func(l *fakeLedger) { l.panicIn = "Agent" },
+			wantStatus:   StatusRejected,
+			wantReason:   ReasonVerifyThrew,
+			wantHTTP:     http.StatusInternalServerError,
+			wantHiroCall: true,
+			wantClass:    pacer.ClassTransport,
+		},
+		{
+			name:       "unknown source",
+			giveSource: "webhook",
+			wantStatus: StatusRejected,
+			wantReason: ReasonVerifyThrew,
+			wantHTTP:   http.StatusInternalServerError,
+			wantClass:  pacer.ClassTransport,
+		},
+		{
+			name:       "txid that is not hex",
+			giveTxID:   "0x46bc/../../v2",
+			wantStatus: StatusRejected,
+			wantReason: ReasonMalformedTx,
+			wantHTTP:   http.StatusUnprocessableEntity,
+		},
+		{
+			name:         "txid typed without 0x and in capitals",
+			giveTxID:     "  46BC5587AE56E5BD4453DAA2BF63C2A9E0414953FD21A82EB44F2F926F0EE0E4 ",
+			wantStatus:   StatusInserted,
+			wantHTTP:     http.StatusOK,
+			wantHiroCall: true,
+		},
+		// The first failing gate wins over every later one.
+		{
+			name: "failed beats early, unregistered and off-list",
+			giveTx: func(tx *hiro.Tx) {
+				tx.TxStatus = "abort_by_response"
+				tx.BurnBlockTime = 1
+				tx.ContractCall.ContractID = "SP1.x"
+			},
+			giveLedger:   func(l *fakeLedger) { l.agents = nil },
+			wantStatus:   StatusRejected,
+			wantReason:   ReasonTxFailed,
+			wantHTTP:     http.StatusUnprocessableEntity,
+			wantHiroCall: true,
+		},
+		{
+			name:         "unregistered beats off-list and bad amounts",
+			giveTx:       func(tx *hiro.Tx) { tx.ContractCall.ContractID = "SP1.x"; tx.Events[0].Asset.Amount = "-1" },
+			giveLedger:   func(l *fakeLedger) { l.agents = nil },
+			wantStatus:   StatusRejected,
+			wantReason:   ReasonSenderNotRegistered,
+			wantHTTP:     http.StatusUnprocessableEntity,
+			wantHiroCall: true,
+		},
+		{
+			name:         "off-list beats bad amounts",
+			giveTx:       func(tx *hiro.Tx) { tx.ContractCall.FunctionName = "x"; tx.Events[0].Asset.Amount = "-1" },
+			wantStatus:   StatusRejected,
+			wantReason:   ReasonContractNotAllowlisted,
+			wantHTTP:     http.StatusUnprocessableEntity,
+			wantHiroCall: true,
+		},
+	}
+}
+
+func TestVerifyGates(t *testing.T) {
+	t.Parallel()
+
+	allow := loadAllowlist(t)
+	for _, tt := range verifyCases() {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tx := loadTx(t, "hiro-tx-stableswap-stx-ststx.json")
+			if tt.giveTx != nil {
+				tt.giveTx(&tx)
+			}
+			txs := &fakeTxs{tx: tx, err: tt.giveTxErr}
+			ledger := &fakeLedger{agents: map[string]Agent{agentAddr: genesisAgent()}}
+			if tt.giveLedger != nil {
+				tt.giveLedger(ledger)
+			}
+			v := &Verifier{Ledger: ledger, Txs: txs, Allowlist: allow, CompetitionStart: compStart}
+			giveTxID, giveSource := tt.giveTxID, tt.giveSource
+			if giveTxID == "" {
+				giveTxID = goodTxID
+			}
+			if giveSource == "" {
+				giveSource = SourceSweep
+			}
+
+			rowsBefore := len(ledger.swaps)
+
+			got := v.Verify(t.Context(), giveTxID, giveSource)
+
+			require.Equal(t, tt.wantStatus, got.Status, "detail: %s, err: %v", got.Detail, got.Err)
+			require.Equal(t, tt.wantReason, got.Reason, "detail: %s", got.Detail)
+			require.Equal(t, tt.wantHTTP, got.HTTPStatus())
+			require.Equal(t, tt.wantClass, got.Class())
+			require.Equal(t, tt.wantHiroCall, txs.calls == 1, "Hiro calls: %d", txs.calls)
+			if got.Status == StatusRejected {
+				require.NotEmpty(t, got.Detail)
+			}
+			if got.Status != StatusInserted {
+				require.Nil(t, got.Swap)
+				require.Len(t, ledger.swaps, rowsBefore, "nothing is written")
+				return
+			}
+			require.Equal(t, goodTxID, got.TxID)
+			require.Equal(t, SourceSweep, got.Swap.Source)
+			require.Equal(t, goodTxID, got.Swap.TxID)
+			require.Equal(t, *got.Swap, ledger.swaps[goodTxID], "the outcome carries the inserted row")
+			require.Equal(t, []string{goodTxID}, ledger.lookups, "looked up in the normalised form")
+		})
+	}
+}
+
+func TestVerifyInsertsTheParsedSwap(t *testing.T) {
+	t.Parallel()
+	ledger := &fakeLedger{agents: map[string]Agent{agentAddr: genesisAgent()}}
+	v := &Verifier{
+		Ledger:           ledger,
+		Txs:              &fakeTxs{tx: loadTx(t, "hiro-tx-stableswap-stx-ststx.json")},
+		Allowlist:        loadAllowlist(t),
+		CompetitionStart: compStart,
+	}
+
+	got := v.Verify(t.Context(), goodTxID, SourceAgent)
+
+	require.Equal(t, StatusInserted, got.Status)
+	row := *got.Swap
+	require.JSONEq(t, `{
+		"legsOut":[{"asset_id":"stx","amount":"1000000","counterparty":"`+poolAddr+`"}],
+		"legsIn":[{"asset_id":"`+stSTX+`","amount":"859839","counterparty":"`+poolAddr+`"}]
+	}`, string(row.RawEventJSON))
+	row.RawEventJSON = nil
+	require.Equal(t, Swap{
+		TxID:          goodTxID,
+		Sender:        agentAddr,
+		ContractID:    stableswap,
+		FunctionName:  "swap-x-for-y",
+		TokenIn:       "stx",
+		AmountIn:      "1000000",
+		TokenOut:      stSTX,
+		AmountOut:     "859839",
+		BurnBlockTime: 1778787000,
+		TxStatus:      "success",
+		Source:        SourceAgent,
+	}, row)
+
+	again := v.Verify(t.Context(), goodTxID, SourceSweep)
+	require.Equal(t, StatusAlreadyKnown, again.Status, "a second pass finds the row")
+}
+
+func TestVerifyWithoutDependencies(t *testing.T) {
+	t.Parallel()
+	got := (&Verifier{}).Verify(t.Context(), goodTxID, SourceSweep)
+	require.Equal(t, ReasonVerifyThrew, got.Reason)
+	require.Equal(t, http.StatusInternalServerError, got.HTTPStatus())
+}
+
+// TestVerifyGatesCoverEveryReason keeps the gate table honest: a reason no
+// case produces fails here.
+func TestVerifyGatesCoverEveryReason(t *testing.T) {
+	t.Parallel()
+	covered := map[Reason]bool{}
+	for _, tt := range verifyCases() {
+		covered[tt.wantReason] = true
+	}
+	for _, r := range AllReasons() {
+		require.True(t, covered[r], "no gate case for %s", r)
+	}
+}
+
+func TestHTTPStatus(t *testing.T) {
+	t.Parallel()
+
+	tests := []struct {
+		name        string
+		giveOutcome Outcome
+		wantHTTP    int
+	}{
+		{name: "inserted", giveOutcome: Outcome{Status: StatusInserted}, wantHTTP: 200},
+		{name: "pending", giveOutcome: Outcome{Status: StatusPending}, wantHTTP: 202},
+		{name: "already known", giveOutcome: Outcome{Status: StatusAlreadyKnown}, wantHTTP: 409},
+		{name: "tx not found", giveOutcome: Outcome{Status: StatusRejected, Reason: ReasonTxNotFound}, wantHTTP: 404},
+		{name: "upstream failure", giveOutcome: Outcome{Status: StatusRejected, Reason: ReasonTxFetchFailed}, wantHTTP: 502},
+		{name: "database down", giveOutcome: Outcome{Status: StatusRejected, Reason: ReasonDBUnavailable}, wantHTTP: 503},
+		{name: "threw", giveOutcome: Outcome{Status: StatusRejected, Reason: ReasonVerifyThrew}, wantHTTP: 500},
+		{name: "verdict", giveOutcome: Outcome{Status: StatusRejected, Reason: ReasonSenderNotGenesis}, wantHTTP: 422},
+		{name: "zero outcome", giveOutcome: Outcome{}, wantHTTP: 500},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			require.Equal(t, tt.wantHTTP, tt.giveOutcome.HTTPStatus())
+		})
+	}
+}

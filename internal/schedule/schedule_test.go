@@ -1,0 +1,119 @@
+package schedule
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+var t0 = time.Date(2026, 5, 14, 12, 0, 0, 0, time.UTC)
+
+func at(d time.Duration) *time.Time { t := t0.Add(d); return &t }
+
+func TestShouldStart(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		give      Task
+		givePause *time.Time
+		giveNow   time.Time
+		want      bool
+	}{
+		{name: "never ran", give: Task{Every: 5 * time.Minute}, giveNow: t0, want: true},
+		{name: "cadence not elapsed", give: Task{Every: 5 * time.Minute, LastRunAt: at(0)}, giveNow: t0.Add(4 * time.Minute)},
+		{name: "cadence elapsed", give: Task{Every: 5 * time.Minute, LastRunAt: at(0)}, giveNow: t0.Add(5 * time.Minute), want: true},
+		{name: "back-off wins over cadence", give: Task{Every: 5 * time.Minute, LastRunAt: at(0), NextRunAfter: at(time.Hour)}, giveNow: t0.Add(10 * time.Minute)},
+		{name: "back-off passed", give: Task{Every: 5 * time.Minute, LastRunAt: at(0), NextRunAfter: at(time.Hour)}, giveNow: t0.Add(time.Hour), want: true},
+		{name: "paused", give: Task{Every: time.Minute}, givePause: at(time.Hour), giveNow: t0},
+		{name: "pause over", give: Task{Every: time.Minute}, givePause: at(time.Hour), giveNow: t0.Add(time.Hour), want: true},
+		{name: "requested ignores pause", give: Task{Requested: true}, givePause: at(time.Hour), giveNow: t0, want: true},
+		{name: "requested ignores back-off", give: Task{Requested: true, NextRunAfter: at(time.Hour)}, giveNow: t0, want: true},
+		{name: "running never starts twice", give: Task{Requested: true, Started: 2, Finished: 1}, giveNow: t0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			require.Equal(t, tt.want, tt.give.ShouldStart(tt.giveNow, tt.givePause))
+		})
+	}
+}
+
+func TestBeginFinish(t *testing.T) {
+	t.Parallel()
+	tk := Task{Every: time.Minute, Requested: true}
+	tk.Begin(t0)
+	require.True(t, tk.Running())
+	require.False(t, tk.Requested)
+	tk.Finish(t0.Add(time.Second), Outcome{Class: "server_error", Message: "502"})
+	require.False(t, tk.Running())
+	require.Equal(t, 1, tk.ConsecutiveFailures)
+	require.Equal(t, "server_error", tk.LastError.Class)
+
+	tk.Begin(t0.Add(time.Minute))
+	tk.Finish(t0.Add(time.Minute+time.Second), Outcome{Class: "rate_limit", Backoff: 24 * time.Hour})
+	require.Equal(t, 2, tk.ConsecutiveFailures)
+	require.Equal(t, t0.Add(time.Minute+time.Second+24*time.Hour), *tk.NextRunAfter)
+	require.Equal(t, *tk.NextRunAfter, tk.DueAt())
+
+	tk.Begin(t0.Add(25 * time.Hour))
+	tk.Finish(t0.Add(25*time.Hour), Outcome{})
+	require.Zero(t, tk.ConsecutiveFailures, "success resets the count")
+	require.EqualValues(t, 3, tk.Started)
+}
+
+func TestNextWake(t *testing.T) {
+	t.Parallel()
+	a := &Task{Every: 5 * time.Minute, LastRunAt: at(0)}
+	b := &Task{Every: 15 * time.Minute, LastRunAt: at(0)}
+	w, ok := NextWake(t0.Add(time.Minute), nil, []*Task{a, b})
+	require.True(t, ok)
+	require.Equal(t, t0.Add(5*time.Minute), w)
+
+	// A pause pushes the wake to its end.
+	w, _ = NextWake(t0.Add(time.Minute), at(time.Hour), []*Task{a, b})
+	require.Equal(t, t0.Add(time.Hour), w)
+
+	// A request wakes at once, pause or not.
+	b.Requested = true
+	w, _ = NextWake(t0.Add(time.Minute), at(time.Hour), []*Task{a, b})
+	require.Equal(t, t0.Add(time.Minute), w)
+
+	// Running tasks are not waited for.
+	_, ok = NextWake(t0, nil, []*Task{{Started: 1}})
+	require.False(t, ok)
+}
+
+func TestPauseUntil(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, giveUntil, giveFor string
+		want                     time.Time
+		wantErr                  string
+	}{
+		{name: "for", giveFor: "30m", want: t0.Add(30 * time.Minute)},
+		{name: "until", giveUntil: "2026-05-14T13:00:00Z", want: t0.Add(time.Hour)},
+		{name: "until with offset", giveUntil: "2026-05-14T15:00:00+02:00", want: t0.Add(time.Hour)},
+		{name: "neither", wantErr: `give "until"`},
+		{name: "both", giveFor: "1m", giveUntil: "2026-05-14T13:00:00Z", wantErr: "not both"},
+		{name: "bad duration", giveFor: "soon", wantErr: "not a Go duration"},
+		{name: "negative", giveFor: "-1m", wantErr: "must be positive"},
+		{name: "bad time", giveUntil: "tomorrow", wantErr: "not an RFC3339 time"},
+		{name: "in the past", giveUntil: "2026-05-14T11:00:00Z", wantErr: "not in the future"},
+		{name: "now", giveUntil: "2026-05-14T12:00:00Z", wantErr: "not in the future"},
+		{name: "too far", giveFor: "721h", wantErr: "more than"},
+		{name: "max", giveFor: "720h", want: t0.Add(MaxPause)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := PauseUntil(t0, tt.giveUntil, tt.giveFor)
+			if tt.wantErr != "" {
+				require.ErrorContains(t, err, tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tt.want, got)
+		})
+	}
+}

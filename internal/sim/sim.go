@@ -1,0 +1,167 @@
+// Package sim simulates pacer's upstreams on one http.Handler, so that
+// TENERO_BASE_URL and HIRO_BASE_URL can both point at one local address
+// (SPEC §8). It is what `pacer sim` and `pacer dev` serve and what tests run
+// clients against.
+//
+// A Server is built from a Config whose Seed fixes the world: the same seed
+// gives the same tokens, and a token's price at a moment is a pure function of
+// the seed, the token and the minute, so two simulators (or one restarted)
+// agree. Time comes from Config.Now and waiting from Config.Sleep, so tests
+// move the clock instead of sleeping.
+//
+// Upstream routes behave like the real services, rate limits and their headers
+// included (limits.go); faults can be switched on at run time, from Go with
+// SetFaults or over HTTP (faults.go); every upstream request is counted
+// (stats.go). The control routes live under /_sim/:
+//
+//	GET    /_sim/faults   the current Faults
+//	PUT    /_sim/faults   replace them (JSON body; {} clears)
+//	GET    /_sim/stats    request counts per route and status
+//	DELETE /_sim/stats    reset the counts
+//	GET    /_sim/tokens   the token world
+//
+// Each upstream has its own file (tenero.go, …) and registers its routes in
+// Server.routes.
+package sim
+
+import (
+	"context"
+	"encoding/json"
+	"github.com/pacer-dev/pacer/internal/wait"
+	"net/http"
+	"time"
+)
+
+// Config configures a Server. The zero value is a working simulator.
+type Config struct {
+	// Seed fixes the generated world.
+	Seed int64
+	// Now is the simulator's clock. Defaults to time.Now.
+	Now func() time.Time
+	// Sleep waits out slow-response faults and must return early with ctx's
+	// error (a client that gave up). Defaults to a timer.
+	Sleep func(ctx context.Context, d time.Duration) error
+	// Tenero configures the Tenero simulation.
+	Tenero TeneroConfig
+}
+
+// Server is the simulator. It is safe for concurrent use.
+type Server struct {
+	now    func() time.Time
+	sleep  func(context.Context, time.Duration) error
+	mux    *http.ServeMux
+	faults *injector
+	stats  *counter
+	tenero *teneroSim
+}
+
+// New builds the world from cfg.Seed and returns a Server serving it.
+func New(cfg Config) *Server {
+	s := &Server{
+		now:    cfg.Now,
+		sleep:  cfg.Sleep,
+		mux:    http.NewServeMux(),
+		faults: newInjector(cfg.Seed),
+		stats:  newCounter(),
+		tenero: newTeneroSim(cfg.Seed, cfg.Tenero),
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.sleep == nil {
+		s.sleep = wait.Sleep
+	}
+	s.routes()
+	return s
+}
+
+// routes registers every route. An upstream adds its lines here, each through
+// s.upstream so that it is counted, rate limited and open to faults.
+func (s *Server) routes() {
+	s.mux.HandleFunc("GET /_sim/faults", s.getFaults)
+	s.mux.HandleFunc("PUT /_sim/faults", s.putFaults)
+	s.mux.HandleFunc("GET /_sim/stats", s.getStats)
+	s.mux.HandleFunc("DELETE /_sim/stats", s.deleteStats)
+	s.mux.HandleFunc("GET /_sim/tokens", s.getTokens)
+
+	s.upstream(TeneroTokenRoute, s.teneroLimit, s.teneroToken)
+
+	// Anything else is counted too: a client calling a wrong path is worth
+	// seeing in the stats.
+	s.mux.Handle("/", s.count("/", http.HandlerFunc(notFound)))
+}
+
+// upstream registers an upstream route. The limiter runs before faults so
+// that a faulted answer still carries the quota headers, as it does behind a
+// real gateway, and a request it refuses never reaches the fault dice.
+func (s *Server) upstream(pattern string, limit func(http.Handler) http.Handler, h http.HandlerFunc) {
+	s.mux.Handle(pattern, s.count(pattern, limit(s.inject(h))))
+}
+
+// ServeHTTP serves the upstream and control routes.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mux.ServeHTTP(w, r)
+}
+
+func (s *Server) getFaults(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, s.Faults())
+}
+
+// maxControlBody bounds a control request; a Faults document is tiny.
+const maxControlBody = 64 << 10
+
+func (s *Server) putFaults(w http.ResponseWriter, r *http.Request) {
+	var f Faults
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxControlBody))
+	// A misspelt field would otherwise silently leave a fault off.
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&f); err != nil {
+		writeError(w, http.StatusBadRequest, "decode faults: "+err.Error())
+		return
+	}
+	if err := s.SetFaults(f); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, s.Faults())
+}
+
+func (s *Server) getStats(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, s.Stats())
+}
+
+func (s *Server) deleteStats(w http.ResponseWriter, _ *http.Request) {
+	s.ResetStats()
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) getTokens(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, s.Tokens())
+}
+
+func notFound(w http.ResponseWriter, _ *http.Request) {
+	writeError(w, http.StatusNotFound, "no such route")
+}
+
+// writeJSON writes v as the whole answer. Encoding errors cannot happen for
+// the simulator's own types, and a failed write means the client left.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// writeError answers with a shape both clients can read: Tenero's
+// statusCode/message and Hiro's error.
+func writeError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, struct {
+		StatusCode int    `json:"statusCode"`
+		Message    string `json:"message"`
+		Error      string `json:"error"`
+	}{status, msg, msg})
+}

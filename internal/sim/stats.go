@@ -1,0 +1,122 @@
+package sim
+
+import (
+	"maps"
+	"net/http"
+	"sync"
+)
+
+// Stats counts the upstream requests served, so a test can assert how many
+// calls a client really made. Control routes (/_sim/…) are not counted.
+type Stats struct {
+	Total int `json:"total"`
+	// Routes is keyed by the route's pattern, e.g. TeneroTokenRoute;
+	// requests no route matched are kept under "/".
+	Routes map[string]RouteStats `json:"routes"`
+}
+
+// StatusClientClosed is counted for a request whose client gave up before
+// it was answered (a slow fault outlasting the client's timeout); the number
+// is nginx's convention.
+const StatusClientClosed = 499
+
+// RouteStats counts one route's requests by the status they got.
+type RouteStats struct {
+	Total    int         `json:"total"`
+	ByStatus map[int]int `json:"byStatus"`
+}
+
+// Count returns how many requests to route got status; 0 when none did.
+func (s Stats) Count(route string, status int) int {
+	return s.Routes[route].ByStatus[status]
+}
+
+// Stats returns a snapshot of the request counts.
+func (s *Server) Stats() Stats {
+	return s.stats.snapshot()
+}
+
+// ResetStats sets every count back to zero.
+func (s *Server) ResetStats() {
+	s.stats.reset()
+}
+
+type counter struct {
+	mu     sync.Mutex
+	total  int
+	routes map[string]*RouteStats
+}
+
+func newCounter() *counter {
+	return &counter{routes: map[string]*RouteStats{}}
+}
+
+func (c *counter) add(route string, status int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.total++
+	rs, ok := c.routes[route]
+	if !ok {
+		rs = &RouteStats{ByStatus: map[int]int{}}
+		c.routes[route] = rs
+	}
+	rs.Total++
+	rs.ByStatus[status]++
+}
+
+func (c *counter) snapshot() Stats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := Stats{Total: c.total, Routes: make(map[string]RouteStats, len(c.routes))}
+	for route, rs := range c.routes {
+		out.Routes[route] = RouteStats{Total: rs.Total, ByStatus: maps.Clone(rs.ByStatus)}
+	}
+	return out
+}
+
+func (c *counter) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.total = 0
+	c.routes = map[string]*RouteStats{}
+}
+
+// count records each request to route with the status it was answered.
+func (s *Server) count(route string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := &statusRecorder{ResponseWriter: w}
+		next.ServeHTTP(rec, r)
+		status := rec.status
+		switch {
+		case status != 0:
+		case r.Context().Err() != nil:
+			status = StatusClientClosed
+		default:
+			status = http.StatusOK // what net/http sends for a silent handler
+		}
+		s.stats.add(route, status)
+	})
+}
+
+// statusRecorder remembers the status a handler answered with.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *statusRecorder) WriteHeader(status int) {
+	if r.status == 0 {
+		r.status = status
+	}
+	r.ResponseWriter.WriteHeader(status)
+}
+
+func (r *statusRecorder) Write(p []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.ResponseWriter.Write(p)
+}
+
+// Unwrap lets http.ResponseController reach the real writer.
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
