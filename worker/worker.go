@@ -21,6 +21,9 @@ import (
 	"github.com/pacer-dev/pacer/workflows"
 )
 
+// DefaultAddress is where a local dev server listens (SPEC §2).
+const DefaultAddress = "127.0.0.1:7233"
+
 // DialOptions say where Temporal is. Empty fields fall back to the SDK's
 // environment configuration (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE,
 // TEMPORAL_API_KEY, TLS settings, TEMPORAL_PROFILE and the config file), the
@@ -41,7 +44,7 @@ func Dial(ctx context.Context, o DialOptions) (client.Client, error) {
 		opts.HostPort = o.Address
 	}
 	if opts.HostPort == "" {
-		opts.HostPort = client.DefaultHostPort
+		opts.HostPort = DefaultAddress
 	}
 	if o.Namespace != "" {
 		opts.Namespace = o.Namespace

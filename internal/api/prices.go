@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -78,7 +79,11 @@ func number(p *string) *json.Number {
 }
 
 func (s *Server) prices(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "malformed query string")
+		return
+	}
 	for key := range q {
 		if key != "token" && key != "tokens" {
 			writeError(w, http.StatusBadRequest, fmt.Sprintf("unknown parameter %q (use token or tokens)", clip(key)))
@@ -99,7 +104,6 @@ func (s *Server) prices(w http.ResponseWriter, r *http.Request) {
 	}
 	var ids []string
 	if q.Has("tokens") {
-		var err error
 		if ids, err = ParseTokens(q.Get("tokens")); err != nil {
 			writeError(w, http.StatusBadRequest, err.Error())
 			return

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"go.temporal.io/sdk/client"
 
 	"github.com/pacer-dev/pacer/internal/store"
+	"github.com/pacer-dev/pacer/worker"
 )
 
 func newDevCmd(c *config) *cobra.Command {
@@ -49,7 +49,7 @@ Hiro are the simulator unless TENERO_BASE_URL / HIRO_BASE_URL are set.`,
 			}
 			addr := c.temporalAddress
 			if addr == "" {
-				addr = client.DefaultHostPort
+				addr = worker.DefaultAddress
 				c.temporalAddress = addr
 			}
 			stop, err := ensureTemporal(ctx, addr, temporalBin, stateDir, uiPort)

@@ -40,7 +40,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	msg := strings.ReplaceAll(err.Error(), "\n", " ")
 	fmt.Fprintf(stderr, "pacer: %s\n", msg)
 	var ue *UsageError
-	if errors.As(err, &ue) {
+	if errors.As(err, &ue) || strings.HasPrefix(msg, "unknown command ") {
 		return 2
 	}
 	return 1
