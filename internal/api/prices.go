@@ -156,4 +156,3 @@ func (s *Server) dbError(w http.ResponseWriter, err error) {
 	s.o.Logger.Error("api.database_error", zap.Error(err))
 	writeError(w, http.StatusServiceUnavailable, "database unavailable")
 }
-
