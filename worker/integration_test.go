@@ -251,3 +251,7 @@ func TestContinueAsNewKeepsStateAndSignals(t *testing.T) {
 	require.NotNil(t, st.LastTeneroResult)
 	require.Less(t, st.HistoryLength, 200)
 }
+
+func statusOrErr(s *stack) (workflows.Status, error) {
+	return worker.Status(context.Background(), s.tc, s.sched.WorkflowID)
+}

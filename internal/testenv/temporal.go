@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"sync"
+	"testing"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -89,4 +92,38 @@ func moduleRoot() (string, error) {
 		}
 		dir = parent
 	}
+}
+
+var (
+	buildOnce sync.Once
+	buildPath string
+	buildErr  error
+)
+
+// PacerBinary builds cmd/pacer once per test binary and returns its path,
+// for tests that must run, kill and restart real worker processes.
+func PacerBinary(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		root, err := moduleRoot()
+		if err != nil {
+			buildErr = err
+			return
+		}
+		dir, err := os.MkdirTemp("", "pacer-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		buildPath = filepath.Join(dir, "pacer")
+		cmd := exec.Command("go", "build", "-o", buildPath, "./cmd/pacer")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build ./cmd/pacer: %w\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("%v", buildErr)
+	}
+	return buildPath
 }

@@ -56,11 +56,11 @@ func PostgresURL(t testing.TB) string {
 	}
 
 	schema := schemaName(t)
-	if err := exec(base, "create schema "+schema); err != nil {
+	if err := execSQL(base, "create schema "+schema); err != nil {
 		fatalUnreachable(t, base, err)
 	}
 	t.Cleanup(func() {
-		if err := exec(base, "drop schema "+schema+" cascade"); err != nil {
+		if err := execSQL(base, "drop schema "+schema+" cascade"); err != nil {
 			t.Errorf("testenv: drop schema %s: %v", schema, err)
 		}
 	})
@@ -72,9 +72,9 @@ func PostgresURL(t testing.TB) string {
 	return withSchema
 }
 
-// exec runs one statement on a short-lived connection. The test's own context
+// execSQL runs one statement on a short-lived connection. The test's own context
 // is not used: it is already cancelled when cleanups run.
-func exec(connString, sql string) error {
+func execSQL(connString, sql string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, connString)

@@ -1,0 +1,147 @@
+package activities_test
+
+import (
+	"context"
+	"errors"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/activities"
+	"github.com/pacer-dev/pacer/internal/catalog"
+	"github.com/pacer-dev/pacer/internal/sim"
+	"github.com/pacer-dev/pacer/internal/store"
+	"github.com/pacer-dev/pacer/internal/tenero"
+	"github.com/pacer-dev/pacer/internal/testenv"
+)
+
+// noSleep keeps the client's in-attempt retry delays out of test time.
+func noSleep(context.Context, time.Duration) error { return nil }
+
+type teneroFixture struct {
+	st   *store.Store
+	sim  *sim.Server
+	acts *activities.Activities
+}
+
+func newTeneroFixture(t *testing.T, cfg sim.Config) *teneroFixture {
+	t.Helper()
+	ctx := context.Background()
+	st, err := store.Open(ctx, testenv.PostgresURL(t))
+	require.NoError(t, err)
+	t.Cleanup(st.Close)
+	require.NoError(t, st.Migrate(ctx))
+	s := sim.New(cfg)
+	hs := httptest.NewServer(s)
+	t.Cleanup(hs.Close)
+	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
+	return &teneroFixture{st: st, sim: s, acts: &activities.Activities{
+		Store: st, Catalog: catalog.Default(), Logger: log,
+		Tenero: tenero.New(tenero.Config{BaseURL: hs.URL, Logger: log, Sleep: noSleep}),
+	}}
+}
+
+// run executes RefreshTenero the way a worker does.
+func (f *teneroFixture) run(t *testing.T) (pacer.TeneroResult, error) {
+	t.Helper()
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestActivityEnvironment()
+	env.RegisterActivity(f.acts)
+	v, err := env.ExecuteActivity(f.acts.RefreshTenero, pacer.TeneroInput{})
+	var res pacer.TeneroResult
+	if err != nil {
+		var appErr *temporal.ApplicationError
+		require.True(t, errors.As(err, &appErr), "want an application error, got %v", err)
+		require.NoError(t, appErr.Details(&res))
+		return res, err
+	}
+	require.NoError(t, v.Get(&res))
+	return res, nil
+}
+
+func errType(err error) string {
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		return appErr.Type()
+	}
+	return ""
+}
+
+func TestRefreshTeneroWritesStaticBaseAndPegs(t *testing.T) {
+	t.Parallel()
+	f := newTeneroFixture(t, sim.Config{Seed: 3})
+	res, err := f.run(t)
+	require.NoError(t, err)
+	want := catalog.Default().TokenSet(nil)
+	require.Equal(t, len(want), res.TokensAttempted)
+	require.Equal(t, len(want), res.Succeeded)
+	require.Equal(t, 5, res.Pegged)
+	require.Equal(t, len(want), res.Written)
+	require.NotNil(t, res.MinuteRemaining)
+	require.NotNil(t, res.MonthRemaining)
+
+	// A second run finds every price unchanged and writes nothing.
+	res, err = f.run(t)
+	require.NoError(t, err)
+	require.Equal(t, len(want), res.Unchanged)
+	require.Zero(t, res.Written)
+}
+
+func TestRefreshTeneroStopsWhenMinuteQuotaIsSpent(t *testing.T) {
+	t.Parallel()
+	f := newTeneroFixture(t, sim.Config{Seed: 3, Tenero: sim.TeneroConfig{Anonymous: sim.Limits{PerMinute: 2}}})
+	res, err := f.run(t)
+	require.Error(t, err)
+	require.Equal(t, string(pacer.ClassRateLimit), errType(err))
+	require.False(t, temporal.IsApplicationError(err) && isRetryable(err), "rate limits are not retried by Temporal")
+	require.True(t, res.RateLimited)
+	require.Equal(t, pacer.MinuteQuotaBackoff.Milliseconds(), res.RateLimitBackoffMs)
+	require.Equal(t, 2, res.TokensAttempted, "stopped at once: the static base came first")
+	require.Equal(t, 0, *res.MinuteRemaining)
+	require.Equal(t, len(catalog.Default().TokenSet(nil))-2, res.Skipped)
+	require.Equal(t, 2, f.sim.Stats().Total, "no call after the quota said 0")
+}
+
+func TestRefreshTeneroMonthQuotaWins(t *testing.T) {
+	t.Parallel()
+	f := newTeneroFixture(t, sim.Config{Seed: 3, Tenero: sim.TeneroConfig{Anonymous: sim.Limits{PerMinute: 1, PerMonth: 1}}})
+	res, err := f.run(t)
+	require.Error(t, err)
+	require.True(t, res.RateLimited)
+	require.Equal(t, pacer.MonthQuotaBackoff.Milliseconds(), res.RateLimitBackoffMs)
+	require.Equal(t, 1, res.Succeeded)
+}
+
+func TestRefreshTeneroUpstreamDown(t *testing.T) {
+	t.Parallel()
+	f := newTeneroFixture(t, sim.Config{Seed: 3})
+	require.NoError(t, f.sim.SetFaults(sim.Faults{ServerError: 1}))
+	res, err := f.run(t)
+	require.Error(t, err)
+	require.Equal(t, string(pacer.ClassServerError), errType(err))
+	require.Equal(t, 3, res.Failed, "every Tenero token failed")
+	require.Equal(t, 5, res.Pegged, "pegs need no upstream and are still written")
+	require.False(t, res.RateLimited)
+}
+
+func TestRefreshTeneroDatabaseDownIsRetryable(t *testing.T) {
+	t.Parallel()
+	f := newTeneroFixture(t, sim.Config{Seed: 3})
+	f.st.Close() // the pool refuses every query from now on
+	_, err := f.run(t)
+	require.Error(t, err)
+	require.Equal(t, string(pacer.ClassTransport), errType(err))
+	require.True(t, isRetryable(err), "transport trouble is worth Temporal's retries")
+}
+
+func isRetryable(err error) bool {
+	var appErr *temporal.ApplicationError
+	return errors.As(err, &appErr) && !appErr.NonRetryable()
+}

@@ -1,0 +1,79 @@
+package worker_test
+
+import (
+	"bytes"
+	"os/exec"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/sim"
+	"github.com/pacer-dev/pacer/internal/testenv"
+	"github.com/pacer-dev/pacer/workflows"
+)
+
+// syncBuffer collects a child process's output safely.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// startProcess runs `pacer worker` as a real process against the stack.
+func (s *stack) startProcess(t *testing.T, bin string) (*exec.Cmd, *syncBuffer) {
+	t.Helper()
+	cmd := exec.Command(bin, "worker", "--http", "", "--migrate=false",
+		"--temporal-address", temporalHostPort, "--task-queue", s.sched.TaskQueue, "--workflow-id", s.sched.WorkflowID,
+		"--database-url", s.dbURL, "--tenero-base-url", s.simU, "--log-level", "warn")
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.Env = []string{"PATH=/usr/bin:/bin"} // nothing inherited: the flags say it all
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return cmd, out
+}
+
+func TestKilledWorkerIsReplacedWithoutManualStep(t *testing.T) {
+	t.Parallel()
+	bin := testenv.PacerBinary(t)
+	s := newStack(t, workflows.Config{})
+	// Slow Tenero answers keep the first run in flight long enough to kill it.
+	require.NoError(t, s.sim.SetFaults(sim.Faults{PathPrefix: "/v1/", Slow: 1, SlowDelay: sim.Duration(time.Second)}))
+
+	first, out := s.startProcess(t, bin)
+	eventually(t, 30*time.Second, "the first worker started the scheduler and a run", func() bool {
+		st, err := statusOrErr(s)
+		return err == nil && st.Tasks[pacer.TaskTenero].Running
+	})
+	runID := s.status(t).RunID
+	require.NoError(t, first.Process.Kill()) // kill -9, mid-run
+	_ = first.Wait()
+
+	require.NoError(t, s.sim.SetFaults(sim.Faults{}))
+	s.startProcess(t, bin)
+	// The killed attempt stops heartbeating; Temporal retries it on the new
+	// worker, and the schedule goes on. Nobody touches the workflow.
+	eventually(t, 90*time.Second, "the run finished on the new worker", func() bool {
+		st, err := statusOrErr(s)
+		return err == nil && st.LastTeneroResult != nil && !st.Tasks[pacer.TaskTenero].Running
+	})
+	st := s.status(t)
+	require.Equal(t, runID, st.RunID, "the same workflow run carried on")
+	require.Empty(t, st.LastTeneroResult.ErrorClass, "worker output:\n%s", out.String())
+	require.Zero(t, st.ConsecutiveFailures[pacer.TaskTenero])
+	require.NotNil(t, st.NextWakeAt, "the next tick is scheduled")
+}
