@@ -79,17 +79,32 @@ const (
 	MonthQuotaBackoff  = 24 * time.Hour
 )
 
+// Run is what every task's result reports about the run itself.
+type Run struct {
+	StartedAt  time.Time `json:"startedAt"`
+	DurationMs int64     `json:"durationMs"`
+	// RateLimited says an upstream quota cut the run short; the task is then
+	// deferred by RateLimitBackoffMs.
+	RateLimited        bool  `json:"rateLimited"`
+	RateLimitBackoffMs int64 `json:"rateLimitBackoffMs"`
+	// What the upstream's headers said was left, when they said it.
+	MinuteRemaining *int `json:"minuteRemaining"`
+	MonthRemaining  *int `json:"monthRemaining"`
+	// ErrorClass and Error are set when the run failed as a whole (quota
+	// exhausted, every fetch failing, the database down), empty otherwise.
+	ErrorClass ErrorClass `json:"errorClass,omitempty"`
+	Error      string     `json:"error,omitempty"`
+}
+
+// Meta gives generic code the run part of a result.
+func (r *Run) Meta() *Run { return r }
+
 // TeneroResult is what one run of the tenero task reports (SPEC §3).
 type TeneroResult struct {
-	StartedAt          time.Time `json:"startedAt"`
-	DurationMs         int64     `json:"durationMs"`
-	TokensAttempted    int       `json:"tokensAttempted"`
-	Succeeded          int       `json:"succeeded"`
-	Failed             int       `json:"failed"`
-	RateLimited        bool      `json:"rateLimited"`
-	RateLimitBackoffMs int64     `json:"rateLimitBackoffMs"`
-	MinuteRemaining    *int      `json:"minuteRemaining"`
-	MonthRemaining     *int      `json:"monthRemaining"`
+	Run
+	TokensAttempted int `json:"tokensAttempted"`
+	Succeeded       int `json:"succeeded"`
+	Failed          int `json:"failed"`
 	// Beyond the contract: how the successes split, and the tokens that were
 	// never tried because a quota ran out.
 	Written   int `json:"written"`
@@ -97,14 +112,34 @@ type TeneroResult struct {
 	Pegged    int `json:"pegged"`
 	NoPrice   int `json:"noPrice"`
 	Skipped   int `json:"skipped"`
-	// ErrorClass is the class of the run's failure when it failed as a whole
-	// (quota exhausted, every fetch failing), empty otherwise.
-	ErrorClass ErrorClass `json:"errorClass,omitempty"`
-	Error      string     `json:"error,omitempty"`
 }
 
 // TeneroInput is the input of the tenero activity.
 type TeneroInput struct {
 	// MaxTokens caps how many tokens one run refreshes (0 = the whole set).
 	MaxTokens int `json:"maxTokens,omitempty"`
+}
+
+// SweepInput is the input of the sweep activity.
+type SweepInput struct {
+	// PageSize is how many agents one run walks (0 = 100).
+	PageSize int `json:"pageSize,omitempty"`
+}
+
+// SweepResult is what one run of the sweep task reports (SPEC §3).
+type SweepResult struct {
+	Run
+	Scanned      int `json:"scanned"`
+	Found        int `json:"found"`
+	Inserted     int `json:"inserted"`
+	AlreadyKnown int `json:"alreadyKnown"`
+	Pending      int `json:"pending"`
+	Rejected     int `json:"rejected"`
+	// RejectionReasons has every reason key, zero when unused.
+	RejectionReasons map[string]int `json:"rejectionReasons"`
+	// Cursor is the last address of the page when the page was full (the
+	// next run starts after it), null when the walk wrapped.
+	Cursor *string `json:"cursor"`
+	// HiroErrors counts Hiro calls that failed while the walk went on.
+	HiroErrors int `json:"hiroErrors"`
 }

@@ -15,6 +15,8 @@ import (
 
 	"github.com/pacer-dev/pacer"
 	"github.com/pacer-dev/pacer/internal/catalog"
+	"github.com/pacer-dev/pacer/internal/competition"
+	"github.com/pacer-dev/pacer/internal/hiro"
 	"github.com/pacer-dev/pacer/internal/store"
 	"github.com/pacer-dev/pacer/internal/tenero"
 )
@@ -23,8 +25,11 @@ import (
 type Activities struct {
 	Store   *store.Store
 	Tenero  *tenero.Client
+	Hiro    *hiro.Client
 	Catalog *catalog.Catalog
-	Logger  *zap.Logger
+	// Verifier is the one verify path, shared with the HTTP fast path.
+	Verifier *competition.Verifier
+	Logger   *zap.Logger
 }
 
 // Register registers every activity method under its method name (the
@@ -68,4 +73,58 @@ func keepHeartbeating(ctx context.Context, progress func() any) (stop func()) {
 		}
 	}()
 	return func() { close(done) }
+}
+
+// Options configure New.
+type Options struct {
+	Store  *store.Store
+	Logger *zap.Logger
+
+	TeneroBaseURL, TeneroAPIKey string
+	HiroBaseURL, HiroAPIKey     string
+	// HiroPerMinute is the per-minute budget shared by everything that calls
+	// Hiro, in every process (0 = 45 without a key, 450 with one: a little
+	// under Hiro's 50 and 500).
+	HiroPerMinute    int
+	CompetitionStart time.Time
+	// Sleep replaces the upstream clients' in-attempt retry waits (tests).
+	Sleep func(context.Context, time.Duration) error
+}
+
+// New wires the activities and their clients. The verifier it builds is
+// the one verify path: the sweep and the HTTP fast path both use it.
+func New(o Options) *Activities {
+	perMinute := o.HiroPerMinute
+	if perMinute <= 0 {
+		perMinute = 45
+		if o.HiroAPIKey != "" {
+			perMinute = 450
+		}
+	}
+	cat := catalog.Default()
+	h := hiro.New(hiro.Config{
+		BaseURL: o.HiroBaseURL,
+		APIKey:  o.HiroAPIKey,
+		Logger:  o.Logger.Named("hiro"),
+		Sleep:   o.Sleep,
+		Limiter: o.Store.NewBudget("hiro", perMinute),
+	})
+	return &Activities{
+		Store:   o.Store,
+		Catalog: cat,
+		Logger:  o.Logger,
+		Tenero: tenero.New(tenero.Config{
+			BaseURL: o.TeneroBaseURL,
+			APIKey:  o.TeneroAPIKey,
+			Logger:  o.Logger.Named("tenero"),
+			Sleep:   o.Sleep,
+		}),
+		Hiro: h,
+		Verifier: &competition.Verifier{
+			Ledger:           o.Store,
+			Txs:              h,
+			Allowlist:        cat,
+			CompetitionStart: o.CompetitionStart,
+		},
+	}
 }

@@ -23,7 +23,7 @@ const maxUpstreamStreak = 5
 // when Tenero says a quota is spent.
 func (a *Activities) RefreshTenero(ctx context.Context, in pacer.TeneroInput) (pacer.TeneroResult, error) {
 	started := time.Now()
-	res := pacer.TeneroResult{StartedAt: started.UTC()}
+	res := pacer.TeneroResult{Run: pacer.Run{StartedAt: started.UTC()}}
 	log := a.Logger.With(zap.String("task", pacer.TaskTenero))
 
 	traded, err := a.Store.TradedTokens(ctx, 50)

@@ -18,7 +18,6 @@ import (
 	"github.com/pacer-dev/pacer/internal/catalog"
 	"github.com/pacer-dev/pacer/internal/sim"
 	"github.com/pacer-dev/pacer/internal/store"
-	"github.com/pacer-dev/pacer/internal/tenero"
 	"github.com/pacer-dev/pacer/internal/testenv"
 )
 
@@ -42,10 +41,9 @@ func newTeneroFixture(t *testing.T, cfg sim.Config) *teneroFixture {
 	hs := httptest.NewServer(s)
 	t.Cleanup(hs.Close)
 	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
-	return &teneroFixture{st: st, sim: s, acts: &activities.Activities{
-		Store: st, Catalog: catalog.Default(), Logger: log,
-		Tenero: tenero.New(tenero.Config{BaseURL: hs.URL, Logger: log, Sleep: noSleep}),
-	}}
+	return &teneroFixture{st: st, sim: s, acts: activities.New(activities.Options{
+		Store: st, Logger: log, TeneroBaseURL: hs.URL, HiroBaseURL: hs.URL, Sleep: noSleep,
+	})}
 }
 
 // run executes RefreshTenero the way a worker does.

@@ -23,7 +23,6 @@ import (
 	"github.com/pacer-dev/pacer/internal/logging"
 	"github.com/pacer-dev/pacer/internal/sim"
 	"github.com/pacer-dev/pacer/internal/store"
-	"github.com/pacer-dev/pacer/internal/tenero"
 	"github.com/pacer-dev/pacer/internal/testenv"
 	"github.com/pacer-dev/pacer/worker"
 	"github.com/pacer-dev/pacer/workflows"
@@ -87,12 +86,12 @@ func newStack(t *testing.T, cfg workflows.Config) *stack {
 }
 
 func (s *stack) activities() *activities.Activities {
-	return &activities.Activities{
-		Store:   s.st,
-		Catalog: catalog.Default(),
-		Logger:  s.log,
-		Tenero:  tenero.New(tenero.Config{BaseURL: s.simU, Logger: s.log}),
-	}
+	return activities.New(activities.Options{
+		Store: s.st, Logger: s.log,
+		TeneroBaseURL: s.simU, HiroBaseURL: s.simU,
+		HiroPerMinute:    10000, // the simulator's own limits are what tests exercise
+		CompetitionStart: time.Unix(1778700600, 0),
+	})
 }
 
 // startWorker runs an in-process worker until the test ends or stop is called.

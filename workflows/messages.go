@@ -29,6 +29,7 @@ type RefreshInput struct {
 // for; tasks not asked for are absent.
 type RefreshNowResult struct {
 	Tenero *pacer.TeneroResult `json:"tenero,omitempty"`
+	Sweep  *pacer.SweepResult  `json:"sweep,omitempty"`
 }
 
 // ErrEmptyInput is returned for a message that needs a payload and has none.

@@ -18,13 +18,23 @@ const (
 	SignalRefresh         = "refresh"
 	UpdateRefreshNow      = "refreshNow"
 	ActivityRefreshTenero = "RefreshTenero"
+	ActivitySweep         = "Sweep"
 )
 
 // Defaults for Config fields left zero.
 const (
 	DefaultTeneroEvery = 5 * time.Minute
+	DefaultSweepEvery  = 15 * time.Minute
 	// DefaultMaxHistoryEvents is where a run continues as new even if the
 	// server has not suggested it yet (it does at 4,096 events): a short history
 	// keeps worker restarts and replays cheap.
 	DefaultMaxHistoryEvents = 2000
+)
+
+// Change IDs for workflow.GetVersion: each gates a change that would make
+// histories recorded before it replay differently.
+const (
+	// changeSweepTask adds the sweep task. Runs started before it go on with
+	// tenero alone and pick sweep up at their next continue-as-new.
+	changeSweepTask = "add-sweep-task"
 )

@@ -19,6 +19,7 @@ import (
 // Zero fields take their defaults.
 type Config struct {
 	TeneroEvery time.Duration `json:"teneroEvery,omitempty"`
+	SweepEvery  time.Duration `json:"sweepEvery,omitempty"`
 	// MaxHistoryEvents is the history length at which a run continues as new
 	// even if the server has not suggested it yet.
 	MaxHistoryEvents int `json:"maxHistoryEvents,omitempty"`
@@ -27,6 +28,9 @@ type Config struct {
 func (c Config) withDefaults() Config {
 	if c.TeneroEvery <= 0 {
 		c.TeneroEvery = DefaultTeneroEvery
+	}
+	if c.SweepEvery <= 0 {
+		c.SweepEvery = DefaultSweepEvery
 	}
 	if c.MaxHistoryEvents <= 0 {
 		c.MaxHistoryEvents = DefaultMaxHistoryEvents
@@ -40,6 +44,7 @@ type State struct {
 	Tasks       []*schedule.Task `json:"tasks"`
 	// LastTeneroResult is the last finished tenero run's report.
 	LastTeneroResult *pacer.TeneroResult `json:"lastTeneroResult,omitempty"`
+	LastSweepResult  *pacer.SweepResult  `json:"lastSweepResult,omitempty"`
 	// Generation counts the runs of this workflow ID (continue-as-new chain).
 	Generation int `json:"generation"`
 }
@@ -74,9 +79,21 @@ type taskDef struct {
 // status document and of refresh "all".
 var taskDefs = []taskDef{
 	{name: pacer.TaskTenero, every: func(c Config) time.Duration { return c.TeneroEvery }, run: runTenero},
+	{name: pacer.TaskSweep, every: func(c Config) time.Duration { return c.SweepEvery }, run: runSweep},
+}
+
+// registeredTasks returns the tasks this run schedules, gating each task
+// added after the first release behind its change ID.
+func registeredTasks(ctx workflow.Context) []taskDef {
+	defs := []taskDef{taskDefs[0]}
+	if workflow.GetVersion(ctx, changeSweepTask, workflow.DefaultVersion, 1) >= 1 {
+		defs = append(defs, taskDefs[1])
+	}
+	return defs
 }
 
 type scheduler struct {
+	defs   []taskDef
 	cfg    Config
 	state  State
 	tasks  map[string]*schedule.Task
@@ -93,6 +110,7 @@ type scheduler struct {
 
 func newScheduler(ctx workflow.Context, in SchedulerInput) *scheduler {
 	s := &scheduler{
+		defs:      registeredTasks(ctx),
 		cfg:       in.Config.withDefaults(),
 		logger:    workflow.GetLogger(ctx),
 		pauseCh:   workflow.GetSignalChannel(ctx, SignalPause),
@@ -114,7 +132,7 @@ func newScheduler(ctx workflow.Context, in SchedulerInput) *scheduler {
 		}
 	}
 	s.state.Tasks = nil
-	for _, d := range taskDefs {
+	for _, d := range s.defs {
 		t := carried[d.name]
 		if t == nil {
 			t = &schedule.Task{Name: d.name}
@@ -128,8 +146,8 @@ func newScheduler(ctx workflow.Context, in SchedulerInput) *scheduler {
 }
 
 func (s *scheduler) taskNames() []string {
-	names := make([]string, 0, len(taskDefs))
-	for _, d := range taskDefs {
+	names := make([]string, 0, len(s.defs))
+	for _, d := range s.defs {
 		names = append(names, d.name)
 	}
 	return names
@@ -176,8 +194,11 @@ func (s *scheduler) refreshNow(ctx workflow.Context, raw json.RawMessage) (Refre
 	}
 	var res RefreshNowResult
 	for _, name := range names {
-		if name == pacer.TaskTenero {
+		switch name {
+		case pacer.TaskTenero:
 			res.Tenero = s.state.LastTeneroResult
+		case pacer.TaskSweep:
+			res.Sweep = s.state.LastSweepResult
 		}
 	}
 	return res, nil
@@ -240,7 +261,7 @@ func (s *scheduler) continueAsNew(ctx workflow.Context) error {
 // continue-as-new only explicit requests start, so that update callers are
 // answered before the run ends.
 func (s *scheduler) startRuns(ctx workflow.Context, now time.Time, draining bool) {
-	for _, d := range taskDefs {
+	for _, d := range s.defs {
 		t := s.tasks[d.name]
 		if !t.ShouldStart(now, s.state.PausedUntil) || (draining && !t.Requested) {
 			continue
@@ -406,38 +427,70 @@ func classify(err error) (pacer.ErrorClass, string) {
 	return pacer.ClassTransport, err.Error()
 }
 
-func runTenero(ctx workflow.Context, s *scheduler) schedule.Outcome {
-	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: 10 * time.Minute,
-		HeartbeatTimeout:    20 * time.Second, // the activity heartbeats every 5 s
+// activityOptions are the same for every task: short transport retries
+// only (upstream trouble is not retried: the next tick is the recovery path)
+// and a heartbeat timeout a few times the activities' 5 s heartbeat, so a
+// killed worker's attempt moves to another worker within seconds.
+func activityOptions(summary string, startToClose time.Duration) workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		StartToCloseTimeout: startToClose,
+		HeartbeatTimeout:    20 * time.Second,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:    5 * time.Second,
 			BackoffCoefficient: 2,
 			MaximumInterval:    time.Minute,
 			MaximumAttempts:    3,
 		},
-		Summary: "tenero price refresh",
-	})
+		Summary: summary,
+	}
+}
+
+// result is a task result: a struct embedding pacer.Run.
+type result[R any] interface {
+	*R
+	Meta() *pacer.Run
+}
+
+// runTask runs one task activity and returns its result and the outcome
+// the schedule records. A run that failed as a whole still reports what it
+// did, in the error's details; without details the result holds the failure
+// alone.
+func runTask[R any, P result[R]](ctx workflow.Context, opts workflow.ActivityOptions, activity string, input any) (*R, schedule.Outcome) {
 	started := workflow.Now(ctx)
-	var res pacer.TeneroResult
-	err := workflow.ExecuteActivity(ctx, ActivityRefreshTenero, pacer.TeneroInput{}).Get(ctx, &res)
+	res := new(R)
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), activity, input).Get(ctx, res)
+	meta := P(res).Meta()
 	if err != nil {
-		// A run that failed as a whole still reports what it did, in the
-		// error's details.
 		var appErr *temporal.ApplicationError
-		if !errors.As(err, &appErr) || !appErr.HasDetails() || appErr.Details(&res) != nil {
-			res = pacer.TeneroResult{StartedAt: started}
+		if !errors.As(err, &appErr) || !appErr.HasDetails() || appErr.Details(res) != nil {
+			res = new(R)
+			meta = P(res).Meta()
 		}
-		class, msg := classify(err)
-		res.ErrorClass, res.Error = class, msg
-		if res.DurationMs == 0 {
-			res.DurationMs = workflow.Now(ctx).Sub(started).Milliseconds()
+		meta.ErrorClass, meta.Error = classify(err)
+		if meta.StartedAt.IsZero() {
+			meta.StartedAt = started
+		}
+		if meta.DurationMs == 0 {
+			meta.DurationMs = workflow.Now(ctx).Sub(started).Milliseconds()
 		}
 	}
-	s.state.LastTeneroResult = &res
-	return schedule.Outcome{
-		Class:   string(res.ErrorClass),
-		Message: res.Error,
-		Backoff: time.Duration(res.RateLimitBackoffMs) * time.Millisecond,
+	return res, schedule.Outcome{
+		Class:   string(meta.ErrorClass),
+		Message: meta.Error,
+		Backoff: time.Duration(meta.RateLimitBackoffMs) * time.Millisecond,
 	}
+}
+
+func runTenero(ctx workflow.Context, s *scheduler) schedule.Outcome {
+	res, o := runTask[pacer.TeneroResult](ctx, activityOptions("tenero price refresh", 10*time.Minute),
+		ActivityRefreshTenero, pacer.TeneroInput{})
+	s.state.LastTeneroResult = res
+	return o
+}
+
+func runSweep(ctx workflow.Context, s *scheduler) schedule.Outcome {
+	res, o := runTask[pacer.SweepResult](ctx, activityOptions("competition swap sweep", 20*time.Minute),
+		ActivitySweep, pacer.SweepInput{})
+	s.state.LastSweepResult = res
+	return o
 }

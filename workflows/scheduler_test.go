@@ -33,14 +33,23 @@ func (f *fakeTenero) run(ctx context.Context, _ pacer.TeneroInput) (pacer.Tenero
 	if a := f.answer.Load(); a != nil {
 		return (*a)(n)
 	}
-	return pacer.TeneroResult{StartedAt: activity.GetInfo(ctx).StartedTime, TokensAttempted: 3, Succeeded: 3}, nil
+	return pacer.TeneroResult{Run: pacer.Run{StartedAt: activity.GetInfo(ctx).StartedTime}, TokensAttempted: 3, Succeeded: 3}, nil
 }
 
 func (f *fakeTenero) set(a func(call int32) (pacer.TeneroResult, error)) { f.answer.Store(&a) }
 
+// fakeSweep counts sweep runs and answers with a fixed tally.
+type fakeSweep struct{ calls atomic.Int32 }
+
+func (f *fakeSweep) run(context.Context, pacer.SweepInput) (pacer.SweepResult, error) {
+	f.calls.Add(1)
+	return pacer.SweepResult{Scanned: 2, Found: 1, Inserted: 1}, nil
+}
+
 type harness struct {
 	env    *testsuite.TestWorkflowEnvironment
 	tenero *fakeTenero
+	sweep  *fakeSweep
 }
 
 func newHarness(t *testing.T) *harness {
@@ -50,8 +59,9 @@ func newHarness(t *testing.T) *harness {
 	env.SetStartTime(t0)
 	env.SetTestTimeout(30 * time.Second)
 	Register(env)
-	h := &harness{env: env, tenero: &fakeTenero{}}
+	h := &harness{env: env, tenero: &fakeTenero{}, sweep: &fakeSweep{}}
 	env.RegisterActivityWithOptions(h.tenero.run, activity.RegisterOptions{Name: ActivityRefreshTenero})
+	env.RegisterActivityWithOptions(h.sweep.run, activity.RegisterOptions{Name: ActivitySweep})
 	return h
 }
 
@@ -99,8 +109,9 @@ func TestSchedulerRunsOnCadence(t *testing.T) {
 	})
 	h.env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: DefaultWorkflowID})
 	h.runFor(t, 61*time.Minute, SchedulerInput{})
-	// Runs at 0, 5, …, 60 minutes.
+	// Runs at 0, 5, …, 60 minutes, and the sweep at 0, 15, 30, 45, 60.
 	require.EqualValues(t, 13, h.tenero.calls.Load())
+	require.EqualValues(t, 5, h.sweep.calls.Load())
 }
 
 func TestSchedulerPauseAndResume(t *testing.T) {
@@ -169,6 +180,9 @@ func TestSchedulerRefreshNowUpdate(t *testing.T) {
 	h.runFor(t, 2*time.Minute, SchedulerInput{})
 	require.NotNil(t, got.Tenero)
 	require.Equal(t, 2, got.Tenero.Succeeded, "the update answers with the run it caused")
+	require.NotNil(t, got.Sweep)
+	require.Equal(t, 1, got.Sweep.Inserted)
+	require.EqualValues(t, 2, h.sweep.calls.Load())
 	require.ErrorContains(t, rejected, `unknown task "nope"`)
 	require.EqualValues(t, 2, h.tenero.calls.Load())
 }
@@ -208,8 +222,8 @@ func TestSchedulerRateLimitDefers(t *testing.T) {
 		if call == 1 {
 			return pacer.TeneroResult{}, temporal.NewNonRetryableApplicationError("month quota exhausted",
 				string(pacer.ClassRateLimit), nil,
-				pacer.TeneroResult{TokensAttempted: 5, Succeeded: 2, RateLimited: true,
-					RateLimitBackoffMs: pacer.MonthQuotaBackoff.Milliseconds()})
+				pacer.TeneroResult{TokensAttempted: 5, Succeeded: 2,
+					Run: pacer.Run{RateLimited: true, RateLimitBackoffMs: pacer.MonthQuotaBackoff.Milliseconds()}})
 		}
 		return pacer.TeneroResult{Succeeded: 1}, nil
 	})
@@ -264,7 +278,7 @@ func TestSchedulerContinuesAsNewWithState(t *testing.T) {
 	require.Equal(t, 3*time.Minute, next.Config.TeneroEvery)
 	require.NotNil(t, next.State)
 	require.Equal(t, t0.Add(7*time.Minute+2*time.Hour), *next.State.PausedUntil)
-	require.Len(t, next.State.Tasks, 1)
+	require.Len(t, next.State.Tasks, 2)
 	tk := next.State.Tasks[0]
 	require.Equal(t, pacer.TaskTenero, tk.Name)
 	// Runs at 0, 3 and 6 minutes, then the refresh drained at 7 ran before
@@ -274,4 +288,24 @@ func TestSchedulerContinuesAsNewWithState(t *testing.T) {
 	require.False(t, tk.Requested)
 	require.EqualValues(t, 4, h.tenero.calls.Load())
 	require.NotNil(t, next.State.LastTeneroResult)
+}
+
+// A task that keeps failing, or is deferred for a day, never delays another.
+func TestTasksAreIsolated(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.tenero.set(func(int32) (pacer.TeneroResult, error) {
+		return pacer.TeneroResult{}, temporal.NewApplicationErrorWithOptions("429 storm", string(pacer.ClassRateLimit),
+			temporal.ApplicationErrorOptions{NonRetryable: true, Details: []any{pacer.TeneroResult{
+				Run: pacer.Run{RateLimited: true, RateLimitBackoffMs: pacer.MinuteQuotaBackoff.Milliseconds()}}}})
+	})
+	h.at(61*time.Minute, func() {
+		st := h.status(t)
+		require.Equal(t, 0, st.ConsecutiveFailures[pacer.TaskSweep])
+		require.Equal(t, 1, st.LastSweepResult.Inserted)
+		require.Equal(t, t0.Add(60*time.Minute), *st.LastSweepRunAt)
+		require.Positive(t, st.ConsecutiveFailures[pacer.TaskTenero])
+	})
+	h.runFor(t, 62*time.Minute, SchedulerInput{})
+	require.EqualValues(t, 5, h.sweep.calls.Load(), "the sweep kept its 15-minute cadence")
 }

@@ -20,6 +20,8 @@ type Status struct {
 	PausedUntil      *time.Time          `json:"pausedUntil"`
 	LastTeneroRunAt  *time.Time          `json:"lastTeneroRunAt"`
 	LastTeneroResult *pacer.TeneroResult `json:"lastTeneroResult"`
+	LastSweepRunAt   *time.Time          `json:"lastSweepRunAt"`
+	LastSweepResult  *pacer.SweepResult  `json:"lastSweepResult"`
 	// ConsecutiveFailures and NextRunAfter have one key per task.
 	ConsecutiveFailures map[string]int        `json:"consecutiveFailures"`
 	NextRunAfter        map[string]*time.Time `json:"nextRunAfter"`
@@ -57,6 +59,7 @@ func (s *scheduler) status(ctx workflow.Context) Status {
 		Now:                 workflow.Now(ctx).UTC(),
 		PausedUntil:         utc(s.state.PausedUntil),
 		LastTeneroResult:    s.state.LastTeneroResult,
+		LastSweepResult:     s.state.LastSweepResult,
 		ConsecutiveFailures: map[string]int{},
 		NextRunAfter:        map[string]*time.Time{},
 		Tasks:               map[string]TaskStatus{},
@@ -83,6 +86,9 @@ func (s *scheduler) status(ctx workflow.Context) Status {
 	if t := s.tasks[pacer.TaskTenero]; t != nil {
 		st.LastTeneroRunAt = utc(t.LastRunAt)
 	}
+	if t := s.tasks[pacer.TaskSweep]; t != nil {
+		st.LastSweepRunAt = utc(t.LastRunAt)
+	}
 	return st
 }
 
@@ -108,10 +114,23 @@ func (s *scheduler) setDetails(ctx workflow.Context) {
 			fmt.Fprintf(&b, "%d failure(s), last %s", t.ConsecutiveFailures, t.LastError.Class)
 		default:
 			fmt.Fprintf(&b, "ok at %s", t.LastRunAt.UTC().Format(time.RFC3339))
+			b.WriteString(s.lastCounts(t.Name))
 		}
 	}
-	if r := s.state.LastTeneroResult; r != nil && r.ErrorClass == "" {
-		fmt.Fprintf(&b, " (%d/%d tokens)", r.Succeeded, r.TokensAttempted)
-	}
 	workflow.SetCurrentDetails(ctx, b.String())
+}
+
+// lastCounts is the short tally of a task's last successful run.
+func (s *scheduler) lastCounts(task string) string {
+	switch r := s.state; task {
+	case pacer.TaskTenero:
+		if r.LastTeneroResult != nil {
+			return fmt.Sprintf(" (%d/%d tokens)", r.LastTeneroResult.Succeeded, r.LastTeneroResult.TokensAttempted)
+		}
+	case pacer.TaskSweep:
+		if r.LastSweepResult != nil {
+			return fmt.Sprintf(" (%d agents, %d new swaps)", r.LastSweepResult.Scanned, r.LastSweepResult.Inserted)
+		}
+	}
+	return ""
 }

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/pacer-dev/pacer/internal/catalog"
+	"github.com/pacer-dev/pacer/internal/competition"
 	"github.com/pacer-dev/pacer/internal/store"
 	"github.com/pacer-dev/pacer/workflows"
 )
@@ -26,6 +27,8 @@ type Options struct {
 	Catalog *catalog.Catalog
 	// Status runs the scheduler's status query.
 	Status func(ctx context.Context) (workflows.Status, error)
+	// Verifier verifies swaps for the agents' fast path.
+	Verifier *competition.Verifier
 	// TemporalHealth checks that Temporal answers (for /readyz).
 	TemporalHealth func(ctx context.Context) error
 	Logger         *zap.Logger
@@ -58,6 +61,8 @@ func New(o Options) *Server {
 	s := &Server{o: o, mux: http.NewServeMux()}
 	s.mux.HandleFunc("GET /api/prices", s.prices)
 	s.mux.HandleFunc("GET /api/scheduler/status", s.status)
+	s.mux.HandleFunc("POST /api/competition/trades", s.trade)
+	s.mux.HandleFunc("GET /api/competition/tracked-tokens", s.trackedTokens)
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"ok": true})
 	})

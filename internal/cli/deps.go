@@ -3,15 +3,14 @@ package cli
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"go.temporal.io/sdk/client"
 	"go.uber.org/zap"
 
 	"github.com/pacer-dev/pacer/activities"
-	"github.com/pacer-dev/pacer/internal/catalog"
 	"github.com/pacer-dev/pacer/internal/logging"
 	"github.com/pacer-dev/pacer/internal/store"
-	"github.com/pacer-dev/pacer/internal/tenero"
 	"github.com/pacer-dev/pacer/worker"
 	"github.com/pacer-dev/pacer/workflows"
 )
@@ -46,19 +45,18 @@ func (c *config) scheduler() worker.Scheduler {
 	return worker.Scheduler{
 		WorkflowID: c.workflowID,
 		TaskQueue:  c.taskQueue,
-		Config:     workflows.Config{TeneroEvery: c.teneroEvery},
+		Config:     workflows.Config{TeneroEvery: c.teneroEvery, SweepEvery: c.sweepEvery},
 	}
 }
 
 func (c *config) activities(st *store.Store, log *zap.Logger) *activities.Activities {
-	return &activities.Activities{
-		Store:   st,
-		Catalog: catalog.Default(),
-		Logger:  log,
-		Tenero: tenero.New(tenero.Config{
-			BaseURL: c.teneroBaseURL,
-			APIKey:  c.teneroAPIKey,
-			Logger:  log.Named("tenero"),
-		}),
-	}
+	return activities.New(activities.Options{
+		Store:            st,
+		Logger:           log,
+		TeneroBaseURL:    c.teneroBaseURL,
+		TeneroAPIKey:     c.teneroAPIKey,
+		HiroBaseURL:      c.hiroBaseURL,
+		HiroAPIKey:       c.hiroAPIKey,
+		CompetitionStart: time.Unix(c.competitionStart, 0),
+	})
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pacer-dev/pacer/internal/api"
 	"github.com/pacer-dev/pacer/internal/catalog"
+	"github.com/pacer-dev/pacer/internal/competition"
 	"github.com/pacer-dev/pacer/internal/store"
 	"github.com/pacer-dev/pacer/worker"
 	"github.com/pacer-dev/pacer/workflows"
@@ -99,14 +100,15 @@ func (c *config) runStack(ctx context.Context, o stackOptions) error {
 	}
 	defer tc.Close()
 
+	acts := c.activities(st, log)
 	g, ctx := errgroup.WithContext(ctx)
 	if o.worker {
 		g.Go(func() error {
-			return worker.Run(ctx, tc, c.scheduler(), c.activities(st, log), log)
+			return worker.Run(ctx, tc, c.scheduler(), acts, log)
 		})
 	}
 	if o.http != "" {
-		h := c.apiHandler(st, tc, log)
+		h := c.apiHandler(st, tc, acts.Verifier, log)
 		g.Go(func() error { return api.Serve(ctx, o.http, h, log) })
 	}
 	if o.onReady != nil {
@@ -115,11 +117,12 @@ func (c *config) runStack(ctx context.Context, o stackOptions) error {
 	return g.Wait()
 }
 
-func (c *config) apiHandler(st *store.Store, tc client.Client, log *zap.Logger) *api.Server {
+func (c *config) apiHandler(st *store.Store, tc client.Client, v *competition.Verifier, log *zap.Logger) *api.Server {
 	return api.New(api.Options{
-		Store:   st,
-		Catalog: catalog.Default(),
-		Logger:  log.Named("api"),
+		Store:    st,
+		Verifier: v,
+		Catalog:  catalog.Default(),
+		Logger:   log.Named("api"),
 		Status: func(ctx context.Context) (workflows.Status, error) {
 			return worker.Status(ctx, tc, c.workflowID)
 		},
