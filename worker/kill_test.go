@@ -34,11 +34,12 @@ func (s *syncBuffer) String() string {
 }
 
 // startProcess runs `pacer worker` as a real process against the stack.
-func (s *stack) startProcess(t *testing.T, bin string) (*exec.Cmd, *syncBuffer) {
+func (s *stack) startProcess(t *testing.T, bin string, extra ...string) (*exec.Cmd, *syncBuffer) {
 	t.Helper()
-	cmd := exec.Command(bin, "worker", "--http", "", "--migrate=false",
+	args := append([]string{"worker", "--http", "", "--migrate=false",
 		"--temporal-address", temporalHostPort, "--task-queue", s.sched.TaskQueue, "--workflow-id", s.sched.WorkflowID,
-		"--database-url", s.dbURL, "--tenero-base-url", s.simU, "--log-level", "warn")
+		"--database-url", s.dbURL, "--tenero-base-url", s.simU, "--log-level", "warn"}, extra...)
+	cmd := exec.Command(bin, args...)
 	out := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.Env = []string{"PATH=/usr/bin:/bin"} // nothing inherited: the flags say it all

@@ -20,6 +20,8 @@ import (
 type Config struct {
 	TeneroEvery time.Duration `json:"teneroEvery,omitempty"`
 	SweepEvery  time.Duration `json:"sweepEvery,omitempty"`
+	// SweepPageSize is how many agents one sweep run walks (0 = 100).
+	SweepPageSize int `json:"sweepPageSize,omitempty"`
 	// MaxHistoryEvents is the history length at which a run continues as new
 	// even if the server has not suggested it yet.
 	MaxHistoryEvents int `json:"maxHistoryEvents,omitempty"`
@@ -490,7 +492,7 @@ func runTenero(ctx workflow.Context, s *scheduler) schedule.Outcome {
 
 func runSweep(ctx workflow.Context, s *scheduler) schedule.Outcome {
 	res, o := runTask[pacer.SweepResult](ctx, activityOptions("competition swap sweep", 20*time.Minute),
-		ActivitySweep, pacer.SweepInput{})
+		ActivitySweep, pacer.SweepInput{PageSize: s.cfg.SweepPageSize})
 	s.state.LastSweepResult = res
 	return o
 }

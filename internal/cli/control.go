@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -132,6 +134,9 @@ func printStatus(w io.Writer, st workflows.Status) error {
 	if r := st.LastTeneroResult; r != nil {
 		fmt.Fprintf(tw, "\nlast tenero\t%s\n", teneroLine(r))
 	}
+	if r := st.LastSweepResult; r != nil {
+		fmt.Fprintf(tw, "last sweep\t%s\n", sweepLine(r))
+	}
 	return tw.Flush()
 }
 
@@ -143,26 +148,48 @@ func optInt(p *int) string {
 }
 
 func teneroLine(r *pacer.TeneroResult) string {
-	outcome := "ok"
-	if r.ErrorClass != "" {
-		outcome = fmt.Sprintf("FAILED (%s: %s)", r.ErrorClass, r.Error)
-	}
 	return fmt.Sprintf("%s: %d attempted, %d succeeded (%d written, %d unchanged, %d pegged, %d no price), %d failed, %d skipped; quota left %s/min %s/month; %dms",
-		outcome, r.TokensAttempted, r.Succeeded, r.Written, r.Unchanged, r.Pegged, r.NoPrice, r.Failed, r.Skipped,
+		outcomeWord(&r.Run), r.TokensAttempted, r.Succeeded, r.Written, r.Unchanged, r.Pegged, r.NoPrice, r.Failed, r.Skipped,
 		optInt(r.MinuteRemaining), optInt(r.MonthRemaining), r.DurationMs)
+}
+
+func outcomeWord(r *pacer.Run) string {
+	if r.ErrorClass != "" {
+		return fmt.Sprintf("FAILED (%s: %s)", r.ErrorClass, r.Error)
+	}
+	return "ok"
+}
+
+func sweepLine(r *pacer.SweepResult) string {
+	cursor := "wrapped"
+	if r.Cursor != nil {
+		cursor = "after " + *r.Cursor
+	}
+	var reasons []string
+	for _, k := range slices.Sorted(maps.Keys(r.RejectionReasons)) {
+		if n := r.RejectionReasons[k]; n > 0 {
+			reasons = append(reasons, fmt.Sprintf("%s=%d", k, n))
+		}
+	}
+	rejected := fmt.Sprint(r.Rejected)
+	if len(reasons) > 0 {
+		rejected += " (" + strings.Join(reasons, ", ") + ")"
+	}
+	return fmt.Sprintf("%s: %d agents scanned, %d swaps found, %d inserted, %d already known, %d pending, %s rejected; %d Hiro errors; cursor %s; %dms",
+		outcomeWord(&r.Run), r.Scanned, r.Found, r.Inserted, r.AlreadyKnown, r.Pending, rejected, r.HiroErrors, cursor, r.DurationMs)
 }
 
 func newRefreshCmd(c *config) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:       "refresh tenero|all",
+		Use:       "refresh tenero|sweep|all",
 		Short:     "Run tasks now (the refreshNow update) and print their results",
 		Args:      wrapArgs(cobra.ExactArgs(1)),
-		ValidArgs: []string{pacer.TaskTenero, pacer.TaskAll},
+		ValidArgs: []string{pacer.TaskTenero, pacer.TaskSweep, pacer.TaskAll},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			task := args[0]
-			if !slices.Contains([]string{pacer.TaskTenero, pacer.TaskAll}, task) {
-				return usagef("unknown task %q (want tenero or all)", task)
+			if !slices.Contains([]string{pacer.TaskTenero, pacer.TaskSweep, pacer.TaskAll}, task) {
+				return usagef("unknown task %q (want tenero, sweep or all)", task)
 			}
 			return c.withClient(cmd.Context(), func(tc client.Client) error {
 				res, err := worker.RefreshNow(cmd.Context(), tc, c.workflowID, task)
@@ -174,6 +201,9 @@ func newRefreshCmd(c *config) *cobra.Command {
 				}
 				if res.Tenero != nil {
 					fmt.Fprintf(cmd.OutOrStdout(), "tenero: %s\n", teneroLine(res.Tenero))
+				}
+				if res.Sweep != nil {
+					fmt.Fprintf(cmd.OutOrStdout(), "sweep: %s\n", sweepLine(res.Sweep))
 				}
 				return nil
 			})

@@ -57,6 +57,7 @@ func (c *config) activities(st *store.Store, log *zap.Logger) *activities.Activi
 		TeneroAPIKey:     c.teneroAPIKey,
 		HiroBaseURL:      c.hiroBaseURL,
 		HiroAPIKey:       c.hiroAPIKey,
+		HiroPerMinute:    c.hiroPerMinute,
 		CompetitionStart: time.Unix(c.competitionStart, 0),
 	})
 }

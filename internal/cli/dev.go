@@ -23,8 +23,7 @@ func newDevCmd(c *config) *cobra.Command {
 		temporalBin string
 		stateDir    string
 		uiPort      int
-		simAddr     string
-		seed        int64
+		so          simOptions
 	)
 	cmd := &cobra.Command{
 		Use:   "dev",
@@ -61,7 +60,11 @@ Hiro are the simulator unless TENERO_BASE_URL / HIRO_BASE_URL are set.`,
 			simURL := ""
 			if !cmd.Flags().Changed("tenero-base-url") && os.Getenv("TENERO_BASE_URL") == "" ||
 				!cmd.Flags().Changed("hiro-base-url") && os.Getenv("HIRO_BASE_URL") == "" {
-				u, err := startSim(ctx, simAddr, seed, c.databaseURL)
+				log, err := c.logger()
+				if err != nil {
+					return err
+				}
+				u, err := startSim(ctx, so, c, log)
 				if err != nil {
 					return err
 				}
@@ -90,8 +93,7 @@ Hiro are the simulator unless TENERO_BASE_URL / HIRO_BASE_URL are set.`,
 	cmd.Flags().StringVar(&temporalBin, "temporal-bin", "", "Temporal CLI binary (default: bin/temporal beside pacer, else temporal on PATH)")
 	cmd.Flags().StringVar(&stateDir, "state-dir", ".dev", "where the dev server keeps its database")
 	cmd.Flags().IntVar(&uiPort, "ui-port", 8233, "Temporal Web UI port")
-	cmd.Flags().StringVar(&simAddr, "sim-addr", "127.0.0.1:8090", "simulator address")
-	cmd.Flags().Int64Var(&seed, "seed", 1, "simulator world seed")
+	so.bind(cmd, true)
 	cmd.Flags().StringVar(&c.httpAddr, "http", env("PACER_HTTP_ADDR", "127.0.0.1:8080"), "HTTP API address [PACER_HTTP_ADDR]")
 	return cmd
 }

@@ -60,6 +60,7 @@ type config struct {
 	hiroBaseURL      string
 	hiroAPIKey       string
 	competitionStart int64
+	hiroPerMinute    int
 	teneroEvery      time.Duration
 	sweepEvery       time.Duration
 	logLevel         string
@@ -115,6 +116,7 @@ func (c *config) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&c.teneroAPIKey, "tenero-api-key", env("TENERO_API_KEY", ""), "Tenero API key, sent as x-api-key [TENERO_API_KEY]")
 	fs.StringVar(&c.hiroBaseURL, "hiro-base-url", env("HIRO_BASE_URL", "https://api.hiro.so"), "Hiro API base URL [HIRO_BASE_URL]")
 	fs.StringVar(&c.hiroAPIKey, "hiro-api-key", env("HIRO_API_KEY", ""), "Hiro API key, sent as x-api-key [HIRO_API_KEY]")
+	fs.IntVar(&c.hiroPerMinute, "hiro-per-minute", int(c.envInt("PACER_HIRO_PER_MINUTE", 0)), "Hiro requests per minute shared by all workers (0 = 45 without a key, 450 with one) [PACER_HIRO_PER_MINUTE]")
 	fs.Int64Var(&c.competitionStart, "competition-start", c.envInt("COMPETITION_START", 1778700600), "unix seconds; swaps before it do not count [COMPETITION_START]")
 	fs.DurationVar(&c.teneroEvery, "tenero-every", c.envDuration("PACER_TENERO_EVERY", 5*time.Minute), "base cadence of the tenero task [PACER_TENERO_EVERY]")
 	fs.DurationVar(&c.sweepEvery, "sweep-every", c.envDuration("PACER_SWEEP_EVERY", 15*time.Minute), "base cadence of the sweep task [PACER_SWEEP_EVERY]")

@@ -12,52 +12,116 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/pacer-dev/pacer/internal/sim"
+	"github.com/pacer-dev/pacer/internal/store"
 )
 
+// simOptions shape the simulated world and its limits.
+type simOptions struct {
+	addr      string
+	seed      int64
+	agents    int
+	arrivals  time.Duration
+	writeDB   bool
+	teneroMin int
+	teneroMon int
+	noisy     int
+}
+
+func (o *simOptions) bind(cmd *cobra.Command, writeDBDefault bool) {
+	f := cmd.Flags()
+	f.StringVar(&o.addr, "sim-addr", "127.0.0.1:8090", "simulator listen address")
+	f.Int64Var(&o.seed, "seed", 1, "simulator world seed")
+	f.IntVar(&o.agents, "sim-agents", sim.DefaultAgents, "registered agents in the simulated world")
+	f.DurationVar(&o.arrivals, "sim-arrivals", 24*time.Hour, "how long new swaps keep arriving in the simulated world")
+	f.BoolVar(&o.writeDB, "sim-write-agents", writeDBDefault, "write the world's agents and claims into Postgres (DATABASE_URL) so the sweep finds them")
+	f.IntVar(&o.teneroMin, "sim-tenero-per-minute", 0, "simulated Tenero per-minute limit (0 = 100, the keyless plan)")
+	f.IntVar(&o.teneroMon, "sim-tenero-per-month", 0, "simulated Tenero per-month limit (0 = 50,000)")
+	f.IntVar(&o.noisy, "sim-noisy-neighbour", 0, "requests per minute a neighbour spends of the shared Tenero budget")
+}
+
 func newSimCmd(c *config) *cobra.Command {
-	var addr string
-	var seed int64
+	var o simOptions
 	cmd := &cobra.Command{
 		Use:   "sim",
 		Short: "Run the upstream simulator (Tenero + Hiro on one address)",
-		Args:  wrapArgs(cobra.NoArgs),
+		Long: `sim serves Tenero's and Hiro's endpoints on one address, over a world generated
+from --seed: agents, claims and swap transactions arriving over time, rate
+limits with the real headers, and faults you can inject:
+
+  curl -X PUT localhost:8090/_sim/faults -d '{"tooManyRequests":0.5,"pathPrefix":"/v1/"}'
+
+GET /_sim/stats counts requests; GET /_sim/world shows the world.`,
+		Args: wrapArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := c.logger()
 			if err != nil {
 				return err
 			}
-			url, err := startSim(cmd.Context(), addr, seed, c.databaseURL)
+			url, err := startSim(cmd.Context(), o, c, log)
 			if err != nil {
 				return err
 			}
-			log.Info("sim.listening", zap.String("url", url))
-			fmt.Fprintf(cmd.OutOrStdout(), "simulator on %s (TENERO_BASE_URL=HIRO_BASE_URL=%s); faults: %s/_sim/faults\n", url, url, url)
+			fmt.Fprintf(cmd.OutOrStdout(), "simulator on %s (TENERO_BASE_URL=HIRO_BASE_URL=%s); faults at %s/_sim/faults\n", url, url, url)
 			<-cmd.Context().Done()
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8090", "listen address")
-	cmd.Flags().Int64Var(&seed, "seed", 1, "world seed")
+	o.bind(cmd, false)
 	return cmd
 }
 
-// startSim serves the simulator on addr until ctx ends and returns its URL.
-func startSim(ctx context.Context, addr string, seed int64, _ string) (string, error) {
-	ln, err := net.Listen("tcp", addr)
+// startSim serves the simulator until ctx ends and returns its URL. With
+// writeDB it first writes the world's agents and claims into Postgres.
+func startSim(ctx context.Context, o simOptions, c *config, log *zap.Logger) (string, error) {
+	srv := sim.New(sim.Config{
+		Seed: o.seed,
+		Tenero: sim.TeneroConfig{Anonymous: sim.Limits{
+			PerMinute: o.teneroMin, PerMonth: o.teneroMon, NoisyPerMinute: o.noisy,
+		}},
+		Hiro: sim.HiroConfig{
+			Agents:           o.agents,
+			CompetitionStart: time.Unix(c.competitionStart, 0),
+			Arrivals:         o.arrivals,
+		},
+	})
+	if o.writeDB {
+		if err := seedWorld(ctx, c.databaseURL, srv.World()); err != nil {
+			return "", err
+		}
+		log.Info("sim.agents_written", zap.Int("agents", len(srv.World().Agents())))
+	}
+	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
 		return "", fmt.Errorf("simulator: %w", err)
 	}
-	srv := &http.Server{Handler: sim.New(sim.Config{Seed: seed}), ReadHeaderTimeout: 5 * time.Second}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			_ = err // the listener closed under us; the stack is stopping
+		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("sim.serve_failed", zap.Error(err))
 		}
 	}()
 	go func() {
 		<-ctx.Done()
 		shutdown, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		_ = srv.Shutdown(shutdown)
+		_ = hs.Shutdown(shutdown)
 	}()
-	return "http://" + ln.Addr().String(), nil
+	url := "http://" + ln.Addr().String()
+	log.Info("sim.listening", zap.String("url", url))
+	return url, nil
+}
+
+func seedWorld(ctx context.Context, databaseURL string, w *sim.World) error {
+	st, err := store.Open(ctx, databaseURL)
+	if err != nil {
+		return fmt.Errorf("simulator: postgres: %w", err)
+	}
+	defer st.Close()
+	if err := st.Migrate(ctx); err != nil {
+		return fmt.Errorf("simulator: %w", err)
+	}
+	if err := w.Seed(ctx, st); err != nil {
+		return fmt.Errorf("simulator: write agents: %w", err)
+	}
+	return nil
 }

@@ -19,6 +19,7 @@
 //	GET    /_sim/stats    request counts per route and status
 //	DELETE /_sim/stats    reset the counts
 //	GET    /_sim/tokens   the token world
+//	GET    /_sim/world    the Hiro world: agents, claims, transactions, outcomes now
 //
 // Each upstream has its own file (tenero.go, …) and registers its routes in
 // Server.routes.
@@ -43,6 +44,8 @@ type Config struct {
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Tenero configures the Tenero simulation.
 	Tenero TeneroConfig
+	// Hiro configures the Hiro simulation and its world.
+	Hiro HiroConfig
 }
 
 // Server is the simulator. It is safe for concurrent use.
@@ -53,6 +56,7 @@ type Server struct {
 	faults *injector
 	stats  *counter
 	tenero *teneroSim
+	hiro   *hiroSim
 }
 
 // New builds the world from cfg.Seed and returns a Server serving it.
@@ -71,6 +75,7 @@ func New(cfg Config) *Server {
 	if s.sleep == nil {
 		s.sleep = wait.Sleep
 	}
+	s.hiro = newHiroSim(cfg.Seed, cfg.Hiro, s)
 	s.routes()
 	return s
 }
@@ -83,8 +88,11 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /_sim/stats", s.getStats)
 	s.mux.HandleFunc("DELETE /_sim/stats", s.deleteStats)
 	s.mux.HandleFunc("GET /_sim/tokens", s.getTokens)
+	s.mux.HandleFunc("GET /_sim/world", s.getWorld)
 
 	s.upstream(TeneroTokenRoute, s.teneroLimit, s.teneroToken)
+	s.upstream(HiroAddressTransactionsRoute, s.hiroLimit, s.hiroAddressTransactions)
+	s.upstream(HiroTxRoute, s.hiroLimit, s.hiroTx)
 
 	// Anything else is counted too: a client calling a wrong path is worth
 	// seeing in the stats.

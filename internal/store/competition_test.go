@@ -3,10 +3,12 @@ package store_test
 import (
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/pacer-dev/pacer/internal/competition"
+	"github.com/pacer-dev/pacer/internal/sim"
 )
 
 // maxUint128 is past what any Go integer holds: only text keeps it exact.
@@ -293,4 +295,53 @@ func TestAgentsPage(t *testing.T) {
 
 	_, err = s.AgentsPage(ctx, "", 0)
 	require.Error(t, err)
+}
+
+// TestSeedSimulatorWorld writes a simulated world the way `pacer sim` does
+// and reads it back through the ledger: every agent as the world describes
+// it, the walk in the world's order, and every swap a sweep would write
+// stored exactly.
+func TestSeedSimulatorWorld(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := t.Context()
+	at := time.Date(2026, 5, 14, 12, 0, 0, 0, time.UTC)
+	w := sim.New(sim.Config{Seed: 1, Now: func() time.Time { return at }}).World()
+
+	require.NoError(t, w.Seed(ctx, s))
+	require.NoError(t, w.Seed(ctx, s), "seeding again is harmless")
+
+	var walked []string
+	after := ""
+	for {
+		page, err := s.AgentsPage(ctx, after, 7)
+		require.NoError(t, err)
+		walked = append(walked, page...)
+		if len(page) < 7 {
+			break
+		}
+		after = page[len(page)-1]
+	}
+	var want []string
+	for _, a := range w.Agents() {
+		want = append(want, a.STXAddress)
+		got, found, err := s.Agent(ctx, a.STXAddress)
+		require.NoError(t, err)
+		require.True(t, found)
+		require.Equal(t, a.Competition(), got)
+	}
+	require.Equal(t, want, walked)
+
+	swaps := w.ExpectedSwaps(at.Add(24 * time.Hour))
+	for _, sw := range swaps {
+		inserted, err := s.InsertSwap(ctx, sw)
+		require.NoError(t, err)
+		require.True(t, inserted)
+	}
+	got, err := s.Swaps(ctx)
+	require.NoError(t, err)
+	require.Len(t, got, len(swaps))
+	for i := range swaps {
+		requireSameSwap(t, swaps[i], got[i])
+	}
 }

@@ -1,0 +1,508 @@
+package sim
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/catalog"
+	"github.com/pacer-dev/pacer/internal/competition"
+	"github.com/pacer-dev/pacer/internal/hiro"
+)
+
+func listPath(principal, query string) string {
+	return "/extended/v1/address/" + principal + "/transactions" + query
+}
+
+func txPath(txid string) string { return "/extended/v1/tx/" + txid }
+
+// txOf returns the first transaction of case c.
+func txOf(t *testing.T, w *World, c TxCase) WorldTx {
+	t.Helper()
+	for _, tx := range w.Transactions() {
+		if tx.Case == c {
+			return tx
+		}
+	}
+	t.Fatalf("no %s transaction", c)
+	return WorldTx{}
+}
+
+// busiest returns the agent with the longest list once everything exists.
+func busiest(w *World) string {
+	counts := map[string]int{}
+	best := ""
+	for _, tx := range w.Transactions() {
+		for _, a := range tx.ListedUnder {
+			counts[a]++
+			if counts[a] > counts[best] || (counts[a] == counts[best] && a < best) {
+				best = a
+			}
+		}
+	}
+	return best
+}
+
+type listBody struct {
+	Limit   int               `json:"limit"`
+	Offset  int               `json:"offset"`
+	Total   int               `json:"total"`
+	Results []json.RawMessage `json:"results"`
+}
+
+func decodeList(t *testing.T, rec *httptest.ResponseRecorder) (listBody, []hiro.TxSummary) {
+	t.Helper()
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	var body listBody
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &body))
+	var page hiro.Page
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &page))
+	return body, page.Results
+}
+
+func TestHiroAddressTransactions(t *testing.T) {
+	t.Parallel()
+	s, clock := newSim(t, Config{Seed: 31})
+	clock.Add(settled.Sub(epoch))
+	w := s.World()
+	agent := busiest(w)
+
+	rec := get(t, s, listPath(agent, ""))
+	require.Equal(t, "application/json", rec.Header().Get("Content-Type"))
+	require.True(t, strings.HasPrefix(rec.Header().Get("Warning"), `299 - "Deprecated`), rec.Header().Get("Warning"))
+	first, results := decodeList(t, rec)
+	require.Equal(t, hiroDefaultLimit, first.Limit)
+	require.Zero(t, first.Offset)
+	require.Greater(t, first.Total, hiroDefaultLimit)
+	require.Len(t, results, hiroDefaultLimit)
+
+	all, allResults := decodeList(t, get(t, s, listPath(agent, "?limit=50")))
+	require.Equal(t, first.Total, all.Total)
+	require.Len(t, allResults, all.Total)
+	rest, restResults := decodeList(t, get(t, s, listPath(agent, "?limit=20&offset=20")))
+	require.Equal(t, 20, rest.Offset)
+	require.Equal(t, allResults, append(results, restResults...), "pages join up")
+	past, pastResults := decodeList(t, get(t, s, listPath(agent, "?offset=100")))
+	require.Equal(t, all.Total, past.Total)
+	require.Empty(t, pastResults)
+
+	// Newest first; events always empty, though event_count says how many.
+	var prev int64 = 1 << 62
+	for i, raw := range all.Results {
+		var tx struct {
+			BurnBlockTime *int64            `json:"burn_block_time"`
+			ReceiptTime   *int64            `json:"receipt_time"`
+			Events        []json.RawMessage `json:"events"`
+			EventCount    *int              `json:"event_count"`
+		}
+		require.NoError(t, json.Unmarshal(raw, &tx))
+		require.NotNil(t, tx.Events, "events is [] rather than missing")
+		require.Empty(t, tx.Events)
+		when := tx.BurnBlockTime
+		if when == nil {
+			when = tx.ReceiptTime
+		}
+		require.NotNil(t, when)
+		require.LessOrEqual(t, *when, prev, "result %d is newer than the one before", i)
+		prev = *when
+		require.Contains(t, listedUnder(w, allResults[i].TxID), agent)
+	}
+
+	for _, tt := range []struct {
+		name     string
+		give     string
+		wantCode int
+	}{
+		{"limit above 50", listPath(agent, "?limit=51"), http.StatusBadRequest},
+		{"limit not a number", listPath(agent, "?limit=ten"), http.StatusBadRequest},
+		{"negative offset", listPath(agent, "?offset=-1"), http.StatusBadRequest},
+		{"not a principal", listPath("not-an-address", ""), http.StatusBadRequest},
+		{"limit 50", listPath(agent, "?limit=50"), http.StatusOK},
+		{"unknown address", listPath("SP000000000000000000002Q6VF78", ""), http.StatusOK},
+		{"contract principal", listPath(stableswapSTX, ""), http.StatusOK},
+	} {
+		rec := get(t, s, tt.give)
+		require.Equal(t, tt.wantCode, rec.Code, "%s: %s", tt.name, rec.Body.String())
+		require.Equal(t, "application/json", rec.Header().Get("Content-Type"), tt.name)
+	}
+	rec = get(t, s, listPath(agent, "?limit=51"))
+	require.Contains(t, decode(t, rec.Body.Bytes())["error"], "limit must be <= 50")
+	require.JSONEq(t, `{"limit":20,"offset":0,"total":0,"results":[]}`, get(t, s, listPath("SP000000000000000000002Q6VF78", "")).Body.String())
+}
+
+// listedUnder is a transaction's ListedUnder.
+func listedUnder(w *World, txid string) []string {
+	for _, tx := range w.Transactions() {
+		if tx.TxID == txid {
+			return tx.ListedUnder
+		}
+	}
+	return nil
+}
+
+func TestHiroTx(t *testing.T) {
+	t.Parallel()
+	s, clock := newSim(t, Config{Seed: 32})
+	clock.Add(settled.Sub(epoch))
+	w := s.World()
+
+	swap := txOf(t, w, CaseMultiHop)
+	rec := get(t, s, txPath(swap.TxID))
+	require.Equal(t, http.StatusOK, rec.Code)
+	require.Empty(t, rec.Header().Get("Warning"), "only the list endpoints are deprecated")
+	var tx hiro.Tx
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &tx))
+	require.Equal(t, swap.TxID, tx.TxID)
+	require.Equal(t, "success", tx.TxStatus)
+	require.Equal(t, swap.Sender, tx.SenderAddress)
+	require.Equal(t, swap.ContractID, tx.ContractCall.ContractID)
+	require.Equal(t, swap.FunctionName, tx.ContractCall.FunctionName)
+	require.Equal(t, swap.AppearsAt.Unix(), tx.BurnBlockTime)
+	require.Greater(t, len(tx.Events), 2)
+	body := decode(t, rec.Body.Bytes())
+	require.Equal(t, json.Number(strconv.Itoa(len(tx.Events))), body["event_count"])
+	for i, ev := range body["events"].([]any) {
+		e := ev.(map[string]any)
+		require.Equal(t, swap.TxID, e["tx_id"])
+		require.Equal(t, json.Number(strconv.Itoa(i)), e["event_index"])
+		require.Contains(t, []string{"stx_asset", "fungible_token_asset", "smart_contract_log"}, e["event_type"])
+	}
+
+	// Hiro takes ids without 0x and in upper case too.
+	for _, id := range []string{strings.TrimPrefix(swap.TxID, "0x"), "0x" + strings.ToUpper(swap.TxID[2:])} {
+		require.Equal(t, rec.Body.String(), get(t, s, txPath(id)).Body.String())
+	}
+
+	unknown := "0x" + strings.Repeat("ab", 32)
+	rec = get(t, s, txPath(unknown))
+	require.Equal(t, http.StatusNotFound, rec.Code)
+	require.JSONEq(t, `{"error":"could not find transaction by ID","message":"could not find transaction by ID `+unknown+`"}`, rec.Body.String())
+	require.Equal(t, http.StatusBadRequest, get(t, s, txPath("0xdeadbeef")).Code)
+
+	require.Equal(t, http.StatusNotFound, get(t, s, txPath(txOf(t, w, CaseNotFound).TxID)).Code)
+	for range 3 {
+		require.Equal(t, http.StatusInternalServerError, get(t, s, txPath(txOf(t, w, CaseFetchFails).TxID)).Code, "always")
+	}
+	require.Equal(t, 3, s.Stats().Count(HiroTxRoute, http.StatusInternalServerError))
+}
+
+func TestHiroTransactionsOverTime(t *testing.T) {
+	t.Parallel()
+	s, clock := newSim(t, Config{Seed: 33})
+	w := s.World()
+	// One that is still to come at the origin.
+	var tx WorldTx
+	for _, c := range w.Transactions() {
+		if c.Case == CaseConfirmsLater && c.AppearsAt.After(epoch) {
+			tx = c
+			break
+		}
+	}
+	require.NotEmpty(t, tx.TxID, "an arrival that confirms later")
+	agent := tx.Sender
+	inList := func() (hiro.TxSummary, bool) {
+		_, results := decodeList(t, get(t, s, listPath(agent, "?limit=50")))
+		for _, r := range results {
+			if r.TxID == tx.TxID {
+				return r, true
+			}
+		}
+		return hiro.TxSummary{}, false
+	}
+	detail := func() (int, map[string]any) {
+		rec := get(t, s, txPath(tx.TxID))
+		if rec.Code != http.StatusOK {
+			return rec.Code, nil
+		}
+		return rec.Code, decode(t, rec.Body.Bytes())
+	}
+
+	clock.Add(tx.AppearsAt.Sub(epoch) - time.Second)
+	_, listed := inList()
+	require.False(t, listed, "not yet sent")
+	code, _ := detail()
+	require.Equal(t, http.StatusNotFound, code)
+	require.NotContains(t, w.ExpectedOutcomes(clock.Now()), tx.TxID)
+
+	clock.Add(time.Second)
+	summary, listed := inList()
+	require.True(t, listed)
+	require.Equal(t, "pending", summary.TxStatus)
+	code, body := detail()
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, "pending", body["tx_status"])
+	require.NotContains(t, body, "burn_block_time", "a mempool tx has no block")
+	require.Equal(t, json.Number(strconv.FormatInt(tx.AppearsAt.Unix(), 10)), body["receipt_time"])
+	require.Empty(t, body["events"])
+	require.Equal(t, competition.StatusPending, w.ExpectedOutcomes(clock.Now())[tx.TxID].Status)
+
+	clock.Add(tx.SettlesAt.Sub(tx.AppearsAt))
+	summary, listed = inList()
+	require.True(t, listed)
+	require.Equal(t, "success", summary.TxStatus)
+	require.Equal(t, tx.SettlesAt.Unix(), summary.BurnBlockTime, "mined when it settled")
+	code, body = detail()
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, "success", body["tx_status"])
+	require.NotEmpty(t, body["events"])
+	require.Equal(t, competition.StatusInserted, w.ExpectedOutcomes(clock.Now())[tx.TxID].Status)
+	require.True(t, slices.ContainsFunc(w.ExpectedSwaps(clock.Now()), func(sw competition.Swap) bool { return sw.TxID == tx.TxID }))
+}
+
+func TestHiroRateLimits(t *testing.T) {
+	t.Parallel()
+
+	t.Run("anonymous", func(t *testing.T) {
+		t.Parallel()
+		s, clock := newSim(t, Config{Seed: 34})
+		clock.Add(15 * time.Second)
+		path := listPath(s.World().Agents()[0].STXAddress, "")
+		for i := range 50 {
+			rec := get(t, s, path)
+			require.Equal(t, http.StatusOK, rec.Code)
+			require.Equal(t, "50", rec.Header().Get("ratelimit-limit"))
+			require.Equal(t, strconv.Itoa(49-i), rec.Header().Get("ratelimit-remaining"))
+			require.Equal(t, strconv.Itoa(49-i), rec.Header().Get("x-ratelimit-remaining-stacks-minute"))
+			require.Equal(t, "45", rec.Header().Get("ratelimit-reset"))
+			require.Empty(t, rec.Header().Get("x-ratelimit-remaining-stacks-month"), "no month quota without a key")
+			require.Empty(t, rec.Header().Get("x-ratelimit-limit-stacks-month"))
+		}
+		rec := get(t, s, txPath(s.World().Transactions()[0].TxID))
+		require.Equal(t, http.StatusTooManyRequests, rec.Code, "one budget for every Hiro route")
+		require.Equal(t, "45", rec.Header().Get("retry-after"))
+		require.Equal(t, "0", rec.Header().Get("ratelimit-remaining"))
+		require.Equal(t, 1, s.Stats().Count(HiroTxRoute, http.StatusTooManyRequests))
+
+		// A key is a budget of its own.
+		rec = get(t, s, path, "x-api-key", "k1")
+		require.Equal(t, http.StatusOK, rec.Code)
+		require.Equal(t, "499", rec.Header().Get("x-ratelimit-remaining-stacks-minute"))
+		require.Equal(t, "150000", rec.Header().Get("x-ratelimit-limit-stacks-month"))
+		require.Equal(t, "149999", rec.Header().Get("x-ratelimit-remaining-stacks-month"))
+
+		clock.Add(45 * time.Second)
+		rec = get(t, s, path)
+		require.Equal(t, http.StatusOK, rec.Code, "a new minute")
+		require.Equal(t, "49", rec.Header().Get("ratelimit-remaining"))
+	})
+
+	t.Run("month quota", func(t *testing.T) {
+		t.Parallel()
+		s, _ := newSim(t, Config{Seed: 34, Hiro: HiroConfig{Keyed: Limits{PerMinute: 100, PerMonth: 3}}})
+		path := listPath(s.World().Agents()[0].STXAddress, "")
+		for range 3 {
+			require.Equal(t, http.StatusOK, get(t, s, path, "x-api-key", "k").Code)
+		}
+		rec := get(t, s, path, "x-api-key", "k")
+		require.Equal(t, http.StatusTooManyRequests, rec.Code)
+		require.Equal(t, "0", rec.Header().Get("x-ratelimit-remaining-stacks-month"))
+		// epoch is mid-May: the month turns over in about 17 days.
+		retry, err := strconv.Atoi(rec.Header().Get("retry-after"))
+		require.NoError(t, err)
+		require.Greater(t, retry, 16*24*3600)
+
+		q := hiro.ParseQuota(rec.Header())
+		require.True(t, q.MonthExhausted(), "pacer's client reads it as spent")
+	})
+
+	t.Run("api keys", func(t *testing.T) {
+		t.Parallel()
+		s, _ := newSim(t, Config{Seed: 34, Hiro: HiroConfig{APIKeys: []string{"good"}}})
+		path := listPath(s.World().Agents()[0].STXAddress, "")
+		require.Equal(t, http.StatusOK, get(t, s, path, "x-api-key", "good").Code)
+		require.Equal(t, http.StatusUnauthorized, get(t, s, path, "x-api-key", "bad").Code)
+		require.Equal(t, http.StatusOK, get(t, s, path).Code, "anonymous calls still work")
+	})
+}
+
+func TestHiroFaultsAndRetirement(t *testing.T) {
+	t.Parallel()
+	s, _ := newSim(t, Config{Seed: 35})
+	agent := s.World().Agents()[0].STXAddress
+	require.NoError(t, s.SetFaults(Faults{PathPrefix: "/extended/", ServerError: 1}))
+	rec := get(t, s, listPath(agent, ""))
+	require.GreaterOrEqual(t, rec.Code, 500)
+	require.NotEmpty(t, rec.Header().Get("ratelimit-remaining"), "a faulted answer still carries the quota")
+	require.Equal(t, http.StatusOK, get(t, s, tokenPath("stx")).Code, "Tenero is untouched")
+
+	retired, _ := newSim(t, Config{Seed: 35, Hiro: HiroConfig{Retired: true}})
+	require.Equal(t, http.StatusGone, get(t, retired, listPath(agent, "")).Code)
+	require.Equal(t, http.StatusOK, get(t, retired, txPath(txOf(t, retired.World(), CaseSwap).TxID)).Code)
+}
+
+func TestHiroWorldRoute(t *testing.T) {
+	t.Parallel()
+	s, _ := newSim(t, Config{Seed: 36})
+	rec := get(t, s, "/_sim/world")
+	require.Equal(t, http.StatusOK, rec.Code)
+	var doc struct {
+		Agents       []Agent            `json:"agents"`
+		Transactions []WorldTx          `json:"transactions"`
+		Outcomes     map[string]Outcome `json:"outcomes"`
+	}
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &doc))
+	require.Equal(t, s.World().Agents(), doc.Agents)
+	require.Len(t, doc.Transactions, len(s.World().Transactions()))
+	require.Equal(t, s.World().ExpectedOutcomes(epoch), doc.Outcomes)
+	require.Zero(t, s.Stats().Total, "control routes are not counted")
+}
+
+// newHiroClient is pacer's Hiro client against s over HTTP, retrying
+// without waiting.
+func newHiroClient(t *testing.T, s *Server, key string) *hiro.Client {
+	t.Helper()
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	return hiro.New(hiro.Config{
+		BaseURL:    srv.URL,
+		APIKey:     key,
+		HTTPClient: srv.Client(),
+		Sleep:      func(ctx context.Context, _ time.Duration) error { return ctx.Err() },
+	})
+}
+
+func TestHiroClientRoundTrip(t *testing.T) {
+	t.Parallel()
+	s, clock := newSim(t, Config{Seed: 37})
+	clock.Add(settled.Sub(epoch))
+	w := s.World()
+	c := newHiroClient(t, s, "key")
+	ctx := t.Context()
+
+	agent := busiest(w)
+	page, err := c.AddressTransactions(ctx, agent, 25)
+	require.NoError(t, err)
+	require.Equal(t, 25, page.Limit)
+	require.Equal(t, page.Total, len(page.Results))
+	require.Equal(t, 499, *page.Quota.MinuteRemaining)
+	require.Equal(t, 149_999, *page.Quota.MonthRemaining)
+	require.Equal(t, 150_000, *page.Quota.MonthLimit)
+	require.NotNil(t, page.Quota.Reset)
+
+	found := competition.FoundInPage(page, catalog.Default())
+	require.NotEmpty(t, found)
+	for _, txid := range found {
+		tx, err := c.Tx(ctx, txid)
+		require.NoError(t, err)
+		require.Equal(t, txid, tx.TxID)
+	}
+
+	_, err = c.Tx(ctx, txOf(t, w, CaseNotFound).TxID)
+	require.Equal(t, pacer.ClassNotFound, pacer.ClassOf(err))
+	s.ResetStats()
+	_, err = c.Tx(ctx, txOf(t, w, CaseFetchFails).TxID)
+	require.Equal(t, pacer.ClassServerError, pacer.ClassOf(err))
+	require.Equal(t, 3, s.Stats().Count(HiroTxRoute, http.StatusInternalServerError), "the client's three attempts")
+
+	retired, _ := newSim(t, Config{Seed: 37, Hiro: HiroConfig{Retired: true}})
+	_, err = newHiroClient(t, retired, "").AddressTransactions(ctx, agent, 25)
+	require.Equal(t, pacer.ClassPermanent, pacer.ClassOf(err))
+}
+
+// memLedger is an in-memory competition.Ledger holding the world's agents.
+type memLedger struct {
+	mu     sync.Mutex
+	agents map[string]competition.Agent
+	rows   map[string]competition.Swap
+}
+
+func newMemLedger(w *World) *memLedger {
+	l := &memLedger{agents: map[string]competition.Agent{}, rows: map[string]competition.Swap{}}
+	for _, a := range w.Agents() {
+		l.agents[a.STXAddress] = a.Competition()
+	}
+	return l
+}
+
+func (l *memLedger) SwapExists(_ context.Context, txid string) (bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, ok := l.rows[txid]
+	return ok, nil
+}
+
+func (l *memLedger) Agent(_ context.Context, stx string) (competition.Agent, bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	a, ok := l.agents[stx]
+	return a, ok, nil
+}
+
+func (l *memLedger) InsertSwap(_ context.Context, sw competition.Swap) (bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.rows[sw.TxID]; ok {
+		return false, nil
+	}
+	l.rows[sw.TxID] = sw
+	return true, nil
+}
+
+func (l *memLedger) swaps() []competition.Swap {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]competition.Swap, 0, len(l.rows))
+	for _, sw := range l.rows {
+		out = append(out, sw)
+	}
+	slices.SortFunc(out, func(a, b competition.Swap) int { return strings.Compare(a.TxID, b.TxID) })
+	return out
+}
+
+// TestVerifierAgreesWithTheWorld sweeps every agent through pacer's Hiro
+// client and the real verifier, at the origin and again once everything
+// has happened, and holds the ledger and every verdict against the world's
+// expectations: the simulator's gates and competition's must agree.
+func TestVerifierAgreesWithTheWorld(t *testing.T) {
+	t.Parallel()
+	s, clock := newSim(t, Config{Seed: 38, Hiro: HiroConfig{Keyed: Limits{PerMinute: 1 << 20, PerMonth: 1 << 24}}})
+	w := s.World()
+	c := newHiroClient(t, s, "key")
+	ledger := newMemLedger(w)
+	v := &competition.Verifier{Ledger: ledger, Txs: c, Allowlist: catalog.Default(), CompetitionStart: w.CompetitionStart()}
+	ctx := t.Context()
+
+	for _, at := range []time.Time{epoch, epoch.Add(40 * time.Minute), settled} {
+		clock.Add(at.Sub(clock.Now()))
+		before := map[string]bool{}
+		for _, sw := range ledger.swaps() {
+			before[sw.TxID] = true
+		}
+
+		got := map[string]Outcome{}
+		for _, a := range w.Agents() {
+			page, err := c.AddressTransactions(ctx, a.STXAddress, 25)
+			require.NoError(t, err)
+			require.Equal(t, page.Total, len(page.Results), "one page holds the whole list")
+			for _, txid := range competition.FoundInPage(page, catalog.Default()) {
+				require.NotContains(t, got, txid, "found under one agent only")
+				o := v.Verify(ctx, txid, competition.SourceSweep)
+				got[txid] = Outcome{TxID: o.TxID, Found: true, Status: o.Status, Reason: o.Reason}
+			}
+		}
+
+		want := map[string]Outcome{}
+		for id, o := range w.ExpectedOutcomes(at) {
+			if !o.Found {
+				continue
+			}
+			if before[id] {
+				// Inserted by an earlier pass: the ledger check answers first.
+				o.Status = competition.StatusAlreadyKnown
+			}
+			want[id] = o
+		}
+		require.Equal(t, want, got, "at %v", at)
+		require.Equal(t, w.ExpectedSwaps(at), ledger.swaps(), "at %v", at)
+	}
+}
