@@ -4,6 +4,10 @@
 // Temporal dev server and runs only with the "histories" build tag:
 //
 //	make histories
+//
+// It rewrites basic.json and continue-as-new.json from today's code.
+// Histories of earlier code (before-*.json) are kept as they are: they are
+// what proves a change replays the runs it finds in flight.
 package workflows_test
 
 import (
@@ -33,10 +37,10 @@ import (
 type scriptedTenero struct{ calls atomic.Int32 }
 
 func (s *scriptedTenero) run(ctx context.Context, _ pacer.TeneroInput) (pacer.TeneroResult, error) {
-	ok := pacer.TeneroResult{StartedAt: activity.GetInfo(ctx).StartedTime, TokensAttempted: 8, Succeeded: 8, Pegged: 5}
+	ok := pacer.TeneroResult{Run: pacer.Run{StartedAt: activity.GetInfo(ctx).StartedTime}, TokensAttempted: 8, Succeeded: 8, Pegged: 5}
 	switch s.calls.Add(1) {
 	case 3: // minute quota spent mid-run
-		res := pacer.TeneroResult{TokensAttempted: 2, Succeeded: 2, RateLimited: true, RateLimitBackoffMs: 3000}
+		res := pacer.TeneroResult{TokensAttempted: 2, Succeeded: 2, Run: pacer.Run{RateLimited: true, RateLimitBackoffMs: 3000}}
 		return res, temporal.NewApplicationErrorWithOptions("quota exhausted", string(pacer.ClassRateLimit),
 			temporal.ApplicationErrorOptions{NonRetryable: true, Details: []any{res}})
 	case 5: // upstream down
@@ -59,6 +63,9 @@ func TestWriteHistories(t *testing.T) {
 	workflows.Register(w)
 	fake := &scriptedTenero{}
 	w.RegisterActivityWithOptions(fake.run, activity.RegisterOptions{Name: workflows.ActivityRefreshTenero})
+	w.RegisterActivityWithOptions(func(context.Context, pacer.SweepInput) (pacer.SweepResult, error) {
+		return pacer.SweepResult{Scanned: 3, Found: 2, Inserted: 1, Pending: 1}, nil
+	}, activity.RegisterOptions{Name: workflows.ActivitySweep})
 	require.NoError(t, w.Start())
 	defer w.Stop()
 
@@ -72,7 +79,7 @@ func TestWriteHistories(t *testing.T) {
 
 	// Ticks on a fast cadence, a rate-limit back-off, a failure, every signal
 	// (good and malformed), an update and a query.
-	basic := start("history-basic", workflows.Config{TeneroEvery: 2 * time.Second})
+	basic := start("history-basic", workflows.Config{TeneroEvery: 2 * time.Second, SweepEvery: 3 * time.Second})
 	time.Sleep(5 * time.Second)
 	signal(basic.GetID(), workflows.SignalPause, workflows.PauseInput{For: "3s"})
 	signal(basic.GetID(), workflows.SignalPause, json.RawMessage(`{"for":5}`))
@@ -80,6 +87,7 @@ func TestWriteHistories(t *testing.T) {
 	time.Sleep(4 * time.Second)
 	signal(basic.GetID(), workflows.SignalPause, workflows.PauseInput{For: "1h"})
 	signal(basic.GetID(), workflows.SignalRefresh, workflows.RefreshInput{Task: pacer.TaskTenero})
+	signal(basic.GetID(), workflows.SignalRefresh, workflows.RefreshInput{Task: pacer.TaskSweep})
 	signal(basic.GetID(), workflows.SignalResume, nil)
 	h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: basic.GetID(), UpdateName: workflows.UpdateRefreshNow,
 		Args: []any{workflows.RefreshInput{Task: pacer.TaskAll}}, WaitForStage: client.WorkflowUpdateStageCompleted})
@@ -92,7 +100,7 @@ func TestWriteHistories(t *testing.T) {
 	write(t, c, basic.GetID(), basic.GetRunID(), "testdata/histories/basic.json")
 
 	// Continue-as-new with state and a signal arriving around the hand-over.
-	can := start("history-continue-as-new", workflows.Config{TeneroEvery: time.Second, MaxHistoryEvents: 40})
+	can := start("history-continue-as-new", workflows.Config{TeneroEvery: time.Second, SweepEvery: 2 * time.Second, MaxHistoryEvents: 40})
 	signal(can.GetID(), workflows.SignalRefresh, workflows.RefreshInput{Task: pacer.TaskTenero})
 	require.Eventually(t, func() bool {
 		d, err := c.DescribeWorkflowExecution(ctx, can.GetID(), "")
