@@ -171,11 +171,11 @@ func sweepLine(r *pacer.SweepResult) string {
 			reasons = append(reasons, fmt.Sprintf("%s=%d", k, n))
 		}
 	}
-	rejected := fmt.Sprint(r.Rejected)
+	rejected := fmt.Sprintf("%d rejected", r.Rejected)
 	if len(reasons) > 0 {
 		rejected += " (" + strings.Join(reasons, ", ") + ")"
 	}
-	return fmt.Sprintf("%s: %d agents scanned, %d swaps found, %d inserted, %d already known, %d pending, %s rejected; %d Hiro errors; cursor %s; %dms",
+	return fmt.Sprintf("%s: %d agents scanned, %d swaps found, %d inserted, %d already known, %d pending, %s; %d Hiro errors; cursor %s; %dms",
 		outcomeWord(&r.Run), r.Scanned, r.Found, r.Inserted, r.AlreadyKnown, r.Pending, rejected, r.HiroErrors, cursor, r.DurationMs)
 }
 
