@@ -29,6 +29,10 @@ const (
 	// server has not suggested it yet (it does at 4,096 events): a short history
 	// keeps worker restarts and replays cheap.
 	DefaultMaxHistoryEvents = 2000
+	// The circuit breaker opens after 12 failed runs in a row (an hour of
+	// tenero at its default cadence) and then probes hourly.
+	DefaultBreakerThreshold = 12
+	DefaultBreakerCooldown  = time.Hour
 )
 
 // Change IDs for workflow.GetVersion: each gates a change that would make

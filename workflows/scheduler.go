@@ -25,6 +25,18 @@ type Config struct {
 	// MaxHistoryEvents is the history length at which a run continues as new
 	// even if the server has not suggested it yet.
 	MaxHistoryEvents int `json:"maxHistoryEvents,omitempty"`
+	// BreakerThreshold is how many failed runs in a row open a task's circuit
+	// breaker (0 = the default, -1 = off); an open breaker probes once per
+	// BreakerCooldown until a run succeeds, resume or a refresh closes it.
+	BreakerThreshold int           `json:"breakerThreshold,omitempty"`
+	BreakerCooldown  time.Duration `json:"breakerCooldown,omitempty"`
+}
+
+func (c Config) breaker() schedule.Breaker {
+	if c.BreakerThreshold < 0 {
+		return schedule.Breaker{}
+	}
+	return schedule.Breaker{Threshold: c.BreakerThreshold, Cooldown: c.BreakerCooldown}
 }
 
 func (c Config) withDefaults() Config {
@@ -36,6 +48,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxHistoryEvents <= 0 {
 		c.MaxHistoryEvents = DefaultMaxHistoryEvents
+	}
+	if c.BreakerThreshold == 0 {
+		c.BreakerThreshold = DefaultBreakerThreshold
+	}
+	if c.BreakerCooldown <= 0 {
+		c.BreakerCooldown = DefaultBreakerCooldown
 	}
 	return c
 }
@@ -178,10 +196,9 @@ func (s *scheduler) refreshNow(ctx workflow.Context, raw json.RawMessage) (Refre
 	}
 	want := make(map[string]int64, len(names))
 	for _, name := range names {
-		t := s.tasks[name]
-		want[name] = t.Started + 1
-		t.Requested = true
+		want[name] = s.tasks[name].Started + 1
 	}
+	s.request(names)
 	s.logger.Info("scheduler.refresh_requested", "tasks", names, "via", "update")
 	s.wake.SendAsync(struct{}{})
 	if err := workflow.Await(ctx, func() bool {
@@ -271,7 +288,11 @@ func (s *scheduler) startRuns(ctx workflow.Context, now time.Time, draining bool
 		t.Begin(now)
 		workflow.Go(ctx, func(ctx workflow.Context) {
 			o := d.run(ctx, s)
-			t.Finish(workflow.Now(ctx), o)
+			if t.Finish(workflow.Now(ctx), o, s.cfg.breaker()) {
+				s.logger.Error("scheduler.breaker_tripped", "task", d.name, "consecutiveFailures", t.ConsecutiveFailures,
+					"class", o.Class, "error", o.Message, "probeAt", t.BreakerUntil,
+					"hint", "fix the cause, then signal resume or refresh to close it")
+			}
 			if o.Class != "" {
 				s.logger.Warn("scheduler.task_failed", "task", d.name, "class", o.Class, "error", o.Message,
 					"consecutiveFailures", t.ConsecutiveFailures)
@@ -367,6 +388,12 @@ func (s *scheduler) onPause(ctx workflow.Context, raw json.RawMessage) {
 }
 
 func (s *scheduler) onResume() {
+	for _, t := range s.state.Tasks {
+		if t.BreakerOpen() {
+			t.ResetBreaker()
+			s.logger.Info("scheduler.breaker_reset", "task", t.Name, "via", "resume")
+		}
+	}
 	if s.state.PausedUntil == nil {
 		s.logger.Info("scheduler.resumed", "reason", "resume signal (was not paused)")
 		return
@@ -381,10 +408,22 @@ func (s *scheduler) onRefresh(raw json.RawMessage) {
 		s.logger.Warn("scheduler.message_rejected", "message", SignalRefresh, "reason", err.Error(), "input", clip(raw))
 		return
 	}
-	for _, name := range names {
-		s.tasks[name].Requested = true
-	}
+	s.request(names)
 	s.logger.Info("scheduler.refresh_requested", "tasks", names, "via", "signal")
+}
+
+// request asks for a run of each task as soon as possible. An explicit
+// refresh is an operator's word that the cause is fixed: it closes an open
+// breaker too.
+func (s *scheduler) request(names []string) {
+	for _, name := range names {
+		t := s.tasks[name]
+		t.Requested = true
+		if t.BreakerOpen() {
+			t.ResetBreaker()
+			s.logger.Info("scheduler.breaker_reset", "task", name, "via", "refresh")
+		}
+	}
 }
 
 // drainSignals applies every signal already delivered, so none is lost when

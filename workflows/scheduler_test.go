@@ -309,3 +309,58 @@ func TestTasksAreIsolated(t *testing.T) {
 	h.runFor(t, 62*time.Minute, SchedulerInput{})
 	require.EqualValues(t, 5, h.sweep.calls.Load(), "the sweep kept its 15-minute cadence")
 }
+
+func TestBreakerTripsAndResets(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	failing := atomic.Bool{}
+	failing.Store(true)
+	h.tenero.set(func(int32) (pacer.TeneroResult, error) {
+		if failing.Load() {
+			return pacer.TeneroResult{}, temporal.NewNonRetryableApplicationError("410 gone", string(pacer.ClassPermanent), nil)
+		}
+		return pacer.TeneroResult{Succeeded: 1}, nil
+	})
+	// Failures at 0, 5 and 10 minutes trip it; it then waits an hour.
+	h.at(11*time.Minute, func() {
+		st := h.status(t)
+		b := st.Tasks[pacer.TaskTenero].Breaker
+		require.True(t, b.Open)
+		require.Equal(t, 1, b.Trips)
+		require.Equal(t, t0.Add(70*time.Minute), *b.ProbeAt)
+		require.Equal(t, t0.Add(70*time.Minute), *st.Tasks[pacer.TaskTenero].NextDueAt)
+	})
+	h.at(50*time.Minute, func() {
+		require.EqualValues(t, 3, h.tenero.calls.Load(), "no runs while the breaker is open")
+		failing.Store(false)
+		h.signal(SignalResume, "")
+	})
+	h.at(51*time.Minute, func() {
+		st := h.status(t)
+		require.False(t, st.Tasks[pacer.TaskTenero].Breaker.Open, "resume closes the breaker")
+		require.EqualValues(t, 4, h.tenero.calls.Load(), "and the overdue task runs at once")
+		require.Zero(t, st.ConsecutiveFailures[pacer.TaskTenero])
+	})
+	h.runFor(t, 52*time.Minute, SchedulerInput{Config: Config{BreakerThreshold: 3, BreakerCooldown: time.Hour}})
+}
+
+func TestBreakerProbesAndRefreshCloses(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.tenero.set(func(int32) (pacer.TeneroResult, error) {
+		return pacer.TeneroResult{}, temporal.NewNonRetryableApplicationError("502", string(pacer.ClassServerError), nil)
+	})
+	// Trips at 10 min (third failure), probes at 70 and 130 minutes.
+	h.at(131*time.Minute, func() {
+		require.EqualValues(t, 5, h.tenero.calls.Load())
+		require.True(t, h.status(t).Tasks[pacer.TaskTenero].Breaker.Open)
+		h.signal(SignalRefresh, `{"task":"tenero"}`)
+	})
+	h.at(132*time.Minute, func() {
+		require.EqualValues(t, 6, h.tenero.calls.Load(), "a refresh runs at once")
+		// It failed again: three failures in a row are needed to trip anew.
+		st := h.status(t)
+		require.True(t, st.Tasks[pacer.TaskTenero].Breaker.Open, "still failing, so it re-opened")
+	})
+	h.runFor(t, 133*time.Minute, SchedulerInput{Config: Config{BreakerThreshold: 3, BreakerCooldown: time.Hour}})
+}

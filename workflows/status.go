@@ -41,6 +41,16 @@ type TaskStatus struct {
 	NextDueAt *time.Time         `json:"nextDueAt"`
 	LastError *schedule.RunError `json:"lastError"`
 	Runs      int64              `json:"runs"`
+	// Breaker is the task's circuit breaker: open until probeAt.
+	Breaker BreakerStatus `json:"breaker"`
+}
+
+// BreakerStatus is a task's circuit breaker in the status document.
+type BreakerStatus struct {
+	Open      bool       `json:"open"`
+	ProbeAt   *time.Time `json:"probeAt"`
+	Trips     int        `json:"trips"`
+	Threshold int        `json:"threshold"`
 }
 
 func utc(t *time.Time) *time.Time {
@@ -81,6 +91,8 @@ func (s *scheduler) status(ctx workflow.Context) Status {
 			NextDueAt: utc(&due),
 			LastError: t.LastError,
 			Runs:      t.Started,
+			Breaker: BreakerStatus{Open: t.BreakerOpen(), ProbeAt: utc(t.BreakerUntil), Trips: t.BreakerTrips,
+				Threshold: s.cfg.breaker().Threshold},
 		}
 	}
 	if t := s.tasks[pacer.TaskTenero]; t != nil {
@@ -110,6 +122,9 @@ func (s *scheduler) setDetails(ctx workflow.Context) {
 			b.WriteString("running")
 		case t.LastRunAt == nil:
 			b.WriteString("not run yet")
+		case t.BreakerOpen():
+			fmt.Fprintf(&b, "BREAKER OPEN after %d failures (last %s), probe at %s", t.ConsecutiveFailures,
+				t.LastError.Class, t.BreakerUntil.UTC().Format(time.RFC3339))
 		case t.ConsecutiveFailures > 0 && t.LastError != nil:
 			fmt.Fprintf(&b, "%d failure(s), last %s", t.ConsecutiveFailures, t.LastError.Class)
 		default:

@@ -27,6 +27,11 @@ type Task struct {
 	// Requested is set by a refresh: run as soon as possible, ignoring pause
 	// and due checks.
 	Requested bool `json:"requested,omitempty"`
+	// BreakerUntil is set while the task's circuit breaker is open: after
+	// too many failures in a row the task only probes once per cooldown.
+	BreakerUntil *time.Time `json:"breakerUntil,omitempty"`
+	// BreakerTrips counts how often the breaker opened.
+	BreakerTrips int `json:"breakerTrips,omitempty"`
 	// Started and Finished count runs; an update waiting for "the next run"
 	// waits for Finished to pass the Started it saw.
 	Started  int64 `json:"started"`
@@ -54,8 +59,25 @@ func (t *Task) DueAt() time.Time {
 	if t.NextRunAfter != nil && t.NextRunAfter.After(due) {
 		due = *t.NextRunAfter
 	}
+	if t.BreakerUntil != nil && t.BreakerUntil.After(due) {
+		due = *t.BreakerUntil
+	}
 	return due
 }
+
+// Breaker configures the circuit breaker. A zero Threshold turns it off.
+type Breaker struct {
+	// Threshold is how many failed runs in a row open the breaker.
+	Threshold int `json:"threshold"`
+	// Cooldown is how long an open breaker waits before the next probe run.
+	Cooldown time.Duration `json:"cooldown"`
+}
+
+// BreakerOpen reports whether the task's breaker is open.
+func (t *Task) BreakerOpen() bool { return t.BreakerUntil != nil }
+
+// ResetBreaker closes the breaker (an operator's resume or refresh).
+func (t *Task) ResetBreaker() { t.BreakerUntil = nil }
 
 // ShouldStart reports whether the task should start now: requested
 // explicitly, or due and not paused. A running task never starts twice.
@@ -85,19 +107,31 @@ type Outcome struct {
 	Backoff time.Duration
 }
 
-// Finish records the outcome of the run that started last, at now.
-func (t *Task) Finish(now time.Time, o Outcome) {
+// Finish records the outcome of the run that started last, at now. It
+// reports whether this outcome opened the breaker.
+func (t *Task) Finish(now time.Time, o Outcome, b Breaker) (tripped bool) {
 	t.Finished = t.Started
 	if o.Class == "" {
 		t.ConsecutiveFailures = 0
+		t.BreakerUntil = nil
 	} else {
 		t.ConsecutiveFailures++
 		t.LastError = &RunError{Class: o.Class, Message: o.Message, At: now}
+		if b.Threshold > 0 && t.ConsecutiveFailures >= b.Threshold {
+			// Open, or stay open after a failed probe: wait a cooldown.
+			tripped = t.BreakerUntil == nil
+			until := now.Add(b.Cooldown)
+			t.BreakerUntil = &until
+			if tripped {
+				t.BreakerTrips++
+			}
+		}
 	}
 	if o.Backoff > 0 {
 		after := now.Add(o.Backoff)
 		t.NextRunAfter = &after
 	}
+	return tripped
 }
 
 // Paused reports whether a pause is in force at now.

@@ -45,19 +45,19 @@ func TestBeginFinish(t *testing.T) {
 	tk.Begin(t0)
 	require.True(t, tk.Running())
 	require.False(t, tk.Requested)
-	tk.Finish(t0.Add(time.Second), Outcome{Class: "server_error", Message: "502"})
+	tk.Finish(t0.Add(time.Second), Outcome{Class: "server_error", Message: "502"}, Breaker{})
 	require.False(t, tk.Running())
 	require.Equal(t, 1, tk.ConsecutiveFailures)
 	require.Equal(t, "server_error", tk.LastError.Class)
 
 	tk.Begin(t0.Add(time.Minute))
-	tk.Finish(t0.Add(time.Minute+time.Second), Outcome{Class: "rate_limit", Backoff: 24 * time.Hour})
+	tk.Finish(t0.Add(time.Minute+time.Second), Outcome{Class: "rate_limit", Backoff: 24 * time.Hour}, Breaker{})
 	require.Equal(t, 2, tk.ConsecutiveFailures)
 	require.Equal(t, t0.Add(time.Minute+time.Second+24*time.Hour), *tk.NextRunAfter)
 	require.Equal(t, *tk.NextRunAfter, tk.DueAt())
 
 	tk.Begin(t0.Add(25 * time.Hour))
-	tk.Finish(t0.Add(25*time.Hour), Outcome{})
+	tk.Finish(t0.Add(25*time.Hour), Outcome{}, Breaker{})
 	require.Zero(t, tk.ConsecutiveFailures, "success resets the count")
 	require.EqualValues(t, 3, tk.Started)
 }
@@ -116,4 +116,45 @@ func TestPauseUntil(t *testing.T) {
 			require.Equal(t, tt.want, got)
 		})
 	}
+}
+
+func TestBreaker(t *testing.T) {
+	t.Parallel()
+	b := Breaker{Threshold: 3, Cooldown: time.Hour}
+	tk := Task{Every: 5 * time.Minute}
+	fail := Outcome{Class: "server_error"}
+	now := t0
+	for i := 1; i <= 2; i++ {
+		tk.Begin(now)
+		require.False(t, tk.Finish(now, fail, b))
+		require.False(t, tk.BreakerOpen())
+		now = now.Add(5 * time.Minute)
+	}
+	tk.Begin(now)
+	require.True(t, tk.Finish(now, fail, b), "the third failure in a row trips it")
+	require.True(t, tk.BreakerOpen())
+	require.Equal(t, now.Add(time.Hour), tk.DueAt(), "an open breaker waits a cooldown, not the cadence")
+	require.False(t, tk.ShouldStart(now.Add(30*time.Minute), nil))
+
+	// A failed probe keeps it open for another cooldown without a new trip.
+	now = now.Add(time.Hour)
+	tk.Begin(now)
+	require.False(t, tk.Finish(now, fail, b))
+	require.Equal(t, now.Add(time.Hour), tk.DueAt())
+	require.Equal(t, 1, tk.BreakerTrips)
+
+	// A successful probe closes it.
+	now = now.Add(time.Hour)
+	tk.Begin(now)
+	tk.Finish(now, Outcome{}, b)
+	require.False(t, tk.BreakerOpen())
+	require.Equal(t, now.Add(5*time.Minute), tk.DueAt())
+
+	// Off when the threshold is zero.
+	off := Task{}
+	for range 50 {
+		off.Begin(t0)
+		require.False(t, off.Finish(t0, fail, Breaker{}))
+	}
+	require.False(t, off.BreakerOpen())
 }
