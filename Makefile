@@ -7,7 +7,7 @@ BIN := $(CURDIR)/bin
 TEMPORAL := $(BIN)/temporal
 GO_TEST_FLAGS ?= -race -count=1
 
-.PHONY: help build dev test test-unit lint tools clean postgres histories
+.PHONY: help build dev test test-unit lint tools clean postgres histories bench
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -31,13 +31,16 @@ test: tools postgres ## run every test: unit, workflow (testsuite) and integrati
 	go test $(GO_TEST_FLAGS) ./...
 
 test-unit: ## run the tests that need nothing running
-	go test -count=1 ./workflows/ ./internal/schedule/ ./internal/catalog/ ./internal/tenero/ ./internal/hiro/ ./internal/competition/ ./internal/sim/
+	go test -count=1 ./workflows/ ./internal/schedule/ ./internal/catalog/ ./internal/tenero/ ./internal/hiro/ ./internal/competition/ ./internal/sim/ ./internal/pacing/...
 
 lint: ## gofmt, go vet, and no I/O or nondeterminism in workflow code
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	go vet ./...
 	@bad=$$(grep -rnE '"(os|net/http|math/rand[^"]*|github.com/jackc/pgx/v5[^"]*|go.uber.org/zap[^"]*)"|time\.(Now|Sleep|After|Tick)\(|\bgo func|\bselect \{' workflows --include='*.go' | grep -v '_test.go'); \
 	  if [ -n "$$bad" ]; then echo "nondeterministic or I/O code in workflows/:"; echo "$$bad"; exit 1; fi
+
+bench: ## the pacing benchmark: strategies side by side against hidden limits, in virtual time (see BENCHMARKS.md)
+	go run ./internal/pacing/cmd/bench
 
 histories: tools ## re-record the workflow histories that the replay tests replay (needs bin/temporal)
 	go test -tags histories -count=1 -run TestWriteHistories ./workflows/

@@ -90,6 +90,12 @@ type Run struct {
 	// What the upstream's headers said was left, when they said it.
 	MinuteRemaining *int `json:"minuteRemaining"`
 	MonthRemaining  *int `json:"monthRemaining"`
+	// What the run cost the upstream, for pacing: calls made, calls refused
+	// with 429, and calls that failed for the upstream's own reasons
+	// (rate_limit, server_error, timeout; not item problems).
+	Requests       int `json:"requests"`
+	Rejected       int `json:"rejected"`
+	UpstreamFailed int `json:"upstreamFailed"`
 	// ErrorClass and Error are set when the run failed as a whole (quota
 	// exhausted, every fetch failing, the database down), empty otherwise.
 	ErrorClass ErrorClass `json:"errorClass,omitempty"`
@@ -116,8 +122,13 @@ type TeneroResult struct {
 
 // TeneroInput is the input of the tenero activity.
 type TeneroInput struct {
-	// MaxTokens caps how many tokens one run refreshes (0 = the whole set).
+	// MaxTokens caps how many tokens one run refreshes (0 = the whole set);
+	// the static base comes first, so a cut keeps it.
 	MaxTokens int `json:"maxTokens,omitempty"`
+	// StopAtMinuteRemaining ends the run normally once Tenero says this many
+	// requests or fewer are left this minute (0 = run until it says 0). A
+	// small reserve keeps a paced run from ever hitting the wall.
+	StopAtMinuteRemaining int `json:"stopAtMinuteRemaining,omitempty"`
 }
 
 // SweepInput is the input of the sweep activity.

@@ -88,6 +88,8 @@ func TestWriteHistories(t *testing.T) {
 	signal(basic.GetID(), workflows.SignalPause, workflows.PauseInput{For: "1h"})
 	signal(basic.GetID(), workflows.SignalRefresh, workflows.RefreshInput{Task: pacer.TaskTenero})
 	signal(basic.GetID(), workflows.SignalRefresh, workflows.RefreshInput{Task: pacer.TaskSweep})
+	signal(basic.GetID(), workflows.SignalTune, json.RawMessage(`{"task":"tenero","batch":20,"interval":"3s"}`))
+	signal(basic.GetID(), workflows.SignalTune, json.RawMessage(`{"task":"sweep","batch":-1}`))
 	signal(basic.GetID(), workflows.SignalResume, nil)
 	h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: basic.GetID(), UpdateName: workflows.UpdateRefreshNow,
 		Args: []any{workflows.RefreshInput{Task: pacer.TaskAll}}, WaitForStage: client.WorkflowUpdateStageCompleted})

@@ -69,11 +69,65 @@ func ParseRefresh(raw json.RawMessage, registered []string) ([]string, error) {
 	if err := decodeStrict(raw, &in); err != nil {
 		return nil, err
 	}
-	if in.Task == pacer.TaskAll {
+	return selectTasks(in.Task, registered)
+}
+
+// selectTasks resolves a task name ("all" for every registered task).
+func selectTasks(task string, registered []string) ([]string, error) {
+	if task == pacer.TaskAll {
 		return registered, nil
 	}
-	if slices.Contains(registered, in.Task) {
-		return []string{in.Task}, nil
+	if slices.Contains(registered, task) {
+		return []string{task}, nil
 	}
-	return nil, fmt.Errorf("unknown task %q (want one of %s, %s)", in.Task, strings.Join(registered, ", "), pacer.TaskAll)
+	return nil, fmt.Errorf("unknown task %q (want one of %s, %s)", task, strings.Join(registered, ", "), pacer.TaskAll)
+}
+
+// TuneInput is the payload of the tune signal: a batch size and/or an
+// interval for a task's pacing (clamped to its bounds), or a reset to the
+// defaults. For example {"task":"tenero","batch":20,"interval":"10m"} or
+// {"task":"all","reset":true}.
+type TuneInput struct {
+	Task     string `json:"task"`
+	Batch    *int   `json:"batch,omitempty"`
+	Interval string `json:"interval,omitempty"`
+	Reset    bool   `json:"reset,omitempty"`
+
+	batch    int
+	interval time.Duration
+}
+
+// ParseTune validates a tune payload and returns it with the tasks it
+// selects.
+func ParseTune(raw json.RawMessage, registered []string) (TuneInput, []string, error) {
+	var in TuneInput
+	if err := decodeStrict(raw, &in); err != nil {
+		return in, nil, err
+	}
+	names, err := selectTasks(in.Task, registered)
+	if err != nil {
+		return in, nil, err
+	}
+	switch {
+	case in.Reset && (in.Batch != nil || in.Interval != ""):
+		return in, nil, errors.New(`"reset" cannot be combined with "batch" or "interval"`)
+	case in.Reset:
+		return in, names, nil
+	case in.Batch == nil && in.Interval == "":
+		return in, nil, errors.New(`give "batch" and/or "interval", or "reset": true`)
+	}
+	if in.Batch != nil {
+		if *in.Batch <= 0 {
+			return in, nil, fmt.Errorf(`"batch" must be positive, got %d`, *in.Batch)
+		}
+		in.batch = *in.Batch
+	}
+	if in.Interval != "" {
+		d, err := time.ParseDuration(in.Interval)
+		if err != nil || d <= 0 {
+			return in, nil, fmt.Errorf(`"interval" must be a positive Go duration (like "10m"), got %q`, in.Interval)
+		}
+		in.interval = d
+	}
+	return in, names, nil
 }

@@ -16,6 +16,7 @@ const (
 	SignalPause           = "pause"
 	SignalResume          = "resume"
 	SignalRefresh         = "refresh"
+	SignalTune            = "tune"
 	UpdateRefreshNow      = "refreshNow"
 	ActivityRefreshTenero = "RefreshTenero"
 	ActivitySweep         = "Sweep"
@@ -41,4 +42,7 @@ const (
 	// changeSweepTask adds the sweep task. Runs started before it go on with
 	// tenero alone and pick sweep up at their next continue-as-new.
 	changeSweepTask = "add-sweep-task"
+	// changeAdaptivePacing turns on the adaptive controller and the
+	// upstream budgets: batch sizes and cadences follow the upstream.
+	changeAdaptivePacing = "adaptive-pacing"
 )

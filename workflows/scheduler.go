@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/pacing"
 	"github.com/pacer-dev/pacer/internal/schedule"
 )
 
@@ -67,6 +68,10 @@ type State struct {
 	LastSweepResult  *pacer.SweepResult  `json:"lastSweepResult,omitempty"`
 	// Generation counts the runs of this workflow ID (continue-as-new chain).
 	Generation int `json:"generation"`
+	// Pacing is each task's adaptive controller; Budgets each upstream's
+	// budget. Looked up by name only, never ranged over.
+	Pacing  map[string]*Pacing        `json:"pacing,omitempty"`
+	Budgets map[string]*pacing.Budget `json:"budgets,omitempty"`
 }
 
 // SchedulerInput starts a run; State is nil on the very first start.
@@ -114,12 +119,13 @@ func registeredTasks(ctx workflow.Context) []taskDef {
 
 type scheduler struct {
 	defs   []taskDef
+	paced  bool
 	cfg    Config
 	state  State
 	tasks  map[string]*schedule.Task
 	logger log.Logger
 
-	pauseCh, resumeCh, refreshCh workflow.ReceiveChannel
+	pauseCh, resumeCh, refreshCh, tuneCh workflow.ReceiveChannel
 	// wake is how finished runs and update handlers get the loop's attention.
 	wake workflow.Channel
 
@@ -136,6 +142,7 @@ func newScheduler(ctx workflow.Context, in SchedulerInput) *scheduler {
 		pauseCh:   workflow.GetSignalChannel(ctx, SignalPause),
 		resumeCh:  workflow.GetSignalChannel(ctx, SignalResume),
 		refreshCh: workflow.GetSignalChannel(ctx, SignalRefresh),
+		tuneCh:    workflow.GetSignalChannel(ctx, SignalTune),
 		wake:      workflow.NewBufferedChannel(ctx, 1),
 		tasks:     map[string]*schedule.Task{},
 	}
@@ -161,6 +168,9 @@ func newScheduler(ctx workflow.Context, in SchedulerInput) *scheduler {
 		t.Finished = t.Started // runs do not cross continue-as-new
 		s.state.Tasks = append(s.state.Tasks, t)
 		s.tasks[d.name] = t
+	}
+	if s.paced = pacingOn(ctx); s.paced {
+		s.setupPacing()
 	}
 	return s
 }
@@ -323,6 +333,11 @@ func (s *scheduler) wait(ctx workflow.Context, now time.Time, draining bool) {
 		c.Receive(ctx, &raw)
 		s.onRefresh(raw)
 	})
+	sel.AddReceive(s.tuneCh, func(c workflow.ReceiveChannel, _ bool) {
+		raw = nil
+		c.Receive(ctx, &raw)
+		s.onTune(ctx, raw)
+	})
 	sel.AddReceive(s.wake, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil) })
 	if wake, ok := schedule.NextWake(now, s.state.PausedUntil, s.state.Tasks); ok && !draining {
 		s.armTimer(ctx, now, wake)
@@ -412,6 +427,18 @@ func (s *scheduler) onRefresh(raw json.RawMessage) {
 	s.logger.Info("scheduler.refresh_requested", "tasks", names, "via", "signal")
 }
 
+func (s *scheduler) onTune(ctx workflow.Context, raw json.RawMessage) {
+	in, names, err := ParseTune(raw, s.taskNames())
+	if err == nil && !s.paced {
+		err = errors.New("pacing is off in this run (it began before adaptive pacing existed; it turns on at the next continue-as-new)")
+	}
+	if err != nil {
+		s.logger.Warn("scheduler.message_rejected", "message", SignalTune, "reason", err.Error(), "input", clip(raw))
+		return
+	}
+	s.tune(in, names, workflow.Now(ctx))
+}
+
 // request asks for a run of each task as soon as possible. An explicit
 // refresh is an operator's word that the cause is fixed: it closes an open
 // breaker too.
@@ -438,6 +465,8 @@ func (s *scheduler) drainSignals(ctx workflow.Context) {
 			s.onResume()
 		case s.refreshCh.ReceiveAsync(&raw):
 			s.onRefresh(raw)
+		case s.tuneCh.ReceiveAsync(&raw):
+			s.onTune(ctx, raw)
 		default:
 			return
 		}
@@ -523,15 +552,28 @@ func runTask[R any, P result[R]](ctx workflow.Context, opts workflow.ActivityOpt
 }
 
 func runTenero(ctx workflow.Context, s *scheduler) schedule.Outcome {
+	in := pacer.TeneroInput{
+		MaxTokens:             s.batch(pacer.TaskTenero, workflow.Now(ctx)),
+		StopAtMinuteRemaining: s.stopAt(pacer.TaskTenero),
+	}
 	res, o := runTask[pacer.TeneroResult](ctx, activityOptions("tenero price refresh", 10*time.Minute),
-		ActivityRefreshTenero, pacer.TeneroInput{})
+		ActivityRefreshTenero, in)
 	s.state.LastTeneroResult = res
+	// Pegs cost no request; not_found and parse_error are item problems
+	// the upstream answered, so they count as its successes.
+	successes := res.Succeeded - res.Pegged + res.Failed - res.UpstreamFailed
+	s.observe(s.tasks[pacer.TaskTenero], &res.Run, successes, workflow.Now(ctx))
 	return o
 }
 
 func runSweep(ctx workflow.Context, s *scheduler) schedule.Outcome {
+	page := s.cfg.SweepPageSize
+	if s.paced {
+		page = s.batch(pacer.TaskSweep, workflow.Now(ctx))
+	}
 	res, o := runTask[pacer.SweepResult](ctx, activityOptions("competition swap sweep", 20*time.Minute),
-		ActivitySweep, pacer.SweepInput{PageSize: s.cfg.SweepPageSize})
+		ActivitySweep, pacer.SweepInput{PageSize: page})
 	s.state.LastSweepResult = res
+	s.observe(s.tasks[pacer.TaskSweep], &res.Run, res.Scanned, workflow.Now(ctx))
 	return o
 }

@@ -26,9 +26,11 @@ var t0 = time.Date(2026, 5, 14, 12, 0, 0, 0, time.UTC)
 type fakeTenero struct {
 	calls  atomic.Int32
 	answer atomic.Pointer[func(call int32) (pacer.TeneroResult, error)]
+	last   atomic.Pointer[pacer.TeneroInput]
 }
 
-func (f *fakeTenero) run(ctx context.Context, _ pacer.TeneroInput) (pacer.TeneroResult, error) {
+func (f *fakeTenero) run(ctx context.Context, in pacer.TeneroInput) (pacer.TeneroResult, error) {
+	f.last.Store(&in)
 	n := f.calls.Add(1)
 	if a := f.answer.Load(); a != nil {
 		return (*a)(n)
@@ -363,4 +365,86 @@ func TestBreakerProbesAndRefreshCloses(t *testing.T) {
 		require.True(t, st.Tasks[pacer.TaskTenero].Breaker.Open, "still failing, so it re-opened")
 	})
 	h.runFor(t, 133*time.Minute, SchedulerInput{Config: Config{BreakerThreshold: 3, BreakerCooldown: time.Hour}})
+}
+
+// An upstream failing most requests slows the task down and shrinks its
+// batch; tune and reset move it by hand.
+func TestPacingBacksOffAndTunes(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.tenero.set(func(int32) (pacer.TeneroResult, error) {
+		// 1 of 10 requests answered: 10% success, below the 20% cooldown line.
+		return pacer.TeneroResult{TokensAttempted: 10, Succeeded: 1, Failed: 9,
+			Run: pacer.Run{Requests: 10, UpstreamFailed: 9}}, nil
+	})
+	h.at(time.Minute, func() {
+		st := h.status(t)
+		p := st.Tasks[pacer.TaskTenero].Pacing
+		require.NotNil(t, p)
+		require.Equal(t, "cooldown", string(p.Zone))
+		require.Equal(t, 5, p.Batch, "minimum batch")
+		require.Equal(t, "1h0m0s", p.Interval, "maximum interval")
+		require.Equal(t, "1h0m0s", st.Tasks[pacer.TaskTenero].Every)
+		require.NotEqual(t, "0s", p.CooldownRemaining)
+	})
+	h.at(30*time.Minute, func() {
+		require.EqualValues(t, 1, h.tenero.calls.Load(), "no run before the slower interval")
+		h.tenero.set(func(int32) (pacer.TeneroResult, error) {
+			return pacer.TeneroResult{TokensAttempted: 10, Succeeded: 10, Run: pacer.Run{Requests: 10}}, nil
+		})
+		h.signal(SignalTune, `{"task":"tenero","batch":20,"interval":"10m"}`)
+		h.signal(SignalTune, `{"task":"tenero","batch":-1}`)
+		h.signal(SignalTune, `{"task":"nope","reset":true}`)
+		h.signal(SignalTune, `{"task":"tenero","reset":true,"batch":3}`)
+		h.signal(SignalTune, `{"task":"tenero"}`)
+	})
+	h.at(31*time.Minute, func() {
+		// Due 10 minutes after the run at 0: at once, with the tuned batch.
+		require.EqualValues(t, 2, h.tenero.calls.Load())
+		require.Equal(t, 20, h.tenero.last.Load().MaxTokens, "the tuned batch reaches the activity")
+		// A clean run may then speed it up, never past the configured cadence.
+		st := h.status(t)
+		every, err := time.ParseDuration(st.Tasks[pacer.TaskTenero].Every)
+		require.NoError(t, err)
+		require.GreaterOrEqual(t, every, 5*time.Minute)
+		require.LessOrEqual(t, every, 10*time.Minute)
+		h.signal(SignalTune, `{"task":"all","reset":true}`)
+	})
+	h.at(32*time.Minute, func() {
+		st := h.status(t)
+		require.Equal(t, "5m0s", st.Tasks[pacer.TaskTenero].Every, "reset: back to the configured cadence")
+		require.Equal(t, maxTeneroBatch, st.Tasks[pacer.TaskTenero].Pacing.Batch)
+	})
+	h.runFor(t, 33*time.Minute, SchedulerInput{})
+}
+
+func TestParseTune(t *testing.T) {
+	t.Parallel()
+	tasks := []string{pacer.TaskTenero, pacer.TaskSweep}
+	tests := []struct {
+		give      string
+		wantTasks []string
+		wantErr   string
+	}{
+		{give: `{"task":"tenero","batch":5}`, wantTasks: []string{"tenero"}},
+		{give: `{"task":"all","interval":"90s"}`, wantTasks: tasks},
+		{give: `{"task":"sweep","reset":true}`, wantTasks: []string{"sweep"}},
+		{give: `{"task":"sweep"}`, wantErr: `give "batch"`},
+		{give: `{"task":"sweep","batch":0}`, wantErr: "must be positive"},
+		{give: `{"task":"sweep","interval":"soon"}`, wantErr: "positive Go duration"},
+		{give: `{"task":"sweep","interval":"-1m"}`, wantErr: "positive Go duration"},
+		{give: `{"task":"sweep","reset":true,"interval":"1m"}`, wantErr: "cannot be combined"},
+		{give: `{"task":"x","reset":true}`, wantErr: "unknown task"},
+		{give: `{"task":"tenero","batch":"5"}`, wantErr: "invalid JSON"},
+		{give: ``, wantErr: "empty input"},
+	}
+	for _, tt := range tests {
+		_, names, err := ParseTune(json.RawMessage(tt.give), tasks)
+		if tt.wantErr != "" {
+			require.ErrorContains(t, err, tt.wantErr, tt.give)
+			continue
+		}
+		require.NoError(t, err, tt.give)
+		require.Equal(t, tt.wantTasks, names)
+	}
 }

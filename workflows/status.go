@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/pacing"
 	"github.com/pacer-dev/pacer/internal/schedule"
 )
 
@@ -43,6 +44,11 @@ type TaskStatus struct {
 	Runs      int64              `json:"runs"`
 	// Breaker is the task's circuit breaker: open until probeAt.
 	Breaker BreakerStatus `json:"breaker"`
+	// PacedUntil is when the upstream's budget next allows a run.
+	PacedUntil *time.Time `json:"pacedUntil"`
+	// Pacing is what the adaptive controller decided and the upstream's
+	// budget; null in a run that began before adaptive pacing.
+	Pacing *pacing.TaskStatus `json:"pacing"`
 }
 
 // BreakerStatus is a task's circuit breaker in the status document.
@@ -93,6 +99,8 @@ func (s *scheduler) status(ctx workflow.Context) Status {
 			Runs:      t.Started,
 			Breaker: BreakerStatus{Open: t.BreakerOpen(), ProbeAt: utc(t.BreakerUntil), Trips: t.BreakerTrips,
 				Threshold: s.cfg.breaker().Threshold},
+			PacedUntil: utc(t.PacedUntil),
+			Pacing:     s.pacingStatus(t.Name, st.Now),
 		}
 	}
 	if t := s.tasks[pacer.TaskTenero]; t != nil {

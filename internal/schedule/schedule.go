@@ -27,6 +27,9 @@ type Task struct {
 	// Requested is set by a refresh: run as soon as possible, ignoring pause
 	// and due checks.
 	Requested bool `json:"requested,omitempty"`
+	// PacedUntil is when the upstream's budget next allows a useful run
+	// (month pacing); like NextRunAfter it only delays, never hurries.
+	PacedUntil *time.Time `json:"pacedUntil,omitempty"`
 	// BreakerUntil is set while the task's circuit breaker is open: after
 	// too many failures in a row the task only probes once per cooldown.
 	BreakerUntil *time.Time `json:"breakerUntil,omitempty"`
@@ -61,6 +64,9 @@ func (t *Task) DueAt() time.Time {
 	}
 	if t.BreakerUntil != nil && t.BreakerUntil.After(due) {
 		due = *t.BreakerUntil
+	}
+	if t.PacedUntil != nil && t.PacedUntil.After(due) {
+		due = *t.PacedUntil
 	}
 	return due
 }

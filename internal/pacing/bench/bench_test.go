@@ -1,0 +1,108 @@
+package bench
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestBenchGoals runs the whole bench and holds pacer to the goals,
+// so that a change to the pacing code that misses one fails here first.
+func TestBenchGoals(t *testing.T) {
+	t.Parallel()
+	goals := Goals(RunAll())
+	require.NotEmpty(t, goals)
+	for _, g := range goals {
+		require.True(t, g.Met, "%s: %s: got %s", g.Scenario, g.Goal, g.Got)
+	}
+}
+
+func TestBenchIsDeterministic(t *testing.T) {
+	t.Parallel()
+	sc := Scenarios()[1] // the step: every strategy, steps measured
+	var a, b bytes.Buffer
+	WriteTables(&a, []Outcome{Run(sc)})
+	WriteTables(&b, []Outcome{Run(sc)})
+	require.Equal(t, a.String(), b.String())
+}
+
+// TestBenchArithmetic checks the harness against figures worked out by hand.
+func TestBenchArithmetic(t *testing.T) {
+	t.Parallel()
+	var month Outcome
+	for _, sc := range Scenarios() {
+		if sc.Name == "tenero-starter" {
+			month = Run(sc)
+		}
+	}
+	hourly := find(month.Results, "fixed cron 1h")
+	require.NotNil(t, hourly)
+	// 53 tokens every hour is 1,272 a day: 10,000 last 7.86 days, and the
+	// last run's first refused request comes in hour 188.
+	require.NotNil(t, hourly.DryAfter)
+	require.Equal(t, 188*time.Hour, hourly.DryAfter.Truncate(time.Hour))
+	require.Equal(t, 0, hourly.MonthLeft)
+	// One run an hour, 53 requests 6 s apart: 318 s, 20 heartbeats.
+	require.InDelta(t, 24*(2+20)+24*11/2000.0, hourly.ActionsPerDay, 0.01)
+	require.Equal(t, 11, hourly.EventsPerTick)
+}
+
+func TestUpstream(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name        string
+		give        Hidden
+		giveAt      []time.Duration // request times since the start
+		wantOK      []bool
+		wantMinute  []int
+		wantMonthAt int // month remaining after the last request, -1 for none
+	}{
+		{name: "minute window resets on the minute",
+			give:   Hidden{Phases: []Phase{{PerMinute: 2}}},
+			giveAt: []time.Duration{0, time.Second, 2 * time.Second, time.Minute},
+			wantOK: []bool{true, true, false, true}, wantMinute: []int{1, 0, 0, 1}, wantMonthAt: -1},
+		{name: "a neighbour starts each minute with its share spent",
+			give:   Hidden{Phases: []Phase{{PerMinute: 3, Noisy: 2}}, PerMonth: 100},
+			giveAt: []time.Duration{0, time.Second},
+			wantOK: []bool{true, false}, wantMinute: []int{0, 0}, wantMonthAt: 97},
+		{name: "the month wins and refusals cost nothing",
+			give:   Hidden{Phases: []Phase{{PerMinute: 10}}, PerMonth: 2},
+			giveAt: []time.Duration{0, time.Second, 2 * time.Second, time.Minute},
+			wantOK: []bool{true, true, false, false}, wantMinute: []int{9, 8, 8, 10}, wantMonthAt: 0},
+		{name: "phases change the limit",
+			give:   Hidden{Phases: []Phase{{PerMinute: 1}, {At: time.Minute, PerMinute: 2}}},
+			giveAt: []time.Duration{0, time.Second, time.Minute, time.Minute + time.Second},
+			wantOK: []bool{true, false, true, true}, wantMinute: []int{0, 0, 1, 0}, wantMonthAt: -1},
+		{name: "a storm fails its share evenly, without spending",
+			give:   Hidden{Phases: []Phase{{PerMinute: 10, Failing: 50}}},
+			giveAt: []time.Duration{0, time.Second, 2 * time.Second, 3 * time.Second},
+			wantOK: []bool{true, false, true, false}, wantMinute: []int{9, 0, 8, 0}, wantMonthAt: -1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			u := newUpstream(tt.give, start)
+			var ok []bool
+			var minute []int
+			for _, at := range tt.giveAt {
+				a := u.take(start.Add(at))
+				ok = append(ok, a.ok)
+				minute = append(minute, a.minuteRemaining)
+			}
+			require.Equal(t, tt.wantOK, ok)
+			require.Equal(t, tt.wantMinute, minute)
+			require.Equal(t, tt.wantMonthAt, u.monthLeft())
+		})
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	t.Parallel()
+	hist := []int{50, 40, 9, 1} // ages 0..3 minutes
+	require.Equal(t, time.Duration(0), percentile(hist, 0.50))
+	require.Equal(t, time.Minute, percentile(hist, 0.51))
+	require.Equal(t, 2*time.Minute, percentile(hist, 0.99))
+	require.Equal(t, 3*time.Minute, percentile(hist, 1))
+}

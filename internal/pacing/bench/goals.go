@@ -1,0 +1,82 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"time"
+)
+
+// Goal is one of the "done when" goals, checked against a run.
+type Goal struct {
+	Scenario string
+	Goal     string
+	Got      string
+	Met      bool
+}
+
+// Goals checks pacer's figures against the goals: in the crawl scenarios at
+// least 95% of the hidden capacity, at most 1% rejected, re-converged within
+// 2 minutes of a step; on the Starter plan the month quota never exhausted
+// early and the hourly refresh's staleness p99 beaten at least 2×; at the
+// default cadence at most 600 Temporal actions a day.
+func Goals(outcomes []Outcome) []Goal {
+	var goals []Goal
+	for _, o := range outcomes {
+		p := find(o.Results, "pacer")
+		if p == nil {
+			continue
+		}
+		name := o.Scenario.Name
+		if o.Scenario.Crawl {
+			goals = append(goals,
+				Goal{Scenario: name, Goal: "capacity used ≥ 95%", Got: pct(p.CapacityUsed), Met: p.CapacityUsed >= 0.95},
+				Goal{Scenario: name, Goal: "rejected ≤ 1%", Got: pct(p.Rejected), Met: p.Rejected <= 0.01})
+			for _, s := range p.Steps {
+				g := Goal{Scenario: name, Goal: fmt.Sprintf("re-converges ≤ 2m after the step at %s", human(s.At)), Got: "never"}
+				if s.Converged {
+					g.Got, g.Met = human(s.After), s.After <= 2*time.Minute
+				}
+				goals = append(goals, g)
+			}
+		}
+		if p.HasMonth && name != "default" {
+			g := Goal{Scenario: name, Goal: "month quota never exhausted early", Got: fmt.Sprintf("%d left at the month's end, never refused", p.MonthLeft), Met: true}
+			if p.DryAfter != nil {
+				g.Got, g.Met = "dry after "+human(*p.DryAfter), false
+			}
+			goals = append(goals, g)
+		}
+		if hourly := find(o.Results, "fixed cron 1h"); hourly != nil && p.HasStaleness {
+			x := float64(hourly.StaleP99) / float64(max(p.StaleP99, time.Minute))
+			goals = append(goals, Goal{Scenario: name, Goal: "staleness p99 ≥ 2× better than the hourly refresh",
+				Got: fmt.Sprintf("%s vs %s (÷%s)", human(p.StaleP99), human(hourly.StaleP99), plain(x)), Met: x >= 2})
+		}
+		if name == "default" {
+			goals = append(goals, Goal{Scenario: name, Goal: "≤ 600 Temporal actions a day",
+				Got: count(p.ActionsPerDay), Met: p.ActionsPerDay <= 600})
+		}
+	}
+	return goals
+}
+
+func find(rs []Result, strategy string) *Result {
+	for i := range rs {
+		if rs[i].Strategy == strategy {
+			return &rs[i]
+		}
+	}
+	return nil
+}
+
+// WriteGoals writes the goals as a Markdown table.
+func WriteGoals(w io.Writer, goals []Goal) {
+	fmt.Fprintln(w, "| scenario | goal (pacer) | got | met |")
+	fmt.Fprintln(w, "|---|---|---|---|")
+	for _, g := range goals {
+		met := "yes"
+		if !g.Met {
+			met = "**no**"
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", g.Scenario, g.Goal, g.Got, met)
+	}
+}

@@ -1,0 +1,407 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/pacer-dev/pacer/internal/pacing"
+)
+
+// Result is one strategy's figures in one scenario.
+type Result struct {
+	Strategy string
+	Baseline bool
+	// CapacityUsed is the share of the hidden capacity used: successful
+	// requests over what the windows held for us (the month's quota, pro
+	// rata, where it binds first).
+	CapacityUsed float64
+	// Rejected is the share of requests refused with a 429.
+	Rejected float64
+	Requests int
+	Runs     int
+	// Steps is the time each step of the hidden limit took to re-converge.
+	Steps []Step
+	// Staleness of the prices over the horizon, sampled every minute for
+	// every token; HasStaleness is false without a prices task.
+	HasStaleness       bool
+	StaleP50, StaleP99 time.Duration
+	// MonthLeft is the month quota left at the horizon (the month's end in
+	// the month scenario); DryAfter is when it first refused us, if it did.
+	HasMonth  bool
+	MonthLeft int
+	DryAfter  *time.Duration
+	// ActionsPerDay and EventsPerDay price the runs by pacing.Cost;
+	// EventsPerTick is the history one run writes.
+	ActionsPerDay float64
+	EventsPerTick int
+	EventsPerDay  float64
+	// FinishedAfter is when a finite crawl was done.
+	FinishedAfter *time.Duration
+	// PerTask splits the actions of a scenario with several tasks.
+	PerTask []TaskActions
+}
+
+// TaskActions is one task's share of a result's actions.
+type TaskActions struct {
+	Task          string
+	ActionsPerDay float64
+}
+
+// Step is one change of the hidden limit and how long the strategy took to
+// settle: the time from the step to the first minute from which every minute
+// until the next step used at least 90% of the capacity with no more than 1%
+// of it refused. Converged is false when that never happened.
+type Step struct {
+	At        time.Duration
+	After     time.Duration
+	Converged bool
+}
+
+// Outcome is a scenario's results, one per strategy.
+type Outcome struct {
+	Scenario Scenario
+	Results  []Result
+}
+
+// Run simulates every strategy of a scenario.
+func Run(sc Scenario) Outcome {
+	out := Outcome{Scenario: sc}
+	for _, st := range sc.Strategies {
+		sims := make([]*taskSim, len(sc.Tasks))
+		for i, t := range sc.Tasks {
+			sims[i] = newTaskSim(t, sc.Start, sc.Duration)
+			sims[i].simulate(st.build(t, sc.Start))
+		}
+		r := measure(sims, pacing.DefaultCost())
+		r.Strategy, r.Baseline = st.Name, st.Baseline
+		out.Results = append(out.Results, r)
+	}
+	return out
+}
+
+// RunAll simulates every scenario.
+func RunAll() []Outcome {
+	var all []Outcome
+	for _, sc := range Scenarios() {
+		all = append(all, Run(sc))
+	}
+	return all
+}
+
+// measure turns the tasks' tallies into a result.
+func measure(sims []*taskSim, cost pacing.Cost) Result {
+	var r Result
+	var used, capacity float64
+	var actions, days float64
+	perTask := make([]float64, len(sims))
+	for i, s := range sims {
+		r.Requests += s.requests
+		r.Rejected += float64(s.rejected)
+		r.Runs += len(s.runs)
+		minutes := len(s.okPerMinute)
+		if s.finishedAt != nil {
+			minutes = min(minutes, int((s.finishedAt.Sub(s.start)+time.Minute-1)/time.Minute))
+		}
+		span := time.Duration(minutes) * time.Minute
+		c := 0.0
+		for m := range minutes {
+			p := s.task.Hidden.at(time.Duration(m) * time.Minute)
+			c += float64(p.PerMinute - p.Noisy)
+			used += float64(s.okPerMinute[m])
+		}
+		if pm := s.task.Hidden.PerMonth; pm > 0 {
+			monthStart, monthEnd := monthOf(s.start)
+			c = min(c, float64(pm)*float64(span)/float64(monthEnd.Sub(monthStart)))
+		}
+		// A walk does a fixed round of work; the capacity it leaves unused
+		// is not a goal, so it does not count.
+		if s.task.Work.Kind != Walk {
+			capacity += c
+		} else {
+			used -= float64(sum(s.okPerMinute[:minutes]))
+		}
+		for _, run := range s.runs {
+			perTask[i] += float64(cost.RunActions(run.end.Sub(run.start)))
+		}
+		perTask[i] += float64(len(s.runs)*cost.EventsPerRun) / float64(cost.ContinueAsNewEvents)
+		actions += perTask[i]
+		days = max(days, span.Hours()/24)
+		if s.finishedAt != nil {
+			d := s.finishedAt.Sub(s.start)
+			r.FinishedAfter = &d
+		}
+		if s.task.Work.Kind == Prices && !r.HasStaleness {
+			r.HasStaleness = true
+			r.StaleP50, r.StaleP99 = staleness(s)
+		}
+		if s.task.Hidden.PerMonth > 0 && !r.HasMonth {
+			r.HasMonth, r.MonthLeft = true, s.up.monthLeft()
+			if s.up.dryAt != nil {
+				d := s.up.dryAt.Sub(s.start)
+				r.DryAfter = &d
+			}
+		}
+	}
+	r.Steps = steps(sims[0])
+	if capacity > 0 {
+		r.CapacityUsed = used / capacity
+	}
+	if r.Requests > 0 {
+		r.Rejected /= float64(r.Requests)
+	}
+	r.ActionsPerDay = actions / days
+	if len(sims) > 1 {
+		for i, s := range sims {
+			r.PerTask = append(r.PerTask, TaskActions{Task: s.task.Name, ActionsPerDay: perTask[i] / days})
+		}
+	}
+	r.EventsPerTick = cost.EventsPerRun
+	r.EventsPerDay = float64(r.Runs*cost.EventsPerRun) / days
+	return r
+}
+
+// staleness is the p50 and p99 age of the task's prices, sampled at every
+// minute for every token. The cache starts fresh: a token never refreshed
+// is as old as the scenario.
+func staleness(s *taskSim) (p50, p99 time.Duration) {
+	minutes := len(s.okPerMinute)
+	hist := make([]int, minutes+1) // by age in whole minutes
+	for _, times := range s.refreshedAt {
+		next, last := 0, s.start
+		for m := range minutes {
+			at := s.start.Add(time.Duration(m) * time.Minute)
+			for next < len(times) && !times[next].After(at) {
+				last = times[next]
+				next++
+			}
+			hist[int(at.Sub(last)/time.Minute)]++
+		}
+	}
+	return percentile(hist, 0.50), percentile(hist, 0.99)
+}
+
+// percentile is the smallest age (in minutes) at or below which a share p
+// of the samples lie.
+func percentile(hist []int, p float64) time.Duration {
+	total := 0
+	for _, n := range hist {
+		total += n
+	}
+	want := int(math.Ceil(p * float64(total)))
+	seen := 0
+	for age, n := range hist {
+		if seen += n; seen >= want {
+			return time.Duration(age) * time.Minute
+		}
+	}
+	return time.Duration(len(hist)) * time.Minute
+}
+
+// steps measures the re-convergence after each change of the first task's
+// hidden limits.
+func steps(s *taskSim) []Step {
+	phases := s.task.Hidden.Phases
+	var out []Step
+	for i := 1; i < len(phases); i++ {
+		from := int(phases[i].At / time.Minute)
+		to := len(s.okPerMinute)
+		if i+1 < len(phases) {
+			to = int(phases[i+1].At / time.Minute)
+		}
+		st := Step{At: phases[i].At}
+		// Walk back from the phase's end while every minute is on target.
+		settled := to
+		for m := to - 1; m >= from && s.onTarget(m); m-- {
+			settled = m
+		}
+		if settled < to {
+			st.Converged, st.After = true, time.Duration(settled-from)*time.Minute
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+// onTarget is a minute that used at least 90% of its capacity with at most
+// 1% of it refused.
+func (s *taskSim) onTarget(m int) bool {
+	p := s.task.Hidden.at(time.Duration(m) * time.Minute)
+	c := p.PerMinute - p.Noisy
+	return s.okPerMinute[m]*10 >= c*9 && s.rejectedPerMinute[m]*100 <= c
+}
+
+func sum(v []int) int {
+	n := 0
+	for _, x := range v {
+		n += x
+	}
+	return n
+}
+
+func monthOf(t time.Time) (start, end time.Time) {
+	start = time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.UTC)
+	return start, start.AddDate(0, 1, 0)
+}
+
+// WriteTables writes one Markdown table per scenario.
+func WriteTables(w io.Writer, outcomes []Outcome) {
+	for _, o := range outcomes {
+		fmt.Fprintf(w, "### %s\n\n%s.\n\n", o.Scenario.Name, o.Scenario.About)
+		fmt.Fprintln(w, "| strategy | capacity used | rejected | re-converge | staleness p50 / p99 | month left | actions/day | events/tick (per day) | vs baseline |")
+		fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|---|")
+		base := baseline(o.Results)
+		for _, r := range o.Results {
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %d (%s) | %s |\n",
+				r.Strategy, pct(r.CapacityUsed), pct(r.Rejected), reconverge(r.Steps), stale(r), month(r),
+				count(r.ActionsPerDay), r.EventsPerTick, count(r.EventsPerDay), versus(r, base))
+		}
+		if notes := finishNotes(o.Results); notes != "" {
+			fmt.Fprintf(w, "\n%s\n", notes)
+		}
+		if notes := perTaskNotes(o.Results); notes != "" {
+			fmt.Fprintf(w, "\n%s\n", notes)
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+func baseline(rs []Result) *Result {
+	for i := range rs {
+		if rs[i].Baseline {
+			return &rs[i]
+		}
+	}
+	return nil
+}
+
+func pct(v float64) string {
+	switch {
+	case v == 0:
+		return "0%"
+	case v < 0.001:
+		return "<0.1%"
+	}
+	return fmt.Sprintf("%.1f%%", v*100)
+}
+
+func reconverge(steps []Step) string {
+	if len(steps) == 0 {
+		return "—"
+	}
+	parts := make([]string, len(steps))
+	for i, s := range steps {
+		parts[i] = "never"
+		if s.Converged {
+			parts[i] = human(s.After)
+		}
+	}
+	return strings.Join(parts, " / ")
+}
+
+func stale(r Result) string {
+	if !r.HasStaleness {
+		return "—"
+	}
+	return human(r.StaleP50) + " / " + human(r.StaleP99)
+}
+
+func month(r Result) string {
+	if !r.HasMonth {
+		return "—"
+	}
+	if r.DryAfter != nil {
+		return fmt.Sprintf("%d (dry after %s)", r.MonthLeft, human(*r.DryAfter))
+	}
+	return fmt.Sprintf("%d", r.MonthLeft)
+}
+
+// versus compares a result with the baseline's: how much more capacity, how
+// much fresher (p99), how many times the actions.
+func versus(r Result, base *Result) string {
+	if base == nil {
+		return ""
+	}
+	if r.Baseline && r.Strategy == base.Strategy {
+		return "baseline"
+	}
+	parts := []string{"capacity " + ratio(r.CapacityUsed, base.CapacityUsed)}
+	if r.HasStaleness && base.HasStaleness {
+		parts = append(parts, "p99 staleness ÷"+plain(float64(base.StaleP99)/float64(max(r.StaleP99, time.Minute))))
+	}
+	parts = append(parts, "actions "+ratio(r.ActionsPerDay, base.ActionsPerDay))
+	return strings.Join(parts, ", ")
+}
+
+func ratio(v, base float64) string {
+	if base == 0 {
+		return "—"
+	}
+	return "×" + plain(v/base)
+}
+
+func plain(v float64) string {
+	if v >= 10 {
+		return fmt.Sprintf("%.0f", v)
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
+func count(v float64) string {
+	if v >= 100 {
+		return fmt.Sprintf("%.0f", v)
+	}
+	return fmt.Sprintf("%.1f", v)
+}
+
+// human prints a duration to the precision a reader needs.
+func human(d time.Duration) string {
+	switch {
+	case d >= 48*time.Hour:
+		return fmt.Sprintf("%.1fd", d.Hours()/24)
+	case d >= time.Hour:
+		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+	case d >= time.Minute || d == 0:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	}
+	return fmt.Sprintf("%ds", int(d.Seconds()))
+}
+
+func perTaskNotes(rs []Result) string {
+	var parts []string
+	for _, r := range rs {
+		if len(r.PerTask) == 0 {
+			continue
+		}
+		split := make([]string, len(r.PerTask))
+		for i, t := range r.PerTask {
+			split[i] = fmt.Sprintf("%s %s", t.Task, count(t.ActionsPerDay))
+		}
+		parts = append(parts, fmt.Sprintf("%s: %s", r.Strategy, strings.Join(split, " + ")))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "Actions/day by task: " + strings.Join(parts, "; ") + "."
+}
+
+func finishNotes(rs []Result) string {
+	var done, open []string
+	for _, r := range rs {
+		if r.FinishedAfter != nil {
+			done = append(done, fmt.Sprintf("%s %s", r.Strategy, human(*r.FinishedAfter)))
+		} else {
+			open = append(open, r.Strategy)
+		}
+	}
+	if len(done) == 0 {
+		return ""
+	}
+	note := "Crawl done after: " + strings.Join(done, ", ") + "."
+	if len(open) > 0 {
+		note += " Not done within the horizon: " + strings.Join(open, ", ") + "."
+	}
+	return note
+}

@@ -1,0 +1,195 @@
+package bench
+
+import (
+	"time"
+
+	"github.com/pacer-dev/pacer/internal/pacing"
+)
+
+// runResult is what one run did.
+type runResult struct {
+	start, end             time.Time
+	requests, ok, rejected int
+	// failed counts server errors (503).
+	failed int
+	// lastAnswer is the last response's headers; answered is false for a
+	// run that sent nothing.
+	lastAnswer answer
+	answered   bool
+}
+
+// taskSim is one task under one strategy: the upstream, the work, and the
+// tallies the metrics are computed from.
+type taskSim struct {
+	task       Task
+	start, end time.Time
+	up         *upstream
+
+	requests, ok, rejected, failed int
+	// okPerMinute and rejectedPerMinute are indexed by whole minutes since
+	// the start, by when the request reached the upstream.
+	okPerMinute, rejectedPerMinute []int
+	runs                           []runResult
+
+	// Crawl and walk progress.
+	done       int
+	finishedAt *time.Time
+	cursor     int
+	// Prices: every token's refresh times, and the weights Pick sees.
+	refreshedAt [][]time.Time
+	weights     []int
+}
+
+func newTaskSim(t Task, start time.Time, horizon time.Duration) *taskSim {
+	minutes := int(horizon / time.Minute)
+	s := &taskSim{
+		task: t, start: start, end: start.Add(horizon), up: newUpstream(t.Hidden, start),
+		okPerMinute: make([]int, minutes), rejectedPerMinute: make([]int, minutes),
+	}
+	if t.Work.Kind == Prices {
+		s.refreshedAt = make([][]time.Time, t.Work.Items)
+		s.weights = pacing.RankWeights(t.Work.Static, t.Work.Items-t.Work.Static)
+	}
+	return s
+}
+
+// simulate runs the strategy until the horizon or the end of the work.
+func (s *taskSim) simulate(st strategy) {
+	now := s.start
+	for s.finishedAt == nil {
+		at, p, ok := st.next(now, s.end)
+		if !ok || !at.Before(s.end) {
+			return
+		}
+		r := s.execute(at, p)
+		s.runs = append(s.runs, r)
+		st.finished(r)
+		now = r.end
+	}
+}
+
+// items chooses the run's items: indexes into the work's list, or -1 for an
+// anonymous crawl item.
+func (s *taskSim) items(at time.Time, p plan) []int {
+	w := s.task.Work
+	n := p.n
+	if n <= 0 || (w.Kind != Crawl && n > w.Items) {
+		n = w.Items
+	}
+	switch w.Kind {
+	case Crawl:
+		if w.Items > 0 {
+			n = min(n, w.Items-s.done)
+		}
+		out := make([]int, n)
+		for i := range out {
+			out[i] = -1
+		}
+		return out
+	case Walk:
+		out := make([]int, n)
+		for i := range out {
+			out[i] = (s.cursor + i) % w.Items
+		}
+		return out
+	}
+	switch p.order {
+	case roundRobin:
+		out := make([]int, n)
+		for i := range out {
+			out[i] = (s.cursor + i) % w.Items
+		}
+		return out
+	case byPriority:
+		items := make([]pacing.Item, w.Items)
+		for i := range items {
+			items[i] = pacing.Item{Weight: s.weights[i], RefreshedAt: s.lastRefresh(i)}
+		}
+		return pacing.Pick(at, items, n)
+	}
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
+
+func (s *taskSim) lastRefresh(i int) *time.Time {
+	if r := s.refreshedAt[i]; len(r) > 0 {
+		return &r[len(r)-1]
+	}
+	return nil
+}
+
+// execute sends the run's requests one after another.
+func (s *taskSim) execute(at time.Time, p plan) runResult {
+	r := runResult{start: at, end: at}
+	items := s.items(at, p)
+	t := at
+	streak := 0 // server errors in a row
+	for i, item := range items {
+		if p.spacing > 0 {
+			t = latest(t, at.Add(time.Duration(i)*p.spacing))
+		}
+		if !t.Before(s.end) {
+			break // the horizon cuts a run short: the next month is not ours to count
+		}
+		a := s.up.take(t)
+		answered := t.Add(s.task.Latency)
+		r.requests++
+		t = answered
+		if a.failed {
+			r.failed++
+			if streak++; p.stopAfterFailures > 0 && streak >= p.stopAfterFailures {
+				break
+			}
+			continue
+		}
+		streak = 0
+		r.lastAnswer, r.answered = a, true
+		minute := int(answered.Add(-s.task.Latency).Sub(s.start) / time.Minute)
+		inHorizon := minute >= 0 && minute < len(s.okPerMinute)
+		if a.ok {
+			r.ok++
+			if inHorizon {
+				s.okPerMinute[minute]++
+			}
+			s.succeeded(item, answered)
+		} else {
+			r.rejected++
+			if inHorizon {
+				s.rejectedPerMinute[minute]++
+			}
+		}
+		if s.finishedAt != nil {
+			break
+		}
+		if p.stopOnQuota && (!a.ok || a.spent() || a.minuteRemaining <= p.stopAtRemaining) {
+			break
+		}
+	}
+	r.end = t
+	s.requests += r.requests
+	s.ok += r.ok
+	s.rejected += r.rejected
+	s.failed += r.failed
+	if w := s.task.Work; w.Kind == Walk {
+		s.cursor = (s.cursor + r.ok) % w.Items
+	} else if w.Kind == Prices && p.order == roundRobin {
+		s.cursor = (s.cursor + r.requests) % w.Items
+	}
+	return r
+}
+
+// succeeded records one item done at t.
+func (s *taskSim) succeeded(item int, t time.Time) {
+	switch s.task.Work.Kind {
+	case Crawl:
+		s.done++
+		if s.task.Work.Items > 0 && s.done == s.task.Work.Items {
+			s.finishedAt = &t
+		}
+	case Prices:
+		s.refreshedAt[item] = append(s.refreshedAt[item], t)
+	}
+}

@@ -1,0 +1,130 @@
+package pacing
+
+import (
+	"time"
+)
+
+// Cost prices a task's runs in Temporal Cloud actions and history events.
+// The formula, kept simple enough to check by hand:
+//
+//	heartbeats(run)    = 0 if run < HeartbeatEvery, else 1 + ⌊(run − HeartbeatEvery) / HeartbeatThrottle⌋
+//	actions per run    = 1 (activity) + heartbeats(run) + 1 (the timer that woke the workflow)
+//	continue-as-new    = runs × EventsPerRun / ContinueAsNewEvents, 1 action each
+//	actions per day    = runs/day × actions per run + messages/day + continue-as-new/day
+//
+// The activities heartbeat every HeartbeatEvery; the SDK sends the first at
+// once and then at most one per throttle window, 0.8 × the heartbeat timeout
+// (20 s → 16 s). A signal, query or update is one action each. Workflow
+// tasks are not billed.
+type Cost struct {
+	HeartbeatEvery    time.Duration `json:"heartbeatEvery"`
+	HeartbeatThrottle time.Duration `json:"heartbeatThrottle"`
+	// EventsPerRun is the history one run writes: TimerStarted, TimerFired,
+	// ActivityTaskScheduled, ActivityTaskStarted, ActivityTaskCompleted and
+	// two workflow tasks of three events each.
+	EventsPerRun int `json:"eventsPerRun"`
+	// ContinueAsNewEvents is the history length at which the workflow
+	// continues as new (workflows.DefaultMaxHistoryEvents).
+	ContinueAsNewEvents int `json:"continueAsNewEvents"`
+}
+
+// DefaultCost is pacer's: 5 s heartbeats throttled to one per 16 s, 11
+// events a run, continue-as-new at 2,000 events.
+func DefaultCost() Cost {
+	return Cost{
+		HeartbeatEvery:      5 * time.Second,
+		HeartbeatThrottle:   16 * time.Second,
+		EventsPerRun:        11,
+		ContinueAsNewEvents: 2000,
+	}
+}
+
+// Heartbeats is how many heartbeats reach the server during a run.
+func (c Cost) Heartbeats(run time.Duration) int {
+	if c.HeartbeatEvery <= 0 || run < c.HeartbeatEvery {
+		return 0
+	}
+	if c.HeartbeatThrottle <= 0 {
+		return int(run / c.HeartbeatEvery)
+	}
+	return 1 + int((run-c.HeartbeatEvery)/c.HeartbeatThrottle)
+}
+
+// RunActions is what one run of the given length costs.
+func (c Cost) RunActions(run time.Duration) int {
+	return 2 + c.Heartbeats(run)
+}
+
+// ActionsPerDay is the daily cost of runsPerDay runs of the given length,
+// plus messagesPerDay signals, queries and updates.
+func (c Cost) ActionsPerDay(runsPerDay float64, run time.Duration, messagesPerDay float64) float64 {
+	actions := runsPerDay*float64(c.RunActions(run)) + messagesPerDay
+	if c.ContinueAsNewEvents > 0 {
+		actions += runsPerDay * float64(c.EventsPerRun) / float64(c.ContinueAsNewEvents)
+	}
+	return actions
+}
+
+// TaskStatus is what the status document shows of one task's pacing, shaped
+// for JSON: durations are Go duration text, as the document's "every" is.
+type TaskStatus struct {
+	Zone     Zone   `json:"zone"`
+	Batch    int    `json:"batch"`
+	Interval string `json:"interval"`
+	// CooldownRemaining is "0s" outside the cooldown zone.
+	CooldownRemaining string `json:"cooldownRemaining"`
+	// SuccessRate over the window's Samples outcomes, with its 95% Wilson
+	// interval [SuccessLow, SuccessHigh] as the confidence.
+	SuccessRate float64 `json:"successRate"`
+	Samples     int     `json:"samples"`
+	SuccessLow  float64 `json:"successLow"`
+	SuccessHigh float64 `json:"successHigh"`
+	// CompletionsPerMinute is the successes per minute over the window.
+	CompletionsPerMinute float64 `json:"completionsPerMinute"`
+	// RunsPerDay and ProjectedPerDay are where the current decision and the
+	// budget lead: runs a day, and items completed a day.
+	RunsPerDay      float64 `json:"runsPerDay"`
+	ProjectedPerDay float64 `json:"projectedPerDay"`
+	// Budget is the upstream's budget (remaining, run-out, requests a day);
+	// absent for a task without one.
+	Budget *BudgetStatus `json:"budget,omitempty"`
+	// ActionsPerDay is the Temporal actions the task costs a day at this
+	// pace, by Cost's formula, with runs lasting the last run's duration.
+	ActionsPerDay float64 `json:"actionsPerDay"`
+}
+
+// StatusOf reports a task's pacing at now without changing anything: safe in
+// a query handler. b may be nil; lastRun is the duration of the last run.
+func StatusOf(now time.Time, c *Controller, b *Budget, lastRun time.Duration, cost Cost) TaskStatus {
+	d := c.Snapshot(now)
+	st := TaskStatus{
+		Zone: d.Zone, Batch: d.Batch, Interval: d.Interval.String(), CooldownRemaining: d.CooldownRemaining.String(),
+		SuccessRate: d.SuccessRate, Samples: d.Samples, SuccessLow: d.SuccessLow, SuccessHigh: d.SuccessHigh,
+		CompletionsPerMinute: c.SuccessesPerMinute(now),
+	}
+	interval := d.Interval
+	if d.CooldownRemaining > 0 {
+		interval = c.Config.MaxInterval
+	}
+	perRun := float64(d.Batch)
+	st.RunsPerDay = float64(24*time.Hour) / float64(interval)
+	if b != nil {
+		bs := b.Status(now)
+		st.Budget = &bs
+		if w := b.perWindow(); w > 0 {
+			perRun = float64(min(d.Batch, w))
+		}
+		// Month pacing runs the task when a run's worth has accrued, which
+		// may be less often than its interval.
+		if bs.PacePerDay != nil && perRun > 0 {
+			st.RunsPerDay = min(st.RunsPerDay, *bs.PacePerDay/perRun)
+		}
+	}
+	success := 1.0
+	if d.Samples > 0 {
+		success = d.SuccessRate
+	}
+	st.ProjectedPerDay = st.RunsPerDay * perRun * success
+	st.ActionsPerDay = cost.ActionsPerDay(st.RunsPerDay, lastRun, 0)
+	return st
+}

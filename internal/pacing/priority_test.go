@@ -1,0 +1,106 @@
+package pacing
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func ago(d time.Duration) *time.Time { return tp(t0.Add(-d)) }
+
+func TestPick(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		give  []Item
+		giveN int
+		want  []int
+	}{
+		{name: "nothing allowed", give: []Item{{ID: "stx"}}, giveN: 0, want: nil},
+		{name: "room for all keeps list order",
+			give:  []Item{{ID: "a", RefreshedAt: ago(time.Minute)}, {ID: "b"}},
+			giveN: 5, want: []int{0, 1}},
+		{name: "never refreshed first",
+			give:  []Item{{ID: "a", RefreshedAt: ago(time.Hour)}, {ID: "b"}, {ID: "c", RefreshedAt: ago(2 * time.Hour)}},
+			giveN: 1, want: []int{1}},
+		{name: "oldest first, returned in list order",
+			give: []Item{
+				{ID: "a", RefreshedAt: ago(time.Minute)}, {ID: "b", RefreshedAt: ago(3 * time.Hour)},
+				{ID: "c", RefreshedAt: ago(time.Hour)}, {ID: "d", RefreshedAt: ago(2 * time.Hour)},
+			},
+			giveN: 2, want: []int{1, 3}},
+		{name: "weight beats age",
+			give: []Item{
+				{ID: "static", Weight: StaticWeight, RefreshedAt: ago(time.Hour)},
+				{ID: "tail", Weight: BottomWeight, RefreshedAt: ago(2 * time.Hour)},
+			},
+			giveN: 1, want: []int{0}},
+		{name: "ties go to the earlier item",
+			give: []Item{
+				{ID: "a", RefreshedAt: ago(time.Hour)}, {ID: "b", RefreshedAt: ago(time.Hour)}, {ID: "c", RefreshedAt: ago(time.Hour)},
+			},
+			giveN: 2, want: []int{0, 1}},
+		{name: "zero weight counts as 1000",
+			give: []Item{
+				{ID: "a", Weight: 1000, RefreshedAt: ago(time.Hour)}, {ID: "b", RefreshedAt: ago(2 * time.Hour)},
+			},
+			giveN: 1, want: []int{1}},
+		{name: "refreshed in the future counts as fresh",
+			give:  []Item{{ID: "a", RefreshedAt: tp(t0.Add(time.Hour))}, {ID: "b", RefreshedAt: ago(time.Second)}},
+			giveN: 1, want: []int{1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			require.Equal(t, tt.want, Pick(t0, tt.give, tt.giveN))
+		})
+	}
+}
+
+func TestRankWeights(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, []int{3000, 3000, 2000, 1500, 1000}, RankWeights(2, 3))
+	require.Equal(t, []int{3000, 2000}, RankWeights(1, 1))
+	require.Empty(t, RankWeights(0, 0))
+}
+
+// TestPickRotates refreshes 3 static and 50 traded tokens ten at a time,
+// every 43 minutes (the Starter plan's month pace): every token comes round,
+// static ones about every two hours, the least traded about every six (84
+// weight units share ten refreshes a run).
+func TestPickRotates(t *testing.T) {
+	t.Parallel()
+	weights := RankWeights(3, 50)
+	items := make([]Item, len(weights))
+	for i, w := range weights {
+		items[i] = Item{Weight: w}
+	}
+	count := make([]int, len(items))
+	maxAge := make([]time.Duration, len(items))
+	now := t0
+	for round := range 200 {
+		for i := range items {
+			// Never-refreshed tokens go first, so the first rounds are a
+			// cold start, not the steady rotation measured here.
+			if round >= 10 {
+				maxAge[i] = max(maxAge[i], now.Sub(*items[i].RefreshedAt))
+			}
+		}
+		picked := Pick(now, items, 10)
+		require.Len(t, picked, 10)
+		for _, i := range picked {
+			at := now
+			items[i].RefreshedAt = &at
+			count[i]++
+		}
+		now = now.Add(43 * time.Minute)
+	}
+	for i := range items {
+		require.Positive(t, count[i], "item %d never refreshed", i)
+	}
+	require.Greater(t, count[0], 2*count[52], "static tokens come round more often than the tail")
+	require.Greater(t, count[3], count[52], "the most traded more often than the least")
+	require.LessOrEqual(t, maxAge[52], 7*time.Hour)
+	require.LessOrEqual(t, maxAge[0], 3*time.Hour)
+}

@@ -1,0 +1,82 @@
+package workflows
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/schedule"
+)
+
+// FuzzParsePause feeds arbitrary payloads to the pause signal's parser at
+// arbitrary moments. An accepted pause always ends in the future and within
+// MaxPause, and says the same thing when written back in its canonical
+// form; a refused one yields no time at all.
+func FuzzParsePause(f *testing.F) {
+	now := t0.Unix()
+	for _, s := range []string{
+		`{"for":"30m"}`, `{"until":"2026-05-14T13:00:00Z"}`, `{"for":5}`, `{"for":"-3m"}`, `{"for":"0s"}`,
+		`{"until":"2001-01-01T00:00:00Z"}`, `{"until":"2999-01-01T00:00:00Z"}`, `{"for":"9999999h"}`,
+		`{"for":"1m","until":"2026-05-14T13:00:00Z"}`, `{"fro":"1m"}`, `{"FOR":"1m"}`, `{"for":"1m"}{}`,
+		`{"for":"1m","for":"2m"}`, `"1m"`, `[]`, `null`, ``, `{"until":"2026-05-14T13:00:00+14:00"}`,
+		`{"for":"１０m"}`, `{"for":"720h0m0.000000001s"}`, `{"until":"2026-06-13T12:00:00Z"}`,
+	} {
+		f.Add(s, now)
+	}
+	f.Fuzz(func(t *testing.T, raw string, unix int64) {
+		// Any moment between 1970 and 2200, where workflow time lives.
+		now := time.Unix(0, 0).UTC().Add(time.Duration(uint64(unix)%uint64(230*365*24*time.Hour/time.Second)) * time.Second)
+		end, err := ParsePause(json.RawMessage(raw), now)
+		if err != nil {
+			require.True(t, end.IsZero())
+			require.NotEmpty(t, err.Error())
+			return
+		}
+		require.True(t, end.After(now), "pause end %v is not after %v", end, now)
+		require.LessOrEqual(t, end.Sub(now), schedule.MaxPause)
+
+		var in PauseInput
+		require.NoError(t, json.Unmarshal([]byte(raw), &in))
+		canonical, err := json.Marshal(in)
+		require.NoError(t, err)
+		again, err := ParsePause(canonical, now)
+		require.NoError(t, err, "canonical form %s", canonical)
+		require.True(t, end.Equal(again))
+	})
+}
+
+// FuzzParseRefresh feeds arbitrary payloads to the refresh parser. An
+// accepted payload is an object naming one registered task or "all", and
+// selects registered tasks only, each once, in registration order.
+func FuzzParseRefresh(f *testing.F) {
+	for _, s := range []string{
+		`{"task":"tenero"}`, `{"task":"sweep"}`, `{"task":"all"}`, `{"task":"nope"}`, `{"task":""}`, `{}`,
+		`{"task":7}`, `{"task":["tenero"]}`, `{"task":"tenero","x":1}`, `{"task":"TENERO"}`, `{"Task":"sweep"}`,
+		`{"task":"tenero "}`, `{"task":"tenero"}{"task":"sweep"}`, `null`, ``, `"all"`, `{"task":"tener\u006f"}`,
+	} {
+		f.Add(s)
+	}
+	registered := []string{pacer.TaskTenero, pacer.TaskSweep}
+	f.Fuzz(func(t *testing.T, raw string) {
+		names, err := ParseRefresh(json.RawMessage(raw), registered)
+		if err != nil {
+			require.Nil(t, names)
+			return
+		}
+		require.NotEmpty(t, names)
+		var in RefreshInput
+		require.NoError(t, json.Unmarshal([]byte(raw), &in))
+		if in.Task == pacer.TaskAll {
+			require.Equal(t, registered, names)
+			return
+		}
+		require.Equal(t, []string{in.Task}, names)
+		require.True(t, slices.Contains(registered, in.Task), "selected an unregistered task %q", in.Task)
+		require.False(t, strings.ContainsAny(in.Task, " \t\n"))
+	})
+}

@@ -1,0 +1,180 @@
+package workflows
+
+import (
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/pacing"
+	"github.com/pacer-dev/pacer/internal/schedule"
+)
+
+// Upstream names key the budgets: one per upstream, shared by every task
+// that calls it.
+const (
+	upstreamTenero = "tenero"
+	upstreamHiro   = "hiro"
+)
+
+// Pacing is the adaptive state of one task, carried across continue-as-new.
+type Pacing struct {
+	Controller *pacing.Controller `json:"controller"`
+	// LastRun is how long the last run took (for cost estimates).
+	LastRun time.Duration `json:"lastRun"`
+}
+
+// pacingOn reports whether this run paces adaptively. Runs started before
+// pacing existed keep their fixed cadence and full batches until their next
+// continue-as-new, so their histories replay unchanged.
+func pacingOn(ctx workflow.Context) bool {
+	return workflow.GetVersion(ctx, changeAdaptivePacing, workflow.DefaultVersion, 1) >= 1
+}
+
+// controllerConfig is each task's bounds: never faster than its configured
+// cadence, never slower than its slowest useful pace, and a batch between a
+// floor that still gives the controller enough samples and the whole set.
+func controllerConfig(task string, cfg Config) pacing.ControllerConfig {
+	switch task {
+	case pacer.TaskTenero:
+		return pacing.ControllerConfig{MinBatch: 5, MaxBatch: maxTeneroBatch, InitialBatch: maxTeneroBatch,
+			MinInterval: cfg.TeneroEvery, MaxInterval: max(time.Hour, cfg.TeneroEvery), InitialInterval: cfg.TeneroEvery}
+	default:
+		page := cfg.SweepPageSize
+		if page <= 0 {
+			page = 100
+		}
+		return pacing.ControllerConfig{MinBatch: min(5, page), MaxBatch: page, InitialBatch: page,
+			MinInterval: cfg.SweepEvery, MaxInterval: max(2*time.Hour, cfg.SweepEvery), InitialInterval: cfg.SweepEvery}
+	}
+}
+
+// maxTeneroBatch covers the whole token set: static base, pegs and the top
+// 50 traded tokens.
+const maxTeneroBatch = 64
+
+func upstreamOf(task string) string {
+	if task == pacer.TaskTenero {
+		return upstreamTenero
+	}
+	return upstreamHiro
+}
+
+// budgetConfig keeps one request a minute in reserve: a paced run then stops
+// just short of the wall instead of hitting it (and the 5-minute back-off
+// SPEC §3 prescribes for an exhausted minute), and the agents' fast path
+// always has room on Hiro.
+func budgetConfig() pacing.BudgetConfig {
+	return pacing.BudgetConfig{Reserve: 1, MinuteReserve: 1}
+}
+
+// setupPacing creates or clamps each task's controller and each upstream's
+// budget, and points each task's cadence at its controller's interval.
+func (s *scheduler) setupPacing() {
+	if s.state.Pacing == nil {
+		s.state.Pacing = map[string]*Pacing{}
+	}
+	if s.state.Budgets == nil {
+		s.state.Budgets = map[string]*pacing.Budget{}
+	}
+	for _, d := range s.defs {
+		cc := controllerConfig(d.name, s.cfg)
+		p := s.state.Pacing[d.name]
+		switch {
+		case p == nil || p.Controller == nil:
+			c, err := pacing.NewController(cc)
+			if err != nil {
+				s.logger.Error("pacing.config_invalid", "task", d.name, "error", err.Error())
+				continue
+			}
+			s.state.Pacing[d.name] = &Pacing{Controller: c}
+		default:
+			if err := p.Controller.Clamp(cc); err != nil {
+				s.logger.Error("pacing.config_invalid", "task", d.name, "error", err.Error())
+			}
+		}
+		up := upstreamOf(d.name)
+		if s.state.Budgets[up] == nil {
+			s.state.Budgets[up] = pacing.NewBudget(budgetConfig())
+		}
+		s.tasks[d.name].Every = s.state.Pacing[d.name].Controller.Interval
+	}
+}
+
+// batch is how much the next run of task may do: the controller's batch,
+// capped by what the upstream's budget allows now. Zero means no limit
+// (pacing off).
+func (s *scheduler) batch(task string, now time.Time) int {
+	p := s.state.Pacing[task]
+	if !s.paced || p == nil {
+		return 0
+	}
+	d := p.Controller.Decide(now)
+	return max(1, s.state.Budgets[upstreamOf(task)].Cap(now, d.Batch))
+}
+
+// stopAt is the minute reserve the task's run keeps (0 with pacing off).
+func (s *scheduler) stopAt(task string) int {
+	if !s.paced {
+		return 0
+	}
+	return s.state.Budgets[upstreamOf(task)].StopAt()
+}
+
+// observe feeds a finished run to the task's controller and its upstream's
+// budget, then moves the task's cadence and its earliest next start.
+func (s *scheduler) observe(t *schedule.Task, run *pacer.Run, successes int, now time.Time) {
+	p := s.state.Pacing[t.Name]
+	if !s.paced || p == nil {
+		return
+	}
+	end := run.StartedAt.Add(time.Duration(run.DurationMs) * time.Millisecond)
+	if run.StartedAt.IsZero() || end.After(now) {
+		end = now
+	}
+	b := s.state.Budgets[upstreamOf(t.Name)]
+	b.Record(pacing.Report{Start: run.StartedAt, End: end, Requests: run.Requests, Rejected: run.Rejected,
+		MinuteRemaining: run.MinuteRemaining, MonthRemaining: run.MonthRemaining})
+	if successes+run.UpstreamFailed > 0 {
+		p.Controller.Observe(now, successes, run.UpstreamFailed)
+	} else if run.ErrorClass != "" {
+		p.Controller.Record(now, run.ErrorClass)
+	}
+	p.LastRun = time.Duration(run.DurationMs) * time.Millisecond
+	d := p.Controller.Decide(now)
+	t.Every = d.Interval
+	if ready := b.ReadyAt(now, d.Batch); ready.After(now) {
+		t.PacedUntil = &ready
+	} else {
+		t.PacedUntil = nil
+	}
+}
+
+// pacingStatus is a task's pacing in the status document, read-only.
+func (s *scheduler) pacingStatus(task string, now time.Time) *pacing.TaskStatus {
+	p := s.state.Pacing[task]
+	if !s.paced || p == nil {
+		return nil
+	}
+	st := pacing.StatusOf(now, p.Controller, s.state.Budgets[upstreamOf(task)], p.LastRun, pacing.DefaultCost())
+	return &st
+}
+
+// tune applies an operator's tune or reset to the selected tasks.
+func (s *scheduler) tune(in TuneInput, names []string, now time.Time) {
+	for _, name := range names {
+		p := s.state.Pacing[name]
+		if p == nil {
+			continue
+		}
+		if in.Reset {
+			p.Controller.Reset()
+		} else if err := p.Controller.Tune(in.batch, in.interval); err != nil {
+			s.logger.Warn("scheduler.message_rejected", "message", SignalTune, "reason", err.Error())
+			continue
+		}
+		d := p.Controller.Decide(now)
+		s.tasks[name].Every = d.Interval
+		s.logger.Info("scheduler.tuned", "task", name, "reset", in.Reset, "batch", d.Batch, "interval", d.Interval)
+	}
+}
