@@ -17,6 +17,7 @@ import (
 	"github.com/pacer-dev/pacer/internal/catalog"
 	"github.com/pacer-dev/pacer/internal/competition"
 	"github.com/pacer-dev/pacer/internal/hiro"
+	"github.com/pacer-dev/pacer/internal/metrics"
 	"github.com/pacer-dev/pacer/internal/store"
 	"github.com/pacer-dev/pacer/internal/tenero"
 )
@@ -30,6 +31,8 @@ type Activities struct {
 	// Verifier is the one verify path, shared with the HTTP fast path.
 	Verifier *competition.Verifier
 	Logger   *zap.Logger
+	// Metrics records each attempt; nil records nothing.
+	Metrics *metrics.Metrics
 }
 
 // Register registers every activity method under its method name (the
@@ -77,8 +80,9 @@ func keepHeartbeating(ctx context.Context, progress func() any) (stop func()) {
 
 // Options configure New.
 type Options struct {
-	Store  *store.Store
-	Logger *zap.Logger
+	Store   *store.Store
+	Logger  *zap.Logger
+	Metrics *metrics.Metrics
 
 	TeneroBaseURL, TeneroAPIKey string
 	HiroBaseURL, HiroAPIKey     string
@@ -113,6 +117,7 @@ func New(o Options) *Activities {
 		Store:   o.Store,
 		Catalog: cat,
 		Logger:  o.Logger,
+		Metrics: o.Metrics,
 		Tenero: tenero.New(tenero.Config{
 			BaseURL: o.TeneroBaseURL,
 			APIKey:  o.TeneroAPIKey,

@@ -36,14 +36,15 @@ type sweepProgress struct {
 // The cursor moves only after the whole page is processed, so a crash
 // rescans the page (already-known swaps cost no upstream call) and never
 // skips an agent.
-func (a *Activities) Sweep(ctx context.Context, in pacer.SweepInput) (pacer.SweepResult, error) {
+func (a *Activities) Sweep(ctx context.Context, in pacer.SweepInput) (res pacer.SweepResult, err error) {
 	started := time.Now()
+	defer func() { a.Metrics.ObserveSweep(time.Since(started), res, err) }()
 	size := in.PageSize
 	if size <= 0 {
 		size = DefaultSweepPage
 	}
 	log := a.Logger.With(zap.String("task", pacer.TaskSweep))
-	res := pacer.SweepResult{Run: pacer.Run{StartedAt: started.UTC()}, RejectionReasons: competition.RejectionReasons(nil)}
+	res = pacer.SweepResult{Run: pacer.Run{StartedAt: started.UTC()}, RejectionReasons: competition.RejectionReasons(nil)}
 
 	cursor, _, err := a.Store.GetState(ctx, store.StateSweepCursor)
 	if err != nil {
@@ -114,9 +115,11 @@ func (a *Activities) Sweep(ctx context.Context, in pacer.SweepInput) (pacer.Swee
 // quota, a permanent upstream answer, or the database gone.
 func (a *Activities) sweepAgent(ctx context.Context, log *zap.Logger, agent string, res *pacer.SweepResult) error {
 	page, err := a.Hiro.AddressTransactions(ctx, agent, txsPerAgent)
+	res.Requests++
 	a.noteQuota(res, page.Quota)
 	if err != nil {
 		res.HiroErrors++
+		countUpstream(&res.Run, pacer.ClassOf(err))
 		var se *hiro.StatusError
 		if errors.As(err, &se) {
 			a.noteQuota(res, se.Quota)
@@ -134,6 +137,10 @@ func (a *Activities) sweepAgent(ctx context.Context, log *zap.Logger, agent stri
 	for _, txid := range competition.FoundInPage(page, a.Catalog) {
 		res.Found++
 		o := a.Verifier.Verify(ctx, txid, competition.SourceSweep)
+		if o.Status != competition.StatusAlreadyKnown {
+			res.Requests++ // the verifier asked Hiro for the transaction
+		}
+		countUpstream(&res.Run, o.Class())
 		switch o.Status {
 		case competition.StatusInserted:
 			res.Inserted++
@@ -155,6 +162,17 @@ func (a *Activities) sweepAgent(ctx context.Context, log *zap.Logger, agent stri
 		}
 	}
 	return nil
+}
+
+// countUpstream counts a failed call against the upstream when the failure
+// was the upstream's own (not an item problem).
+func countUpstream(run *pacer.Run, class pacer.ErrorClass) {
+	if class.IsUpstreamFailure() {
+		run.UpstreamFailed++
+	}
+	if class == pacer.ClassRateLimit {
+		run.Rejected++
+	}
 }
 
 // noteQuota keeps the lowest remaining counts Hiro reported during the run.

@@ -21,9 +21,10 @@ const maxUpstreamStreak = 5
 // RefreshTenero refreshes USD prices (SPEC §4): the static base first, then
 // the tokens agents trade, pegs at 1 USD without a call, stopping at once
 // when Tenero says a quota is spent.
-func (a *Activities) RefreshTenero(ctx context.Context, in pacer.TeneroInput) (pacer.TeneroResult, error) {
+func (a *Activities) RefreshTenero(ctx context.Context, in pacer.TeneroInput) (res pacer.TeneroResult, err error) {
 	started := time.Now()
-	res := pacer.TeneroResult{Run: pacer.Run{StartedAt: started.UTC()}}
+	defer func() { a.Metrics.ObserveTenero(time.Since(started), res, err) }()
+	res = pacer.TeneroResult{Run: pacer.Run{StartedAt: started.UTC()}}
 	log := a.Logger.With(zap.String("task", pacer.TaskTenero))
 
 	traded, err := a.Store.TradedTokens(ctx, 50)
@@ -63,6 +64,7 @@ func (a *Activities) RefreshTenero(ctx context.Context, in pacer.TeneroInput) (p
 		}
 
 		p, err := a.Tenero.Price(ctx, id)
+		res.Requests++
 		if p.Quota.MinuteRemaining != nil {
 			res.MinuteRemaining = p.Quota.MinuteRemaining
 		}
@@ -73,6 +75,12 @@ func (a *Activities) RefreshTenero(ctx context.Context, in pacer.TeneroInput) (p
 			res.Failed++
 			class := pacer.ClassOf(err)
 			log.Warn("tenero.token_failed", zap.String("token", id), zap.String("class", string(class)), zap.Error(err))
+			if class.IsUpstreamFailure() {
+				res.UpstreamFailed++
+			}
+			if class == pacer.ClassRateLimit {
+				res.Rejected++
+			}
 			switch {
 			case class == pacer.ClassRateLimit:
 				stopClass, stopMsg = class, err.Error()
@@ -123,6 +131,13 @@ func (a *Activities) RefreshTenero(ctx context.Context, in pacer.TeneroInput) (p
 		}
 		if stopClass != "" {
 			res.Skipped = len(tokens) - i - 1
+			break
+		}
+		// A paced run keeps a small reserve of the minute: it ends here,
+		// normally, rather than spend the last request and hit the wall.
+		if left := p.Quota.MinuteRemaining; left != nil && *left <= in.StopAtMinuteRemaining && i < len(tokens)-1 {
+			res.Skipped = len(tokens) - i - 1
+			log.Info("tenero.minute_reserve_reached", zap.Int("minuteRemaining", *left), zap.Int("left", res.Skipped))
 			break
 		}
 	}

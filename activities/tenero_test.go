@@ -49,10 +49,15 @@ func newTeneroFixture(t *testing.T, cfg sim.Config) *teneroFixture {
 // run executes RefreshTenero the way a worker does.
 func (f *teneroFixture) run(t *testing.T) (pacer.TeneroResult, error) {
 	t.Helper()
+	return f.runWith(t, pacer.TeneroInput{})
+}
+
+func (f *teneroFixture) runWith(t *testing.T, in pacer.TeneroInput) (pacer.TeneroResult, error) {
+	t.Helper()
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestActivityEnvironment()
 	env.RegisterActivity(f.acts)
-	v, err := env.ExecuteActivity(f.acts.RefreshTenero, pacer.TeneroInput{})
+	v, err := env.ExecuteActivity(f.acts.RefreshTenero, in)
 	var res pacer.TeneroResult
 	if err != nil {
 		var appErr *temporal.ApplicationError
@@ -142,4 +147,24 @@ func TestRefreshTeneroDatabaseDownIsRetryable(t *testing.T) {
 func isRetryable(err error) bool {
 	var appErr *temporal.ApplicationError
 	return errors.As(err, &appErr) && !appErr.NonRetryable()
+}
+
+func TestRefreshTeneroKeepsTheMinuteReserve(t *testing.T) {
+	t.Parallel()
+	f := newTeneroFixture(t, sim.Config{Seed: 3, Tenero: sim.TeneroConfig{Anonymous: sim.Limits{PerMinute: 3}}})
+	res, err := f.runWith(t, pacer.TeneroInput{StopAtMinuteRemaining: 1})
+	require.NoError(t, err, "stopping at the reserve is a normal finish")
+	require.False(t, res.RateLimited)
+	require.Equal(t, 2, res.Requests)
+	require.Equal(t, 1, *res.MinuteRemaining)
+	require.Equal(t, len(catalog.Default().TokenSet(nil))-2, res.Skipped)
+
+	// A batch cut keeps the static base first.
+	f2 := newTeneroFixture(t, sim.Config{Seed: 3})
+	res, err = f2.runWith(t, pacer.TeneroInput{MaxTokens: 2})
+	require.NoError(t, err)
+	require.Equal(t, 2, res.TokensAttempted)
+	prices, err := f2.st.Prices(context.Background(), catalog.Default().StaticBase()[:2])
+	require.NoError(t, err)
+	require.Len(t, prices, 2)
 }

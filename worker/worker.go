@@ -11,11 +11,15 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/contrib/envconfig"
+	"go.temporal.io/sdk/interceptor"
+	"go.temporal.io/sdk/temporal"
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.uber.org/zap"
 
+	"github.com/pacer-dev/pacer"
 	"github.com/pacer-dev/pacer/activities"
 	"github.com/pacer-dev/pacer/internal/logging"
 	"github.com/pacer-dev/pacer/workflows"
@@ -32,13 +36,32 @@ type DialOptions struct {
 	Address   string
 	Namespace string
 	Logger    *zap.Logger
+	// MetricsHandler receives the SDK's metrics (client requests, and the
+	// workers built on this client: polls, task and activity latencies,
+	// failures); nil drops them.
+	MetricsHandler client.MetricsHandler
 }
 
 // Dial connects a Temporal client.
 func Dial(ctx context.Context, o DialOptions) (client.Client, error) {
-	opts, err := envconfig.LoadClientOptions(envconfig.LoadClientOptionsRequest{})
+	opts, err := clientOptions(o, nil)
 	if err != nil {
-		return nil, fmt.Errorf("temporal config: %w", err)
+		return nil, err
+	}
+	c, err := client.DialContext(ctx, opts)
+	if err != nil {
+		return nil, fmt.Errorf("dial temporal at %s: %w", opts.HostPort, err)
+	}
+	return c, nil
+}
+
+// clientOptions resolves where and how to connect: the SDK's environment
+// configuration (env read through env, the process environment when nil),
+// then o's non-empty fields over it, then the local dev server's address.
+func clientOptions(o DialOptions, env envconfig.EnvLookup) (client.Options, error) {
+	opts, err := envconfig.LoadClientOptions(envconfig.LoadClientOptionsRequest{EnvLookup: env})
+	if err != nil {
+		return client.Options{}, fmt.Errorf("temporal config: %w", err)
 	}
 	if o.Address != "" {
 		opts.HostPort = o.Address
@@ -52,11 +75,10 @@ func Dial(ctx context.Context, o DialOptions) (client.Client, error) {
 	if o.Logger != nil {
 		opts.Logger = logging.Temporal(o.Logger)
 	}
-	c, err := client.DialContext(ctx, opts)
-	if err != nil {
-		return nil, fmt.Errorf("dial temporal at %s: %w", opts.HostPort, err)
+	if o.MetricsHandler != nil {
+		opts.MetricsHandler = o.MetricsHandler
 	}
-	return c, nil
+	return opts, nil
 }
 
 // Scheduler names the singleton and how to start it.
@@ -88,8 +110,12 @@ func EnsureRunning(ctx context.Context, c client.Client, s Scheduler) (string, e
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		StaticSummary:            "pacer scheduler " + s.WorkflowID,
-		StaticDetails: "Keeps rate-limited upstream data fresh: runs the tenero price refresh on its cadence. " +
-			"Operate with signals pause/resume/refresh, update refreshNow, query status.",
+		// The Web UI shows this on the workflow page; the current state is in
+		// the workflow's current details (temporal workflow metadata).
+		StaticDetails: "Keeps rate-limited upstream data fresh: task tenero refreshes USD prices from Tenero, " +
+			"task sweep records the competition's swaps found through Hiro, each on its own cadence. " +
+			`Operate with query status; signals pause {"for":"30m"}, resume, refresh {"task":"sweep"}; ` +
+			`update refreshNow {"task":"tenero"|"sweep"|"all"}.`,
 	}, workflows.WorkflowType, workflows.SchedulerInput{Config: s.Config})
 	if err != nil {
 		return "", fmt.Errorf("start scheduler %s: %w", s.WorkflowID, err)
@@ -152,10 +178,87 @@ func New(c client.Client, taskQueue string, acts *activities.Activities) sdkwork
 	w := sdkworker.New(c, taskQueue, sdkworker.Options{
 		// On SIGTERM give in-flight activities time to finish; what does not
 		// finish is retried elsewhere by Temporal.
-		WorkerStopTimeout: 30 * time.Second,
+		WorkerStopTimeout: StopTimeout,
+		Interceptors:      []interceptor.WorkerInterceptor{&retryOnStop{}},
 	})
 	Register(w, acts)
 	return w
+}
+
+// StopTimeout is how long a stopping worker waits for its in-flight
+// activities. A process manager must wait longer than this between SIGTERM
+// and SIGKILL (docker compose's stop_grace_period, Kubernetes'
+// terminationGracePeriodSeconds).
+const StopTimeout = 30 * time.Second
+
+// stopGrace is how long an activity may go on once its worker is stopping
+// before retryOnStop hands it back: long enough for a tenero run to end, and
+// short of StopTimeout so that the hand-back is reported while the worker
+// still stands.
+const stopGrace = StopTimeout - 5*time.Second
+
+// errHandedBack is the cancellation cause of an activity that retryOnStop cut
+// short.
+var errHandedBack = errors.New("worker stopping: activity handed back")
+
+// retryOnStop hands an activity that outlasts its worker's stop back to
+// Temporal for another worker. Left alone, the SDK would cancel the
+// activity's context at StopTimeout and the activity would fail with
+// whatever class a cancellation looks like (a non-retryable timeout),
+// recording a failed run for a task that did not fail, and the worker
+// might exit before even reporting that. Instead, stopGrace after the stop
+// began, the activity's context is cancelled and its failure replaced by a
+// retryable transport error: Temporal retries it on another worker (the
+// workflow's retry policy) and a sweep resumes there from its last
+// heartbeat.
+type retryOnStop struct {
+	interceptor.WorkerInterceptorBase
+	grace time.Duration // zero: stopGrace
+}
+
+func (r *retryOnStop) InterceptActivity(_ context.Context, next interceptor.ActivityInboundInterceptor) interceptor.ActivityInboundInterceptor {
+	i := &retryOnStopActivity{grace: r.grace}
+	if i.grace <= 0 {
+		i.grace = stopGrace
+	}
+	i.Next = next
+	return i
+}
+
+type retryOnStopActivity struct {
+	interceptor.ActivityInboundInterceptorBase
+	grace time.Duration
+}
+
+func (a *retryOnStopActivity) ExecuteActivity(ctx context.Context, in *interceptor.ExecuteActivityInput) (any, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stopping := activity.GetWorkerStopChannel(ctx)
+	finished := make(chan struct{})
+	defer close(finished)
+	go func() {
+		select {
+		case <-finished:
+			return
+		case <-stopping:
+		}
+		t := time.NewTimer(a.grace)
+		defer t.Stop()
+		select {
+		case <-finished:
+		case <-t.C:
+			cancel(errHandedBack)
+		}
+	}()
+
+	out, err := a.Next.ExecuteActivity(ctx, in)
+	if err != nil && ctx.Err() != nil &&
+		(errors.Is(context.Cause(ctx), errHandedBack) || errors.Is(context.Cause(ctx), sdkworker.ErrWorkerShutdown)) {
+		// A new error, not a wrap: Temporal reads the outermost error only.
+		return out, temporal.NewApplicationErrorWithOptions("worker stopped mid-run; retried on another worker",
+			string(pacer.ClassTransport), temporal.ApplicationErrorOptions{})
+	}
+	return out, err
 }
 
 // Register registers pacer's workflows and activities on r.

@@ -102,14 +102,18 @@ func (s *scheduler) setupPacing() {
 }
 
 // batch is how much the next run of task may do: the controller's batch,
-// capped by what the upstream's budget allows now. Zero means no limit
-// (pacing off).
-func (s *scheduler) batch(task string, now time.Time) int {
+// capped by what the upstream's budget allows now. An operator's refresh
+// gets the controller's whole batch: the budget books the overspend and
+// paces the runs after it. Zero means no limit (pacing off).
+func (s *scheduler) batch(task string, now time.Time, forced bool) int {
 	p := s.state.Pacing[task]
 	if !s.paced || p == nil {
 		return 0
 	}
 	d := p.Controller.Decide(now)
+	if forced {
+		return d.Batch
+	}
 	return max(1, s.state.Budgets[upstreamOf(task)].Cap(now, d.Batch))
 }
 

@@ -97,7 +97,8 @@ func SchedulerWorkflow(ctx workflow.Context, in SchedulerInput) error {
 type taskDef struct {
 	name  string
 	every func(Config) time.Duration
-	run   func(ctx workflow.Context, s *scheduler) schedule.Outcome
+	// run runs the task once; forced is true for an operator's refresh.
+	run func(ctx workflow.Context, s *scheduler, forced bool) schedule.Outcome
 }
 
 // taskDefs lists the tasks in a fixed order: the order of starts, of the
@@ -295,9 +296,10 @@ func (s *scheduler) startRuns(ctx workflow.Context, now time.Time, draining bool
 		if !t.ShouldStart(now, s.state.PausedUntil) || (draining && !t.Requested) {
 			continue
 		}
+		forced := t.Requested
 		t.Begin(now)
 		workflow.Go(ctx, func(ctx workflow.Context) {
-			o := d.run(ctx, s)
+			o := d.run(ctx, s, forced)
 			if t.Finish(workflow.Now(ctx), o, s.cfg.breaker()) {
 				s.logger.Error("scheduler.breaker_tripped", "task", d.name, "consecutiveFailures", t.ConsecutiveFailures,
 					"class", o.Class, "error", o.Message, "probeAt", t.BreakerUntil,
@@ -551,9 +553,9 @@ func runTask[R any, P result[R]](ctx workflow.Context, opts workflow.ActivityOpt
 	}
 }
 
-func runTenero(ctx workflow.Context, s *scheduler) schedule.Outcome {
+func runTenero(ctx workflow.Context, s *scheduler, forced bool) schedule.Outcome {
 	in := pacer.TeneroInput{
-		MaxTokens:             s.batch(pacer.TaskTenero, workflow.Now(ctx)),
+		MaxTokens:             s.batch(pacer.TaskTenero, workflow.Now(ctx), forced),
 		StopAtMinuteRemaining: s.stopAt(pacer.TaskTenero),
 	}
 	res, o := runTask[pacer.TeneroResult](ctx, activityOptions("tenero price refresh", 10*time.Minute),
@@ -566,10 +568,10 @@ func runTenero(ctx workflow.Context, s *scheduler) schedule.Outcome {
 	return o
 }
 
-func runSweep(ctx workflow.Context, s *scheduler) schedule.Outcome {
+func runSweep(ctx workflow.Context, s *scheduler, forced bool) schedule.Outcome {
 	page := s.cfg.SweepPageSize
 	if s.paced {
-		page = s.batch(pacer.TaskSweep, workflow.Now(ctx))
+		page = s.batch(pacer.TaskSweep, workflow.Now(ctx), forced)
 	}
 	res, o := runTask[pacer.SweepResult](ctx, activityOptions("competition swap sweep", 20*time.Minute),
 		ActivitySweep, pacer.SweepInput{PageSize: page})

@@ -35,6 +35,10 @@ type Options struct {
 	// StatusTTL is how long a status answer is reused: each query is a billed
 	// action on Temporal Cloud. Zero means 5 seconds.
 	StatusTTL time.Duration
+	// Metrics serves GET /metrics: the process's one registry, shared by the
+	// Temporal SDK and pacer (metrics.Metrics.Handler). Nil serves the
+	// default Prometheus registry.
+	Metrics http.Handler
 }
 
 // Server is the HTTP handler.
@@ -58,6 +62,9 @@ func New(o Options) *Server {
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()
 	}
+	if o.Metrics == nil {
+		o.Metrics = promhttp.Handler()
+	}
 	s := &Server{o: o, mux: http.NewServeMux()}
 	s.mux.HandleFunc("GET /api/prices", s.prices)
 	s.mux.HandleFunc("GET /api/scheduler/status", s.status)
@@ -67,7 +74,7 @@ func New(o Options) *Server {
 		writeJSON(w, http.StatusOK, map[string]any{"ok": true})
 	})
 	s.mux.HandleFunc("GET /readyz", s.ready)
-	s.mux.Handle("GET /metrics", promhttp.Handler())
+	s.mux.Handle("GET /metrics", o.Metrics)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path)
 	})

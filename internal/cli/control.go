@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -68,8 +69,14 @@ func newStatusCmd(c *config) *cobra.Command {
 				defer t.Stop()
 				for {
 					fmt.Fprint(out, "\033[H\033[2J") // clear the terminal
-					if err := show(); err != nil {
-						fmt.Fprintf(out, "status unavailable: %v\n", err)
+					st, err := worker.Status(cmd.Context(), tc, c.workflowID)
+					switch {
+					case err != nil:
+						fmt.Fprintf(out, "%s  status unavailable: %v\n", time.Now().UTC().Format(time.RFC3339), err)
+					case asJSON:
+						_ = printJSON(out, st)
+					default:
+						_ = printWatch(out, st, time.Now(), every)
 					}
 					select {
 					case <-cmd.Context().Done():
@@ -118,12 +125,7 @@ func printStatus(w io.Writer, st workflows.Status) error {
 	slices.Sort(names)
 	for _, name := range names {
 		t := st.Tasks[name]
-		state := "idle"
-		if t.Running {
-			state = "running"
-		} else if t.Requested {
-			state = "requested"
-		}
+		state := taskState(t)
 		lastErr := "-"
 		if t.LastError != nil {
 			lastErr = fmt.Sprintf("%s at %s: %s", t.LastError.Class, t.LastError.At.UTC().Format(time.RFC3339), t.LastError.Message)
@@ -138,6 +140,121 @@ func printStatus(w io.Writer, st workflows.Status) error {
 		fmt.Fprintf(tw, "last sweep\t%s\n", sweepLine(r))
 	}
 	return tw.Flush()
+}
+
+// printWatch is the live operator view of status --watch: a header, one
+// line per task, and the last error of a failing task, in about 120
+// columns. Times are relative to now, the local clock, so they keep moving
+// while the workflow sleeps (its own "now" is the time of its last event).
+func printWatch(w io.Writer, st workflows.Status, now time.Time, every time.Duration) error {
+	state := "running"
+	if st.PausedUntil != nil {
+		state = "PAUSED until " + st.PausedUntil.UTC().Format(time.RFC3339) + " (" + relTime(st.PausedUntil, now) + ")"
+	}
+	fmt.Fprintf(w, "%s  run %s  gen %d  %d events  at %s  (every %s, Ctrl-C stops)\n",
+		st.WorkflowID, shortID(st.RunID), st.Generation, st.HistoryLength, now.UTC().Format(time.RFC3339), every)
+	fmt.Fprintf(w, "%s; next wake %s\n\n", state, relTime(st.NextWakeAt, now))
+
+	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
+	fmt.Fprintln(tw, "TASK\tSTATE\tEVERY\tLAST RUN\tNEXT DUE\tFAILS\tBREAKER\tBATCH\tZONE\tQUOTA MIN/MONTH\tLAST RESULT")
+	var failing []string
+	for _, name := range slices.Sorted(maps.Keys(st.Tasks)) {
+		t := st.Tasks[name]
+		breaker := "closed"
+		if t.Breaker.Open {
+			breaker = "OPEN, probe " + relTime(t.Breaker.ProbeAt, now)
+		}
+		run, last := lastRun(st, name)
+		quota := "-"
+		if run != nil {
+			quota = optInt(run.MinuteRemaining) + "/" + optInt(run.MonthRemaining)
+		}
+		// A run from before adaptive pacing has no pacing: "-".
+		every, batch, zone := t.Every, "-", "-"
+		if p := t.Pacing; p != nil {
+			every, batch, zone = p.Interval, strconv.Itoa(p.Batch), string(p.Zone)
+			if p.Budget != nil && p.Budget.RunsOutEarly {
+				quota += " RUNS OUT EARLY"
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", name, taskState(t), every,
+			relTime(t.LastRunAt, now), relTime(t.NextDueAt, now), st.ConsecutiveFailures[name], breaker,
+			batch, zone, quota, last)
+		if st.ConsecutiveFailures[name] > 0 && t.LastError != nil {
+			failing = append(failing, fmt.Sprintf("%s: %s %s: %s", name, t.LastError.Class,
+				relTime(&t.LastError.At, now), clipLine(t.LastError.Message, 100)))
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, f := range failing {
+		fmt.Fprintf(w, "\nlast error  %s", f)
+	}
+	if len(failing) > 0 {
+		fmt.Fprintln(w)
+	}
+	return nil
+}
+
+// taskState is a task's state in one word.
+func taskState(t workflows.TaskStatus) string {
+	switch {
+	case t.Running:
+		return "running"
+	case t.Requested:
+		return "requested"
+	}
+	return "idle"
+}
+
+// lastRun returns a task's last result's run part and a short summary of it.
+func lastRun(st workflows.Status, task string) (*pacer.Run, string) {
+	switch {
+	case task == pacer.TaskTenero && st.LastTeneroResult != nil:
+		r := st.LastTeneroResult
+		if r.ErrorClass != "" {
+			return &r.Run, "FAILED " + string(r.ErrorClass)
+		}
+		return &r.Run, fmt.Sprintf("ok %d/%d tokens, %d written, %dms", r.Succeeded, r.TokensAttempted, r.Written, r.DurationMs)
+	case task == pacer.TaskSweep && st.LastSweepResult != nil:
+		r := st.LastSweepResult
+		if r.ErrorClass != "" {
+			return &r.Run, "FAILED " + string(r.ErrorClass)
+		}
+		return &r.Run, fmt.Sprintf("ok %d agents, %d found, %d inserted, %d rejected, %dms", r.Scanned, r.Found, r.Inserted, r.Rejected, r.DurationMs)
+	}
+	return nil, "-"
+}
+
+// relTime says when t is relative to now, compactly ("in 3m40s", "12s ago").
+func relTime(t *time.Time, now time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	d := t.Sub(now).Round(time.Second)
+	switch {
+	case d > 0:
+		return "in " + d.String()
+	case d < 0:
+		return (-d).String() + " ago"
+	}
+	return "now"
+}
+
+func shortID(id string) string {
+	if len(id) > 8 {
+		return id[:8] + "…"
+	}
+	return id
+}
+
+func clipLine(s string, n int) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return s
 }
 
 func optInt(p *int) string {

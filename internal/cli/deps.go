@@ -10,6 +10,7 @@ import (
 
 	"github.com/pacer-dev/pacer/activities"
 	"github.com/pacer-dev/pacer/internal/logging"
+	"github.com/pacer-dev/pacer/internal/metrics"
 	"github.com/pacer-dev/pacer/internal/store"
 	"github.com/pacer-dev/pacer/worker"
 	"github.com/pacer-dev/pacer/workflows"
@@ -31,14 +32,15 @@ func (c *config) openStore(ctx context.Context) (*store.Store, error) {
 	return s, nil
 }
 
-func (c *config) dial(ctx context.Context, log *zap.Logger) (client.Client, error) {
-	return worker.Dial(ctx, worker.DialOptions{Address: c.temporalAddress, Namespace: c.namespace, Logger: log})
+// dial connects to Temporal; mh receives the SDK's metrics (nil drops them).
+func (c *config) dial(ctx context.Context, log *zap.Logger, mh client.MetricsHandler) (client.Client, error) {
+	return worker.Dial(ctx, worker.DialOptions{Address: c.temporalAddress, Namespace: c.namespace, Logger: log, MetricsHandler: mh})
 }
 
 // dialQuiet dials for one-shot operator commands, whose output must not be
 // interleaved with SDK log lines.
 func (c *config) dialQuiet(ctx context.Context) (client.Client, error) {
-	return c.dial(ctx, zap.NewNop())
+	return c.dial(ctx, zap.NewNop(), nil)
 }
 
 func (c *config) scheduler() worker.Scheduler {
@@ -49,10 +51,11 @@ func (c *config) scheduler() worker.Scheduler {
 	}
 }
 
-func (c *config) activities(st *store.Store, log *zap.Logger) *activities.Activities {
+func (c *config) activities(st *store.Store, log *zap.Logger, m *metrics.Metrics) *activities.Activities {
 	return activities.New(activities.Options{
 		Store:            st,
 		Logger:           log,
+		Metrics:          m,
 		TeneroBaseURL:    c.teneroBaseURL,
 		TeneroAPIKey:     c.teneroAPIKey,
 		HiroBaseURL:      c.hiroBaseURL,

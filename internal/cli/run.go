@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
@@ -12,23 +13,32 @@ import (
 	"github.com/pacer-dev/pacer/internal/api"
 	"github.com/pacer-dev/pacer/internal/catalog"
 	"github.com/pacer-dev/pacer/internal/competition"
+	"github.com/pacer-dev/pacer/internal/metrics"
 	"github.com/pacer-dev/pacer/internal/store"
 	"github.com/pacer-dev/pacer/worker"
 	"github.com/pacer-dev/pacer/workflows"
 )
 
+// Command builds pacer's command tree without running it, so that a check
+// outside this package (deploy's compose test) can hold deployment command
+// lines to the real commands and flags.
+func Command() *cobra.Command { return newRoot() }
+
 func newWorkerCmd(c *config) *cobra.Command {
 	var migrate bool
+	var metricsAddr string
 	cmd := &cobra.Command{
 		Use:   "worker",
 		Short: "Run the Temporal worker, keep the scheduler running, and serve the HTTP API",
 		Args:  wrapArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return c.runStack(cmd.Context(), stackOptions{worker: true, http: c.httpAddr, migrate: migrate})
+			return c.runStack(cmd.Context(), stackOptions{worker: true, http: c.httpAddr, metrics: metricsAddr, migrate: migrate})
 		},
 	}
 	cmd.Flags().BoolVar(&migrate, "migrate", true, "apply database migrations at start")
 	cmd.Flags().StringVar(&c.httpAddr, "http", env("PACER_HTTP_ADDR", "127.0.0.1:8080"), `HTTP API address, "" for none [PACER_HTTP_ADDR]`)
+	cmd.Flags().StringVar(&metricsAddr, "metrics-addr", env("PACER_METRICS_ADDR", ""),
+		`serve /metrics and /healthz alone on this address, for a worker run with --http "" [PACER_METRICS_ADDR]`)
 	return cmd
 }
 
@@ -72,6 +82,8 @@ type stackOptions struct {
 	worker  bool
 	migrate bool
 	http    string
+	// metrics is an address serving /metrics without the API.
+	metrics string
 	// onReady, when set, is called once everything is up.
 	onReady func()
 }
@@ -94,13 +106,20 @@ func (c *config) runStack(ctx context.Context, o stackOptions) error {
 		}
 		log.Info("store.migrated")
 	}
-	tc, err := c.dial(ctx, log)
+	// One registry per process: the SDK's series (through the client's
+	// handler) and pacer's land in it, and /metrics serves it.
+	m := metrics.New()
+	sdkMetrics, err := m.TemporalHandler()
+	if err != nil {
+		return err
+	}
+	tc, err := c.dial(ctx, log, sdkMetrics)
 	if err != nil {
 		return err
 	}
 	defer tc.Close()
 
-	acts := c.activities(st, log)
+	acts := c.activities(st, log, m)
 	g, ctx := errgroup.WithContext(ctx)
 	if o.worker {
 		g.Go(func() error {
@@ -108,8 +127,21 @@ func (c *config) runStack(ctx context.Context, o stackOptions) error {
 		})
 	}
 	if o.http != "" {
-		h := c.apiHandler(st, tc, acts.Verifier, log)
+		// The gauges read from the database and from the scheduler's status
+		// go with the API: they describe what all processes share, so the
+		// API's scrape is the one place to read them. A status query is a
+		// billed action: at most two a minute.
+		if err := m.WatchStore(st, catalog.Default()); err != nil {
+			return err
+		}
+		if err := m.WatchScheduler(c.status(tc), 30*time.Second); err != nil {
+			return err
+		}
+		h := c.apiHandler(st, tc, acts.Verifier, m, log)
 		g.Go(func() error { return api.Serve(ctx, o.http, h, log) })
+	}
+	if o.metrics != "" {
+		g.Go(func() error { return api.Serve(ctx, o.metrics, m.ServeMux(), log.Named("metrics")) })
 	}
 	if o.onReady != nil {
 		o.onReady()
@@ -117,18 +149,24 @@ func (c *config) runStack(ctx context.Context, o stackOptions) error {
 	return g.Wait()
 }
 
-func (c *config) apiHandler(st *store.Store, tc client.Client, v *competition.Verifier, log *zap.Logger) *api.Server {
+func (c *config) apiHandler(st *store.Store, tc client.Client, v *competition.Verifier, m *metrics.Metrics, log *zap.Logger) *api.Server {
 	return api.New(api.Options{
 		Store:    st,
 		Verifier: v,
 		Catalog:  catalog.Default(),
 		Logger:   log.Named("api"),
-		Status: func(ctx context.Context) (workflows.Status, error) {
-			return worker.Status(ctx, tc, c.workflowID)
-		},
+		Metrics:  m.Handler(),
+		Status:   c.status(tc),
 		TemporalHealth: func(ctx context.Context) error {
 			_, err := tc.CheckHealth(ctx, &client.CheckHealthRequest{})
 			return err
 		},
 	})
+}
+
+// status runs the scheduler's status query.
+func (c *config) status(tc client.Client) func(context.Context) (workflows.Status, error) {
+	return func(ctx context.Context) (workflows.Status, error) {
+		return worker.Status(ctx, tc, c.workflowID)
+	}
 }
