@@ -6,8 +6,17 @@ TEMPORAL_CLI_VERSION := v1.5.1
 BIN := $(CURDIR)/bin
 TEMPORAL := $(BIN)/temporal
 GO_TEST_FLAGS ?= -race -count=1
+FUZZTIME ?= 10s
+# package:target pairs; go test fuzzes one target per invocation.
+FUZZ_TARGETS := \
+	internal/competition:FuzzParseSwap internal/competition:FuzzVerify \
+	internal/tenero:FuzzDecodeToken internal/tenero:FuzzDecodeTokenNumber internal/tenero:FuzzPriceResponse \
+	internal/tenero:FuzzParseQuota internal/tenero:FuzzParsePrice \
+	internal/hiro:FuzzParseQuota internal/hiro:FuzzTxResponse internal/hiro:FuzzAddressTransactionsResponse \
+	internal/catalog:FuzzValidTokenID internal/api:FuzzParseTokens \
+	workflows:FuzzParsePause workflows:FuzzParseRefresh workflows:FuzzParseTune
 
-.PHONY: help build dev test test-unit lint tools clean postgres histories bench
+.PHONY: help build dev test test-unit lint tools clean postgres histories bench fuzz
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -27,8 +36,15 @@ postgres: ## make sure PostgreSQL answers on 127.0.0.1:5432 (starts the local cl
 dev: build tools postgres ## run the whole stack locally: Temporal dev server + Web UI, simulator, worker, API
 	$(BIN)/pacer dev --log-format console
 
-test: tools postgres ## run every test: unit, workflow (testsuite) and integration (dev server + Postgres)
+test: tools postgres ## run every test: unit, workflow (testsuite), integration (dev server + Postgres), then a brief fuzz
 	go test $(GO_TEST_FLAGS) ./...
+	@$(MAKE) --no-print-directory fuzz FUZZTIME=1s
+
+fuzz: ## fuzz every target for FUZZTIME each (default 10s; seed corpora also run in make test)
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	  pkg=$${t%%:*}; fn=$${t##*:}; echo "fuzz $$fn ($$pkg, $(FUZZTIME))"; \
+	  go test -run='^$$' -fuzz="^$$fn\$$" -fuzztime=$(FUZZTIME) ./$$pkg/ > /tmp/pacer-fuzz.log 2>&1 || { cat /tmp/pacer-fuzz.log; exit 1; }; \
+	done; echo "fuzz: $(words $(FUZZ_TARGETS)) targets passed"
 
 test-unit: ## run the tests that need nothing running
 	go test -count=1 ./workflows/ ./internal/schedule/ ./internal/catalog/ ./internal/tenero/ ./internal/hiro/ ./internal/competition/ ./internal/sim/ ./internal/pacing/...

@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 	"errors"
+	"maps"
 	"sync"
 	"time"
 
@@ -69,20 +70,28 @@ func (a *Activities) Sweep(ctx context.Context, in pacer.SweepInput) (res pacer.
 	defer keepHeartbeating(ctx, snapshot)()
 
 	var stop error // ends the walk early; the cursor then stays put
+	var lastErr error
 	for i := prog.Done; i < len(agents) && stop == nil; i++ {
 		if err := ctx.Err(); err != nil {
 			return res, runError(pacer.ClassTimeout, "sweep cancelled: "+err.Error(), res)
 		}
-		if stop = a.sweepAgent(ctx, log, agents[i], &res); stop != nil {
+		if stop, lastErr = a.sweepAgent(ctx, log, agents[i], &res, lastErr); stop != nil {
 			break
 		}
 		mu.Lock()
+		// The heartbeat goroutine encodes prog while the walk goes on: it
+		// gets its own copy of the reasons map.
 		prog.Done, prog.Result = i+1, res
+		prog.Result.RejectionReasons = maps.Clone(res.RejectionReasons)
 		mu.Unlock()
 		activity.RecordHeartbeat(ctx, snapshot())
 	}
 
 	res.DurationMs = time.Since(started).Milliseconds()
+	if stop == nil && res.Scanned == 0 && lastErr != nil {
+		// Not one agent could be listed: the run failed, whatever the class.
+		stop = lastErr
+	}
 	if stop != nil {
 		class := pacer.ClassOf(stop)
 		res.ErrorClass, res.Error = class, stop.Error()
@@ -113,7 +122,8 @@ func (a *Activities) Sweep(ctx context.Context, in pacer.SweepInput) (res pacer.
 // sweepAgent lists one agent's recent transactions and verifies the swaps
 // among them. It returns an error only when the walk must stop: a spent
 // quota, a permanent upstream answer, or the database gone.
-func (a *Activities) sweepAgent(ctx context.Context, log *zap.Logger, agent string, res *pacer.SweepResult) error {
+// It also returns the listing error, if any, else last.
+func (a *Activities) sweepAgent(ctx context.Context, log *zap.Logger, agent string, res *pacer.SweepResult, last error) (stop, listErr error) {
 	page, err := a.Hiro.AddressTransactions(ctx, agent, txsPerAgent)
 	res.Requests++
 	a.noteQuota(res, page.Quota)
@@ -129,9 +139,9 @@ func (a *Activities) sweepAgent(ctx context.Context, log *zap.Logger, agent stri
 		}
 		switch pacer.ClassOf(err) {
 		case pacer.ClassRateLimit, pacer.ClassPermanent:
-			return err
+			return err, err
 		}
-		return nil // the walk goes on; the next pass looks at this agent again
+		return nil, err // the walk goes on; the next pass looks at this agent again
 	}
 	res.Scanned++
 	for _, txid := range competition.FoundInPage(page, a.Catalog) {
@@ -156,12 +166,12 @@ func (a *Activities) sweepAgent(ctx context.Context, log *zap.Logger, agent stri
 		}
 		switch {
 		case o.Reason == competition.ReasonDBUnavailable:
-			return &pacer.Error{Class: pacer.ClassTransport, Op: "sweep " + agent, Err: o.Err}
+			return &pacer.Error{Class: pacer.ClassTransport, Op: "sweep " + agent, Err: o.Err}, last
 		case o.Class() == pacer.ClassRateLimit:
-			return o.Err
+			return o.Err, last
 		}
 	}
-	return nil
+	return nil, last
 }
 
 // countUpstream counts a failed call against the upstream when the failure

@@ -41,7 +41,7 @@ func (a *Activities) RefreshTenero(ctx context.Context, in pacer.TeneroInput) (r
 		streak, fetched int // upstream failures in a row; Tenero answers with a price
 		stopClass       pacer.ErrorClass
 		stopMsg         string
-		lastUpstream    error
+		lastFailure     error
 	)
 	var done atomic.Int64
 	defer keepHeartbeating(ctx, func() any { return done.Load() })()
@@ -73,6 +73,7 @@ func (a *Activities) RefreshTenero(ctx context.Context, in pacer.TeneroInput) (r
 		}
 		if err != nil {
 			res.Failed++
+			lastFailure = err
 			class := pacer.ClassOf(err)
 			log.Warn("tenero.token_failed", zap.String("token", id), zap.String("class", string(class)), zap.Error(err))
 			if class.IsUpstreamFailure() {
@@ -87,7 +88,6 @@ func (a *Activities) RefreshTenero(ctx context.Context, in pacer.TeneroInput) (r
 			case class == pacer.ClassPermanent:
 				stopClass, stopMsg = class, err.Error()
 			case class.IsUpstreamFailure():
-				lastUpstream = err
 				if streak++; streak >= maxUpstreamStreak {
 					stopClass, stopMsg = class, fmt.Sprintf("%d upstream failures in a row, last: %v", streak, err)
 				}
@@ -142,9 +142,10 @@ func (a *Activities) RefreshTenero(ctx context.Context, in pacer.TeneroInput) (r
 		}
 	}
 
-	if stopClass == "" && fetched == 0 && lastUpstream != nil {
-		// Not one price came back: the run failed, even if pegs were written.
-		stopClass, stopMsg = pacer.ClassOf(lastUpstream), "no token fetched, last: "+lastUpstream.Error()
+	if stopClass == "" && fetched == 0 && lastFailure != nil {
+		// Not one price came back: the run failed, even if pegs were written
+		// (every body unreadable counts too, not only upstream errors).
+		stopClass, stopMsg = pacer.ClassOf(lastFailure), "no token fetched, last: "+lastFailure.Error()
 	}
 	res.DurationMs = time.Since(started).Milliseconds()
 	fields := []zap.Field{

@@ -80,3 +80,44 @@ func FuzzParseRefresh(f *testing.F) {
 		require.False(t, strings.ContainsAny(in.Task, " \t\n"))
 	})
 }
+
+// FuzzParseTune feeds arbitrary payloads to the tune signal's parser. An
+// accepted payload selects registered tasks only and is either a reset or a
+// positive batch and/or a positive interval, never both kinds.
+func FuzzParseTune(f *testing.F) {
+	for _, s := range []string{
+		`{"task":"tenero","batch":20,"interval":"10m"}`, `{"task":"all","reset":true}`, `{"task":"sweep","batch":0}`,
+		`{"task":"sweep","batch":-5}`, `{"task":"tenero","interval":"-1m"}`, `{"task":"tenero","interval":"soon"}`,
+		`{"task":"nope","batch":5}`, `{"task":"all","reset":true,"batch":3}`, `{"task":"tenero"}`,
+		`{"task":"tenero","batch":1e99}`, `{"task":"tenero","batch":"5"}`, `{"task":"tenero","reset":false}`,
+		`{"task":"tenero","batch":9223372036854775807,"interval":"2562047h"}`, `null`, ``,
+	} {
+		f.Add(s)
+	}
+	registered := []string{pacer.TaskTenero, pacer.TaskSweep}
+	f.Fuzz(func(t *testing.T, raw string) {
+		in, names, err := ParseTune(json.RawMessage(raw), registered)
+		if err != nil {
+			require.Nil(t, names)
+			return
+		}
+		require.NotEmpty(t, names)
+		for _, n := range names {
+			require.True(t, slices.Contains(registered, n), "selected an unregistered task %q", n)
+		}
+		if in.Reset {
+			require.Nil(t, in.Batch)
+			require.Empty(t, in.Interval)
+			return
+		}
+		require.True(t, in.Batch != nil || in.Interval != "", "accepted a tune that changes nothing")
+		if in.Batch != nil {
+			require.Positive(t, *in.Batch)
+		}
+		if in.Interval != "" {
+			d, err := time.ParseDuration(in.Interval)
+			require.NoError(t, err)
+			require.Positive(t, d)
+		}
+	})
+}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -137,15 +138,18 @@ type scheduler struct {
 
 func newScheduler(ctx workflow.Context, in SchedulerInput) *scheduler {
 	s := &scheduler{
-		defs:      registeredTasks(ctx),
-		cfg:       in.Config.withDefaults(),
-		logger:    workflow.GetLogger(ctx),
-		pauseCh:   workflow.GetSignalChannel(ctx, SignalPause),
-		resumeCh:  workflow.GetSignalChannel(ctx, SignalResume),
-		refreshCh: workflow.GetSignalChannel(ctx, SignalRefresh),
-		tuneCh:    workflow.GetSignalChannel(ctx, SignalTune),
-		wake:      workflow.NewBufferedChannel(ctx, 1),
-		tasks:     map[string]*schedule.Task{},
+		defs:   registeredTasks(ctx),
+		cfg:    in.Config.withDefaults(),
+		logger: workflow.GetLogger(ctx),
+		pauseCh: signalChannel(ctx, SignalPause,
+			`no scheduled run starts until then (refreshes still run); {"for":"30m"} or {"until":"<RFC3339>"}, at most 30 days`),
+		resumeCh: signalChannel(ctx, SignalResume, "clear a pause and close every open circuit breaker; no input"),
+		refreshCh: signalChannel(ctx, SignalRefresh,
+			`run tasks as soon as possible, ignoring pause and due checks; {"task":"tenero"|"sweep"|"all"}`),
+		tuneCh: signalChannel(ctx, SignalTune,
+			`set a task's pacing within its bounds: {"task":…,"batch":20,"interval":"10m"}, or {"task":…,"reset":true}`),
+		wake:  workflow.NewBufferedChannel(ctx, 1),
+		tasks: map[string]*schedule.Task{},
 	}
 	if in.State != nil {
 		s.state = *in.State
@@ -176,6 +180,12 @@ func newScheduler(ctx workflow.Context, in SchedulerInput) *scheduler {
 	return s
 }
 
+// signalChannel is a signal's channel, described for the Web UI and
+// `temporal workflow metadata`.
+func signalChannel(ctx workflow.Context, name, description string) workflow.ReceiveChannel {
+	return workflow.GetSignalChannelWithOptions(ctx, name, workflow.SignalChannelOptions{Description: description})
+}
+
 func (s *scheduler) taskNames() []string {
 	names := make([]string, 0, len(s.defs))
 	for _, d := range s.defs {
@@ -185,9 +195,9 @@ func (s *scheduler) taskNames() []string {
 }
 
 func (s *scheduler) registerHandlers(ctx workflow.Context) error {
-	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (Status, error) {
+	if err := workflow.SetQueryHandlerWithOptions(ctx, QueryStatus, func() (Status, error) {
 		return s.status(ctx), nil
-	}); err != nil {
+	}, workflow.QueryHandlerOptions{Description: "the scheduler's status document: pause, tasks, last results, pacing"}); err != nil {
 		return err
 	}
 	return workflow.SetUpdateHandlerWithOptions(ctx, UpdateRefreshNow, s.refreshNow, workflow.UpdateHandlerOptions{
@@ -195,7 +205,7 @@ func (s *scheduler) registerHandlers(ctx workflow.Context) error {
 			_, err := ParseRefresh(raw, s.taskNames())
 			return err
 		},
-		Description: `run tasks now and return their results; input {"task":"tenero"|"all"}`,
+		Description: `run tasks now and return their results; {"task":"tenero"|"sweep"|"all"}`,
 	})
 }
 
@@ -320,26 +330,9 @@ func (s *scheduler) startRuns(ctx workflow.Context, now time.Time, draining bool
 // wait blocks until a message arrives, a run finishes or the timer fires.
 func (s *scheduler) wait(ctx workflow.Context, now time.Time, draining bool) {
 	sel := workflow.NewSelector(ctx)
-	var raw json.RawMessage
-	sel.AddReceive(s.pauseCh, func(c workflow.ReceiveChannel, _ bool) {
-		raw = nil
-		c.Receive(ctx, &raw)
-		s.onPause(ctx, raw)
-	})
-	sel.AddReceive(s.resumeCh, func(c workflow.ReceiveChannel, _ bool) {
-		c.Receive(ctx, nil)
-		s.onResume()
-	})
-	sel.AddReceive(s.refreshCh, func(c workflow.ReceiveChannel, _ bool) {
-		raw = nil
-		c.Receive(ctx, &raw)
-		s.onRefresh(raw)
-	})
-	sel.AddReceive(s.tuneCh, func(c workflow.ReceiveChannel, _ bool) {
-		raw = nil
-		c.Receive(ctx, &raw)
-		s.onTune(ctx, raw)
-	})
+	for _, sig := range s.signals() {
+		sel.AddReceive(sig.ch, func(c workflow.ReceiveChannel, _ bool) { s.receive(ctx, sig) })
+	}
 	sel.AddReceive(s.wake, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil) })
 	if wake, ok := schedule.NextWake(now, s.state.PausedUntil, s.state.Tasks); ok && !draining {
 		s.armTimer(ctx, now, wake)
@@ -397,7 +390,7 @@ func (s *scheduler) expirePause(now time.Time) {
 func (s *scheduler) onPause(ctx workflow.Context, raw json.RawMessage) {
 	until, err := ParsePause(raw, workflow.Now(ctx))
 	if err != nil {
-		s.logger.Warn("scheduler.message_rejected", "message", SignalPause, "reason", err.Error(), "input", clip(raw))
+		s.logger.Warn("scheduler.message_rejected", "message", SignalPause, "reason", clip([]byte(err.Error())), "input", clip(raw))
 		return
 	}
 	s.state.PausedUntil = &until
@@ -422,7 +415,7 @@ func (s *scheduler) onResume() {
 func (s *scheduler) onRefresh(raw json.RawMessage) {
 	names, err := ParseRefresh(raw, s.taskNames())
 	if err != nil {
-		s.logger.Warn("scheduler.message_rejected", "message", SignalRefresh, "reason", err.Error(), "input", clip(raw))
+		s.logger.Warn("scheduler.message_rejected", "message", SignalRefresh, "reason", clip([]byte(err.Error())), "input", clip(raw))
 		return
 	}
 	s.request(names)
@@ -435,7 +428,7 @@ func (s *scheduler) onTune(ctx workflow.Context, raw json.RawMessage) {
 		err = errors.New("pacing is off in this run (it began before adaptive pacing existed; it turns on at the next continue-as-new)")
 	}
 	if err != nil {
-		s.logger.Warn("scheduler.message_rejected", "message", SignalTune, "reason", err.Error(), "input", clip(raw))
+		s.logger.Warn("scheduler.message_rejected", "message", SignalTune, "reason", clip([]byte(err.Error())), "input", clip(raw))
 		return
 	}
 	s.tune(in, names, workflow.Now(ctx))
@@ -455,22 +448,47 @@ func (s *scheduler) request(names []string) {
 	}
 }
 
+// signal is one of the scheduler's signals and what it does.
+type signal struct {
+	name   string
+	ch     workflow.ReceiveChannel
+	handle func(ctx workflow.Context, raw json.RawMessage)
+}
+
+func (s *scheduler) signals() []signal {
+	return []signal{
+		{SignalPause, s.pauseCh, s.onPause},
+		{SignalResume, s.resumeCh, func(workflow.Context, json.RawMessage) { s.onResume() }},
+		{SignalRefresh, s.refreshCh, func(_ workflow.Context, raw json.RawMessage) { s.onRefresh(raw) }},
+		{SignalTune, s.tuneCh, s.onTune},
+	}
+}
+
+// receive takes one pending signal off its channel, if any, and applies it.
+// The payload is taken raw, so one that cannot be decoded (a wrong encoding)
+// is rejected here with a reason: a decoding Receive would drop it silently
+// and then block until the next signal of that name.
+func (s *scheduler) receive(ctx workflow.Context, sig signal) bool {
+	var rv converter.RawValue
+	if !sig.ch.ReceiveAsync(&rv) {
+		return false
+	}
+	var raw json.RawMessage
+	if p := rv.Payload(); p != nil {
+		if err := converter.GetDefaultDataConverter().FromPayload(p, &raw); err != nil {
+			s.logger.Warn("scheduler.message_rejected", "message", sig.name, "reason", clip([]byte("undecodable payload: "+err.Error())))
+			return true
+		}
+	}
+	sig.handle(ctx, raw)
+	return true
+}
+
 // drainSignals applies every signal already delivered, so none is lost when
 // the run continues as new: their effects travel in the carried state.
 func (s *scheduler) drainSignals(ctx workflow.Context) {
-	for {
-		var raw json.RawMessage
-		switch {
-		case s.pauseCh.ReceiveAsync(&raw):
-			s.onPause(ctx, raw)
-		case s.resumeCh.ReceiveAsync(nil):
-			s.onResume()
-		case s.refreshCh.ReceiveAsync(&raw):
-			s.onRefresh(raw)
-		case s.tuneCh.ReceiveAsync(&raw):
-			s.onTune(ctx, raw)
-		default:
-			return
+	for _, sig := range s.signals() {
+		for s.receive(ctx, sig) {
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
@@ -447,4 +448,26 @@ func TestParseTune(t *testing.T) {
 		require.NoError(t, err, tt.give)
 		require.Equal(t, tt.wantTasks, names)
 	}
+}
+
+// A signal whose payload cannot be decoded at all (a foreign encoding) is
+// rejected and the loop goes on; it once blocked the scheduler.
+func TestUndecodableSignalDoesNotStall(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.at(time.Minute, func() {
+		// A proto message travels as json/protobuf, which no JSON handler reads.
+		h.env.SignalWorkflow(SignalPause, &commonpb.Payload{Data: []byte("x")})
+		h.env.SignalWorkflow(SignalRefresh, &commonpb.Payload{Data: []byte("y")})
+		h.env.SignalWorkflow(SignalTune, &commonpb.Payload{})
+	})
+	h.at(2*time.Minute, func() {
+		h.signal(SignalRefresh, `{"task":"tenero"}`)
+	})
+	h.at(3*time.Minute, func() {
+		require.EqualValues(t, 2, h.tenero.calls.Load(), "a later refresh still runs")
+		require.Nil(t, h.status(t).PausedUntil)
+	})
+	h.runFor(t, 11*time.Minute, SchedulerInput{})
+	require.EqualValues(t, 3, h.tenero.calls.Load(), "and the cadence goes on: runs at 0, 2 (the refresh) and 7")
 }

@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"regexp"
 
@@ -41,8 +42,8 @@ func (s *Server) trade(w http.ResponseWriter, r *http.Request) {
 	var req TradeRequest
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
+	var tooBig *http.MaxBytesError
 	if err := dec.Decode(&req); err != nil {
-		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			writeError(w, http.StatusRequestEntityTooLarge, "request body too large")
 			return
@@ -50,7 +51,13 @@ func (s *Server) trade(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, `body must be {"txid": "0x…"}`)
 		return
 	}
-	if dec.More() {
+	// Only white space may follow the object. dec.More alone would let a
+	// stray ']' or '}' through.
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		if errors.As(err, &tooBig) {
+			writeError(w, http.StatusRequestEntityTooLarge, "request body too large")
+			return
+		}
 		writeError(w, http.StatusBadRequest, `body must be one JSON object {"txid": "0x…"}`)
 		return
 	}

@@ -5,6 +5,7 @@
 package hiro
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -347,7 +348,9 @@ func (c *Client) attempt(ctx context.Context, pathAndQuery string) response {
 	if err != nil {
 		res.err = fmt.Errorf("reading body: %w", err)
 	}
-	res.tooLarge = ok && int64(len(res.body)) > limit
+	cut := int64(len(res.body)) > limit
+	res.tooLarge = ok && cut
+	res.body = c.redactBody(res.body, cut)
 	return res
 }
 
@@ -404,6 +407,22 @@ func (c *Client) redact(err error) error {
 		return err
 	}
 	return errors.New(c.redactString(err.Error()))
+}
+
+// redactBody removes the API key from a body before any of it is quoted: an
+// upstream that echoes the key must not put it, or a piece of it, into a
+// message. A read cut short may end in the first bytes of an echoed key,
+// which no replace can recognise, so a cut body also loses a key's length
+// of tail.
+func (c *Client) redactBody(body []byte, cut bool) []byte {
+	if c.apiKey == "" {
+		return body
+	}
+	body = bytes.ReplaceAll(body, []byte(c.apiKey), []byte("[redacted]"))
+	if cut {
+		body = body[:max(0, len(body)-len(c.apiKey))]
+	}
+	return body
 }
 
 func (c *Client) redactString(s string) string {

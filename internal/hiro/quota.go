@@ -75,7 +75,9 @@ func parseSeconds(s string) *time.Duration {
 	f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
 	// The upper bound keeps the conversion to Duration from overflowing; no
 	// real header asks for more than a few days.
-	if err != nil || math.IsNaN(f) || f < 0 || f > math.MaxInt64/float64(time.Second) {
+	// The bound is excluded: as a float64 it rounds up past MaxInt64
+	// nanoseconds, and the conversion would wrap to a negative duration.
+	if err != nil || math.IsNaN(f) || f < 0 || f >= math.MaxInt64/float64(time.Second) {
 		return nil
 	}
 	d := time.Duration(f * float64(time.Second))

@@ -29,6 +29,7 @@
 package tenero
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -275,11 +276,17 @@ func (c *Client) attempt(ctx context.Context, target string) outcome {
 		out.class, out.retry, out.err = failure.class, failure.retry, failure.err
 		return c.scrub(out)
 	}
+	if ok && len(body) > maxBody {
+		out.class, out.err = pacer.ClassParseError, fmt.Errorf("body exceeds %d bytes", maxBody)
+		return out
+	}
+	if c.apiKey != "" {
+		// An upstream that echoes the key must not reach a message: redact it
+		// before any snippet is cut, or a cut through the key would leave a
+		// piece that scrub no longer recognises.
+		body = bytes.ReplaceAll(body, []byte(c.apiKey), []byte("[redacted]"))
+	}
 	if ok {
-		if len(body) > maxBody {
-			out.class, out.err = pacer.ClassParseError, fmt.Errorf("body exceeds %d bytes", maxBody)
-			return out
-		}
 		out.token, err = decodeToken(body)
 		if bodyErr, wrapped := errors.AsType[*bodyStatusError](err); wrapped {
 			// The HTTP status said OK, so there is no telling whether a
