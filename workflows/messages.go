@@ -80,7 +80,7 @@ func selectTasks(task string, registered []string) ([]string, error) {
 	if slices.Contains(registered, task) {
 		return []string{task}, nil
 	}
-	return nil, fmt.Errorf("unknown task %q (want one of %s, %s)", task, strings.Join(registered, ", "), pacer.TaskAll)
+	return nil, fmt.Errorf("unknown task %.80q (want one of %s, %s)", task, strings.Join(registered, ", "), pacer.TaskAll)
 }
 
 // TuneInput is the payload of the tune signal: a batch size and/or an
@@ -125,7 +125,7 @@ func ParseTune(raw json.RawMessage, registered []string) (TuneInput, []string, e
 	if in.Interval != "" {
 		d, err := time.ParseDuration(in.Interval)
 		if err != nil || d <= 0 {
-			return in, nil, fmt.Errorf(`"interval" must be a positive Go duration (like "10m"), got %q`, in.Interval)
+			return in, nil, fmt.Errorf(`"interval" must be a positive Go duration (like "10m"), got %.80q`, in.Interval)
 		}
 		in.interval = d
 	}

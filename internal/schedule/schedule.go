@@ -178,13 +178,13 @@ func PauseUntil(now time.Time, until, forDur string) (time.Time, error) {
 	case until != "":
 		t, err := time.Parse(time.RFC3339, until)
 		if err != nil {
-			return time.Time{}, fmt.Errorf(`"until" is not an RFC3339 time: %q`, until)
+			return time.Time{}, fmt.Errorf(`"until" is not an RFC3339 time: %.80q`, until)
 		}
 		end = t.UTC()
 	case forDur != "":
 		d, err := time.ParseDuration(forDur)
 		if err != nil {
-			return time.Time{}, fmt.Errorf(`"for" is not a Go duration (like "30m"): %q`, forDur)
+			return time.Time{}, fmt.Errorf(`"for" is not a Go duration (like "30m"): %.80q`, forDur)
 		}
 		if d <= 0 {
 			return time.Time{}, fmt.Errorf(`"for" must be positive, got %s`, d)
