@@ -62,6 +62,12 @@ func uniqueID(prefix string) string {
 
 func newStack(t *testing.T, cfg workflows.Config) *stack {
 	t.Helper()
+	return newStackOn(t, temporalHostPort, cfg)
+}
+
+// newStackOn is newStack against the Temporal server at hostPort.
+func newStackOn(t *testing.T, hostPort string, cfg workflows.Config) *stack {
+	t.Helper()
 	ctx := context.Background()
 	s := &stack{dbURL: testenv.PostgresURL(t), log: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))}
 	var err error
@@ -75,7 +81,7 @@ func newStack(t *testing.T, cfg workflows.Config) *stack {
 	t.Cleanup(hs.Close)
 	s.simU = hs.URL
 
-	s.tc, err = client.Dial(client.Options{HostPort: temporalHostPort, Logger: logging.Temporal(s.log)})
+	s.tc, err = client.Dial(client.Options{HostPort: hostPort, Logger: logging.Temporal(s.log)})
 	require.NoError(t, err)
 	t.Cleanup(s.tc.Close)
 

@@ -57,6 +57,28 @@ func StartTemporal(ctx context.Context) (*Temporal, error) {
 	return &Temporal{HostPort: srv.FrontendHostPort(), server: srv}, nil
 }
 
+// StartPersistentTemporal starts a dev server from bin/temporal on hostPort
+// that keeps its state in dbFile, so a test can stop it and start it again
+// on the same address with the same workflows.
+func StartPersistentTemporal(ctx context.Context, hostPort, dbFile string) (*Temporal, error) {
+	bin, err := temporalBinary()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	srv, err := testsuite.StartDevServer(ctx, testsuite.DevServerOptions{
+		ExistingPath:  bin,
+		ClientOptions: &client.Options{HostPort: hostPort, Namespace: "default"},
+		DBFilename:    dbFile,
+		LogLevel:      "error",
+	})
+	if err != nil {
+		return nil, fmt.Errorf("start temporal dev server on %s: %w", hostPort, err)
+	}
+	return &Temporal{HostPort: srv.FrontendHostPort(), server: srv}, nil
+}
+
 // TemporalBinary returns the path of the repository's bin/temporal.
 func TemporalBinary() (string, error) { return temporalBinary() }
 
