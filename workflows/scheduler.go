@@ -453,14 +453,17 @@ type signal struct {
 	name   string
 	ch     workflow.ReceiveChannel
 	handle func(ctx workflow.Context, raw json.RawMessage)
+	// noInput signals ignore their payload, so it is never decoded.
+	noInput bool
 }
 
 func (s *scheduler) signals() []signal {
 	return []signal{
-		{SignalPause, s.pauseCh, s.onPause},
-		{SignalResume, s.resumeCh, func(workflow.Context, json.RawMessage) { s.onResume() }},
-		{SignalRefresh, s.refreshCh, func(_ workflow.Context, raw json.RawMessage) { s.onRefresh(raw) }},
-		{SignalTune, s.tuneCh, s.onTune},
+		{SignalPause, s.pauseCh, s.onPause, false},
+		// resume takes no input: whatever payload it carries is ignored.
+		{SignalResume, s.resumeCh, func(workflow.Context, json.RawMessage) { s.onResume() }, true},
+		{SignalRefresh, s.refreshCh, func(_ workflow.Context, raw json.RawMessage) { s.onRefresh(raw) }, false},
+		{SignalTune, s.tuneCh, s.onTune, false},
 	}
 }
 
@@ -474,7 +477,7 @@ func (s *scheduler) receive(ctx workflow.Context, sig signal) bool {
 		return false
 	}
 	var raw json.RawMessage
-	if p := rv.Payload(); p != nil {
+	if p := rv.Payload(); p != nil && !sig.noInput {
 		if err := converter.GetDefaultDataConverter().FromPayload(p, &raw); err != nil {
 			s.logger.Warn("scheduler.message_rejected", "message", sig.name, "reason", clip([]byte("undecodable payload: "+err.Error())))
 			return true
