@@ -98,6 +98,11 @@ func newTestClient(t *testing.T, cfg Config) testClient {
 	s := &sleeps{}
 	cfg.Sleep = s.Sleep
 	cfg.Logger = zap.New(core)
+	if cfg.HTTPClient == nil {
+		// Each test its own transport: a shared pool could hand a new server
+		// a connection to an old one that had the same port.
+		cfg.HTTPClient = &http.Client{Transport: &http.Transport{}}
+	}
 	return testClient{Client: New(cfg), sleeps: s, logs: logs}
 }
 

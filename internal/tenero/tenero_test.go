@@ -80,7 +80,10 @@ func newClient(t *testing.T, h http.Handler, apiKey string) (*Client, *sleeps) {
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	s := &sleeps{}
-	return New(Config{BaseURL: srv.URL + "/", APIKey: apiKey, Sleep: s.sleep}), s
+	// Each test its own transport: a shared pool could hand a new server a
+	// connection to an old one that had the same port, and the client would
+	// see a network error the test did not mean.
+	return New(Config{BaseURL: srv.URL + "/", APIKey: apiKey, Sleep: s.sleep, HTTPClient: srv.Client()}), s
 }
 
 func ok(body string) reply { return reply{status: http.StatusOK, body: body} }
