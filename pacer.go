@@ -118,6 +118,8 @@ type TeneroResult struct {
 	Pegged    int `json:"pegged"`
 	NoPrice   int `json:"noPrice"`
 	Skipped   int `json:"skipped"`
+	// NextTailFrom is the TailFrom of the next run.
+	NextTailFrom int `json:"nextTailFrom,omitempty"`
 }
 
 // TeneroInput is the input of the tenero activity.
@@ -125,6 +127,11 @@ type TeneroInput struct {
 	// MaxTokens caps how many tokens one run refreshes (0 = the whole set);
 	// the static base comes first, so a cut keeps it.
 	MaxTokens int `json:"maxTokens,omitempty"`
+	// TailFrom rotates a cut batch through the traded tokens: the run takes
+	// the static base first, then the traded tokens from this position on,
+	// wrapping, so every token comes round. The result says where the next
+	// run starts.
+	TailFrom int `json:"tailFrom,omitempty"`
 	// StopAtMinuteRemaining ends the run normally once Tenero says this many
 	// requests or fewer are left this minute (0 = run until it says 0). A
 	// small reserve keeps a paced run from ever hitting the wall.

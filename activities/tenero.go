@@ -32,10 +32,7 @@ func (a *Activities) RefreshTenero(ctx context.Context, in pacer.TeneroInput) (r
 		log.Warn("tenero.token_query_failed", zap.Error(err))
 		traded = nil // the static base alone still gets refreshed
 	}
-	tokens := a.Catalog.TokenSet(traded)
-	if in.MaxTokens > 0 && len(tokens) > in.MaxTokens {
-		tokens = tokens[:in.MaxTokens]
-	}
+	tokens := a.batch(a.Catalog.TokenSet(traded), in, &res)
 
 	var (
 		streak, fetched int // upstream failures in a row; Tenero answers with a price
@@ -185,4 +182,38 @@ func (a *Activities) store(ctx context.Context, res *pacer.TeneroResult, p store
 		res.Unchanged++
 	}
 	return nil
+}
+
+// batch chooses the tokens of a run. Pegs cost no request and are always
+// kept; MaxTokens counts the tokens that call Tenero. A cut batch takes the
+// static base first (what every page shows), then the traded tokens from
+// TailFrom on, wrapping, so that under a tight budget the tail rotates
+// instead of going stale for good.
+func (a *Activities) batch(set []string, in pacer.TeneroInput, res *pacer.TeneroResult) []string {
+	var pegs, static, tail []string
+	nStatic := len(a.Catalog.StaticBase())
+	for i, id := range set {
+		switch _, peg := a.Catalog.Peg(id); {
+		case peg:
+			pegs = append(pegs, id)
+		case i < nStatic:
+			static = append(static, id)
+		default:
+			tail = append(tail, id)
+		}
+	}
+	n := in.MaxTokens
+	if n <= 0 || n >= len(static)+len(tail) {
+		return set
+	}
+	out := append(static[:min(n, len(static)):min(n, len(static))], pegs...)
+	take := n - min(n, len(static))
+	if len(tail) > 0 && take > 0 {
+		from := in.TailFrom % len(tail)
+		for k := range take {
+			out = append(out, tail[(from+k)%len(tail)])
+		}
+		res.NextTailFrom = (from + take) % len(tail)
+	}
+	return out
 }

@@ -159,12 +159,41 @@ func TestRefreshTeneroKeepsTheMinuteReserve(t *testing.T) {
 	require.Equal(t, 1, *res.MinuteRemaining)
 	require.Equal(t, len(catalog.Default().TokenSet(nil))-2, res.Skipped)
 
-	// A batch cut keeps the static base first.
+	// A batch cut keeps the static base first; pegs cost no request and
+	// always come along.
 	f2 := newTeneroFixture(t, sim.Config{Seed: 3})
 	res, err = f2.runWith(t, pacer.TeneroInput{MaxTokens: 2})
 	require.NoError(t, err)
-	require.Equal(t, 2, res.TokensAttempted)
+	require.Equal(t, 2, res.Requests)
+	require.Equal(t, 2+res.Pegged, res.TokensAttempted)
 	prices, err := f2.st.Prices(context.Background(), catalog.Default().StaticBase()[:2])
 	require.NoError(t, err)
 	require.Len(t, prices, 2)
+}
+
+// A cut batch keeps the static base and rotates through the traded tail.
+func TestRefreshTeneroRotatesTheTail(t *testing.T) {
+	t.Parallel()
+	f := newTeneroFixture(t, sim.Config{Seed: 3})
+	cat := catalog.Default()
+	static := cat.StaticBase()
+	traded := []string{"SP1AY6K3PQV5MRT6R4S671NWW2FRVPKM0BR162CT6.leo-token::leo",
+		"SP3NE50GEXFG9SZGTT51P40X2CKYSZ5CC4ZTZ7A2G.welshcorgicoin-token::welshcorgicoin",
+		"SP2C2YFP12AJZB4MABJBAJ55XECVS7E4PMMZ89YZR.arkadiko-token::diko"}
+	set := append(cat.TokenSet(nil), traded...)
+	var res pacer.TeneroResult
+	// Two requests a run beyond the three static tokens: the tail rotates.
+	in := pacer.TeneroInput{MaxTokens: len(static) + 2}
+	got := activities.BatchForTest(f.acts, set, in, &res)
+	require.Equal(t, static, got[:len(static)], "the static base first")
+	require.Equal(t, traded[:2], got[len(got)-2:])
+	require.Equal(t, 2, res.NextTailFrom)
+	in.TailFrom = res.NextTailFrom
+	got = activities.BatchForTest(f.acts, set, in, &res)
+	require.Equal(t, []string{traded[2], traded[0]}, got[len(got)-2:], "wrapping round")
+	require.Equal(t, 1, res.NextTailFrom)
+	// Pegs cost nothing and are always kept.
+	for _, id := range cat.TokenSet(nil)[len(static):] {
+		require.Contains(t, got, id)
+	}
 }

@@ -22,6 +22,9 @@ type Pacing struct {
 	Controller *pacing.Controller `json:"controller"`
 	// LastRun is how long the last run took (for cost estimates).
 	LastRun time.Duration `json:"lastRun"`
+	// TailFrom is where the next cut batch resumes its rotation through the
+	// traded tokens (tenero only).
+	TailFrom int `json:"tailFrom,omitempty"`
 }
 
 // pacingOn reports whether this run paces adaptively. Runs started before

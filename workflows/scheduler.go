@@ -579,9 +579,16 @@ func runTenero(ctx workflow.Context, s *scheduler, forced bool) schedule.Outcome
 		MaxTokens:             s.batch(pacer.TaskTenero, workflow.Now(ctx), forced),
 		StopAtMinuteRemaining: s.stopAt(pacer.TaskTenero),
 	}
+	p := s.state.Pacing[pacer.TaskTenero]
+	if p != nil {
+		in.TailFrom = p.TailFrom
+	}
 	res, o := runTask[pacer.TeneroResult](ctx, activityOptions("tenero price refresh", 10*time.Minute),
 		ActivityRefreshTenero, in)
 	s.state.LastTeneroResult = res
+	if p != nil && res.ErrorClass == "" {
+		p.TailFrom = res.NextTailFrom
+	}
 	// Pegs cost no request; not_found and parse_error are item problems
 	// the upstream answered, so they count as its successes.
 	successes := res.Succeeded - res.Pegged + res.Failed - res.UpstreamFailed
