@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/pacer-dev/pacer/internal/wait"
 	"io"
 	"net"
 	"net/http"
@@ -24,6 +23,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/upstream"
+	"github.com/pacer-dev/pacer/internal/wait"
 )
 
 // DefaultBaseURL is Hiro's public mainnet API.
@@ -69,7 +70,8 @@ type Config struct {
 	// APIKey is sent as x-api-key when set. It never appears in errors or logs.
 	APIKey string
 	// HTTPClient defaults to a client without its own timeout: each attempt
-	// gets AttemptTimeout through its context instead.
+	// gets AttemptTimeout through its context instead. Redirects are never
+	// followed, even on a client passed in here.
 	HTTPClient *http.Client
 	// AttemptTimeout bounds one request, body included. Default 8 s.
 	AttemptTimeout time.Duration
@@ -120,9 +122,8 @@ func New(cfg Config) *Client {
 	if c.baseURL == "" {
 		c.baseURL = DefaultBaseURL
 	}
-	if c.http == nil {
-		c.http = &http.Client{}
-	}
+	// Never follow a redirect: it would carry x-api-key to another host.
+	c.http = upstream.NoRedirects(c.http)
 	if c.attemptTimeout <= 0 {
 		c.attemptTimeout = defaultAttemptTimeout
 	}

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -749,4 +750,23 @@ func TestAPIKeyNeverLeaks(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A redirect is never followed: it would carry the API key to another host.
+func TestRedirectIsNotFollowed(t *testing.T) {
+	t.Parallel()
+	var leaked atomic.Bool
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		leaked.Store(r.Header.Get("x-api-key") != "")
+	}))
+	t.Cleanup(elsewhere.Close)
+	home := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, elsewhere.URL+r.URL.Path, http.StatusFound)
+	}))
+	t.Cleanup(home.Close)
+	c := newTestClient(t, Config{BaseURL: home.URL, APIKey: "secret-key"})
+	_, err := c.Tx(t.Context(), "0x"+strings.Repeat("a", 64))
+	require.Error(t, err)
+	require.False(t, leaked.Load())
+	require.NotContains(t, err.Error(), "secret-key")
 }

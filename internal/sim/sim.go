@@ -28,9 +28,10 @@ package sim
 import (
 	"context"
 	"encoding/json"
-	"github.com/pacer-dev/pacer/internal/wait"
 	"net/http"
 	"time"
+
+	"github.com/pacer-dev/pacer/internal/wait"
 )
 
 // Config configures a Server. The zero value is a working simulator.

@@ -33,7 +33,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/pacer-dev/pacer/internal/wait"
 	"io"
 	"net"
 	"net/http"
@@ -44,6 +43,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/upstream"
+	"github.com/pacer-dev/pacer/internal/wait"
 )
 
 // DefaultBaseURL is Tenero's public API.
@@ -113,12 +114,7 @@ func New(cfg Config) *Client {
 	if c.baseURL == "" {
 		c.baseURL = DefaultBaseURL
 	}
-	hc := http.Client{}
-	if cfg.HTTPClient != nil {
-		hc = *cfg.HTTPClient
-	}
-	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	c.http = &hc
+	c.http = upstream.NoRedirects(cfg.HTTPClient)
 	if c.attemptTimeout <= 0 {
 		c.attemptTimeout = DefaultAttemptTimeout
 	}
