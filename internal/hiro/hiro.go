@@ -24,7 +24,6 @@ import (
 
 	"github.com/pacer-dev/pacer"
 	"github.com/pacer-dev/pacer/internal/upstream"
-	"github.com/pacer-dev/pacer/internal/wait"
 )
 
 // DefaultBaseURL is Hiro's public mainnet API.
@@ -36,10 +35,9 @@ const MaxLimit = 50
 // Retry policy (SPEC §5.8). The in-call retries stay short because the next
 // sweep is the real recovery path.
 const (
-	defaultAttemptTimeout = 8 * time.Second
-	maxRateLimitAttempts  = 5
-	maxFailureAttempts    = 3
-	maxRetryAfter         = 30 * time.Second
+	maxRateLimitAttempts = 5
+	maxFailureAttempts   = 3
+	maxRetryAfter        = 30 * time.Second
 	// maxBody bounds what one response may cost in memory; a tx with hundreds
 	// of events is well under 1 MiB.
 	maxBody = 4 << 20
@@ -90,14 +88,9 @@ type Config struct {
 
 // Client calls Hiro. It is safe for concurrent use.
 type Client struct {
-	baseURL        string
-	apiKey         string
-	http           *http.Client
-	attemptTimeout time.Duration
-	sleep          func(context.Context, time.Duration) error
-	log            *zap.Logger
-	limiter        Limiter
-	onQuota        func(Quota)
+	conn    upstream.Conn
+	limiter Limiter
+	onQuota func(Quota)
 
 	// deprecationLogged makes the Warning: 299 log appear once per client,
 	// not once per call of a sweep.
@@ -109,31 +102,12 @@ type Client struct {
 
 // New builds a Client, filling in defaults.
 func New(cfg Config) *Client {
-	c := &Client{
-		baseURL:        strings.TrimRight(cfg.BaseURL, "/"),
-		apiKey:         cfg.APIKey,
-		http:           cfg.HTTPClient,
-		attemptTimeout: cfg.AttemptTimeout,
-		sleep:          cfg.Sleep,
-		log:            cfg.Logger,
-		limiter:        cfg.Limiter,
-		onQuota:        cfg.OnQuota,
+	return &Client{
+		conn: upstream.Conn{BaseURL: cfg.BaseURL, APIKey: cfg.APIKey, HTTP: cfg.HTTPClient,
+			AttemptTimeout: cfg.AttemptTimeout, Sleep: cfg.Sleep, Log: cfg.Logger}.WithDefaults(DefaultBaseURL),
+		limiter: cfg.Limiter,
+		onQuota: cfg.OnQuota,
 	}
-	if c.baseURL == "" {
-		c.baseURL = DefaultBaseURL
-	}
-	// Never follow a redirect: it would carry x-api-key to another host.
-	c.http = upstream.NoRedirects(c.http)
-	if c.attemptTimeout <= 0 {
-		c.attemptTimeout = defaultAttemptTimeout
-	}
-	if c.sleep == nil {
-		c.sleep = wait.Sleep
-	}
-	if c.log == nil {
-		c.log = zap.NewNop()
-	}
-	return c
 }
 
 // AddressTransactions returns the newest transactions of a principal (an
@@ -277,14 +251,14 @@ func (c *Client) get(ctx context.Context, op, pathAndQuery string) ([]byte, Quot
 			return nil, quota, c.clientError(op, res, quota)
 		}
 
-		c.log.Debug("hiro.retry",
+		c.conn.Log.Debug("hiro.retry",
 			zap.String("op", op),
 			zap.Int("status", res.status),
 			zap.Int("rateLimited", limited),
 			zap.Int("failures", failures),
 			zap.Duration("delay", delay),
 			zap.Error(lastErr))
-		if err := c.sleep(ctx, delay); err != nil {
+		if err := c.conn.Sleep(ctx, delay); err != nil {
 			return nil, quota, contextError(ctx, op)
 		}
 	}
@@ -321,18 +295,18 @@ func (c *Client) statusError(res response, quota Quota, what string) *StatusErro
 
 // attempt sends one request under its own timeout and reads the body.
 func (c *Client) attempt(ctx context.Context, pathAndQuery string) response {
-	ctx, cancel := context.WithTimeout(ctx, c.attemptTimeout)
+	ctx, cancel := context.WithTimeout(ctx, c.conn.AttemptTimeout)
 	defer cancel()
 
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.baseURL+pathAndQuery, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.conn.BaseURL+pathAndQuery, nil)
 	if err != nil {
 		return response{err: err}
 	}
 	req.Header.Set("Accept", "application/json")
-	if c.apiKey != "" {
-		req.Header.Set("x-api-key", c.apiKey)
+	if c.conn.APIKey != "" {
+		req.Header.Set("x-api-key", c.conn.APIKey)
 	}
-	resp, err := c.http.Do(req)
+	resp, err := c.conn.HTTP.Do(req)
 	if err != nil {
 		return response{err: err}
 	}
@@ -383,7 +357,7 @@ func (c *Client) observe(op string, h http.Header, q Quota) {
 	if q.MonthRemaining != nil && q.MonthLimit != nil {
 		low := q.MonthLow()
 		if low && !c.monthLowLogged.Swap(true) {
-			c.log.Warn("hiro.month_quota_low",
+			c.conn.Log.Warn("hiro.month_quota_low",
 				zap.Int("monthRemaining", *q.MonthRemaining),
 				zap.Int("monthLimit", *q.MonthLimit))
 		} else if !low {
@@ -394,7 +368,7 @@ func (c *Client) observe(op string, h http.Header, q Quota) {
 	for _, w := range h.Values("Warning") {
 		if strings.HasPrefix(strings.TrimSpace(w), "299") {
 			c.deprecationLogged.Do(func() {
-				c.log.Warn("hiro.deprecated_endpoint", zap.String("op", op), zap.String("warning", c.redactString(w)))
+				c.conn.Log.Warn("hiro.deprecated_endpoint", zap.String("op", op), zap.String("warning", c.redactString(w)))
 			})
 			break
 		}
@@ -404,7 +378,7 @@ func (c *Client) observe(op string, h http.Header, q Quota) {
 // redact removes the API key from an error's text. The chain is kept when the
 // key is absent, so callers can still match on the cause.
 func (c *Client) redact(err error) error {
-	if c.apiKey == "" || !strings.Contains(err.Error(), c.apiKey) {
+	if c.conn.APIKey == "" || !strings.Contains(err.Error(), c.conn.APIKey) {
 		return err
 	}
 	return errors.New(c.redactString(err.Error()))
@@ -416,21 +390,21 @@ func (c *Client) redact(err error) error {
 // which no replace can recognise, so a cut body also loses a key's length
 // of tail.
 func (c *Client) redactBody(body []byte, cut bool) []byte {
-	if c.apiKey == "" {
+	if c.conn.APIKey == "" {
 		return body
 	}
-	body = bytes.ReplaceAll(body, []byte(c.apiKey), []byte("[redacted]"))
+	body = bytes.ReplaceAll(body, []byte(c.conn.APIKey), []byte("[redacted]"))
 	if cut {
-		body = body[:max(0, len(body)-len(c.apiKey))]
+		body = body[:max(0, len(body)-len(c.conn.APIKey))]
 	}
 	return body
 }
 
 func (c *Client) redactString(s string) string {
-	if c.apiKey == "" {
+	if c.conn.APIKey == "" {
 		return s
 	}
-	return strings.ReplaceAll(s, c.apiKey, "[redacted]")
+	return strings.ReplaceAll(s, c.conn.APIKey, "[redacted]")
 }
 
 // contextError classifies the caller's own context ending.

@@ -44,14 +44,13 @@ import (
 
 	"github.com/pacer-dev/pacer"
 	"github.com/pacer-dev/pacer/internal/upstream"
-	"github.com/pacer-dev/pacer/internal/wait"
 )
 
 // DefaultBaseURL is Tenero's public API.
 const DefaultBaseURL = "https://api.tenero.io"
 
 // DefaultAttemptTimeout bounds one request, body included (SPEC §4.5).
-const DefaultAttemptTimeout = 8 * time.Second
+const DefaultAttemptTimeout = upstream.DefaultAttemptTimeout
 
 const (
 	// maxRetryAfter caps how long one call waits on Tenero's say-so; longer
@@ -94,37 +93,13 @@ type Config struct {
 
 // Client fetches token prices from Tenero. It is safe for concurrent use.
 type Client struct {
-	baseURL        string
-	apiKey         string
-	http           *http.Client
-	attemptTimeout time.Duration
-	sleep          func(context.Context, time.Duration) error
-	log            *zap.Logger
+	conn upstream.Conn
 }
 
 // New returns a Client with cfg's defaults filled in.
 func New(cfg Config) *Client {
-	c := &Client{
-		baseURL:        strings.TrimRight(cfg.BaseURL, "/"),
-		apiKey:         cfg.APIKey,
-		attemptTimeout: cfg.AttemptTimeout,
-		sleep:          cfg.Sleep,
-		log:            cfg.Logger,
-	}
-	if c.baseURL == "" {
-		c.baseURL = DefaultBaseURL
-	}
-	c.http = upstream.NoRedirects(cfg.HTTPClient)
-	if c.attemptTimeout <= 0 {
-		c.attemptTimeout = DefaultAttemptTimeout
-	}
-	if c.sleep == nil {
-		c.sleep = wait.Sleep
-	}
-	if c.log == nil {
-		c.log = zap.NewNop()
-	}
-	return c
+	return &Client{conn: upstream.Conn{BaseURL: cfg.BaseURL, APIKey: cfg.APIKey, HTTP: cfg.HTTPClient,
+		AttemptTimeout: cfg.AttemptTimeout, Sleep: cfg.Sleep, Log: cfg.Logger}.WithDefaults(DefaultBaseURL)}
 }
 
 // Price is one token's answer.
@@ -158,7 +133,7 @@ func (c *Client) Price(ctx context.Context, tokenID string) (Price, error) {
 	if addr == "" {
 		return p, pacer.Errorf(pacer.ClassNotFound, op, "empty token id")
 	}
-	target := c.baseURL + "/v1/stacks/tokens/" + url.PathEscape(addr)
+	target := c.conn.BaseURL + "/v1/stacks/tokens/" + url.PathEscape(addr)
 
 	var rateLimited, failed int
 	for attempt := 1; ; attempt++ {
@@ -177,14 +152,14 @@ func (c *Client) Price(ctx context.Context, tokenID string) (Price, error) {
 		if !again {
 			return p, &pacer.Error{Class: out.class, Op: op, Err: out.err}
 		}
-		c.log.Debug("tenero.retry",
+		c.conn.Log.Debug("tenero.retry",
 			zap.String("token", tokenID),
 			zap.Int("attempt", attempt),
 			zap.Int("status", out.status),
 			zap.String("class", string(out.class)),
 			zap.Duration("delay", delay),
 			zap.Error(out.err))
-		if err := c.sleep(ctx, delay); err != nil {
+		if err := c.conn.Sleep(ctx, delay); err != nil {
 			return p, contextError(op, err, out.err)
 		}
 	}
@@ -243,7 +218,7 @@ func nextDelay(out outcome, rateLimited, failed *int) (time.Duration, bool) {
 
 // attempt sends one request under its own timeout and classifies the answer.
 func (c *Client) attempt(ctx context.Context, target string) outcome {
-	actx, cancel := context.WithTimeout(ctx, c.attemptTimeout)
+	actx, cancel := context.WithTimeout(ctx, c.conn.AttemptTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(actx, http.MethodGet, target, nil)
 	if err != nil {
@@ -251,12 +226,12 @@ func (c *Client) attempt(ctx context.Context, target string) outcome {
 		return outcome{class: pacer.ClassPermanent, err: fmt.Errorf("build request: %w", err)}
 	}
 	req.Header.Set("Accept", "application/json")
-	if c.apiKey != "" {
-		req.Header.Set("x-api-key", c.apiKey)
+	if c.conn.APIKey != "" {
+		req.Header.Set("x-api-key", c.conn.APIKey)
 	}
-	resp, err := c.http.Do(req)
+	resp, err := c.conn.HTTP.Do(req)
 	if err != nil {
-		return c.scrub(networkFailure(actx, err, c.attemptTimeout))
+		return c.scrub(networkFailure(actx, err, c.conn.AttemptTimeout))
 	}
 	defer resp.Body.Close()
 
@@ -268,7 +243,7 @@ func (c *Client) attempt(ctx context.Context, target string) outcome {
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil && ok {
-		failure := networkFailure(actx, err, c.attemptTimeout)
+		failure := networkFailure(actx, err, c.conn.AttemptTimeout)
 		out.class, out.retry, out.err = failure.class, failure.retry, failure.err
 		return c.scrub(out)
 	}
@@ -276,11 +251,11 @@ func (c *Client) attempt(ctx context.Context, target string) outcome {
 		out.class, out.err = pacer.ClassParseError, fmt.Errorf("body exceeds %d bytes", maxBody)
 		return out
 	}
-	if c.apiKey != "" {
+	if c.conn.APIKey != "" {
 		// An upstream that echoes the key must not reach a message: redact it
 		// before any snippet is cut, or a cut through the key would leave a
 		// piece that scrub no longer recognises.
-		body = bytes.ReplaceAll(body, []byte(c.apiKey), []byte("[redacted]"))
+		body = bytes.ReplaceAll(body, []byte(c.conn.APIKey), []byte("[redacted]"))
 	}
 	if ok {
 		out.token, err = decodeToken(body)
@@ -346,8 +321,8 @@ func statusError(code int, body []byte) error {
 // echoes request headers back would otherwise put it into our logs. The chain
 // is given up only in that case.
 func (c *Client) scrub(out outcome) outcome {
-	if c.apiKey != "" && out.err != nil && strings.Contains(out.err.Error(), c.apiKey) {
-		out.err = errors.New(strings.ReplaceAll(out.err.Error(), c.apiKey, "[redacted]"))
+	if c.conn.APIKey != "" && out.err != nil && strings.Contains(out.err.Error(), c.conn.APIKey) {
+		out.err = errors.New(strings.ReplaceAll(out.err.Error(), c.conn.APIKey, "[redacted]"))
 	}
 	return out
 }
