@@ -14,10 +14,12 @@ FUZZ_TARGETS := \
 	internal/tenero:FuzzDecodeToken internal/tenero:FuzzDecodeTokenNumber internal/tenero:FuzzPriceResponse \
 	internal/tenero:FuzzParseQuota internal/tenero:FuzzParsePrice \
 	internal/hiro:FuzzParseQuota internal/hiro:FuzzTxResponse internal/hiro:FuzzAddressTransactionsResponse \
-	internal/catalog:FuzzValidTokenID internal/api:FuzzParseTokens \
-	workflows:FuzzParsePause workflows:FuzzParseRefresh workflows:FuzzParseTune
+	internal/catalog:FuzzValidTokenID internal/api:FuzzParseTokens internal/api:FuzzParseRollupQuery \
+	internal/webhook:FuzzValidateURL internal/webhook:FuzzParseLadder \
+	workflows:FuzzParsePause workflows:FuzzParseRefresh workflows:FuzzParseTune \
+	internal/cron:FuzzParseSpec
 
-.PHONY: help build dev test test-unit lint tools clean postgres histories bench fuzz
+.PHONY: help build dev test test-unit lint tools clean postgres chromium histories bench bench-hidden cost fuzz
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -34,10 +36,13 @@ tools: $(TEMPORAL) ## install the Temporal CLI (dev server) into bin/
 postgres: ## make sure PostgreSQL answers on 127.0.0.1:5432 (starts the local cluster)
 	@./scripts/ensure-postgres.sh
 
+chromium: ## make sure Chromium is installed (the operator page's browser test drives it; apt-get the first time)
+	@./scripts/ensure-chromium.sh
+
 dev: build tools postgres ## run the whole stack locally: Temporal dev server + Web UI, simulator, worker, API
 	$(BIN)/pacer dev --log-format console
 
-test: tools postgres ## run every test: unit, workflow (testsuite), integration (dev server + Postgres), then a brief fuzz
+test: tools postgres chromium ## run every test: unit, workflow (testsuite), integration (dev server + Postgres, Chromium), then a brief fuzz
 	go test $(GO_TEST_FLAGS) ./...
 	@# No minimising in the brief run: a new input still being minimised when
 	@# the time is up is reported as "context deadline exceeded", a failure.
@@ -50,7 +55,7 @@ fuzz: ## fuzz every target for FUZZTIME each (default 10s; seed corpora also run
 	done; echo "fuzz: $(words $(FUZZ_TARGETS)) targets passed"
 
 test-unit: ## run the tests that need nothing running
-	go test -count=1 ./workflows/ ./internal/schedule/ ./internal/catalog/ ./internal/tenero/ ./internal/hiro/ ./internal/competition/ ./internal/sim/ ./internal/pacing/...
+	go test -count=1 ./workflows/ ./internal/schedule/ ./internal/cron/ ./internal/catalog/ ./internal/tenero/ ./internal/hiro/ ./internal/competition/ ./internal/sim/ ./internal/pacing/... ./internal/ingest/... ./internal/budget/
 
 lint: ## gofmt, go vet, and no I/O or nondeterminism in workflow code
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -58,10 +63,21 @@ lint: ## gofmt, go vet, and no I/O or nondeterminism in workflow code
 	@bad=$$(grep -rnE '"(os|net/http|math/rand[^"]*|github.com/jackc/pgx/v5[^"]*|go.uber.org/zap[^"]*)"|time\.(Now|Sleep|After|Tick)\(|\bgo func|\bselect \{' workflows --include='*.go' | grep -v '_test.go'); \
 	  if [ -n "$$bad" ]; then echo "nondeterministic or I/O code in workflows/:"; echo "$$bad"; exit 1; fi
 
-bench: ## the pacing benchmark: strategies side by side against hidden limits, in virtual time (see BENCHMARKS.md)
+bench: postgres ## the pacing and discovery benchmarks in virtual time, and the operator page at scale (see BENCHMARKS.md)
 	go run ./internal/pacing/cmd/bench
+	go test -run '^$$' -bench BenchmarkPage -benchtime 20x -count 3 ./internal/page/
 
-histories: tools ## re-record the workflow histories that the replay tests replay (needs bin/temporal)
+bench-hidden: tools postgres ## the shared Hiro budget on the real stack: 5 minutes against a hidden per-minute limit (see BENCHMARKS.md)
+	set -o pipefail; go test -tags benchstack -count=1 -timeout 15m -run TestHiddenMinuteLimit -v ./worker/ | grep -E 'figures|Error|^(ok|FAIL|---)'
+
+COST_HOURS ?= 6
+COST_SCALE ?= 30
+cost: tools postgres ## measure billed Temporal actions per simulated day on the real stack against the floor (COST_HOURS simulated hours at COST_SCALE× speed; default 6 h ≈ 12 min)
+	COST_HOURS=$(COST_HOURS) COST_SCALE=$(COST_SCALE) COST_OUT=$(CURDIR)/.cost.md \
+	  go test -tags cost -count=1 -timeout 120m -run TestMeasuredCost ./worker/ > /tmp/pacer-cost.log 2>&1 || { cat /tmp/pacer-cost.log; exit 1; }
+	@cat $(CURDIR)/.cost.md
+
+histories: tools ## record today's workflow histories for the replay tests beside the older ones (never rewrites one; needs bin/temporal)
 	go test -tags histories -count=1 -run TestWriteHistories ./workflows/
 
 clean: ## remove build output and local dev state

@@ -12,9 +12,11 @@ import (
 // Task names are fixed by the product contract: they appear in signals,
 // updates, the status document and metrics.
 const (
-	TaskTenero = "tenero"
-	TaskSweep  = "sweep"
-	TaskAll    = "all"
+	TaskTenero  = "tenero"
+	TaskSweep   = "sweep"
+	TaskRollup  = "rollup"
+	TaskDeliver = "deliver"
+	TaskAll     = "all"
 )
 
 // ErrorClass says what kind of trouble ended a call. Only ClassTransport is
@@ -105,6 +107,82 @@ type Run struct {
 // Meta gives generic code the run part of a result.
 func (r *Run) Meta() *Run { return r }
 
+// Occurrence is the run key of one task run (SPEC §3.4): the task and the
+// nominal time the schedule gave it. The activity that runs it records it in
+// the task_runs ledger and is idempotent on it: a retried attempt, or a
+// wake-up repeated after a crash, finds the occurrence done and does not run
+// it again. A zero Occurrence (a run scheduled before the ledger existed)
+// records nothing.
+type Occurrence struct {
+	Task      string    `json:"task,omitempty"`
+	NominalAt time.Time `json:"nominalAt"`
+	// Manual marks an operator's refresh. Its NominalAt is when it was asked
+	// for; it is recorded as manual and never consumes a scheduled occurrence.
+	Manual bool `json:"manual,omitempty"`
+	// Coalesced is set on a `coalesce` catch-up run: the missed nominal times
+	// it stands for.
+	Coalesced *CoalescedRange `json:"coalesced,omitempty"`
+	// Passed are the occurrences the scheduler decided not to run since the
+	// task's previous run (skipped, or coalesced into this one); the run's
+	// activity writes them to the ledger, so workflow code writes nothing.
+	Passed []PassedOccurrence `json:"passed,omitempty"`
+}
+
+// Zero reports whether o is the zero Occurrence.
+func (o Occurrence) Zero() bool { return o.Task == "" }
+
+// CoalescedRange is the span of missed occurrences one coalesced run covers.
+type CoalescedRange struct {
+	First time.Time `json:"first"`
+	Last  time.Time `json:"last"`
+	Count int       `json:"count"`
+}
+
+// PassedOccurrence is an occurrence that did not get its own run.
+type PassedOccurrence struct {
+	NominalAt time.Time `json:"nominalAt"`
+	// Status is RunSkipped or RunCoalesced.
+	Status string `json:"status"`
+	// Reason says why a skipped occurrence did not run (Skip…).
+	Reason string `json:"reason,omitempty"`
+	// CoalescedInto is the nominal time of the run that covered it.
+	CoalescedInto *time.Time `json:"coalescedInto,omitempty"`
+	// Count > 1 makes the entry stand for Count occurrences passed alike,
+	// at NominalAt, NominalAt + StepSeconds, …: a 30-day pause of a
+	// minutely schedule is a handful of entries in the workflow's history,
+	// not 43,200.
+	Count       int   `json:"count,omitempty"`
+	StepSeconds int64 `json:"stepSeconds,omitempty"`
+}
+
+// Times lists the nominal times p stands for, oldest first.
+func (p PassedOccurrence) Times() []time.Time {
+	n := max(p.Count, 1)
+	out := make([]time.Time, n)
+	for i := range out {
+		out[i] = p.NominalAt.Add(time.Duration(i) * time.Duration(p.StepSeconds) * time.Second)
+	}
+	return out
+}
+
+// Statuses of task_runs rows (SPEC §6).
+const (
+	RunScheduled = "scheduled"
+	RunRunning   = "running"
+	RunOK        = "ok"
+	RunFailed    = "failed"
+	RunSkipped   = "skipped"
+	RunCoalesced = "coalesced"
+)
+
+// Reasons of skipped occurrences (SPEC §3.4), and of manual runs.
+const (
+	SkipPaused   = "paused"
+	SkipCatchup  = "catchup_skip"
+	SkipDSTGap   = "dst_gap"
+	ReasonManual = "manual"
+)
+
 // TeneroResult is what one run of the tenero task reports (SPEC §3).
 type TeneroResult struct {
 	Run
@@ -120,6 +198,9 @@ type TeneroResult struct {
 	Skipped   int `json:"skipped"`
 	// NextTailFrom is the TailFrom of the next run.
 	NextTailFrom int `json:"nextTailFrom,omitempty"`
+	// Wanted is how many requests the whole token set needs (its tokens that
+	// are not pegs), cut or not: what the next run will ask of the budget.
+	Wanted int `json:"wanted,omitempty"`
 }
 
 // TeneroInput is the input of the tenero activity.
@@ -136,12 +217,20 @@ type TeneroInput struct {
 	// requests or fewer are left this minute (0 = run until it says 0). A
 	// small reserve keeps a paced run from ever hitting the wall.
 	StopAtMinuteRemaining int `json:"stopAtMinuteRemaining,omitempty"`
+	// Occurrence is the run's key in the task_runs ledger.
+	Occurrence Occurrence `json:"occurrence"`
 }
 
 // SweepInput is the input of the sweep activity.
 type SweepInput struct {
-	// PageSize is how many agents one run walks (0 = 100).
+	// PageSize is the most agents one run visits (0 = every due agent, as
+	// the Hiro budget allows).
 	PageSize int `json:"pageSize,omitempty"`
+	// MaxRequests caps the Hiro requests of the run (0 = as the shared
+	// budget allows).
+	MaxRequests int `json:"maxRequests,omitempty"`
+	// Occurrence is the run's key in the task_runs ledger.
+	Occurrence Occurrence `json:"occurrence"`
 }
 
 // SweepResult is what one run of the sweep task reports (SPEC §3).
@@ -160,4 +249,79 @@ type SweepResult struct {
 	Cursor *string `json:"cursor"`
 	// HiroErrors counts Hiro calls that failed while the walk went on.
 	HiroErrors int `json:"hiroErrors"`
+	// AgentsDue is how many agents were still due when the run ended, and
+	// LagSeconds how overdue the most overdue of them was (SPEC §3.2).
+	AgentsDue  int     `json:"agentsDue"`
+	LagSeconds float64 `json:"lagSeconds"`
+	// Tiers counts the registered agents per tier: {"hot":n,"warm":n,"cold":n}.
+	Tiers map[string]int `json:"tiers"`
+	// NextDueAt is when the earliest agent is next due: the workflow wakes
+	// the sweep then (never sooner than its configured cadence). Null when
+	// no agent is registered.
+	NextDueAt *time.Time `json:"nextDueAt"`
+}
+
+// RollupInput is the input of the rollup activity (SPEC §10.1).
+type RollupInput struct {
+	// Occurrence is the run's key; its NominalAt decides what is computed:
+	// the hour that closed at or before it, and every recent day that
+	// closed at or before it and is not yet complete.
+	Occurrence Occurrence `json:"occurrence"`
+}
+
+// RollupResult is what one run of the rollup task reports.
+type RollupResult struct {
+	Run
+	// Hours are the starts of the hours computed (one, unless the run was
+	// a no-op replay).
+	Hours []time.Time `json:"hours"`
+	// Days are the days computed, each with whether it is now complete.
+	Days []RollupDay `json:"days"`
+	// Rows is how many rollup rows the run wrote.
+	Rows int `json:"rows"`
+	// PrunedObservations counts the price observations past their
+	// retention that the run deleted.
+	PrunedObservations int64 `json:"prunedObservations"`
+}
+
+// RollupDay is one daily period a rollup run computed.
+type RollupDay struct {
+	Start    time.Time `json:"start"`
+	End      time.Time `json:"end"`
+	Complete bool      `json:"complete"`
+}
+
+// DeliverInput is the input of the deliver activity (SPEC §10.3).
+type DeliverInput struct {
+	// Occurrence is the run's key in the task_runs ledger.
+	Occurrence Occurrence `json:"occurrence"`
+}
+
+// DeliverResult is what one run of the deliver task reports.
+type DeliverResult struct {
+	Run
+	// Emitted is how many deliveries the run created (hourly and daily).
+	Emitted int `json:"emitted"`
+	// Attempted counts the POSTs of the run, Retries those of them that
+	// were not a delivery's first attempt.
+	Attempted int `json:"attempted"`
+	Retries   int `json:"retries"`
+	// What became of the attempts.
+	Delivered int `json:"delivered"`
+	Failed    int `json:"failed"`
+	// Exhausted counts deliveries the run gave up on (last ladder step, or
+	// their subscriber answered 410); Disabled the subscribers it disabled.
+	Exhausted int `json:"exhausted"`
+	Disabled  int `json:"disabled"`
+	// Capped says the run stopped at its per-run caps with work still due.
+	Capped bool `json:"capped"`
+	// The deliveries table when the run ended, by status (SPEC §3.2).
+	Pending        int `json:"pending"`
+	Retrying       int `json:"retrying"`
+	ExhaustedTotal int `json:"exhaustedTotal"`
+	// NextDueAt is when the workflow should run deliver again: soon (at
+	// least 1 s ahead) while deliveries are due, the next retry time
+	// otherwise, null when nothing is pending. New rollups make deliveries
+	// due too: the workflow also runs deliver after each rollup run.
+	NextDueAt *time.Time `json:"nextDueAt"`
 }

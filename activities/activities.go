@@ -6,6 +6,7 @@ package activities
 
 import (
 	"context"
+	"reflect"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -14,12 +15,16 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/budget"
 	"github.com/pacer-dev/pacer/internal/catalog"
 	"github.com/pacer-dev/pacer/internal/competition"
+	"github.com/pacer-dev/pacer/internal/cron"
 	"github.com/pacer-dev/pacer/internal/hiro"
+	"github.com/pacer-dev/pacer/internal/ingest"
 	"github.com/pacer-dev/pacer/internal/metrics"
 	"github.com/pacer-dev/pacer/internal/store"
 	"github.com/pacer-dev/pacer/internal/tenero"
+	"github.com/pacer-dev/pacer/internal/webhook"
 )
 
 // Activities holds the dependencies of every activity.
@@ -28,11 +33,33 @@ type Activities struct {
 	Tenero  *tenero.Client
 	Hiro    *hiro.Client
 	Catalog *catalog.Catalog
-	// Verifier is the one verify path, shared with the HTTP fast path.
-	Verifier *competition.Verifier
-	Logger   *zap.Logger
+	// Verifier is the one verify path. FastVerifier runs the same gates
+	// for the agents' fast path through a Hiro client on the budget's fast
+	// lane, which never waits (SPEC §5.6).
+	Verifier     *competition.Verifier
+	FastVerifier *competition.Verifier
+	// Ingest is the sweep's visit policy (SPEC §5.3).
+	Ingest ingest.Config
+	// Budget is the one Hiro budget every process shares (SPEC §5.4); nil
+	// leaves the optimal policy without a budget to plan by.
+	Budget *store.SharedBudget
+	Logger *zap.Logger
 	// Metrics records each attempt; nil records nothing.
 	Metrics *metrics.Metrics
+	// Schedules are the task schedules configured for the scheduler's
+	// first start (PACER_SCHEDULES, validated). No activity reads them: the
+	// worker hands them to the workflow's configuration.
+	Schedules cron.Schedules
+	// DayZone is PACER_DAY_TZ: its midnight ends a daily rollup.
+	DayZone *time.Location
+	// Deliveries configures the deliver task.
+	Deliveries DeliveryConfig
+	// Clock is the time the rollup and deliver tasks work by (time.Now);
+	// tests shift it to just after a period's end.
+	Clock func() time.Time
+
+	// plan is the optimal policy's last allocation.
+	plan allocationCache
 }
 
 // Register registers every activity method under its method name (the
@@ -52,26 +79,51 @@ func runError(class pacer.ErrorClass, msg string, result any) error {
 	})
 }
 
-// heartbeatEvery is how often a running activity reports liveness. The
-// workflow's heartbeat timeout is a few times this, so a killed worker's
-// attempt is retried elsewhere within seconds, while a long in-attempt retry
-// (a Retry-After of 30 s) does not look like a dead worker.
-const heartbeatEvery = 5 * time.Second
+// heartbeatShare is the share of the activity's heartbeat timeout between
+// two looks at its progress: the SDK's own throttle (it sends at most one
+// heartbeat per 0.8 × the timeout), so that every heartbeat the activity
+// records is one the server gets. A run shorter than that records none.
+const heartbeatShare = 0.8
 
-// keepHeartbeating heartbeats progress() until the returned stop is called.
+// defaultHeartbeatEvery is the look interval when the activity has no
+// heartbeat timeout (0.8 × the workflow's 2 minutes).
+const defaultHeartbeatEvery = 96 * time.Second
+
+// keepHeartbeating heartbeats progress() until the returned stop is called,
+// only when it changed since the last heartbeat. Every heartbeat that
+// reaches Temporal is a billed action; liveness needs one per heartbeat
+// timeout, and a run that made no progress for a whole interval is stuck:
+// it then times out and is retried, on this worker or another. When the
+// worker begins to stop it heartbeats once more, so that the attempt
+// another worker takes over resumes where this one was.
 func keepHeartbeating(ctx context.Context, progress func() any) (stop func()) {
+	every := defaultHeartbeatEvery
+	if t := activity.GetInfo(ctx).HeartbeatTimeout; t > 0 {
+		every = time.Duration(float64(t) * heartbeatShare)
+	}
+	stopping := activity.GetWorkerStopChannel(ctx)
 	done := make(chan struct{})
 	go func() {
-		t := time.NewTicker(heartbeatEvery)
+		t := time.NewTicker(every)
 		defer t.Stop()
+		var last any
+		beat := func() {
+			if p := progress(); !reflect.DeepEqual(p, last) {
+				activity.RecordHeartbeat(ctx, p)
+				last = p
+			}
+		}
 		for {
 			select {
 			case <-done:
 				return
 			case <-ctx.Done():
 				return
+			case <-stopping:
+				stopping = nil // once
+				beat()
 			case <-t.C:
-				activity.RecordHeartbeat(ctx, progress())
+				beat()
 			}
 		}
 	}()
@@ -88,11 +140,25 @@ type Options struct {
 	HiroBaseURL, HiroAPIKey     string
 	// HiroPerMinute is the per-minute budget shared by everything that calls
 	// Hiro, in every process (0 = 45 without a key, 450 with one: a little
-	// under Hiro's 50 and 500).
+	// under Hiro's 50 and 500); the headers lower it when Hiro says less.
 	HiroPerMinute    int
 	CompetitionStart time.Time
+	// Ingest is the sweep's visit policy; zero fields take the defaults.
+	Ingest ingest.Config
+	// Schedules: see Activities.Schedules.
+	Schedules cron.Schedules
 	// Sleep replaces the upstream clients' in-attempt retry waits (tests).
 	Sleep func(context.Context, time.Duration) error
+
+	// DayZone is PACER_DAY_TZ (nil = UTC).
+	DayZone *time.Location
+	// DeliveryLadder is PACER_DELIVERY_LADDER (nil = webhook.DefaultLadder).
+	DeliveryLadder webhook.Ladder
+	// DeliveryTimeout bounds each delivery attempt (0 = 10 s, SPEC §10.3;
+	// tests shorten it with the ladder).
+	DeliveryTimeout time.Duration
+	// Clock replaces time.Now for the rollup and deliver tasks (tests).
+	Clock func() time.Time
 }
 
 // New wires the activities and their clients. The verifier it builds is
@@ -106,30 +172,42 @@ func New(o Options) *Activities {
 		}
 	}
 	cat := catalog.Default()
-	h := hiro.New(hiro.Config{
-		BaseURL: o.HiroBaseURL,
-		APIKey:  o.HiroAPIKey,
-		Logger:  o.Logger.Named("hiro"),
-		Sleep:   o.Sleep,
-		Limiter: o.Store.NewBudget("hiro", perMinute),
-	})
+	shared := o.Store.SharedBudget(store.UpstreamHiro, budget.Config{PerMinute: int64(perMinute)})
+	onErr := func(err error) { o.Logger.Warn("hiro.budget_observe_failed", zap.Error(err)) }
+	hiroClient := func(lane budget.Lane, maxWait time.Duration) *hiro.Client {
+		l := shared.Limiter(lane, maxWait)
+		l.OnError = onErr
+		return hiro.New(hiro.Config{
+			BaseURL: o.HiroBaseURL,
+			APIKey:  o.HiroAPIKey,
+			Logger:  o.Logger.Named("hiro"),
+			Sleep:   o.Sleep,
+			Limiter: l,
+		})
+	}
+	verifier := func(h *hiro.Client) *competition.Verifier {
+		return &competition.Verifier{Ledger: o.Store, Txs: h, Allowlist: cat, CompetitionStart: o.CompetitionStart}
+	}
+	h := hiroClient(budget.LaneSweep, SweepMaxWait)
 	return &Activities{
-		Store:   o.Store,
-		Catalog: cat,
-		Logger:  o.Logger,
-		Metrics: o.Metrics,
+		Store:      o.Store,
+		Catalog:    cat,
+		Logger:     o.Logger,
+		Metrics:    o.Metrics,
+		Schedules:  o.Schedules,
+		DayZone:    o.DayZone,
+		Deliveries: newDeliveryConfig(o),
+		Clock:      o.Clock,
 		Tenero: tenero.New(tenero.Config{
 			BaseURL: o.TeneroBaseURL,
 			APIKey:  o.TeneroAPIKey,
 			Logger:  o.Logger.Named("tenero"),
 			Sleep:   o.Sleep,
 		}),
-		Hiro: h,
-		Verifier: &competition.Verifier{
-			Ledger:           o.Store,
-			Txs:              h,
-			Allowlist:        cat,
-			CompetitionStart: o.CompetitionStart,
-		},
+		Hiro:         h,
+		Verifier:     verifier(h),
+		FastVerifier: verifier(hiroClient(budget.LaneFast, 0)),
+		Ingest:       o.Ingest.WithDefaults(),
+		Budget:       shared,
 	}
 }

@@ -4,13 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -23,9 +19,11 @@ import (
 
 	"github.com/pacer-dev/pacer"
 	"github.com/pacer-dev/pacer/activities"
+	"github.com/pacer-dev/pacer/internal/budget"
 	"github.com/pacer-dev/pacer/internal/catalog"
 	"github.com/pacer-dev/pacer/internal/competition"
 	"github.com/pacer-dev/pacer/internal/hiro"
+	"github.com/pacer-dev/pacer/internal/ingest"
 	"github.com/pacer-dev/pacer/internal/sim"
 	"github.com/pacer-dev/pacer/internal/store"
 	"github.com/pacer-dev/pacer/internal/tenero"
@@ -62,7 +60,7 @@ type faultStack struct {
 	sim *sim.Server
 	// acts has the production timeouts, faulty the short ones.
 	acts, faulty *activities.Activities
-	proxy        *pgProxy
+	proxy        *testenv.PGProxy
 	// beforeUpstream, when set, runs before the simulator answers a request.
 	beforeUpstream atomic.Pointer[func(*http.Request)]
 }
@@ -76,9 +74,9 @@ func newFaultStack(t *testing.T) *faultStack {
 	ctx := context.Background()
 	f := &faultStack{}
 	direct := testenv.PostgresURL(t)
-	f.proxy = startPGProxy(t, direct)
+	f.proxy = testenv.StartPGProxy(t, direct)
 	var err error
-	f.st, err = store.Open(ctx, f.proxy.url)
+	f.st, err = store.Open(ctx, f.proxy.URL)
 	require.NoError(t, err)
 	t.Cleanup(f.st.Close)
 	require.NoError(t, f.st.Migrate(ctx))
@@ -100,25 +98,50 @@ func newFaultStack(t *testing.T) *faultStack {
 
 	log := zaptest.NewLogger(t, zaptest.Level(zap.ErrorLevel))
 	f.acts = newActivities(f.st, hs.URL, log, 0)
-	f.faulty = newActivities(f.st, hs.URL, log, faultAttemptTimeout)
+	// The faulty runs keep a budget of their own: what it learns from a
+	// 429 storm (wait a minute) must not hold up the healthy runs after.
+	f.faulty = wireActivities(f.st, "hiro-faults", hs.URL, log, faultAttemptTimeout, budget.Config{PerMinute: 1 << 20}, activities.SweepMaxWait)
 	return f
+}
+
+// dueNow makes every agent due, as time passing would: the next run visits
+// them all again.
+func (f *faultStack) dueNow(t *testing.T) {
+	t.Helper()
+	_, err := f.st.Pool().Exec(context.Background(), `update agent_ingest set next_run_at = now()`)
+	require.NoError(t, err)
 }
 
 // newActivities wires the activities as activities.New does, with no
 // waiting between in-call retries and the given attempt timeout (0: the
-// clients' default).
+// clients' default), on a Hiro budget out of reach.
 func newActivities(st *store.Store, baseURL string, log *zap.Logger, attemptTimeout time.Duration) *activities.Activities {
+	return wireActivities(st, store.UpstreamHiro, baseURL, log, attemptTimeout, budget.Config{PerMinute: 1 << 20}, activities.SweepMaxWait)
+}
+
+// wireActivities is newActivities on the Hiro budget named upstream, of
+// bc, whose sweep lane waits at most sweepWait.
+func wireActivities(st *store.Store, upstream, baseURL string, log *zap.Logger, attemptTimeout time.Duration, bc budget.Config, sweepWait time.Duration) *activities.Activities {
 	cat := catalog.Default()
-	h := hiro.New(hiro.Config{BaseURL: baseURL, Logger: log, Sleep: noSleep, AttemptTimeout: attemptTimeout,
-		Limiter: st.NewBudget("hiro", 1<<20)})
+	shared := st.SharedBudget(upstream, bc)
+	client := func(lane budget.Lane, wait time.Duration) *hiro.Client {
+		return hiro.New(hiro.Config{BaseURL: baseURL, Logger: log, Sleep: noSleep, AttemptTimeout: attemptTimeout,
+			Limiter: shared.Limiter(lane, wait)})
+	}
+	verifier := func(h *hiro.Client) *competition.Verifier {
+		return &competition.Verifier{Ledger: st, Txs: h, Allowlist: cat, CompetitionStart: sim.DefaultCompetitionStart}
+	}
+	h := client(budget.LaneSweep, sweepWait)
 	return &activities.Activities{
-		Store:   st,
-		Catalog: cat,
-		Logger:  log,
-		Tenero:  tenero.New(tenero.Config{BaseURL: baseURL, Logger: log, Sleep: noSleep, AttemptTimeout: attemptTimeout}),
-		Hiro:    h,
-		Verifier: &competition.Verifier{Ledger: st, Txs: h, Allowlist: cat,
-			CompetitionStart: sim.DefaultCompetitionStart},
+		Store:        st,
+		Catalog:      cat,
+		Logger:       log,
+		Tenero:       tenero.New(tenero.Config{BaseURL: baseURL, Logger: log, Sleep: noSleep, AttemptTimeout: attemptTimeout}),
+		Hiro:         h,
+		Verifier:     verifier(h),
+		FastVerifier: verifier(client(budget.LaneFast, 0)),
+		Ingest:       ingest.DefaultConfig(),
+		Budget:       shared,
 	}
 }
 
@@ -272,19 +295,21 @@ var sweepFaults = []struct {
 	// target narrows the faults to one agent's listing ("agent") or one
 	// swap's lookup ("tx"): the costly faults stay cheap that way.
 	target string
-	// wantClass is the class of the run as a whole, "" when the walk goes
+	// wantClass is the class of the run as a whole, "" when the run goes
 	// on past failing agents.
 	wantClass pacer.ErrorClass
 	// partial faults let some swaps through.
 	partial bool
+	// refused: Hiro's 429s end the run early, the agents left due.
+	refused bool
 }{
-	{name: "429 storm", faults: sim.Faults{PathPrefix: "/extended/", TooManyRequests: 1}, wantClass: pacer.ClassRateLimit},
-	// Not one agent can be listed: the walk goes on, and the run as a whole
-	// is reported failed with the listings' class.
+	{name: "429 storm", faults: sim.Faults{PathPrefix: "/extended/", TooManyRequests: 1}, wantClass: pacer.ClassRateLimit, refused: true},
+	// Not one agent can be listed: every visit fails, and the run as a
+	// whole is reported failed with the listings' class.
 	{name: "5xx", faults: sim.Faults{PathPrefix: "/extended/", ServerError: 1}, wantClass: pacer.ClassServerError},
 	{name: "truncated JSON", faults: sim.Faults{PathPrefix: "/extended/", Truncated: 1}, wantClass: pacer.ClassParseError},
 	{name: "wrong-typed JSON", faults: sim.Faults{PathPrefix: "/extended/", WrongType: 1}, wantClass: pacer.ClassParseError},
-	{name: "tx lookups 429", faults: sim.Faults{PathPrefix: "/extended/v1/tx/", TooManyRequests: 1}, wantClass: pacer.ClassRateLimit},
+	{name: "tx lookups 429", faults: sim.Faults{PathPrefix: "/extended/v1/tx/", TooManyRequests: 1}, refused: true},
 	{name: "tx lookups 5xx", faults: sim.Faults{PathPrefix: "/extended/v1/tx/", ServerError: 1}},
 	{name: "tx lookups truncated", faults: sim.Faults{PathPrefix: "/extended/v1/tx/", Truncated: 1}},
 	{name: "tx lookups wrong-typed", faults: sim.Faults{PathPrefix: "/extended/v1/tx/", WrongType: 1}},
@@ -294,18 +319,6 @@ var sweepFaults = []struct {
 	{name: "tx lookup huge", faults: sim.Faults{Huge: 1, HugeBytes: hiroHuge}, target: "tx", partial: true},
 	{name: "mixed storm", faults: sim.Faults{PathPrefix: "/extended/", TooManyRequests: 0.05, ServerError: 0.2,
 		Slow: 0.02, Truncated: 0.15, WrongType: 0.15, Huge: 0.02, HugeBytes: hiroHuge}, partial: true},
-}
-
-// worldReasons counts the world's own rejections for a reason, the ones a
-// healthy pass finds too.
-func (f *faultStack) worldReasons(r competition.Reason) int {
-	n := 0
-	for _, o := range f.sim.World().ExpectedOutcomes(faultAt) {
-		if o.Found && o.Reason == r {
-			n++
-		}
-	}
-	return n
 }
 
 // target picks the swaps a targeted fault hides: all of the agent with
@@ -325,7 +338,23 @@ func (f *faultStack) target(t *testing.T, kind string) (prefix string, hidden []
 			best = sw.Sender
 		}
 	}
-	return "/extended/v1/address/" + best + "/", bySender[best]
+	return "/extended/v3/principals/" + best + "/", bySender[best]
+}
+
+// sweepUntilDone runs healthy sweeps, every agent made due before each,
+// until the ledger holds the world; it returns what they inserted.
+func (f *faultStack) sweepUntilDone(t *testing.T, acts *activities.Activities) (inserted int) {
+	t.Helper()
+	want := len(f.sim.World().ExpectedSwaps(faultAt))
+	for pass := 0; pass < 5 && f.requireLedger(t, false) < want; pass++ {
+		f.dueNow(t)
+		res, err := runSweep(t, acts)
+		require.NoError(t, err, "a healthy run")
+		require.Zero(t, res.HiroErrors)
+		inserted += res.Inserted
+	}
+	f.requireLedger(t, true)
+	return inserted
 }
 
 func TestSweepFaultsLoseAndDuplicateNothing(t *testing.T) {
@@ -345,51 +374,68 @@ func TestSweepFaultsLoseAndDuplicateNothing(t *testing.T) {
 				require.NoError(t, lookupErr)
 				require.False(t, found, "%s was written although its answer was broken", txid)
 			}
-			if tt.target == "tx" {
-				require.Equal(t, f.worldReasons(competition.ReasonTxFetchFailed)+1,
-					res.RejectionReasons[string(competition.ReasonTxFetchFailed)], "the hidden swap is a fetch failure")
-			}
 			if tt.wantClass != "" {
 				require.Error(t, err)
 				require.Equal(t, string(tt.wantClass), errType(err))
 				require.False(t, isRetryable(err), "upstream trouble waits for the next tick")
-				if tt.wantClass == pacer.ClassRateLimit {
-					require.True(t, res.RateLimited)
-					require.Equal(t, pacer.MinuteQuotaBackoff.Milliseconds(), res.RateLimitBackoffMs)
-				} else {
-					require.Equal(t, len(f.sim.World().Agents()), res.HiroErrors, "every agent was tried")
-				}
+				require.Zero(t, res.Scanned)
 			} else {
-				require.NoError(t, err, "the walk goes on past failing agents")
+				require.NoError(t, err, "the run goes on past failing agents")
+			}
+			if tt.wantClass == pacer.ClassRateLimit {
+				require.True(t, res.RateLimited)
+				require.Positive(t, res.RateLimitBackoffMs)
+				require.LessOrEqual(t, res.RateLimitBackoffMs, pacer.MinuteQuotaBackoff.Milliseconds(),
+					"the task waits for the window Hiro named, not longer")
+			} else if tt.wantClass != "" {
+				require.Equal(t, len(f.sim.World().Agents()), res.HiroErrors, "every agent was tried")
+			}
+			if tt.refused {
+				require.Positive(t, res.AgentsDue, "the agents not visited stay due")
+				require.NotNil(t, res.NextDueAt)
+				// (Run.Rejected, the 429 count, shares its JSON name with
+				// the sweep's own rejected count and does not survive the
+				// payload; UpstreamFailed carries the refusals.)
+				require.Positive(t, res.UpstreamFailed)
 			}
 			require.Equal(t, res.Inserted, f.requireLedger(t, false), "every row written was counted")
 			if !tt.partial {
 				require.Zero(t, res.Inserted, "nothing verifies while Hiro is broken")
 			}
-			if tt.faults.PathPrefix == "/extended/v1/tx/" && tt.wantClass == "" {
-				// Found, but not verifiable now: rejected as a fetch failure
-				// (never as not found), and looked at again next pass.
+			if tt.faults.PathPrefix == "/extended/v1/tx/" && !tt.refused {
+				// Found, but not verifiable now: a fetch failure ends the
+				// agent's visit, which goes on from there next time.
 				require.Positive(t, res.Found)
-				require.Equal(t, res.Found, res.RejectionReasons[string(competition.ReasonTxFetchFailed)]+
-					res.RejectionReasons[string(competition.ReasonTxNotFound)]+res.Pending)
+				require.Positive(t, res.RejectionReasons[string(competition.ReasonTxFetchFailed)])
+				require.Equal(t, res.Found, res.Rejected+res.Pending)
 			}
 
 			f.setFaults(t, sim.Faults{})
 			inserted := res.Inserted
-			res, err = runSweep(t, f.acts)
-			require.NoError(t, err, "the run after the fault is healthy")
-			require.Zero(t, res.HiroErrors)
-			require.Equal(t, inserted, res.AlreadyKnown, "rows written under the fault are found, not written again")
-			f.requireLedger(t, true)
+			require.Equal(t, len(f.sim.World().ExpectedSwaps(faultAt)), inserted+f.sweepUntilDone(t, f.acts),
+				"each swap inserted once: under the fault or after it")
 
-			// And once more: every swap is already known, none twice.
+			// Once more: the cursors hold, nothing new is found and no
+			// known swap is asked about again.
+			f.dueNow(t)
+			f.sim.ResetStats()
 			res, err = runSweep(t, f.acts)
 			require.NoError(t, err)
 			require.Zero(t, res.Inserted)
-			require.Equal(t, len(f.sim.World().ExpectedSwaps(faultAt)), res.AlreadyKnown)
+			require.Equal(t, res.Pending, res.Found, "only what is still in the mempool is found again")
+			require.LessOrEqual(t, f.sim.Stats().Routes[sim.HiroTxRoute].Total, 3*f.pendingCount(t),
+				"only the pending transactions are looked up again (each at most 3 attempts)")
 			f.requireLedger(t, true)
 		})
 	}
+}
+
+// pendingCount is how many transactions pending_txs holds.
+func (f *faultStack) pendingCount(t *testing.T) int {
+	t.Helper()
+	var n int
+	require.NoError(t, f.st.Pool().QueryRow(context.Background(), `select count(*) from pending_txs`).Scan(&n))
+	return n
 }
 
 // TestPartialFaultsKeepEveryRowExact sweeps through a storm of mixed faults
@@ -402,8 +448,8 @@ func TestPartialFaultsKeepEveryRowExact(t *testing.T) {
 	want := len(f.sim.World().ExpectedSwaps(faultAt))
 	passes, inserted := 0, 0
 	for ; passes < 40 && f.requireLedger(t, false) < want; passes++ {
-		res, err := runSweep(t, f.faulty)
-		require.NoError(t, err)
+		f.dueNow(t)
+		res, _ := runSweep(t, f.faulty) // a pass may fail as a whole: every listing broken
 		inserted += res.Inserted
 	}
 	require.Equal(t, want, f.requireLedger(t, false), "the ledger filled up within %d passes", passes)
@@ -423,25 +469,25 @@ func TestDatabaseLossIsTransportAndRecovers(t *testing.T) {
 	require.NoError(t, err)
 
 	t.Run("tenero, database down", func(t *testing.T) {
-		f.proxy.cut()
+		f.proxy.Cut()
 		res, err := runTenero(t, f.acts)
 		require.Error(t, err)
 		require.Equal(t, string(pacer.ClassTransport), errType(err))
 		require.True(t, isRetryable(err), "transport trouble is worth Temporal's retries")
 		require.Equal(t, pacer.ClassTransport, res.ErrorClass)
-		f.proxy.restore()
+		f.proxy.Restore()
 		_, err = runTenero(t, f.acts)
 		require.NoError(t, err, "the same pool reconnects")
 		f.requireTruePrices(t)
 	})
 
 	t.Run("sweep, database down", func(t *testing.T) {
-		f.proxy.cut()
+		f.proxy.Cut()
 		_, err := runSweep(t, f.acts)
 		require.Error(t, err)
 		require.Equal(t, string(pacer.ClassTransport), errType(err))
 		require.True(t, isRetryable(err))
-		f.proxy.restore()
+		f.proxy.Restore()
 	})
 
 	t.Run("sweep, database lost mid-page", func(t *testing.T) {
@@ -450,7 +496,7 @@ func TestDatabaseLossIsTransportAndRecovers(t *testing.T) {
 		var lookups atomic.Int32
 		cut := func(r *http.Request) {
 			if strings.HasPrefix(r.URL.Path, "/extended/v1/tx/") && lookups.Add(1) == 3 {
-				f.proxy.cut()
+				f.proxy.Cut()
 			}
 		}
 		f.beforeUpstream.Store(&cut)
@@ -459,98 +505,14 @@ func TestDatabaseLossIsTransportAndRecovers(t *testing.T) {
 		require.Error(t, err)
 		require.Equal(t, string(pacer.ClassTransport), errType(err))
 		require.True(t, isRetryable(err))
-		require.Equal(t, 1, res.RejectionReasons[string(competition.ReasonDBUnavailable)])
-		f.proxy.restore()
+		// The budget lives in Postgres too: the loss shows at the next
+		// request or at the ledger, whichever comes first.
+		require.Positive(t, res.RejectionReasons[string(competition.ReasonDBUnavailable)]+
+			res.RejectionReasons[string(competition.ReasonTxFetchFailed)])
+		f.proxy.Restore()
 
 		before := f.requireLedger(t, false)
-		res, err = runSweep(t, f.acts)
-		require.NoError(t, err, "the retried page is healthy")
-		require.Equal(t, before, res.AlreadyKnown, "what was written before the loss is found, not written again")
-		f.requireLedger(t, true)
+		require.Equal(t, len(f.sim.World().ExpectedSwaps(faultAt))-before, f.sweepUntilDone(t, f.acts),
+			"what was written before the loss is not written again")
 	})
-}
-
-// pgProxy forwards TCP connections to Postgres until cut: then it drops
-// every open connection and accepts new ones only to close them, as a
-// database that crashed or failed over does.
-type pgProxy struct {
-	url    string
-	target string
-	ln     net.Listener
-
-	mu    sync.Mutex
-	down  bool
-	conns map[net.Conn]struct{}
-}
-
-func startPGProxy(t *testing.T, dbURL string) *pgProxy {
-	t.Helper()
-	u, err := url.Parse(dbURL)
-	require.NoError(t, err)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	p := &pgProxy{target: u.Host, ln: ln, conns: map[net.Conn]struct{}{}}
-	u.Host = ln.Addr().String()
-	p.url = u.String()
-	go p.serve()
-	t.Cleanup(func() {
-		_ = ln.Close()
-		p.cut()
-	})
-	return p
-}
-
-func (p *pgProxy) serve() {
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		go p.forward(c)
-	}
-}
-
-func (p *pgProxy) forward(c net.Conn) {
-	p.mu.Lock()
-	if p.down {
-		p.mu.Unlock()
-		_ = c.Close()
-		return
-	}
-	p.conns[c] = struct{}{}
-	p.mu.Unlock()
-	up, err := net.Dial("tcp", p.target)
-	if err != nil {
-		_ = c.Close()
-		return
-	}
-	p.mu.Lock()
-	p.conns[up] = struct{}{}
-	p.mu.Unlock()
-	done := make(chan struct{}, 2)
-	go func() { _, _ = io.Copy(up, c); done <- struct{}{} }()
-	go func() { _, _ = io.Copy(c, up); done <- struct{}{} }()
-	<-done
-	_ = c.Close()
-	_ = up.Close()
-	p.mu.Lock()
-	delete(p.conns, c)
-	delete(p.conns, up)
-	p.mu.Unlock()
-}
-
-func (p *pgProxy) cut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.down = true
-	for c := range p.conns {
-		_ = c.Close()
-	}
-	clear(p.conns)
-}
-
-func (p *pgProxy) restore() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.down = false
 }

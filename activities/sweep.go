@@ -4,90 +4,208 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"math"
+	"slices"
 	"sync"
 	"time"
 
 	"go.temporal.io/sdk/activity"
 	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/budget"
 	"github.com/pacer-dev/pacer/internal/competition"
 	"github.com/pacer-dev/pacer/internal/hiro"
+	"github.com/pacer-dev/pacer/internal/ingest"
 	"github.com/pacer-dev/pacer/internal/store"
 )
 
-// Sweep sizes (SPEC §5.2–5.3).
+// Sweep run limits (SPEC §5.2).
 const (
-	DefaultSweepPage = 100
-	txsPerAgent      = 25
+	// sweepConcurrency is how many agents one run visits at once: enough
+	// to spend a keyed minute (450 requests) in seconds, few enough that
+	// the due order still holds.
+	sweepConcurrency = 4
+	// sweepRunCap ends a run that could go on (a budget with room, a due
+	// set that keeps growing) so that it reports and the workflow records
+	// it; what is left is due at the next run.
+	sweepRunCap = 4 * time.Minute
+	// reorgDepth is how many blocks below its cursor a visit reads again:
+	// a fork that lost can have held the cursor's block, and the winning
+	// fork's transactions at those heights must not be skipped.
+	reorgDepth = 6
+	// pendingPerVisit bounds the pending transactions a visit looks at again.
+	pendingPerVisit = 20
+	// SweepMaxWait is the longest the sweep waits for the shared budget
+	// before its run ends, leaving the rest to the next run.
+	SweepMaxWait = 2 * time.Second
 )
 
-// sweepProgress is heartbeated after each agent, so a retried attempt of
-// the same page skips the agents already done and keeps their counts.
+// sweepProgress is heartbeated as the run goes: a retried attempt starts
+// from its counts. What the visits did is in Postgres already (each visit
+// saves its agent's cursor), so the retry just visits who is due.
 type sweepProgress struct {
-	// After is the cursor the page started after; progress of another page
-	// is ignored.
-	After  string            `json:"after"`
-	Done   int               `json:"done"`
 	Result pacer.SweepResult `json:"result"`
 }
 
-// Sweep walks one page of registered agents, finds their allowlisted swap
-// transactions on Hiro and verifies each into the swaps table (SPEC §5).
-// The cursor moves only after the whole page is processed, so a crash
-// rescans the page (already-known swaps cost no upstream call) and never
-// skips an agent.
-func (a *Activities) Sweep(ctx context.Context, in pacer.SweepInput) (res pacer.SweepResult, err error) {
+// Sweep visits the agents that are due, in the policy's order, until none
+// is due or the run's share of the Hiro budget is spent (SPEC §5.2). Each
+// visit reads the agent's transactions newest first back to its cursor,
+// verifies the swaps among them and saves the cursor only once every newer
+// transaction is processed, so a retried attempt after a crash loses and
+// duplicates nothing. The result's NextDueAt tells the workflow when to
+// wake it next.
+func (a *Activities) Sweep(ctx context.Context, in pacer.SweepInput) (pacer.SweepResult, error) {
+	return ledgered(ctx, a, in.Occurrence, func(ctx context.Context) (pacer.SweepResult, error) {
+		return a.sweep(ctx, in)
+	})
+}
+
+// sweepRun is one run's shared state: its result, guarded for the
+// concurrent visits and the heartbeat.
+type sweepRun struct {
+	a     *Activities
+	log   *zap.Logger
+	cfg   ingest.Config
+	alloc ingest.Allocation
+
+	mu  sync.Mutex
+	res pacer.SweepResult
+	// budgetAt is set when a visit found the run's budget share spent:
+	// when the budget has room again.
+	budgetAt *time.Time
+	// stop ends the run: the database is gone, or Hiro refuses for good.
+	stop error
+	// lastErr is the last upstream error of a visit, the run's class if
+	// no visit succeeded.
+	lastErr error
+}
+
+func (a *Activities) sweep(ctx context.Context, in pacer.SweepInput) (res pacer.SweepResult, err error) {
 	started := time.Now()
 	defer func() { a.Metrics.ObserveSweep(time.Since(started), res, err) }()
-	size := in.PageSize
-	if size <= 0 {
-		size = DefaultSweepPage
-	}
-	log := a.Logger.With(zap.String("task", pacer.TaskSweep))
-	res = pacer.SweepResult{Run: pacer.Run{StartedAt: started.UTC()}, RejectionReasons: competition.RejectionReasons(nil)}
-
-	cursor, _, err := a.Store.GetState(ctx, store.StateSweepCursor)
-	if err != nil {
-		return res, runError(pacer.ClassTransport, "read sweep cursor: "+err.Error(), res)
-	}
-	agents, err := a.Store.AgentsPage(ctx, cursor, size)
-	if err != nil {
-		return res, runError(pacer.ClassTransport, "read agents: "+err.Error(), res)
-	}
-
+	run := &sweepRun{a: a, log: a.Logger.With(zap.String("task", pacer.TaskSweep)), cfg: a.Ingest.WithDefaults()}
+	run.res = pacer.SweepResult{Run: pacer.Run{StartedAt: started.UTC()}, RejectionReasons: competition.RejectionReasons(nil)}
 	var prog sweepProgress
-	if activity.HasHeartbeatDetails(ctx) && activity.GetHeartbeatDetails(ctx, &prog) == nil &&
-		prog.After == cursor && prog.Done <= len(agents) {
-		res = prog.Result
-		res.RejectionReasons = competition.RejectionReasons(toReasons(res.RejectionReasons))
-		log.Info("sweep.resumed", zap.String("after", cursor), zap.Int("done", prog.Done))
-	} else {
-		prog = sweepProgress{After: cursor}
+	if activity.HasHeartbeatDetails(ctx) && activity.GetHeartbeatDetails(ctx, &prog) == nil {
+		run.res = prog.Result
+		run.res.RejectionReasons = competition.RejectionReasons(toReasons(run.res.RejectionReasons))
+		run.log.Info("sweep.resumed", zap.Int("scanned", run.res.Scanned))
 	}
-	var mu sync.Mutex // guards prog against the heartbeat goroutine
-	snapshot := func() any { mu.Lock(); defer mu.Unlock(); return prog }
-	defer keepHeartbeating(ctx, snapshot)()
+	defer keepHeartbeating(ctx, run.progress)()
 
-	var stop error // ends the walk early; the cursor then stays put
-	var lastErr error
-	for i := prog.Done; i < len(agents) && stop == nil; i++ {
+	if run.alloc, err = a.allocation(ctx, run.cfg, started); err != nil {
+		return run.fail(pacer.ClassTransport, "plan the sweep: "+err.Error())
+	}
+
+	var visited []string
+	for {
 		if err := ctx.Err(); err != nil {
-			return res, runError(pacer.ClassTimeout, "sweep cancelled: "+err.Error(), res)
+			return run.fail(pacer.ClassTimeout, "sweep cancelled: "+err.Error())
 		}
-		if stop, lastErr = a.sweepAgent(ctx, log, agents[i], &res, lastErr); stop != nil {
+		if run.done(in, started) {
 			break
 		}
-		mu.Lock()
-		// The heartbeat goroutine encodes prog while the walk goes on: it
-		// gets its own copy of the reasons map.
-		prog.Done, prog.Result = i+1, res
-		prog.Result.RejectionReasons = maps.Clone(res.RejectionReasons)
-		mu.Unlock()
-		activity.RecordHeartbeat(ctx, snapshot())
+		due, err := a.Store.DueAgents(ctx, run.cfg, time.Now(), sweepConcurrency*2, visited)
+		if err != nil {
+			return run.fail(pacer.ClassTransport, "read the due agents: "+err.Error())
+		}
+		if len(due) == 0 {
+			break
+		}
+		if in.PageSize > 0 {
+			due = due[:max(0, min(len(due), in.PageSize-run.scanned()))]
+		}
+		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(sweepConcurrency)
+		for _, agent := range due {
+			visited = append(visited, agent.Address)
+			g.Go(func() error {
+				if run.done(in, started) {
+					return nil
+				}
+				run.visit(gctx, agent)
+				return nil
+			})
+		}
+		_ = g.Wait()
 	}
+	return run.finish(ctx)
+}
 
-	res.DurationMs = time.Since(started).Milliseconds()
+// done reports whether the run must stop visiting.
+func (r *sweepRun) done(in pacer.SweepInput, started time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stop != nil || r.budgetAt != nil ||
+		(in.PageSize > 0 && r.res.Scanned+r.res.HiroErrors >= in.PageSize) ||
+		(in.MaxRequests > 0 && r.res.Requests >= in.MaxRequests) ||
+		time.Since(started) >= sweepRunCap
+}
+
+func (r *sweepRun) scanned() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.res.Scanned + r.res.HiroErrors
+}
+
+// progress is what a heartbeat carries: a copy, since visits go on.
+func (r *sweepRun) progress() any {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p := sweepProgress{Result: r.res}
+	p.Result.RejectionReasons = maps.Clone(r.res.RejectionReasons)
+	p.Result.Tiers = maps.Clone(r.res.Tiers)
+	return p
+}
+
+// fail ends the run as a whole with class.
+func (r *sweepRun) fail(class pacer.ErrorClass, msg string) (pacer.SweepResult, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.res.DurationMs = time.Since(r.res.StartedAt).Milliseconds()
+	r.res.ErrorClass, r.res.Error = class, msg
+	r.log.Warn("sweep.failed", zap.String("class", string(class)), zap.String("error", msg), zap.Int("scanned", r.res.Scanned))
+	return r.res, runError(class, msg, r.res)
+}
+
+// finish reports where the due set stands and when the next run is due.
+func (r *sweepRun) finish(ctx context.Context) (pacer.SweepResult, error) {
+	rate := r.noteBudget(ctx)
+	now := time.Now()
+	sum, err := r.a.Store.IngestSummary(ctx, now)
+	if err != nil {
+		return r.fail(pacer.ClassTransport, "summarise the due set: "+err.Error())
+	}
+	r.mu.Lock()
+	res := &r.res
+	res.Tiers = map[string]int{}
+	res.AgentsDue, res.LagSeconds, res.NextDueAt = 0, 0, nil
+	var next *time.Time
+	for _, t := range ingest.Tiers {
+		s := sum[t]
+		res.Tiers[string(t)] = s.Agents
+		res.AgentsDue += s.Due
+		res.LagSeconds = max(res.LagSeconds, s.MaxOverdue)
+		if s.Agents > 0 && (next == nil || s.NextRunAt.Before(*next)) {
+			at := s.NextRunAt
+			next = &at
+		}
+	}
+	var retryIn time.Duration
+	if r.budgetAt != nil {
+		retryIn = r.budgetAt.Sub(now)
+	}
+	// Agents still due after a budget stop wait for the budget, not for
+	// their time.
+	if at := ingest.NextDue(now, next, r.budgetAt != nil && res.AgentsDue > 0, retryIn, rate); at != nil {
+		utc := at.UTC()
+		res.NextDueAt = &utc
+	}
+	stop, lastErr := r.stop, r.lastErr
+	defer r.mu.Unlock()
+	res.DurationMs = time.Since(res.StartedAt).Milliseconds()
 	if stop == nil && res.Scanned == 0 && lastErr != nil {
 		// Not one agent could be listed: the run failed, whatever the class.
 		stop = lastErr
@@ -96,82 +214,439 @@ func (a *Activities) Sweep(ctx context.Context, in pacer.SweepInput) (res pacer.
 		class := pacer.ClassOf(stop)
 		res.ErrorClass, res.Error = class, stop.Error()
 		if class == pacer.ClassRateLimit {
+			// Hiro refused every listing: the task waits for the window
+			// Hiro named, a day when the month is spent.
 			res.RateLimited = true
-			res.RateLimitBackoffMs = hiroBackoff(res).Milliseconds()
+			backoff := hiroBackoff(*res)
+			if r.budgetAt != nil && backoff < pacer.MonthQuotaBackoff {
+				backoff = min(max(time.Until(*r.budgetAt), time.Second), pacer.MinuteQuotaBackoff)
+			}
+			res.RateLimitBackoffMs = backoff.Milliseconds()
 		}
-		log.Warn("sweep.stopped", zap.String("class", string(class)), zap.Error(stop), zap.Int("scanned", res.Scanned))
-		return res, runError(class, res.Error, res)
+		r.log.Warn("sweep.stopped", zap.String("class", string(class)), zap.Error(stop), zap.Int("scanned", res.Scanned))
+		return *res, runError(class, res.Error, *res)
 	}
-
-	if len(agents) == size {
-		next := agents[len(agents)-1]
-		if err := a.Store.SetState(ctx, store.StateSweepCursor, next); err != nil {
-			return res, runError(pacer.ClassTransport, "save sweep cursor: "+err.Error(), res)
-		}
-		res.Cursor = &next
-	} else if err := a.Store.DeleteState(ctx, store.StateSweepCursor); err != nil {
-		return res, runError(pacer.ClassTransport, "reset sweep cursor: "+err.Error(), res)
-	}
-	log.Info("sweep.summary", zap.Int("scanned", res.Scanned), zap.Int("found", res.Found),
+	r.log.Info("sweep.summary", zap.Int("scanned", res.Scanned), zap.Int("found", res.Found),
 		zap.Int("inserted", res.Inserted), zap.Int("alreadyKnown", res.AlreadyKnown), zap.Int("pending", res.Pending),
 		zap.Int("rejected", res.Rejected), zap.Any("rejectionReasons", res.RejectionReasons),
-		zap.Int("hiroErrors", res.HiroErrors), zap.Stringp("cursor", res.Cursor), zap.Int64("durationMs", res.DurationMs))
-	return res, nil
+		zap.Int("hiroErrors", res.HiroErrors), zap.Int("requests", res.Requests), zap.Int("agentsDue", res.AgentsDue),
+		zap.Float64("lagSeconds", res.LagSeconds), zap.Timep("nextDueAt", res.NextDueAt), zap.Int64("durationMs", res.DurationMs))
+	return *res, nil
 }
 
-// sweepAgent lists one agent's recent transactions and verifies the swaps
-// among them. It returns an error only when the walk must stop: a spent
-// quota, a permanent upstream answer, or the database gone.
-// It also returns the listing error, if any, else last.
-func (a *Activities) sweepAgent(ctx context.Context, log *zap.Logger, agent string, res *pacer.SweepResult, last error) (stop, listErr error) {
-	page, err := a.Hiro.AddressTransactions(ctx, agent, txsPerAgent)
-	res.Requests++
-	a.noteQuota(res, page.Quota)
+// noteBudget reports what the shared budget has left, and returns the
+// sweep lane's rate (requests a minute; 0 when unknown).
+func (r *sweepRun) noteBudget(ctx context.Context) (rate float64) {
+	if r.a.Budget == nil {
+		return 0
+	}
+	st, now, err := r.a.Budget.Snapshot(ctx)
 	if err != nil {
-		res.HiroErrors++
-		countUpstream(&res.Run, pacer.ClassOf(err))
-		var se *hiro.StatusError
-		if errors.As(err, &se) {
-			a.noteQuota(res, se.Quota)
-			log.Warn("sweep.hiro_non_ok", zap.String("agent", agent), zap.Int("status", se.StatusCode), zap.Error(err))
-		} else {
-			log.Warn("sweep.hiro_threw", zap.String("agent", agent), zap.Error(err))
+		r.log.Warn("sweep.budget_unreadable", zap.Error(err))
+		return 0
+	}
+	rate = st.Rate(r.a.Budget.Config(), budget.LaneSweep, now)
+	minute, month := st.Remaining(r.a.Budget.Config(), now)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m := int(min(minute, math.MaxInt32))
+	r.res.MinuteRemaining = &m
+	if month != nil {
+		n := int(min(*month, math.MaxInt32))
+		r.res.MonthRemaining = &n
+	}
+	return rate
+}
+
+// allocationCache keeps the optimal policy's last solution for
+// ingest.AllocationTTL.
+type allocationCache struct {
+	mu    sync.Mutex
+	at    time.Time
+	cfg   ingest.Config
+	alloc ingest.Allocation
+}
+
+// allocation solves the optimal policy for the budget the sweep has now,
+// at most once per ingest.AllocationTTL.
+func (a *Activities) allocation(ctx context.Context, cfg ingest.Config, now time.Time) (ingest.Allocation, error) {
+	if cfg.Policy != ingest.PolicyOptimal || a.Budget == nil {
+		return ingest.Allocation{}, nil
+	}
+	c := &a.plan
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.at.IsZero() && c.cfg == cfg && now.Sub(c.at) < ingest.AllocationTTL {
+		return c.alloc, nil
+	}
+	alloc, err := a.solve(ctx, cfg, now)
+	if err != nil {
+		return alloc, err
+	}
+	c.at, c.cfg, c.alloc = now, cfg, alloc
+	return alloc, nil
+}
+
+func (a *Activities) solve(ctx context.Context, cfg ingest.Config, now time.Time) (ingest.Allocation, error) {
+	rates, err := a.Store.SwapRates(ctx, now)
+	if err != nil {
+		return ingest.Allocation{}, err
+	}
+	st, dbNow, err := a.Budget.Snapshot(ctx)
+	if err != nil {
+		return ingest.Allocation{}, err
+	}
+	perDay := st.Rate(a.Budget.Config(), budget.LaneSweep, dbNow) * 24 * 60
+	swaps := 0.0
+	for _, r := range rates {
+		swaps += r
+	}
+	return cfg.Allocate(rates, ingest.VisitBudget(perDay, swaps)), nil
+}
+
+// visit is one agent's visit and its bookkeeping.
+type visit struct {
+	run   *sweepRun
+	agent store.AgentIngest
+	log   *zap.Logger
+
+	// res counts this visit; it is added to the run's at the end.
+	res pacer.SweepResult
+	// swaps are the burn times of the allowlisted calls seen for the first
+	// time (the swap rate's input).
+	swaps []time.Time
+	// seen are the txids the listing's pass handled, so pending
+	// transactions it settled are not fetched again.
+	seen map[string]bool
+	// listed is true once one page was read.
+	listed bool
+	// budgetAt, failed and stop end the visit: the budget share is spent
+	// (resume at the next run), upstream trouble (back off), or the run
+	// must stop.
+	budgetAt *time.Time
+	failed   error
+	stop     error
+	// refused is Hiro's own refusal (a 429 past the client's retries).
+	refused error
+}
+
+// visit reads one agent's new transactions and saves how far it got.
+func (r *sweepRun) visit(ctx context.Context, agent store.AgentIngest) {
+	started := time.Now()
+	v := &visit{run: r, agent: agent, seen: map[string]bool{},
+		log: r.log.With(zap.String("agent", agent.Address)),
+		res: pacer.SweepResult{RejectionReasons: competition.RejectionReasons(nil)}}
+	row := agent
+	resumed := row.VisitFrom != ""
+	complete := v.pass(ctx, &row)
+	if complete && resumed && v.ok() {
+		// A visit cut short went on from where it stopped; with that range
+		// done, a fresh pass reads what arrived meanwhile.
+		complete = v.pass(ctx, &row)
+	}
+	if complete && v.ok() {
+		v.recheckPending(ctx)
+	}
+	r.save(ctx, v, row, complete, started)
+}
+
+func (v *visit) ok() bool { return v.budgetAt == nil && v.failed == nil && v.stop == nil }
+
+// pass pages from row.VisitFrom (newest when empty) down to the cursor.
+// It leaves row.VisitFrom and row.VisitTop where it stopped, or, when it
+// reached the cursor, the cursor advanced and the visit state cleared.
+func (v *visit) pass(ctx context.Context, row *store.AgentIngest) (complete bool) {
+	a := v.run.a
+	from, top := row.VisitFrom, row.VisitTop
+	start := a.Verifier.CompetitionStart.Unix()
+	for {
+		page, err := a.Hiro.ListTransactions(ctx, row.Address, from)
+		v.res.Requests += page.Requests
+		if err != nil {
+			v.upstreamError(err, "list")
+			row.VisitFrom, row.VisitTop = from, top
+			return false
 		}
-		switch pacer.ClassOf(err) {
+		v.listed = true
+		reached := false
+		for _, e := range page.Entries {
+			again := false
+			if e.Mined() && row.Cursor != nil && e.Position().Compare(*row.Cursor) <= 0 {
+				if e.BlockHeight < row.Cursor.BlockHeight-reorgDepth {
+					reached = true
+					break
+				}
+				again = true // within reach of a reorg: looked at quietly
+			}
+			if e.Mined() && e.BurnBlockTime > 0 && e.BurnBlockTime < start {
+				// Older transactions are older still: outside the competition.
+				reached = true
+				break
+			}
+			if !e.Mined() && v.knownRejection(ctx, e) {
+				// Dropped from the mempool and judged before: listings
+				// show it until Hiro forgets it; it counted once.
+				v.seen[e.TxID] = true
+				continue
+			}
+			if e.Mined() && e.Canonical && !again && (top == nil || e.Position().Compare(*top) > 0) {
+				p := e.Position()
+				top = &p
+			}
+			if !competition.Found(e, a.Catalog) {
+				continue
+			}
+			if !v.entry(ctx, e, again) {
+				row.VisitFrom, row.VisitTop = from, top
+				return false
+			}
+		}
+		activity.RecordHeartbeat(ctx, v.run.progress())
+		if reached || page.Next == "" {
+			if top != nil && (row.Cursor == nil || top.Compare(*row.Cursor) > 0) {
+				row.Cursor = top
+			}
+			row.VisitFrom, row.VisitTop = "", nil
+			return true
+		}
+		from = page.Next
+	}
+}
+
+// entry handles one allowlisted call of the listing; false ends the visit.
+// A call seen again (again: below the cursor, within reorgDepth) counts
+// only if it turns out new.
+func (v *visit) entry(ctx context.Context, e hiro.Entry, again bool) bool {
+	a := v.run.a
+	v.seen[e.TxID] = true
+	var o competition.Outcome
+	switch listed, decided := a.Verifier.RejectListed(ctx, e); {
+	case decided:
+		o = listed
+	case e.TxStatus == hiro.StatusPending:
+		// The listing says it all; a detail request would say the same.
+		o = competition.Outcome{TxID: e.TxID, Status: competition.StatusPending}
+		if err := a.Store.RecordPending(ctx, e.TxID, e.SenderAddress); err != nil {
+			o.LedgerErr = err
+		}
+	default:
+		o = a.Verifier.Verify(ctx, e.TxID, competition.SourceSweep)
+	}
+	v.res.Requests += o.Requests
+	if o.LedgerErr != nil {
+		v.log.Warn("sweep.ledger_write_failed", zap.String("txid", o.TxID), zap.Error(o.LedgerErr))
+	}
+	if !v.settle(ctx, e, o) {
+		// Not looked at yet: the visit goes on from this page next time.
+		return false
+	}
+	if again && o.Status != competition.StatusInserted {
+		return true
+	}
+	v.count(o)
+	if !again && e.Mined() && e.BurnBlockTime > 0 {
+		v.swaps = append(v.swaps, time.Unix(e.BurnBlockTime, 0))
+	}
+	return true
+}
+
+// knownRejection reports whether an entry not mined (dropped) already has
+// its verdict in swap_rejections. A failed lookup says no: the verifier
+// then judges it again.
+func (v *visit) knownRejection(ctx context.Context, e hiro.Entry) bool {
+	if e.TxStatus == hiro.StatusPending || !competition.Found(e, v.run.a.Catalog) {
+		return false
+	}
+	_, found, err := v.run.a.Store.KnownRejection(ctx, e.TxID)
+	return err == nil && found
+}
+
+// settle decides what an outcome means for the visit: true to go on. The
+// budget, a refusal, the database or a key Hiro rejects end the visit
+// before the transaction counts; any other failure (Hiro's 5xx, a body it
+// cannot read, a transaction it does not know) keeps the transaction in
+// pending_txs to be looked at again at the next visit, without holding the
+// cursor back.
+func (v *visit) settle(ctx context.Context, e hiro.Entry, o competition.Outcome) bool {
+	if o.Status != competition.StatusRejected || o.Reason.Final() {
+		return true
+	}
+	switch {
+	case o.Reason == competition.ReasonDBUnavailable:
+		v.countRejection(o)
+		v.stop = &pacer.Error{Class: pacer.ClassTransport, Op: "sweep " + v.agent.Address, Err: o.Err}
+		return false
+	case o.Reason == competition.ReasonTxFetchFailed:
+		switch pacer.ClassOf(o.Err) {
 		case pacer.ClassRateLimit, pacer.ClassPermanent:
-			return err, err
+			v.upstreamError(o.Err, "verify "+o.TxID)
+			return false
+		case pacer.ClassTransport:
+			v.countRejection(o)
+			v.stop = o.Err
+			return false
 		}
-		return nil, err // the walk goes on; the next pass looks at this agent again
 	}
-	res.Scanned++
-	for _, txid := range competition.FoundInPage(page, a.Catalog) {
-		res.Found++
+	if err := v.run.a.Store.RecordPending(ctx, o.TxID, e.SenderAddress); err != nil {
+		v.stop = &pacer.Error{Class: pacer.ClassTransport, Op: "sweep " + v.agent.Address, Err: err}
+		return false
+	}
+	return true
+}
+
+// countRejection counts an outcome that ends the run, so its result says
+// why.
+func (v *visit) countRejection(o competition.Outcome) {
+	v.res.Found++
+	v.res.Rejected++
+	v.res.RejectionReasons[string(o.Reason)]++
+}
+
+// upstreamError ends the visit on a Hiro failure. The run's budget share
+// spent ends it quietly: the agent stays due and goes on at the next run.
+// A refusal by Hiro ends it the same way, counted as a refusal.
+func (v *visit) upstreamError(err error, what string) {
+	var spent *hiro.BudgetSpentError
+	isSpent := errors.As(err, &spent)
+	class := pacer.ClassOf(err)
+	refused := class == pacer.ClassRateLimit && (!isSpent || errors.Is(err, store.ErrRefused))
+	if isSpent && !refused {
+		at := time.Now().Add(spent.RetryAfter)
+		v.budgetAt = &at
+		return
+	}
+	v.res.HiroErrors++
+	countUpstream(&v.res.Run, class)
+	var se *hiro.StatusError
+	if errors.As(err, &se) {
+		v.log.Warn("sweep.hiro_non_ok", zap.String("what", what), zap.Int("status", se.StatusCode), zap.Error(err))
+	} else {
+		v.log.Warn("sweep.hiro_failed", zap.String("what", what), zap.Error(err))
+	}
+	switch {
+	case refused && se != nil && se.Quota.MonthExhausted():
+		v.failed, v.stop = err, err
+	case refused:
+		wait := time.Minute
+		if d, ok := hiro.RetryAfter(err); ok {
+			wait = d
+		}
+		at := time.Now().Add(wait)
+		v.budgetAt, v.refused = &at, err
+	case class == pacer.ClassPermanent, class == pacer.ClassTransport:
+		v.failed, v.stop = err, err
+	default:
+		v.failed = err
+	}
+}
+
+// count adds one outcome to the visit's counts.
+func (v *visit) count(o competition.Outcome) {
+	v.res.Found++
+	countUpstream(&v.res.Run, o.Class())
+	switch o.Status {
+	case competition.StatusInserted:
+		v.res.Inserted++
+	case competition.StatusAlreadyKnown:
+		v.res.AlreadyKnown++
+	case competition.StatusPending:
+		v.res.Pending++
+	case competition.StatusRejected:
+		v.res.Rejected++
+		v.res.RejectionReasons[string(o.Reason)]++
+		v.log.Info("sweep.rejected", zap.String("txid", o.TxID), zap.String("reason", string(o.Reason)),
+			zap.String("detail", o.Detail), zap.Bool("known", o.Known), zap.Error(o.Err))
+	}
+}
+
+// recheckPending looks again at the agent's pending transactions that the
+// listing did not settle (a listing without the mempool, or one gone).
+func (v *visit) recheckPending(ctx context.Context) {
+	a := v.run.a
+	txids, err := a.Store.PendingTxs(ctx, v.agent.Address, pendingPerVisit)
+	if err != nil {
+		v.stop = &pacer.Error{Class: pacer.ClassTransport, Op: "sweep " + v.agent.Address, Err: err}
+		return
+	}
+	for _, txid := range txids {
+		if v.seen[txid] {
+			continue
+		}
 		o := a.Verifier.Verify(ctx, txid, competition.SourceSweep)
-		if o.Status != competition.StatusAlreadyKnown {
-			res.Requests++ // the verifier asked Hiro for the transaction
+		v.res.Requests += o.Requests
+		if o.Status == competition.StatusInserted || o.Status == competition.StatusRejected && o.Reason.Final() {
+			v.count(o)
 		}
-		countUpstream(&res.Run, o.Class())
-		switch o.Status {
-		case competition.StatusInserted:
-			res.Inserted++
-		case competition.StatusAlreadyKnown:
-			res.AlreadyKnown++
-		case competition.StatusPending:
-			res.Pending++
-		case competition.StatusRejected:
-			res.Rejected++
-			res.RejectionReasons[string(o.Reason)]++
-			log.Info("sweep.rejected", zap.String("txid", o.TxID), zap.String("agent", agent),
-				zap.String("reason", string(o.Reason)), zap.String("detail", o.Detail), zap.Error(o.Err))
-		}
-		switch {
-		case o.Reason == competition.ReasonDBUnavailable:
-			return &pacer.Error{Class: pacer.ClassTransport, Op: "sweep " + agent, Err: o.Err}, last
-		case o.Class() == pacer.ClassRateLimit:
-			return o.Err, last
+		if !v.settle(ctx, hiro.Entry{TxID: txid, SenderAddress: v.agent.Address}, o) {
+			return
 		}
 	}
-	return nil, last
+}
+
+// save records the visit in agent_ingest and adds its counts to the run.
+// A visit the budget stopped before its first request changed nothing and
+// is not recorded.
+func (r *sweepRun) save(ctx context.Context, v *visit, row store.AgentIngest, complete bool, started time.Time) {
+	if v.res.Requests == 0 && !v.listed && v.failed == nil && v.stop == nil && v.budgetAt != nil {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.budgetAt == nil || v.budgetAt.Before(*r.budgetAt) {
+			r.budgetAt = v.budgetAt
+		}
+		return
+	}
+	now := time.Now()
+	pol := r.cfg.AfterVisit(row.Agent, ingest.Visit{At: now, Complete: complete, Failed: v.failed != nil && v.budgetAt == nil, Swaps: v.swaps}, r.alloc)
+	row.Agent = pol
+	row.Status, row.LastError = store.IngestOK, ""
+	if v.failed != nil {
+		row.Status, row.LastError = store.IngestError, v.failed.Error()
+	} else if v.listed {
+		at := now
+		row.LastSuccessAt = &at
+	}
+	saved, err := r.a.Store.SaveVisit(ctx, row, v.res.Found, started)
+	if err != nil && v.stop == nil {
+		v.stop = &pacer.Error{Class: pacer.ClassTransport, Op: "save visit " + row.Address, Err: err}
+	}
+	if err == nil && !saved {
+		v.log.Info("sweep.visit_superseded")
+	}
+	r.a.Metrics.ObserveVisit(string(pol.Tier), v.res.Found)
+
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if v.listed {
+		r.res.Scanned++
+	}
+	add(&r.res, v.res)
+	if v.budgetAt != nil && (r.budgetAt == nil || v.budgetAt.Before(*r.budgetAt)) {
+		r.budgetAt = v.budgetAt
+	}
+	if v.failed != nil {
+		r.lastErr = v.failed
+	} else if v.refused != nil {
+		r.lastErr = v.refused
+	}
+	if v.stop != nil && r.stop == nil {
+		r.stop = v.stop
+	}
+}
+
+// add adds a visit's counts to the run's.
+func add(to *pacer.SweepResult, v pacer.SweepResult) {
+	to.Found += v.Found
+	to.Inserted += v.Inserted
+	to.AlreadyKnown += v.AlreadyKnown
+	to.Pending += v.Pending
+	to.Rejected += v.Rejected
+	to.HiroErrors += v.HiroErrors
+	to.Requests += v.Requests
+	to.Run.Rejected += v.Run.Rejected
+	to.UpstreamFailed += v.UpstreamFailed
+	for _, k := range slices.Sorted(maps.Keys(v.RejectionReasons)) {
+		to.RejectionReasons[k] += v.RejectionReasons[k]
+	}
 }
 
 // countUpstream counts a failed call against the upstream when the failure
@@ -182,18 +657,6 @@ func countUpstream(run *pacer.Run, class pacer.ErrorClass) {
 	}
 	if class == pacer.ClassRateLimit {
 		run.Rejected++
-	}
-}
-
-// noteQuota keeps the lowest remaining counts Hiro reported during the run.
-func (a *Activities) noteQuota(res *pacer.SweepResult, q hiro.Quota) {
-	if q.MinuteRemaining != nil {
-		res.MinuteRemaining = q.MinuteRemaining
-	} else if q.Remaining != nil {
-		res.MinuteRemaining = q.Remaining
-	}
-	if q.MonthRemaining != nil {
-		res.MonthRemaining = q.MonthRemaining
 	}
 }
 

@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -21,18 +22,36 @@ const maxUpstreamStreak = 5
 // RefreshTenero refreshes USD prices (SPEC §4): the static base first, then
 // the tokens agents trade, pegs at 1 USD without a call, stopping at once
 // when Tenero says a quota is spent.
-func (a *Activities) RefreshTenero(ctx context.Context, in pacer.TeneroInput) (res pacer.TeneroResult, err error) {
+func (a *Activities) RefreshTenero(ctx context.Context, in pacer.TeneroInput) (pacer.TeneroResult, error) {
+	return ledgered(ctx, a, in.Occurrence, func(ctx context.Context) (pacer.TeneroResult, error) {
+		return a.refreshTenero(ctx, in)
+	})
+}
+
+func (a *Activities) refreshTenero(ctx context.Context, in pacer.TeneroInput) (res pacer.TeneroResult, err error) {
 	started := time.Now()
 	defer func() { a.Metrics.ObserveTenero(time.Since(started), res, err) }()
 	res = pacer.TeneroResult{Run: pacer.Run{StartedAt: started.UTC()}}
 	log := a.Logger.With(zap.String("task", pacer.TaskTenero))
 
 	traded, err := a.Store.TradedTokens(ctx, 50)
+	ranked := err == nil
 	if err != nil {
 		log.Warn("tenero.token_query_failed", zap.Error(err))
 		traded = nil // the static base alone still gets refreshed
 	}
-	tokens := a.batch(a.Catalog.TokenSet(traded), in, &res)
+	set := a.Catalog.TokenSet(traded)
+	if ranked {
+		// Readers of the tracked set (the operator's page) take it from
+		// here instead of ranking every swap again; a failure only leaves
+		// them the previous set.
+		if err := a.Store.SetTrackedTokens(ctx, set); err != nil {
+			log.Warn("tenero.tracked_tokens_not_recorded", zap.Error(err))
+		}
+	}
+	tokens := a.batch(set, in, &res)
+	var obs []store.Observation // every price fetched, for the rollups: one insert per run
+	defer func() { a.recordObservations(ctx, obs) }()
 
 	var (
 		streak, fetched int // upstream failures in a row; Tenero answers with a price
@@ -52,7 +71,7 @@ func (a *Activities) RefreshTenero(ctx context.Context, in pacer.TeneroInput) (r
 
 		if peg, ok := a.Catalog.Peg(id); ok {
 			one, dec := "1", peg.Decimals
-			if err := a.store(ctx, &res, store.Price{TokenID: id, PriceUSD: &one, Decimals: &dec,
+			if err := a.store(ctx, &res, &obs, store.Price{TokenID: id, PriceUSD: &one, Decimals: &dec,
 				Source: store.SourcePeg, FetchedAt: now}); err != nil {
 				return res, err
 			}
@@ -63,10 +82,10 @@ func (a *Activities) RefreshTenero(ctx context.Context, in pacer.TeneroInput) (r
 		p, err := a.Tenero.Price(ctx, id)
 		res.Requests++
 		if p.Quota.MinuteRemaining != nil {
-			res.MinuteRemaining = p.Quota.MinuteRemaining
+			res.MinuteRemaining = count(p.Quota.MinuteRemaining)
 		}
 		if p.Quota.MonthRemaining != nil {
-			res.MonthRemaining = p.Quota.MonthRemaining
+			res.MonthRemaining = count(p.Quota.MonthRemaining)
 		}
 		if err != nil {
 			res.Failed++
@@ -98,7 +117,7 @@ func (a *Activities) RefreshTenero(ctx context.Context, in pacer.TeneroInput) (r
 					dec = &d
 				}
 			}
-			if err := a.store(ctx, &res, store.Price{TokenID: id, PriceUSD: p.PriceUSD, Decimals: dec,
+			if err := a.store(ctx, &res, &obs, store.Price{TokenID: id, PriceUSD: p.PriceUSD, Decimals: dec,
 				Source: store.SourceTenero, FetchedAt: now,
 				MinuteRemaining: p.Quota.MinuteRemaining, MonthRemaining: p.Quota.MonthRemaining}); err != nil {
 				return res, err
@@ -132,9 +151,9 @@ func (a *Activities) RefreshTenero(ctx context.Context, in pacer.TeneroInput) (r
 		}
 		// A paced run keeps a small reserve of the minute: it ends here,
 		// normally, rather than spend the last request and hit the wall.
-		if left := p.Quota.MinuteRemaining; left != nil && *left <= in.StopAtMinuteRemaining && i < len(tokens)-1 {
+		if left := p.Quota.MinuteRemaining; left != nil && *left <= int64(in.StopAtMinuteRemaining) && i < len(tokens)-1 {
 			res.Skipped = len(tokens) - i - 1
-			log.Info("tenero.minute_reserve_reached", zap.Int("minuteRemaining", *left), zap.Int("left", res.Skipped))
+			log.Info("tenero.minute_reserve_reached", zap.Int64("minuteRemaining", *left), zap.Int("left", res.Skipped))
 			break
 		}
 	}
@@ -165,10 +184,19 @@ func (a *Activities) RefreshTenero(ctx context.Context, in pacer.TeneroInput) (r
 	return res, nil
 }
 
-// store writes one price and counts it. A database failure ends the run as
-// a transport error so that Temporal retries it; the unchanged-price check
-// makes the retry cheap.
-func (a *Activities) store(ctx context.Context, res *pacer.TeneroResult, p store.Price) error {
+// count carries a quota header into a result. tenero.ParseQuota already
+// clamps counts to tenero.MaxCount, which a 64-bit int holds; the min only
+// keeps a 32-bit build from wrapping.
+func count(n *int64) *int {
+	v := int(min(*n, math.MaxInt))
+	return &v
+}
+
+// store writes one price, counts it and keeps it as an observation. A
+// database failure ends the run as a transport error so that Temporal
+// retries it; the unchanged-price check makes the retry cheap.
+func (a *Activities) store(ctx context.Context, res *pacer.TeneroResult, obs *[]store.Observation, p store.Price) error {
+	*obs = append(*obs, store.Observation{TokenID: p.TokenID, ObservedAt: p.FetchedAt, PriceUSD: p.PriceUSD})
 	written, err := a.Store.UpsertPrice(ctx, p)
 	if err != nil {
 		res.ErrorClass, res.Error = pacer.ClassTransport, err.Error()
@@ -202,6 +230,7 @@ func (a *Activities) batch(set []string, in pacer.TeneroInput, res *pacer.Tenero
 			tail = append(tail, id)
 		}
 	}
+	res.Wanted = len(static) + len(tail)
 	n := in.MaxTokens
 	if n <= 0 || n >= len(static)+len(tail) {
 		return set

@@ -3,6 +3,7 @@ package activities_test
 import (
 	"context"
 	"errors"
+	"math"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/pacer-dev/pacer"
 	"github.com/pacer-dev/pacer/activities"
 	"github.com/pacer-dev/pacer/internal/catalog"
+	"github.com/pacer-dev/pacer/internal/metrics"
 	"github.com/pacer-dev/pacer/internal/sim"
 	"github.com/pacer-dev/pacer/internal/store"
 	"github.com/pacer-dev/pacer/internal/testenv"
@@ -25,9 +27,10 @@ import (
 func noSleep(context.Context, time.Duration) error { return nil }
 
 type teneroFixture struct {
-	st   *store.Store
-	sim  *sim.Server
-	acts *activities.Activities
+	st      *store.Store
+	sim     *sim.Server
+	acts    *activities.Activities
+	metrics *metrics.Metrics
 }
 
 func newTeneroFixture(t *testing.T, cfg sim.Config) *teneroFixture {
@@ -41,8 +44,9 @@ func newTeneroFixture(t *testing.T, cfg sim.Config) *teneroFixture {
 	hs := httptest.NewServer(s)
 	t.Cleanup(hs.Close)
 	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
-	return &teneroFixture{st: st, sim: s, acts: activities.New(activities.Options{
-		Store: st, Logger: log, TeneroBaseURL: hs.URL, HiroBaseURL: hs.URL, Sleep: noSleep,
+	m := metrics.New()
+	return &teneroFixture{st: st, sim: s, metrics: m, acts: activities.New(activities.Options{
+		Store: st, Logger: log, Metrics: m, TeneroBaseURL: hs.URL, HiroBaseURL: hs.URL, Sleep: noSleep,
 	})}
 }
 
@@ -120,6 +124,26 @@ func TestRefreshTeneroMonthQuotaWins(t *testing.T) {
 	require.True(t, res.RateLimited)
 	require.Equal(t, pacer.MonthQuotaBackoff.Milliseconds(), res.RateLimitBackoffMs)
 	require.Equal(t, 1, res.Succeeded)
+}
+
+// A month quota past 2^31 (a big plan, an "unlimited" sentinel) used to fail
+// every price write (int columns): the run was retried three times,
+// re-fetching every token, and the breaker tripped.
+func TestRefreshTeneroStoresQuotaPast32Bits(t *testing.T) {
+	t.Parallel()
+	const month = 3_000_000_000
+	f := newTeneroFixture(t, sim.Config{Seed: 3, Tenero: sim.TeneroConfig{Anonymous: sim.Limits{PerMonth: month}}})
+	res, err := f.run(t)
+	require.NoError(t, err)
+	want := catalog.Default().TokenSet(nil)
+	require.Equal(t, len(want), res.Written)
+	require.Greater(t, *res.MonthRemaining, math.MaxInt32)
+	prices, err := f.st.Prices(t.Context(), []string{"stx"})
+	require.NoError(t, err)
+	require.NotNil(t, prices["stx"].MonthRemaining)
+	require.Greater(t, *prices["stx"].MonthRemaining, int64(math.MaxInt32))
+	require.LessOrEqual(t, *prices["stx"].MonthRemaining, int64(month))
+	t.Logf("figures: month quota header %d: %d prices written, 0 failed, stored %d", *res.MonthRemaining, res.Written, *prices["stx"].MonthRemaining)
 }
 
 func TestRefreshTeneroUpstreamDown(t *testing.T) {

@@ -24,18 +24,24 @@ func Status(ctx context.Context, c client.Client, workflowID string) (workflows.
 
 // RefreshNow runs the refreshNow update and waits for its result.
 func RefreshNow(ctx context.Context, c client.Client, workflowID, task string) (workflows.RefreshNowResult, error) {
-	h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-		WorkflowID:   workflowID,
-		UpdateName:   workflows.UpdateRefreshNow,
-		Args:         []any{workflows.RefreshInput{Task: task}},
-		WaitForStage: client.WorkflowUpdateStageCompleted,
-	})
-	if err != nil {
-		return workflows.RefreshNowResult{}, fmt.Errorf("update %s on %s: %w", workflows.UpdateRefreshNow, workflowID, err)
+	return Update[workflows.RefreshNowResult](ctx, c, workflowID, workflows.UpdateRefreshNow, workflows.RefreshInput{Task: task})
+}
+
+// Update runs one of the scheduler's updates (arg nil for none) and waits
+// for its result. A validator's rejection comes back as the error, before
+// anything is written to the workflow's history.
+func Update[R any](ctx context.Context, c client.Client, workflowID, name string, arg any) (R, error) {
+	var res R
+	opts := client.UpdateWorkflowOptions{WorkflowID: workflowID, UpdateName: name, WaitForStage: client.WorkflowUpdateStageCompleted}
+	if arg != nil {
+		opts.Args = []any{arg}
 	}
-	var res workflows.RefreshNowResult
+	h, err := c.UpdateWorkflow(ctx, opts)
+	if err != nil {
+		return res, fmt.Errorf("update %s on %s: %w", name, workflowID, err)
+	}
 	if err := h.Get(ctx, &res); err != nil {
-		return workflows.RefreshNowResult{}, fmt.Errorf("update %s: %w", workflows.UpdateRefreshNow, err)
+		return res, fmt.Errorf("update %s: %w", name, err)
 	}
 	return res, nil
 }

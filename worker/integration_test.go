@@ -210,7 +210,8 @@ func TestKeepRunningReplacesTerminatedRun(t *testing.T) {
 	defer cancel()
 	s := newStack(t, workflows.Config{})
 	s.startWorker(t)
-	go worker.KeepRunning(ctx, s.tc, s.sched, 200*time.Millisecond, s.log)
+	s.sched.KeepAliveEvery = 200 * time.Millisecond
+	go worker.KeepRunning(ctx, s.tc, s.sched, s.log)
 
 	var first string
 	eventually(t, 10*time.Second, "scheduler started", func() bool {

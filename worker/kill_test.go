@@ -2,6 +2,7 @@ package worker_test
 
 import (
 	"bytes"
+	"context"
 	"os/exec"
 	"sync"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/pacer-dev/pacer"
 	"github.com/pacer-dev/pacer/internal/sim"
 	"github.com/pacer-dev/pacer/internal/testenv"
+	"github.com/pacer-dev/pacer/worker"
 	"github.com/pacer-dev/pacer/workflows"
 )
 
@@ -51,7 +53,12 @@ func (s *stack) startProcess(t *testing.T, bin string, extra ...string) (*exec.C
 func TestKilledWorkerIsReplacedWithoutManualStep(t *testing.T) {
 	t.Parallel()
 	bin := testenv.PacerBinary(t)
-	s := newStack(t, workflows.Config{})
+	// A short heartbeat timeout (the default is 2 minutes) lets the killed
+	// attempt move to the new worker within seconds. The test starts the
+	// scheduler itself so that this configuration is the one kept.
+	s := newStack(t, workflows.Config{HeartbeatTimeout: pacer.Duration(5 * time.Second)})
+	_, err := worker.EnsureRunning(context.Background(), s.tc, s.sched)
+	require.NoError(t, err)
 	// Slow Tenero answers keep the first run in flight long enough to kill it.
 	require.NoError(t, s.sim.SetFaults(sim.Faults{PathPrefix: "/v1/", Slow: 1, SlowDelay: sim.Duration(time.Second)}))
 

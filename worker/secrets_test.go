@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os/exec"
 	"strings"
 	"sync"
@@ -32,19 +33,31 @@ import (
 	"github.com/pacer-dev/pacer/workflows"
 )
 
-// Markers stand in for the API keys. Anything pacer shows anyone (logs,
-// errors, the status document, the workflow history, metrics, --help) is
-// searched for them, whole and in pieces.
+// Markers stand in for the API keys and the database password. Anything
+// pacer shows anyone (logs, errors, the status document, the workflow
+// history, metrics, --help) is searched for them, whole and in pieces.
 const (
 	teneroKeyMarker = "tenero-KEYMARKER-7f3a9c2e41"
 	hiroKeyMarker   = "hiro-KEYMARKER-51be02d9c6"
+	// dbPasswordMarker is the password in DATABASE_URL. The test server
+	// trusts local connections, so it is sent and never checked.
+	dbPasswordMarker = "db-PWMARKER-0e8d4b7a93"
 )
+
+// withPassword puts dbPasswordMarker into a Postgres URL.
+func withPassword(t *testing.T, dbURL string) string {
+	t.Helper()
+	u, err := url.Parse(dbURL)
+	require.NoError(t, err)
+	u.User = url.UserPassword(u.User.Username(), dbPasswordMarker)
+	return u.String()
+}
 
 func requireNoSecrets(t *testing.T, what, text string) {
 	t.Helper()
-	for _, key := range []string{teneroKeyMarker, hiroKeyMarker} {
-		require.NotContains(t, text, key, "%s shows an API key", what)
-		require.NotContains(t, text, key[len(key)-14:], "%s shows a piece of an API key", what)
+	for _, key := range []string{teneroKeyMarker, hiroKeyMarker, dbPasswordMarker} {
+		require.NotContains(t, text, key, "%s shows a secret", what)
+		require.NotContains(t, text, key[len(key)-14:], "%s shows a piece of a secret", what)
 	}
 }
 
@@ -199,7 +212,7 @@ func TestAPIKeysNeverLeakFromTheBinary(t *testing.T) {
 
 	env := []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir(),
 		"TENERO_API_KEY=" + teneroKeyMarker, "HIRO_API_KEY=" + hiroKeyMarker,
-		"TEMPORAL_ADDRESS=" + temporalHostPort, "DATABASE_URL=" + s.dbURL,
+		"TEMPORAL_ADDRESS=" + temporalHostPort, "DATABASE_URL=" + withPassword(t, s.dbURL),
 		"PACER_TASK_QUEUE=" + s.sched.TaskQueue, "PACER_WORKFLOW_ID=" + s.sched.WorkflowID,
 		"TENERO_BASE_URL=" + s.simU, "HIRO_BASE_URL=" + s.simU, "PACER_HIRO_PER_MINUTE=100000",
 		"PACER_LOG_LEVEL=debug"}
@@ -260,6 +273,7 @@ func TestAPIKeysNeverLeakFromTheBinary(t *testing.T) {
 		requireNoSecrets(t, what, text)
 	}
 	require.Contains(t, shown["pacer --help"], "tenero-api-key", "the flag is listed, without its value")
+	require.Contains(t, shown["pacer --help"], "postgres:xxxxx@", "the database URL is shown, its password masked")
 	up.sawKeys(t)
 	lines := strings.Count(shown["the worker's output"], "\n")
 	t.Logf("figures: %d outputs of the pacer binary searched (%d worker log lines at debug, /metrics, status, --help); 0 leaks", len(shown), lines)

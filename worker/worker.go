@@ -9,11 +9,10 @@ import (
 	"fmt"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/contrib/envconfig"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/temporal"
 	sdkworker "go.temporal.io/sdk/worker"
@@ -55,6 +54,22 @@ func Dial(ctx context.Context, o DialOptions) (client.Client, error) {
 	return c, nil
 }
 
+// DialLazy builds a Temporal client that connects on its first call, and
+// again on each call while the frontend does not answer: a process that can
+// do useful work without Temporal (the API, which reads Postgres) starts and
+// serves while Temporal is down or hanging.
+func DialLazy(o DialOptions) (client.Client, error) {
+	opts, err := clientOptions(o, nil)
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.NewLazyClient(opts)
+	if err != nil {
+		return nil, fmt.Errorf("temporal client for %s: %w", opts.HostPort, err)
+	}
+	return c, nil
+}
+
 // clientOptions resolves where and how to connect: the SDK's environment
 // configuration (env read through env, the process environment when nil),
 // then o's non-empty fields over it, then the local dev server's address.
@@ -85,7 +100,15 @@ func clientOptions(o DialOptions, env envconfig.EnvLookup) (client.Options, erro
 type Scheduler struct {
 	WorkflowID string
 	TaskQueue  string
-	Config     workflows.Config
+	// Config is the config of a first start; a restart carries its last
+	// run's config instead (reconfigure changes it).
+	Config workflows.Config
+	// KeepAliveEvery is how often a worker makes sure the scheduler runs
+	// (0 = every minute).
+	KeepAliveEvery time.Duration
+	// DataConverter decodes the carried state as the client encoded it (nil:
+	// the SDK's default, what Dial's clients use).
+	DataConverter converter.DataConverter
 }
 
 func (s Scheduler) withDefaults() Scheduler {
@@ -95,69 +118,43 @@ func (s Scheduler) withDefaults() Scheduler {
 	if s.TaskQueue == "" {
 		s.TaskQueue = workflows.DefaultTaskQueue
 	}
+	if s.KeepAliveEvery <= 0 {
+		s.KeepAliveEvery = time.Minute
+	}
+	if s.DataConverter == nil {
+		s.DataConverter = converter.GetDefaultDataConverter()
+	}
 	return s
 }
 
-// EnsureRunning starts the scheduler unless a run with its ID is already
-// open; either way it returns the open run's ID. Any number of callers at
-// once still make one run: the server resolves the race (conflict policy
-// USE_EXISTING).
-func EnsureRunning(ctx context.Context, c client.Client, s Scheduler) (string, error) {
+// KeepRunning ensures the scheduler runs now and again every
+// s.KeepAliveEvery until ctx ends (SPEC §3.5): a missing scheduler is
+// created, one that closed without being stopped (terminated, failed, timed
+// out) is started again carrying its last state, and one stopped on purpose
+// is left stopped until an operator starts it.
+func KeepRunning(ctx context.Context, c client.Client, s Scheduler, log *zap.Logger) {
 	s = s.withDefaults()
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:                       s.WorkflowID,
-		TaskQueue:                s.TaskQueue,
-		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-		StaticSummary:            "pacer scheduler " + s.WorkflowID,
-		// The Web UI shows this on the workflow page; the current state is in
-		// the workflow's current details (temporal workflow metadata).
-		StaticDetails: "Keeps rate-limited upstream data fresh: task tenero refreshes USD prices from Tenero, " +
-			"task sweep records the competition's swaps found through Hiro, each on its own cadence. " +
-			`Operate with query status; signals pause {"for":"30m"}, resume, refresh {"task":"sweep"}; ` +
-			`update refreshNow {"task":"tenero"|"sweep"|"all"}.`,
-	}, workflows.WorkflowType, workflows.SchedulerInput{Config: s.Config})
-	if err != nil {
-		return "", fmt.Errorf("start scheduler %s: %w", s.WorkflowID, err)
-	}
-	return run.GetRunID(), nil
-}
-
-// isOpen reports whether the scheduler has an open run. Describe is a read,
-// not a billed action, so the keep-alive loop uses it before starting.
-func isOpen(ctx context.Context, c client.Client, id string) (bool, error) {
-	d, err := c.DescribeWorkflowExecution(ctx, id, "")
-	var nf *serviceerror.NotFound
-	if errors.As(err, &nf) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	return d.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, nil
-}
-
-// KeepRunning ensures the scheduler runs now and again every interval until
-// ctx ends, so a terminated or failed run is replaced without anyone having
-// to notice first.
-func KeepRunning(ctx context.Context, c client.Client, s Scheduler, every time.Duration, log *zap.Logger) {
-	s = s.withDefaults()
+	var leftStopped string // the stopped run already logged
 	ensure := func() {
-		open, err := isOpen(ctx, c, s.WorkflowID)
-		if err == nil && open {
-			return
-		}
-		runID, err := EnsureRunning(ctx, c, s)
-		if err != nil {
+		e, err := Ensure(ctx, c, s, KeepAlive)
+		switch {
+		case err != nil:
 			if ctx.Err() == nil {
 				log.Error("scheduler.ensure_failed", zap.String("workflowId", s.WorkflowID), zap.Error(err))
 			}
-			return
+		case e.Stopped != nil && leftStopped != e.RunID:
+			leftStopped = e.RunID
+			log.Info("scheduler.left_stopped", zap.String("workflowId", s.WorkflowID), zap.String("runId", e.RunID),
+				zap.String("reason", e.Stopped.Reason), zap.Time("stoppedAt", e.Stopped.StoppedAt),
+				zap.String("hint", "stopped on purpose: workers leave it stopped; pacer start starts it with its state"))
+		case e.Restart != nil:
+			logRestart(log, s.WorkflowID, e)
+		case e.Started:
+			log.Info("scheduler.ensured", zap.String("workflowId", s.WorkflowID), zap.String("runId", e.RunID))
 		}
-		log.Info("scheduler.ensured", zap.String("workflowId", s.WorkflowID), zap.String("runId", runID))
 	}
 	ensure()
-	t := time.NewTicker(every)
+	t := time.NewTicker(s.KeepAliveEvery)
 	defer t.Stop()
 	for {
 		select {
@@ -167,6 +164,18 @@ func KeepRunning(ctx context.Context, c client.Client, s Scheduler, every time.D
 			ensure()
 		}
 	}
+}
+
+// logRestart says that a closed scheduler was started again and from when
+// its state dates.
+func logRestart(log *zap.Logger, id string, e Ensured) {
+	fields := []zap.Field{zap.String("workflowId", id), zap.String("runId", e.RunID),
+		zap.String("after", e.Restart.After), zap.String("previousRunId", e.Restart.RunID),
+		zap.Time("stateFrom", e.Restart.StateFrom)}
+	if e.Restart.OperatorStateFrom != nil {
+		fields = append(fields, zap.Time("pauseAndBreakersFrom", *e.Restart.OperatorStateFrom))
+	}
+	log.Warn("scheduler.restarted", fields...)
 }
 
 // New builds a worker for the scheduler's task queue with every workflow and
@@ -255,8 +264,10 @@ func (a *retryOnStopActivity) ExecuteActivity(ctx context.Context, in *intercept
 	if err != nil && ctx.Err() != nil &&
 		(errors.Is(context.Cause(ctx), errHandedBack) || errors.Is(context.Cause(ctx), sdkworker.ErrWorkerShutdown)) {
 		// A new error, not a wrap: Temporal reads the outermost error only.
+		// Benign: a worker stopping on purpose is normal operation, so the
+		// SDK logs it at debug rather than as an error with a stack trace.
 		return out, temporal.NewApplicationErrorWithOptions("worker stopped mid-run; retried on another worker",
-			string(pacer.ClassTransport), temporal.ApplicationErrorOptions{})
+			string(pacer.ClassTransport), temporal.ApplicationErrorOptions{Category: temporal.ApplicationErrorCategoryBenign})
 	}
 	return out, err
 }
@@ -277,7 +288,11 @@ func Run(ctx context.Context, c client.Client, s Scheduler, acts *activities.Act
 	}
 	defer w.Stop()
 	log.Info("worker.started", zap.String("taskQueue", s.TaskQueue), zap.String("workflowId", s.WorkflowID))
-	KeepRunning(ctx, c, s, time.Minute, log)
+	if note := s.Config.CostNote(); note != "" {
+		log.Warn("scheduler.short_cadence", zap.String("cost", note),
+			zap.String("hint", "fine for staging or adaptive tasks; every run is billed on Temporal Cloud"))
+	}
+	KeepRunning(ctx, c, s, log)
 	log.Info("worker.stopping")
 	return nil
 }

@@ -5,14 +5,17 @@
 //
 //	make histories
 //
-// It rewrites basic.json and continue-as-new.json from today's code.
-// Histories of earlier code (before-*.json) are kept as they are: they are
-// what proves a change replays the runs it finds in flight.
+// Histories are only ever added: a file that exists is never rewritten,
+// since the histories of earlier code are what prove that a change replays
+// the runs it finds in flight. Each recording is named after the code that
+// made it (historyPrefix); a change to the workflow bumps the prefix, and
+// `make histories` then adds its recordings beside the old ones.
 package workflows_test
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,6 +24,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
@@ -30,14 +34,20 @@ import (
 
 	"github.com/pacer-dev/pacer"
 	"github.com/pacer-dev/pacer/internal/testenv"
+	"github.com/pacer-dev/pacer/worker"
 	"github.com/pacer-dev/pacer/workflows"
 )
+
+// historyPrefix names the recordings of today's code: the scheduler that
+// keeps its state (changeKeepState).
+const historyPrefix = "testdata/histories/keep-state-"
 
 // scriptedTenero answers each call from a script, then succeeds.
 type scriptedTenero struct{ calls atomic.Int32 }
 
 func (s *scriptedTenero) run(ctx context.Context, _ pacer.TeneroInput) (pacer.TeneroResult, error) {
-	ok := pacer.TeneroResult{Run: pacer.Run{StartedAt: activity.GetInfo(ctx).StartedTime}, TokensAttempted: 8, Succeeded: 8, Pegged: 5}
+	ok := pacer.TeneroResult{Run: pacer.Run{StartedAt: activity.GetInfo(ctx).StartedTime, Requests: 3},
+		TokensAttempted: 8, Succeeded: 8, Pegged: 5, Wanted: 3}
 	switch s.calls.Add(1) {
 	case 3: // minute quota spent mid-run
 		res := pacer.TeneroResult{TokensAttempted: 2, Succeeded: 2, Run: pacer.Run{RateLimited: true, RateLimitBackoffMs: 3000}}
@@ -49,81 +59,213 @@ func (s *scriptedTenero) run(ctx context.Context, _ pacer.TeneroInput) (pacer.Te
 	return ok, nil
 }
 
-func TestWriteHistories(t *testing.T) {
+// failingTenero fails every run: a long failure streak. A permanent
+// error says nothing of the upstream's load, so pacing keeps the cadence
+// and the streak runs into the breaker.
+func failingTenero(context.Context, pacer.TeneroInput) (pacer.TeneroResult, error) {
+	return pacer.TeneroResult{}, temporal.NewNonRetryableApplicationError("410 gone", string(pacer.ClassPermanent), nil)
+}
+
+// sweep says when its next agent is due: the workflow waits for it.
+func sweep(ctx context.Context, _ pacer.SweepInput) (pacer.SweepResult, error) {
+	next := activity.GetInfo(ctx).StartedTime.Add(4 * time.Second)
+	return pacer.SweepResult{Scanned: 3, Found: 2, Inserted: 1, Pending: 1, AgentsDue: 0, NextDueAt: &next}, nil
+}
+
+// recorder is a dev server with a worker whose activities a test chooses.
+type recorder struct {
+	t *testing.T
+	c client.Client
+}
+
+func newRecorder(t *testing.T, queue string, tenero any) *recorder {
+	t.Helper()
 	ctx := context.Background()
 	srv, err := testenv.StartTemporal(ctx)
 	require.NoError(t, err)
-	defer srv.Stop()
+	t.Cleanup(srv.Stop)
 	c, err := client.Dial(client.Options{HostPort: srv.HostPort})
 	require.NoError(t, err)
-	defer c.Close()
-
-	const queue = "histories"
+	t.Cleanup(c.Close)
 	w := sdkworker.New(c, queue, sdkworker.Options{})
 	workflows.Register(w)
-	fake := &scriptedTenero{}
-	w.RegisterActivityWithOptions(fake.run, activity.RegisterOptions{Name: workflows.ActivityRefreshTenero})
-	w.RegisterActivityWithOptions(func(context.Context, pacer.SweepInput) (pacer.SweepResult, error) {
-		return pacer.SweepResult{Scanned: 3, Found: 2, Inserted: 1, Pending: 1}, nil
-	}, activity.RegisterOptions{Name: workflows.ActivitySweep})
+	w.RegisterActivityWithOptions(tenero, activity.RegisterOptions{Name: workflows.ActivityRefreshTenero})
+	w.RegisterActivityWithOptions(sweep, activity.RegisterOptions{Name: workflows.ActivitySweep})
 	require.NoError(t, w.Start())
-	defer w.Stop()
-
-	start := func(id string, cfg workflows.Config) client.WorkflowRun {
-		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: queue},
-			workflows.WorkflowType, workflows.SchedulerInput{Config: cfg})
-		require.NoError(t, err)
-		return run
-	}
-	signal := func(id, name string, arg any) { require.NoError(t, c.SignalWorkflow(ctx, id, "", name, arg)) }
-
-	// Ticks on a fast cadence, a rate-limit back-off, a failure, every signal
-	// (good and malformed), an update and a query.
-	basic := start("history-basic", workflows.Config{TeneroEvery: 2 * time.Second, SweepEvery: 3 * time.Second})
-	time.Sleep(5 * time.Second)
-	signal(basic.GetID(), workflows.SignalPause, workflows.PauseInput{For: "3s"})
-	signal(basic.GetID(), workflows.SignalPause, json.RawMessage(`{"for":5}`))
-	signal(basic.GetID(), workflows.SignalRefresh, workflows.RefreshInput{Task: "nope"})
-	time.Sleep(4 * time.Second)
-	signal(basic.GetID(), workflows.SignalPause, workflows.PauseInput{For: "1h"})
-	signal(basic.GetID(), workflows.SignalRefresh, workflows.RefreshInput{Task: pacer.TaskTenero})
-	signal(basic.GetID(), workflows.SignalRefresh, workflows.RefreshInput{Task: pacer.TaskSweep})
-	signal(basic.GetID(), workflows.SignalTune, json.RawMessage(`{"task":"tenero","batch":20,"interval":"3s"}`))
-	signal(basic.GetID(), workflows.SignalTune, json.RawMessage(`{"task":"sweep","batch":-1}`))
-	signal(basic.GetID(), workflows.SignalResume, nil)
-	h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: basic.GetID(), UpdateName: workflows.UpdateRefreshNow,
-		Args: []any{workflows.RefreshInput{Task: pacer.TaskAll}}, WaitForStage: client.WorkflowUpdateStageCompleted})
-	require.NoError(t, err)
-	require.NoError(t, h.Get(ctx, nil))
-	_, err = c.QueryWorkflow(ctx, basic.GetID(), "", workflows.QueryStatus)
-	require.NoError(t, err)
-	time.Sleep(5 * time.Second)
-	require.NoError(t, c.TerminateWorkflow(ctx, basic.GetID(), "", "history recorded"))
-	write(t, c, basic.GetID(), basic.GetRunID(), "testdata/histories/basic.json")
-
-	// Continue-as-new with state and a signal arriving around the hand-over.
-	can := start("history-continue-as-new", workflows.Config{TeneroEvery: time.Second, SweepEvery: 2 * time.Second, MaxHistoryEvents: 40})
-	signal(can.GetID(), workflows.SignalRefresh, workflows.RefreshInput{Task: pacer.TaskTenero})
-	require.Eventually(t, func() bool {
-		d, err := c.DescribeWorkflowExecution(ctx, can.GetID(), "")
-		return err == nil && d.GetWorkflowExecutionInfo().GetExecution().GetRunId() != can.GetRunID()
-	}, time.Minute, 200*time.Millisecond)
-	write(t, c, can.GetID(), can.GetRunID(), "testdata/histories/continue-as-new.json")
-	require.NoError(t, c.TerminateWorkflow(ctx, can.GetID(), "", "history recorded"))
-
-	// The same basic history with the activity renamed, as a code change
-	// that forgot workflow.GetVersion would look: replay must reject it.
-	b, err := os.ReadFile("testdata/histories/basic.json")
-	require.NoError(t, err)
-	bad := strings.Replace(string(b), `"`+workflows.ActivityRefreshTenero+`"`, `"RefreshPrices"`, 1)
-	require.True(t, bad != string(b), "the activity name was not found in the history")
-	require.NoError(t, os.WriteFile("testdata/nondeterministic/renamed-activity.json", []byte(bad), 0o644))
+	t.Cleanup(w.Stop)
+	return &recorder{t: t, c: c}
 }
 
-func write(t *testing.T, c client.Client, id, runID, path string) {
+func (r *recorder) start(id, queue string, cfg workflows.Config) client.WorkflowRun {
+	run, err := r.c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: queue},
+		workflows.WorkflowType, workflows.SchedulerInput{Config: cfg})
+	require.NoError(r.t, err)
+	return run
+}
+
+func (r *recorder) signal(id, name string, arg any) {
+	require.NoError(r.t, r.c.SignalWorkflow(context.Background(), id, "", name, arg))
+}
+
+func (r *recorder) update(id, name string, arg any) error {
+	opts := client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: name, WaitForStage: client.WorkflowUpdateStageCompleted}
+	if arg != nil {
+		opts.Args = []any{arg}
+	}
+	h, err := r.c.UpdateWorkflow(context.Background(), opts)
+	if err != nil {
+		return err
+	}
+	return h.Get(context.Background(), nil)
+}
+
+// missing reports which of the files do not exist yet: a scenario whose
+// recordings all exist is not run.
+func missing(names ...string) bool {
+	for _, n := range names {
+		if _, err := os.Stat(historyPrefix + n + ".json"); errors.Is(err, os.ErrNotExist) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestWriteHistories(t *testing.T) {
+	const queue = "histories"
+	t.Run("basic", func(t *testing.T) {
+		if !missing("basic") {
+			t.Skip("recorded")
+		}
+		r := newRecorder(t, queue, (&scriptedTenero{}).run)
+		// Ticks on a fast cadence, a rate-limit back-off, a failure, every
+		// message as a signal and as an update (good and malformed), a query.
+		basic := r.start("history-basic", queue, workflows.Config{TeneroEvery: pacer.Duration(2 * time.Second),
+			SweepEvery: pacer.Duration(3 * time.Second), HeartbeatTimeout: pacer.Duration(10 * time.Second)})
+		id := basic.GetID()
+		time.Sleep(5 * time.Second)
+		r.signal(id, workflows.SignalPause, workflows.PauseInput{For: "3s"})
+		r.signal(id, workflows.SignalPause, json.RawMessage(`{"for":5}`))
+		r.signal(id, workflows.SignalRefresh, workflows.RefreshInput{Task: "nope"})
+		time.Sleep(4 * time.Second)
+		require.NoError(t, r.update(id, workflows.UpdatePause, workflows.PauseInput{For: "1h"}))
+		require.Error(t, r.update(id, workflows.UpdatePause, workflows.PauseInput{For: "-1h"}))
+		r.signal(id, workflows.SignalRefresh, workflows.RefreshInput{Task: pacer.TaskTenero})
+		r.signal(id, workflows.SignalRefresh, workflows.RefreshInput{Task: pacer.TaskSweep})
+		r.signal(id, workflows.SignalTune, json.RawMessage(`{"task":"tenero","batch":20,"interval":"3s"}`))
+		require.NoError(t, r.update(id, workflows.UpdateTune, json.RawMessage(`{"task":"sweep","batch":50}`)))
+		r.signal(id, workflows.SignalTune, json.RawMessage(`{"task":"sweep","batch":-1}`))
+		require.NoError(t, r.update(id, workflows.UpdateResume, nil))
+		r.signal(id, workflows.SignalPause, workflows.PauseInput{For: "1h"})
+		r.signal(id, workflows.SignalResume, nil)
+		require.NoError(t, r.update(id, workflows.UpdateRefreshNow, workflows.RefreshInput{Task: pacer.TaskAll}))
+		_, err := r.c.QueryWorkflow(context.Background(), id, "", workflows.QueryStatus)
+		require.NoError(t, err)
+		time.Sleep(5 * time.Second)
+		require.NoError(t, r.c.TerminateWorkflow(context.Background(), id, "", "history recorded"))
+		write(t, r.c, id, basic.GetRunID(), "basic")
+	})
+
+	t.Run("continue-as-new", func(t *testing.T) {
+		if !missing("continue-as-new") {
+			t.Skip("recorded")
+		}
+		r := newRecorder(t, queue, (&scriptedTenero{}).run)
+		// Continue-as-new at the first idle moment, with state and a signal
+		// arriving around the hand-over.
+		can := r.start("history-continue-as-new", queue, workflows.Config{TeneroEvery: pacer.Duration(time.Second),
+			SweepEvery: pacer.Duration(2 * time.Second), MaxHistoryEvents: 60})
+		r.signal(can.GetID(), workflows.SignalRefresh, workflows.RefreshInput{Task: pacer.TaskTenero})
+		waitNewRun(t, r.c, can)
+		write(t, r.c, can.GetID(), can.GetRunID(), "continue-as-new")
+		require.NoError(t, r.c.TerminateWorkflow(context.Background(), can.GetID(), "", "history recorded"))
+	})
+
+	t.Run("failure-streak", func(t *testing.T) {
+		if !missing("failure-streak") {
+			t.Skip("recorded")
+		}
+		r := newRecorder(t, queue, failingTenero)
+		// Tenero fails every run: 12 in a row open its breaker, which then
+		// probes every 3 s and fails again; a resume closes it, and the
+		// streak goes on.
+		streak := r.start("history-failure-streak", queue, workflows.Config{TeneroEvery: pacer.Duration(time.Second),
+			SweepEvery: pacer.Duration(time.Hour), BreakerCooldown: pacer.Duration(3 * time.Second)})
+		time.Sleep(22 * time.Second)
+		require.NoError(t, r.update(streak.GetID(), workflows.UpdateResume, nil))
+		time.Sleep(3 * time.Second)
+		require.NoError(t, r.c.TerminateWorkflow(context.Background(), streak.GetID(), "", "history recorded"))
+		write(t, r.c, streak.GetID(), streak.GetRunID(), "failure-streak")
+	})
+
+	t.Run("reconfigure", func(t *testing.T) {
+		if !missing("reconfigure", "reconfigured") {
+			t.Skip("recorded")
+		}
+		r := newRecorder(t, queue, (&scriptedTenero{}).run)
+		// A reconfigure applies at once and continues as new with the new
+		// config: the run that took it, and the run after it.
+		run := r.start("history-reconfigure", queue, workflows.Config{TeneroEvery: pacer.Duration(3 * time.Second),
+			SweepEvery: pacer.Duration(time.Hour)})
+		time.Sleep(4 * time.Second)
+		require.Error(t, r.update(run.GetID(), workflows.UpdateReconfigure, json.RawMessage(`{"schedules":{"rollup":{"cron":"5 * * * *"}}}`)))
+		require.NoError(t, r.update(run.GetID(), workflows.UpdateReconfigure, json.RawMessage(`{"teneroEvery":"1s"}`)))
+		next := waitNewRun(t, r.c, run)
+		time.Sleep(4 * time.Second)
+		require.NoError(t, r.c.TerminateWorkflow(context.Background(), run.GetID(), "", "history recorded"))
+		write(t, r.c, run.GetID(), run.GetRunID(), "reconfigure")
+		write(t, r.c, run.GetID(), next, "reconfigured")
+	})
+
+	t.Run("stop-start", func(t *testing.T) {
+		if !missing("stopped", "started") {
+			t.Skip("recorded")
+		}
+		r := newRecorder(t, queue, (&scriptedTenero{}).run)
+		// A stop completes the run with its state; a start carries it on.
+		sched := worker.Scheduler{WorkflowID: "history-stop-start", TaskQueue: queue,
+			Config: workflows.Config{TeneroEvery: pacer.Duration(2 * time.Second), SweepEvery: pacer.Duration(time.Hour)}}
+		first, err := worker.EnsureRunning(context.Background(), r.c, sched)
+		require.NoError(t, err)
+		time.Sleep(3 * time.Second)
+		require.NoError(t, r.update(sched.WorkflowID, workflows.UpdatePause, workflows.PauseInput{For: "1h"}))
+		require.NoError(t, r.update(sched.WorkflowID, workflows.UpdateStop, workflows.StopInput{Reason: "history"}))
+		e, err := worker.Ensure(context.Background(), r.c, sched, worker.Start)
+		require.NoError(t, err)
+		require.NotNil(t, e.Restart)
+		require.NoError(t, r.update(sched.WorkflowID, workflows.UpdateResume, nil))
+		time.Sleep(3 * time.Second)
+		require.NoError(t, r.c.TerminateWorkflow(context.Background(), sched.WorkflowID, "", "history recorded"))
+		write(t, r.c, sched.WorkflowID, first, "stopped")
+		write(t, r.c, sched.WorkflowID, e.RunID, "started")
+	})
+}
+
+// waitNewRun waits until run continued as new and returns the new run's ID.
+func waitNewRun(t *testing.T, c client.Client, run client.WorkflowRun) string {
 	t.Helper()
+	var next string
+	require.Eventually(t, func() bool {
+		d, err := c.DescribeWorkflowExecution(context.Background(), run.GetID(), "")
+		if err != nil {
+			return false
+		}
+		next = d.GetWorkflowExecutionInfo().GetExecution().GetRunId()
+		return next != run.GetRunID()
+	}, time.Minute, 200*time.Millisecond)
+	return next
+}
+
+// write saves a run's history as historyPrefix+name+".json", unless that
+// file exists: recordings are never rewritten.
+func write(t *testing.T, c client.Client, id, runID, name string) {
+	t.Helper()
+	path := historyPrefix + name + ".json"
+	if _, err := os.Stat(path); err == nil {
+		t.Logf("kept %s: recordings are never rewritten", path)
+		return
+	}
 	var h historypb.History
-	it := c.GetWorkflowHistory(context.Background(), id, runID, false, 0)
+	it := c.GetWorkflowHistory(context.Background(), id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	for it.HasNext() {
 		e, err := it.Next()
 		require.NoError(t, err)
@@ -134,4 +276,5 @@ func write(t *testing.T, c client.Client, id, runID, path string) {
 	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
 	require.NoError(t, os.WriteFile(path, b, 0o644))
 	t.Logf("wrote %s (%d events)", path, len(h.Events))
+	require.False(t, strings.Contains(string(b), "EVENT_TYPE_WORKFLOW_TASK_FAILED"), "%s holds a failed workflow task", path)
 }

@@ -131,3 +131,114 @@ func ParseTune(raw json.RawMessage, registered []string) (TuneInput, []string, e
 	}
 	return in, names, nil
 }
+
+// PauseResult answers the pause update.
+type PauseResult struct {
+	PausedUntil time.Time `json:"pausedUntil"`
+}
+
+// ResumeResult answers the resume update: whether a pause was lifted and
+// which open breakers closed.
+type ResumeResult struct {
+	WasPaused      bool     `json:"wasPaused"`
+	BreakersClosed []string `json:"breakersClosed"`
+}
+
+// TuneResult answers the tune update with each tuned task's pace.
+type TuneResult struct {
+	Tasks map[string]Pace `json:"tasks"`
+}
+
+// Pace is a task's batch and interval.
+type Pace struct {
+	Batch    int            `json:"batch"`
+	Interval pacer.Duration `json:"interval"`
+}
+
+// StopInput is the payload of the stop update; the reason is optional.
+type StopInput struct {
+	Reason string `json:"reason,omitempty"`
+}
+
+// maxReason bounds a stop reason: it is kept in the result and logged.
+const maxReason = 500
+
+// ParseStop validates a stop payload. An empty payload is a stop without a
+// reason.
+func ParseStop(raw json.RawMessage) (StopInput, error) {
+	var in StopInput
+	if err := decodeStrict(raw, &in); err != nil && !errors.Is(err, ErrEmptyInput) {
+		return in, err
+	}
+	if len(in.Reason) > maxReason {
+		return in, fmt.Errorf(`"reason" is %d bytes long; at most %d`, len(in.Reason), maxReason)
+	}
+	return in, nil
+}
+
+// StopResult is what a stopped scheduler completes with, and what the stop
+// update answers: the config and the state a later start carries on with
+// (SPEC §3.5).
+type StopResult struct {
+	Reason    string    `json:"reason"`
+	StoppedAt time.Time `json:"stoppedAt"`
+	Config    Config    `json:"config"`
+	State     *State    `json:"state"`
+}
+
+// ReconfigureInput is the payload of the reconfigure update: any subset of
+// the cadences (Go durations) and the task schedules.
+type ReconfigureInput struct {
+	TeneroEvery string          `json:"teneroEvery,omitempty"`
+	SweepEvery  string          `json:"sweepEvery,omitempty"`
+	Schedules   json.RawMessage `json:"schedules,omitempty"`
+}
+
+// ErrSchedulesNotSupported rejects a reconfigure that sets schedules: cron
+// schedules (SPEC §3.4) come with their own package, which this build does
+// not have yet. The whole update is rejected, so nothing half-applies.
+var ErrSchedulesNotSupported = errors.New(`"schedules": cron schedules are not supported by this build yet; nothing was changed`)
+
+// ParseReconfigure validates a reconfigure payload against the config in
+// force and returns the new config.
+func ParseReconfigure(raw json.RawMessage, cfg Config) (Config, error) {
+	var in ReconfigureInput
+	if err := decodeStrict(raw, &in); err != nil {
+		return cfg, err
+	}
+	if s := bytes.TrimSpace(in.Schedules); len(s) > 0 && !bytes.Equal(s, []byte("null")) {
+		return cfg, ErrSchedulesNotSupported
+	}
+	if in.TeneroEvery == "" && in.SweepEvery == "" {
+		return cfg, errors.New(`give "teneroEvery", "sweepEvery" (Go durations like "5m") or "schedules"`)
+	}
+	next := cfg
+	for _, f := range []struct {
+		name, give string
+		to         *pacer.Duration
+	}{{"teneroEvery", in.TeneroEvery, &next.TeneroEvery}, {"sweepEvery", in.SweepEvery, &next.SweepEvery}} {
+		if f.give == "" {
+			continue
+		}
+		d, err := time.ParseDuration(f.give)
+		if err != nil || d <= 0 {
+			return cfg, fmt.Errorf(`%q must be a positive Go duration (like "5m"), got %.80q`, f.name, f.give)
+		}
+		*f.to = pacer.Duration(d)
+	}
+	if err := next.Validate(); err != nil {
+		return cfg, err
+	}
+	return next, nil
+}
+
+// ReconfigureResult answers the reconfigure update with the config now in
+// force and, for cadences under a minute, what they cost.
+type ReconfigureResult struct {
+	Config   Config `json:"config"`
+	CostNote string `json:"costNote,omitempty"`
+}
+
+// errStopping rejects a message that would change a scheduler that is
+// stopping: its state is being handed over.
+var errStopping = errors.New("the scheduler is stopping: start it again (pacer start) to change it")

@@ -20,12 +20,27 @@ const (
 	UpdateRefreshNow      = "refreshNow"
 	ActivityRefreshTenero = "RefreshTenero"
 	ActivitySweep         = "Sweep"
+
+	// pause, resume and tune are updates too, under the signals' names:
+	// Temporal keeps signal and update names apart, so the temporal CLI's
+	// `workflow signal --name pause` and `workflow update execute --name
+	// pause` both work, and the update's caller sees a rejection at once.
+	UpdatePause       = SignalPause
+	UpdateResume      = SignalResume
+	UpdateTune        = SignalTune
+	UpdateStop        = "stop"
+	UpdateReconfigure = "reconfigure"
+
+	// MemoKey is the memo field holding the scheduler's Memo.
+	MemoKey = "pacer"
 )
 
 // Defaults for Config fields left zero.
 const (
 	DefaultTeneroEvery = 5 * time.Minute
-	DefaultSweepEvery  = 15 * time.Minute
+	// DefaultSweepEvery is how often the sweep looks for due agents; each
+	// run visits only the agents that are due (SPEC §5).
+	DefaultSweepEvery = time.Minute
 	// DefaultMaxHistoryEvents is where a run continues as new even if the
 	// server has not suggested it yet (it does at 4,096 events): a short history
 	// keeps worker restarts and replays cheap.
@@ -34,6 +49,10 @@ const (
 	// tenero at its default cadence) and then probes hourly.
 	DefaultBreakerThreshold = 12
 	DefaultBreakerCooldown  = time.Hour
+	// DefaultHeartbeatTimeout lets a sweep page or a slow token take a while
+	// without a heartbeat, each of which is billed; a killed worker's run
+	// moves to another worker within it.
+	DefaultHeartbeatTimeout = 2 * time.Minute
 )
 
 // Change IDs for workflow.GetVersion: each gates a change that would make
@@ -45,4 +64,22 @@ const (
 	// changeAdaptivePacing turns on the adaptive controller and the
 	// upstream budgets: batch sizes and cadences follow the upstream.
 	changeAdaptivePacing = "adaptive-pacing"
+	// changeBreaker turns on the circuit breaker. It was deployed without a
+	// gate at first; a run that began before it would have replayed its
+	// long failure streaks as runs the breaker now skips. Runs without the
+	// marker go on without a breaker until their next continue-as-new.
+	changeBreaker = "circuit-breaker"
+	// changeKeepState is the scheduler that keeps what it learned (issue
+	// 10). Each piece changes which commands a run issues, and they shipped
+	// together, so one change ID gates them all:
+	//   - every activity input carries its run key (pacer.Occurrence);
+	//   - a run waits for the requests it will make, not a whole batch;
+	//   - the controller judges runs, not minutes;
+	//   - the sweep is due when its earliest agent is (its result says when);
+	//   - the one timer counts the next due time of running tasks, so a
+	//     run's end rarely moves it, and the run continues as new at the
+	//     first idle moment instead of draining;
+	//   - the memo carries what metrics and a restart need (pause, breakers,
+	//     pacing), upserted when it changes.
+	changeKeepState = "keep-state"
 )

@@ -3,8 +3,6 @@ package workflows
 import (
 	"time"
 
-	"go.temporal.io/sdk/workflow"
-
 	"github.com/pacer-dev/pacer"
 	"github.com/pacer-dev/pacer/internal/pacing"
 	"github.com/pacer-dev/pacer/internal/schedule"
@@ -21,35 +19,43 @@ const (
 type Pacing struct {
 	Controller *pacing.Controller `json:"controller"`
 	// LastRun is how long the last run took (for cost estimates).
-	LastRun time.Duration `json:"lastRun"`
+	LastRun pacer.Duration `json:"lastRun"`
+	// Need is how many upstream requests the next run will make, learned
+	// from the last (0 = not known yet): month pacing waits for that many,
+	// never for a larger batch (SPEC §4.7).
+	Need int `json:"need,omitempty"`
 	// TailFrom is where the next cut batch resumes its rotation through the
 	// traded tokens (tenero only).
 	TailFrom int `json:"tailFrom,omitempty"`
 }
 
-// pacingOn reports whether this run paces adaptively. Runs started before
-// pacing existed keep their fixed cadence and full batches until their next
-// continue-as-new, so their histories replay unchanged.
-func pacingOn(ctx workflow.Context) bool {
-	return workflow.GetVersion(ctx, changeAdaptivePacing, workflow.DefaultVersion, 1) >= 1
-}
-
 // controllerConfig is each task's bounds: never faster than its configured
 // cadence, never slower than its slowest useful pace, and a batch between a
 // floor that still gives the controller enough samples and the whole set.
-func controllerConfig(task string, cfg Config) pacing.ControllerConfig {
+// With judge JudgeRuns the controller judges runs, not minutes (changeKeepState).
+func controllerConfig(task string, cfg Config, judge pacing.Judge) pacing.ControllerConfig {
 	switch task {
 	case pacer.TaskTenero:
 		return pacing.ControllerConfig{MinBatch: 5, MaxBatch: maxTeneroBatch, InitialBatch: maxTeneroBatch,
-			MinInterval: cfg.TeneroEvery, MaxInterval: max(time.Hour, cfg.TeneroEvery), InitialInterval: cfg.TeneroEvery}
+			MinInterval: cfg.TeneroEvery, MaxInterval: max(pacer.Duration(time.Hour), cfg.TeneroEvery),
+			InitialInterval: cfg.TeneroEvery, Judge: judge}
 	default:
 		page := cfg.SweepPageSize
 		if page <= 0 {
-			page = 100
+			page = defaultSweepPage
 		}
-		return pacing.ControllerConfig{MinBatch: min(5, page), MaxBatch: page, InitialBatch: page,
-			MinInterval: cfg.SweepEvery, MaxInterval: max(2*time.Hour, cfg.SweepEvery), InitialInterval: cfg.SweepEvery}
+		return pacing.ControllerConfig{MinBatch: min(minSweepPage, page), MaxBatch: page, InitialBatch: page,
+			MinInterval: cfg.SweepEvery, MaxInterval: max(pacer.Duration(2*time.Hour), cfg.SweepEvery),
+			InitialInterval: cfg.SweepEvery, Judge: judge}
 	}
+}
+
+// judge is how this run's controllers judge.
+func (s *scheduler) judge() pacing.Judge {
+	if s.gates.keepState {
+		return pacing.JudgeRuns
+	}
+	return pacing.JudgeMinutes
 }
 
 // maxTeneroBatch covers the whole token set: static base, pegs and the top
@@ -81,7 +87,7 @@ func (s *scheduler) setupPacing() {
 		s.state.Budgets = map[string]*pacing.Budget{}
 	}
 	for _, d := range s.defs {
-		cc := controllerConfig(d.name, s.cfg)
+		cc := controllerConfig(d.name, s.cfg, s.judge())
 		p := s.state.Pacing[d.name]
 		switch {
 		case p == nil || p.Controller == nil:
@@ -147,10 +153,16 @@ func (s *scheduler) observe(t *schedule.Task, run *pacer.Run, successes int, now
 	} else if run.ErrorClass != "" {
 		p.Controller.Record(now, run.ErrorClass)
 	}
-	p.LastRun = time.Duration(run.DurationMs) * time.Millisecond
+	p.LastRun = pacer.Duration(time.Duration(run.DurationMs) * time.Millisecond)
 	d := p.Controller.Decide(now)
-	t.Every = d.Interval
-	if ready := b.ReadyAt(now, d.Batch); ready.After(now) {
+	t.Every = pacer.Duration(d.Interval)
+	want := d.Batch
+	if s.gates.keepState && p.Need > 0 {
+		// Pacing by need: the next run makes about as many requests as the
+		// last one wanted, which may be far fewer than the batch allows.
+		want = min(want, p.Need)
+	}
+	if ready := b.ReadyAt(now, want); ready.After(now) {
 		t.PacedUntil = &ready
 	} else {
 		t.PacedUntil = nil
@@ -163,7 +175,7 @@ func (s *scheduler) pacingStatus(task string, now time.Time) *pacing.TaskStatus 
 	if !s.paced || p == nil {
 		return nil
 	}
-	st := pacing.StatusOf(now, p.Controller, s.state.Budgets[upstreamOf(task)], p.LastRun, pacing.DefaultCost())
+	st := pacing.StatusOf(now, p.Controller, s.state.Budgets[upstreamOf(task)], time.Duration(p.LastRun), pacing.DefaultCost())
 	return &st
 }
 
@@ -181,7 +193,20 @@ func (s *scheduler) tune(in TuneInput, names []string, now time.Time) {
 			continue
 		}
 		d := p.Controller.Decide(now)
-		s.tasks[name].Every = d.Interval
+		s.tasks[name].Every = pacer.Duration(d.Interval)
 		s.logger.Info("scheduler.tuned", "task", name, "reset", in.Reset, "batch", d.Batch, "interval", d.Interval)
+	}
+}
+
+// learnTeneroNeed keeps how many requests the next tenero run will make:
+// the requests its whole token set needs (pegs cost none), at most the
+// batch. A result from before Wanted existed falls back on what the run
+// meant to fetch; a run that did not get to its token set says nothing.
+func (p *Pacing) learnTeneroNeed(res *pacer.TeneroResult) {
+	switch {
+	case res.Wanted > 0:
+		p.Need = res.Wanted
+	case res.TokensAttempted > 0:
+		p.Need = max(res.TokensAttempted-res.Pegged+res.Skipped, 1)
 	}
 }

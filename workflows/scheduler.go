@@ -1,13 +1,11 @@
 package workflows
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
 
-	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -17,50 +15,8 @@ import (
 	"github.com/pacer-dev/pacer/internal/schedule"
 )
 
-// Config is fixed for the life of a run and carried across continue-as-new.
-// Zero fields take their defaults.
-type Config struct {
-	TeneroEvery time.Duration `json:"teneroEvery,omitempty"`
-	SweepEvery  time.Duration `json:"sweepEvery,omitempty"`
-	// SweepPageSize is how many agents one sweep run walks (0 = 100).
-	SweepPageSize int `json:"sweepPageSize,omitempty"`
-	// MaxHistoryEvents is the history length at which a run continues as new
-	// even if the server has not suggested it yet.
-	MaxHistoryEvents int `json:"maxHistoryEvents,omitempty"`
-	// BreakerThreshold is how many failed runs in a row open a task's circuit
-	// breaker (0 = the default, -1 = off); an open breaker probes once per
-	// BreakerCooldown until a run succeeds, resume or a refresh closes it.
-	BreakerThreshold int           `json:"breakerThreshold,omitempty"`
-	BreakerCooldown  time.Duration `json:"breakerCooldown,omitempty"`
-}
-
-func (c Config) breaker() schedule.Breaker {
-	if c.BreakerThreshold < 0 {
-		return schedule.Breaker{}
-	}
-	return schedule.Breaker{Threshold: c.BreakerThreshold, Cooldown: c.BreakerCooldown}
-}
-
-func (c Config) withDefaults() Config {
-	if c.TeneroEvery <= 0 {
-		c.TeneroEvery = DefaultTeneroEvery
-	}
-	if c.SweepEvery <= 0 {
-		c.SweepEvery = DefaultSweepEvery
-	}
-	if c.MaxHistoryEvents <= 0 {
-		c.MaxHistoryEvents = DefaultMaxHistoryEvents
-	}
-	if c.BreakerThreshold == 0 {
-		c.BreakerThreshold = DefaultBreakerThreshold
-	}
-	if c.BreakerCooldown <= 0 {
-		c.BreakerCooldown = DefaultBreakerCooldown
-	}
-	return c
-}
-
-// State is everything the scheduler knows, carried across continue-as-new.
+// State is everything the scheduler knows, carried across continue-as-new,
+// a stop and a restart.
 type State struct {
 	PausedUntil *time.Time       `json:"pausedUntil,omitempty"`
 	Tasks       []*schedule.Task `json:"tasks"`
@@ -79,48 +35,105 @@ type State struct {
 type SchedulerInput struct {
 	Config Config `json:"config"`
 	State  *State `json:"state,omitempty"`
+	// Restart is set when a worker or an operator started the scheduler
+	// again after its last run closed: what closed it and how old the
+	// carried state is.
+	Restart *Restart `json:"restart,omitempty"`
+}
+
+// Restart says where a restarted scheduler's state comes from.
+type Restart struct {
+	// After is how the last run closed: stopped, terminated, failed,
+	// timed out or canceled.
+	After string `json:"after"`
+	RunID string `json:"runId"`
+	// StateFrom is when the carried state was current: the stop, or for a
+	// run that ended without a result, when that run started. Its pause and
+	// breakers come from its memo, current at OperatorStateFrom.
+	StateFrom         time.Time  `json:"stateFrom"`
+	OperatorStateFrom *time.Time `json:"operatorStateFrom,omitempty"`
 }
 
 // SchedulerWorkflow is the one durable loop that runs pacer's periodic tasks.
 // It sleeps on a single timer set to the earliest moment any task is due,
 // wakes early for messages and finished runs, and continues as new before
-// its history grows large.
-func SchedulerWorkflow(ctx workflow.Context, in SchedulerInput) error {
-	s := newScheduler(ctx, in)
+// its history grows large. The stop update completes it with its state as
+// the result.
+func SchedulerWorkflow(ctx workflow.Context, in SchedulerInput) (*StopResult, error) {
+	return schedulerWorkflow(ctx, in, nil)
+}
+
+// schedulerWorkflow is SchedulerWorkflow with some of its version gates
+// forced on: what a deploy that forgot a gate would run. Tests replay with
+// it to prove that a recorded history needs its gate.
+func schedulerWorkflow(ctx workflow.Context, in SchedulerInput, forced map[string]bool) (*StopResult, error) {
+	if err := in.Config.Validate(); err != nil {
+		// Fail at once with the reason rather than panic later in a loop of
+		// failing workflow tasks.
+		return nil, temporal.NewNonRetryableApplicationError(err.Error(), errTypeInvalidConfig, nil)
+	}
+	s := newScheduler(ctx, in, forced)
 	if err := s.registerHandlers(ctx); err != nil {
-		return err
+		return nil, err
+	}
+	if in.Restart != nil {
+		s.logger.Warn("scheduler.restarted", "after", in.Restart.After, "previousRunId", in.Restart.RunID,
+			"stateFrom", in.Restart.StateFrom, "operatorStateFrom", in.Restart.OperatorStateFrom,
+			"pausedUntil", s.state.PausedUntil)
+	}
+	if !s.gates.keepState {
+		return nil, s.loopLegacy(ctx)
 	}
 	return s.loop(ctx)
 }
+
+// errTypeInvalidConfig is the application error type of a run that failed
+// on its config.
+const errTypeInvalidConfig = "invalid_config"
 
 // taskDef is how the workflow runs one task: its activity and how the
 // activity's answer becomes a scheduling outcome.
 type taskDef struct {
 	name  string
-	every func(Config) time.Duration
-	// run runs the task once; forced is true for an operator's refresh.
-	run func(ctx workflow.Context, s *scheduler, forced bool) schedule.Outcome
+	every func(Config) pacer.Duration
+	// run runs the task once; occ is its run key (zero in runs that began
+	// before run keys), forced is true for an operator's refresh.
+	run func(ctx workflow.Context, s *scheduler, occ pacer.Occurrence, forced bool) schedule.Outcome
 }
 
 // taskDefs lists the tasks in a fixed order: the order of starts, of the
 // status document and of refresh "all".
 var taskDefs = []taskDef{
-	{name: pacer.TaskTenero, every: func(c Config) time.Duration { return c.TeneroEvery }, run: runTenero},
-	{name: pacer.TaskSweep, every: func(c Config) time.Duration { return c.SweepEvery }, run: runSweep},
+	{name: pacer.TaskTenero, every: func(c Config) pacer.Duration { return c.TeneroEvery }, run: runTenero},
+	{name: pacer.TaskSweep, every: func(c Config) pacer.Duration { return c.SweepEvery }, run: runSweep},
 }
 
-// registeredTasks returns the tasks this run schedules, gating each task
-// added after the first release behind its change ID.
-func registeredTasks(ctx workflow.Context) []taskDef {
-	defs := []taskDef{taskDefs[0]}
-	if workflow.GetVersion(ctx, changeSweepTask, workflow.DefaultVersion, 1) >= 1 {
-		defs = append(defs, taskDefs[1])
+// gates are the version gates of this run, read once at its start: each
+// says whether a change is on in this run (GetVersion; see names.go).
+type gates struct {
+	sweep, pacing, breaker, keepState bool
+}
+
+func readGates(ctx workflow.Context, forced map[string]bool) gates {
+	on := func(change string) bool {
+		if forced[change] {
+			return true
+		}
+		return workflow.GetVersion(ctx, change, workflow.DefaultVersion, 1) >= 1
 	}
-	return defs
+	// The order is the order the gates were introduced in: histories
+	// recorded before a gate hold none of the later ones' markers.
+	return gates{
+		sweep:     on(changeSweepTask),
+		pacing:    on(changeAdaptivePacing),
+		breaker:   on(changeBreaker),
+		keepState: on(changeKeepState),
+	}
 }
 
 type scheduler struct {
 	defs   []taskDef
+	gates  gates
 	paced  bool
 	cfg    Config
 	state  State
@@ -134,11 +147,20 @@ type scheduler struct {
 	timer       workflow.Future
 	timerAt     time.Time
 	cancelTimer workflow.CancelFunc
+
+	// stopping is set by the stop update: no scheduled run starts, and the
+	// run completes once the runs in flight are done.
+	stopping *StopInput
+	// reconfigured is set by the reconfigure update: the run continues as
+	// new, so that its input holds the new config, at the first idle moment.
+	reconfigured bool
+	// memoKey is the memo last upserted, without its time.
+	memoKey string
 }
 
-func newScheduler(ctx workflow.Context, in SchedulerInput) *scheduler {
+func newScheduler(ctx workflow.Context, in SchedulerInput, forced map[string]bool) *scheduler {
 	s := &scheduler{
-		defs:   registeredTasks(ctx),
+		gates:  readGates(ctx, forced),
 		cfg:    in.Config.withDefaults(),
 		logger: workflow.GetLogger(ctx),
 		pauseCh: signalChannel(ctx, SignalPause,
@@ -150,6 +172,10 @@ func newScheduler(ctx workflow.Context, in SchedulerInput) *scheduler {
 			`set a task's pacing within its bounds: {"task":…,"batch":20,"interval":"10m"}, or {"task":…,"reset":true}`),
 		wake:  workflow.NewBufferedChannel(ctx, 1),
 		tasks: map[string]*schedule.Task{},
+	}
+	s.defs = []taskDef{taskDefs[0]}
+	if s.gates.sweep {
+		s.defs = append(s.defs, taskDefs[1])
 	}
 	if in.State != nil {
 		s.state = *in.State
@@ -174,7 +200,7 @@ func newScheduler(ctx workflow.Context, in SchedulerInput) *scheduler {
 		s.state.Tasks = append(s.state.Tasks, t)
 		s.tasks[d.name] = t
 	}
-	if s.paced = pacingOn(ctx); s.paced {
+	if s.paced = s.gates.pacing; s.paced {
 		s.setupPacing()
 	}
 	return s
@@ -194,83 +220,52 @@ func (s *scheduler) taskNames() []string {
 	return names
 }
 
-func (s *scheduler) registerHandlers(ctx workflow.Context) error {
-	if err := workflow.SetQueryHandlerWithOptions(ctx, QueryStatus, func() (Status, error) {
-		return s.status(ctx), nil
-	}, workflow.QueryHandlerOptions{Description: "the scheduler's status document: pause, tasks, last results, pacing"}); err != nil {
-		return err
-	}
-	return workflow.SetUpdateHandlerWithOptions(ctx, UpdateRefreshNow, s.refreshNow, workflow.UpdateHandlerOptions{
-		Validator: func(ctx workflow.Context, raw json.RawMessage) error {
-			_, err := ParseRefresh(raw, s.taskNames())
-			return err
-		},
-		Description: `run tasks now and return their results; {"task":"tenero"|"sweep"|"all"}`,
-	})
-}
-
-// refreshNow asks for a run of each selected task and waits for those runs.
-func (s *scheduler) refreshNow(ctx workflow.Context, raw json.RawMessage) (RefreshNowResult, error) {
-	names, err := ParseRefresh(raw, s.taskNames())
-	if err != nil {
-		return RefreshNowResult{}, err
-	}
-	want := make(map[string]int64, len(names))
-	for _, name := range names {
-		want[name] = s.tasks[name].Started + 1
-	}
-	s.request(names)
-	s.logger.Info("scheduler.refresh_requested", "tasks", names, "via", "update")
-	s.wake.SendAsync(struct{}{})
-	if err := workflow.Await(ctx, func() bool {
-		for _, name := range names {
-			if s.tasks[name].Finished < want[name] {
-				return false
-			}
-		}
-		return true
-	}); err != nil {
-		return RefreshNowResult{}, err
-	}
-	var res RefreshNowResult
-	for _, name := range names {
-		switch name {
-		case pacer.TaskTenero:
-			res.Tenero = s.state.LastTeneroResult
-		case pacer.TaskSweep:
-			res.Sweep = s.state.LastSweepResult
-		}
-	}
-	return res, nil
-}
-
-func (s *scheduler) loop(ctx workflow.Context) error {
-	draining := false
+// loop runs until the stop update completes the run or the run continues
+// as new (SPEC §3). It starts due runs at once, whatever else is in flight,
+// and continues as new at the first moment no run is in flight.
+func (s *scheduler) loop(ctx workflow.Context) (*StopResult, error) {
 	for {
 		if err := ctx.Err(); err != nil {
-			return err // cancelled by an operator
+			return nil, err // cancelled by an operator
 		}
 		now := workflow.Now(ctx)
 		s.expirePause(now)
-		s.startRuns(ctx, now, draining)
-		if !draining && s.continueAsNewWanted(ctx) {
-			draining = true
-			s.logger.Info("scheduler.continue_as_new_wanted", "historyLength", workflow.GetInfo(ctx).GetCurrentHistoryLength())
-		}
-		if draining && s.idle() {
-			if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) || !s.idle() }); err != nil {
-				return err
-			}
-			if s.idle() {
-				s.drainSignals(ctx)
-				if s.idle() {
-					return s.continueAsNew(ctx)
-				}
+		s.startRuns(ctx, now, s.stopping != nil || s.holdStarts(ctx))
+		if s.idle() && (s.stopping != nil || s.reconfigured || s.continueAsNewWanted(ctx)) {
+			done, err := s.handOver(ctx)
+			if err != nil || done {
+				break
 			}
 			continue
 		}
-		s.wait(ctx, now, draining)
+		s.wait(ctx, now)
 	}
+	if s.stopping != nil {
+		return s.stopResult(ctx), nil
+	}
+	return nil, s.continueAsNew(ctx)
+}
+
+// handOver waits for the update handlers in flight and applies the signals
+// already delivered, so that nothing is lost when the run ends. It reports
+// whether the run may end now; a message that asked for a run says no.
+func (s *scheduler) handOver(ctx workflow.Context) (bool, error) {
+	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) || !s.idle() }); err != nil {
+		return false, err
+	}
+	if !s.idle() {
+		return false, nil
+	}
+	s.drainSignals(ctx)
+	return s.idle(), nil
+}
+
+// holdStarts is the safety valve of continuing as new at idle moments: a
+// run whose tasks are never idle together (a sweep that runs back to back)
+// stops starting scheduled runs once its history is twice the length at
+// which it wanted to continue as new, well inside the server's limit.
+func (s *scheduler) holdStarts(ctx workflow.Context) bool {
+	return workflow.GetInfo(ctx).GetCurrentHistoryLength() >= 2*s.cfg.MaxHistoryEvents
 }
 
 // idle reports whether no run is in flight and none is requested.
@@ -289,66 +284,107 @@ func (s *scheduler) continueAsNewWanted(ctx workflow.Context) bool {
 }
 
 func (s *scheduler) continueAsNew(ctx workflow.Context) error {
-	if s.cancelTimer != nil {
+	if s.cancelTimer != nil && !s.gates.keepState {
 		s.cancelTimer()
 	}
 	state := s.state
-	s.logger.Info("scheduler.continued_as_new", "generation", state.Generation+1)
+	s.logger.Info("scheduler.continued_as_new", "generation", state.Generation+1, "reconfigured", s.reconfigured,
+		"historyLength", workflow.GetInfo(ctx).GetCurrentHistoryLength())
 	return workflow.NewContinueAsNewError(ctx, WorkflowType, SchedulerInput{Config: s.cfg, State: &state})
 }
 
-// startRuns starts every task that should start. While draining for
-// continue-as-new only explicit requests start, so that update callers are
+// stopResult is the state a stopped run hands over.
+func (s *scheduler) stopResult(ctx workflow.Context) *StopResult {
+	state := s.state
+	res := &StopResult{Reason: s.stopping.Reason, StoppedAt: workflow.Now(ctx).UTC(), Config: s.cfg, State: &state}
+	s.logger.Info("scheduler.stopped", "reason", res.Reason, "pausedUntil", state.PausedUntil)
+	return res
+}
+
+// startRuns starts every task that should start. With scheduled false only
+// explicit requests start: while stopping, so that update callers are
 // answered before the run ends.
-func (s *scheduler) startRuns(ctx workflow.Context, now time.Time, draining bool) {
+func (s *scheduler) startRuns(ctx workflow.Context, now time.Time, hold bool) {
 	for _, d := range s.defs {
 		t := s.tasks[d.name]
-		if !t.ShouldStart(now, s.state.PausedUntil) || (draining && !t.Requested) {
+		if !t.ShouldStart(now, s.state.PausedUntil) || (hold && !t.Requested) {
 			continue
 		}
+		occ := s.occurrence(t, now)
 		forced := t.Requested
 		t.Begin(now)
 		workflow.Go(ctx, func(ctx workflow.Context) {
-			o := d.run(ctx, s, forced)
-			if t.Finish(workflow.Now(ctx), o, s.cfg.breaker()) {
-				s.logger.Error("scheduler.breaker_tripped", "task", d.name, "consecutiveFailures", t.ConsecutiveFailures,
-					"class", o.Class, "error", o.Message, "probeAt", t.BreakerUntil,
-					"hint", "fix the cause, then signal resume or refresh to close it")
-			}
-			if o.Class != "" {
-				s.logger.Warn("scheduler.task_failed", "task", d.name, "class", o.Class, "error", o.Message,
-					"consecutiveFailures", t.ConsecutiveFailures)
-			}
-			if o.Backoff > 0 {
-				s.logger.Warn("scheduler.task_deferred", "task", d.name, "until", t.NextRunAfter)
-			}
-			s.wake.SendAsync(struct{}{})
+			o := d.run(ctx, s, occ, forced)
+			s.finish(ctx, t, o)
 		})
 	}
 }
 
+// occurrence is the run key of the run of t starting at now (SPEC §3.4): its
+// nominal time is when it was due, or for a refresh when it was asked for.
+// Runs that began before run keys send none.
+func (s *scheduler) occurrence(t *schedule.Task, now time.Time) pacer.Occurrence {
+	if !s.gates.keepState {
+		return pacer.Occurrence{}
+	}
+	nominal, manual := t.DueAt(), t.Requested
+	if manual && t.RequestedAt != nil {
+		nominal = *t.RequestedAt
+	}
+	if nominal.IsZero() || nominal.After(now) {
+		nominal = now // never ran, or a requested run before its due time
+	}
+	// The ledger keeps microseconds; one key per run needs distinct times.
+	nominal = nominal.UTC().Truncate(time.Millisecond)
+	if last := t.LastNominalAt; last != nil && !nominal.After(*last) {
+		nominal = last.Add(time.Millisecond)
+	}
+	t.LastNominalAt = &nominal
+	return pacer.Occurrence{Task: t.Name, NominalAt: nominal, Manual: manual}
+}
+
+// finish records a run's outcome, logs what it changed, and wakes the loop.
+func (s *scheduler) finish(ctx workflow.Context, t *schedule.Task, o schedule.Outcome) {
+	if t.Finish(workflow.Now(ctx), o, s.cfg.breaker(s.gates.breaker)) {
+		s.logger.Error("scheduler.breaker_tripped", "task", t.Name, "consecutiveFailures", t.ConsecutiveFailures,
+			"class", o.Class, "error", o.Message, "probeAt", t.BreakerUntil,
+			"hint", "fix the cause, then resume or refresh to close it")
+	}
+	if o.Class != "" {
+		s.logger.Warn("scheduler.task_failed", "task", t.Name, "class", o.Class, "error", o.Message,
+			"consecutiveFailures", t.ConsecutiveFailures)
+	}
+	if o.Backoff > 0 {
+		s.logger.Warn("scheduler.task_deferred", "task", t.Name, "until", t.NextRunAfter)
+	}
+	s.wake.SendAsync(struct{}{})
+}
+
 // wait blocks until a message arrives, a run finishes or the timer fires.
-func (s *scheduler) wait(ctx workflow.Context, now time.Time, draining bool) {
+func (s *scheduler) wait(ctx workflow.Context, now time.Time) {
 	sel := workflow.NewSelector(ctx)
 	for _, sig := range s.signals() {
 		sel.AddReceive(sig.ch, func(c workflow.ReceiveChannel, _ bool) { s.receive(ctx, sig) })
 	}
 	sel.AddReceive(s.wake, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil) })
-	if wake, ok := schedule.NextWake(now, s.state.PausedUntil, s.state.Tasks); ok && !draining {
-		s.armTimer(ctx, now, wake)
+	if wake, ok := schedule.NextWakeCounting(now, s.state.PausedUntil, s.state.Tasks); ok && s.stopping == nil {
+		s.armTimer(ctx, now, wake, true)
 	}
 	if s.timer != nil {
 		sel.AddFuture(s.timer, func(workflow.Future) { s.timer, s.cancelTimer = nil, nil })
 	}
 	s.setDetails(ctx)
+	s.upsertMemo(ctx)
 	sel.Select(ctx)
 }
 
 // armTimer keeps one durable timer pointed at the next wake. An unchanged
 // wake time reuses the running timer: every timer is a billed action and two
-// history events.
-func (s *scheduler) armTimer(ctx workflow.Context, now, wake time.Time) {
-	if s.timer != nil && s.timerAt.Equal(wake) {
+// history events. With keepEarlier, a timer due before the new wake is kept
+// too: it fires, finds nothing to start, and re-arms for the new wake, which
+// costs the same one timer as re-arming now and no cancellation event.
+func (s *scheduler) armTimer(ctx workflow.Context, now, wake time.Time, keepEarlier bool) {
+	if s.timer != nil && (s.timerAt.Equal(wake) || keepEarlier && s.timerAt.Before(wake)) {
 		return
 	}
 	if s.cancelTimer != nil {
@@ -371,11 +407,11 @@ func (s *scheduler) dueSummary(wake time.Time) string {
 			names = append(names, t.Name)
 		}
 	}
-	if schedule.Paused(wake.Add(-time.Nanosecond), s.state.PausedUntil) && s.state.PausedUntil.Equal(wake) {
-		return "pause ends"
-	}
 	if len(names) == 0 {
-		return "pause ends"
+		if s.state.PausedUntil != nil && s.state.PausedUntil.Equal(wake) {
+			return "pause ends"
+		}
+		return "next due"
 	}
 	return strings.Join(names, ", ")
 }
@@ -385,124 +421,6 @@ func (s *scheduler) expirePause(now time.Time) {
 		s.logger.Info("scheduler.resumed", "reason", "pause expired", "pausedUntil", *s.state.PausedUntil)
 		s.state.PausedUntil = nil
 	}
-}
-
-func (s *scheduler) onPause(ctx workflow.Context, raw json.RawMessage) {
-	until, err := ParsePause(raw, workflow.Now(ctx))
-	if err != nil {
-		s.logger.Warn("scheduler.message_rejected", "message", SignalPause, "reason", clip([]byte(err.Error())), "input", clip(raw))
-		return
-	}
-	s.state.PausedUntil = &until
-	s.logger.Info("scheduler.paused", "until", until)
-}
-
-func (s *scheduler) onResume() {
-	for _, t := range s.state.Tasks {
-		if t.BreakerOpen() {
-			t.ResetBreaker()
-			s.logger.Info("scheduler.breaker_reset", "task", t.Name, "via", "resume")
-		}
-	}
-	if s.state.PausedUntil == nil {
-		s.logger.Info("scheduler.resumed", "reason", "resume signal (was not paused)")
-		return
-	}
-	s.state.PausedUntil = nil
-	s.logger.Info("scheduler.resumed", "reason", "resume signal")
-}
-
-func (s *scheduler) onRefresh(raw json.RawMessage) {
-	names, err := ParseRefresh(raw, s.taskNames())
-	if err != nil {
-		s.logger.Warn("scheduler.message_rejected", "message", SignalRefresh, "reason", clip([]byte(err.Error())), "input", clip(raw))
-		return
-	}
-	s.request(names)
-	s.logger.Info("scheduler.refresh_requested", "tasks", names, "via", "signal")
-}
-
-func (s *scheduler) onTune(ctx workflow.Context, raw json.RawMessage) {
-	in, names, err := ParseTune(raw, s.taskNames())
-	if err == nil && !s.paced {
-		err = errors.New("pacing is off in this run (it began before adaptive pacing existed; it turns on at the next continue-as-new)")
-	}
-	if err != nil {
-		s.logger.Warn("scheduler.message_rejected", "message", SignalTune, "reason", clip([]byte(err.Error())), "input", clip(raw))
-		return
-	}
-	s.tune(in, names, workflow.Now(ctx))
-}
-
-// request asks for a run of each task as soon as possible. An explicit
-// refresh is an operator's word that the cause is fixed: it closes an open
-// breaker too.
-func (s *scheduler) request(names []string) {
-	for _, name := range names {
-		t := s.tasks[name]
-		t.Requested = true
-		if t.BreakerOpen() {
-			t.ResetBreaker()
-			s.logger.Info("scheduler.breaker_reset", "task", name, "via", "refresh")
-		}
-	}
-}
-
-// signal is one of the scheduler's signals and what it does.
-type signal struct {
-	name   string
-	ch     workflow.ReceiveChannel
-	handle func(ctx workflow.Context, raw json.RawMessage)
-	// noInput signals ignore their payload, so it is never decoded.
-	noInput bool
-}
-
-func (s *scheduler) signals() []signal {
-	return []signal{
-		{SignalPause, s.pauseCh, s.onPause, false},
-		// resume takes no input: whatever payload it carries is ignored.
-		{SignalResume, s.resumeCh, func(workflow.Context, json.RawMessage) { s.onResume() }, true},
-		{SignalRefresh, s.refreshCh, func(_ workflow.Context, raw json.RawMessage) { s.onRefresh(raw) }, false},
-		{SignalTune, s.tuneCh, s.onTune, false},
-	}
-}
-
-// receive takes one pending signal off its channel, if any, and applies it.
-// The payload is taken raw, so one that cannot be decoded (a wrong encoding)
-// is rejected here with a reason: a decoding Receive would drop it silently
-// and then block until the next signal of that name.
-func (s *scheduler) receive(ctx workflow.Context, sig signal) bool {
-	var rv converter.RawValue
-	if !sig.ch.ReceiveAsync(&rv) {
-		return false
-	}
-	var raw json.RawMessage
-	if p := rv.Payload(); p != nil && !sig.noInput {
-		if err := converter.GetDefaultDataConverter().FromPayload(p, &raw); err != nil {
-			s.logger.Warn("scheduler.message_rejected", "message", sig.name, "reason", clip([]byte("undecodable payload: "+err.Error())))
-			return true
-		}
-	}
-	sig.handle(ctx, raw)
-	return true
-}
-
-// drainSignals applies every signal already delivered, so none is lost when
-// the run continues as new: their effects travel in the carried state.
-func (s *scheduler) drainSignals(ctx workflow.Context) {
-	for _, sig := range s.signals() {
-		for s.receive(ctx, sig) {
-		}
-	}
-}
-
-// clip keeps a rejected payload short enough to log.
-func clip(raw json.RawMessage) string {
-	const max = 200
-	if len(raw) > max {
-		return string(raw[:max]) + "…"
-	}
-	return string(raw)
 }
 
 // classify turns an activity error into an error class and a message. The
@@ -522,12 +440,16 @@ func classify(err error) (pacer.ErrorClass, string) {
 
 // activityOptions are the same for every task: short transport retries
 // only (upstream trouble is not retried: the next tick is the recovery path)
-// and a heartbeat timeout a few times the activities' 5 s heartbeat, so a
-// killed worker's attempt moves to another worker within seconds.
-func activityOptions(summary string, startToClose time.Duration) workflow.ActivityOptions {
+// and the config's heartbeat timeout. The activities heartbeat only when
+// their progress changed, at most once per 0.8 × that timeout (the SDK's
+// throttle): a run shorter than that sends none, since every heartbeat that
+// reaches the server is a billed action. (Not gated: activity options are
+// not part of what replay compares, and runs in flight need the longer
+// timeout too, now that the activities heartbeat this sparsely.)
+func (s *scheduler) activityOptions(summary string, startToClose time.Duration) workflow.ActivityOptions {
 	return workflow.ActivityOptions{
 		StartToCloseTimeout: startToClose,
-		HeartbeatTimeout:    20 * time.Second,
+		HeartbeatTimeout:    time.Duration(s.cfg.HeartbeatTimeout),
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:    5 * time.Second,
 			BackoffCoefficient: 2,
@@ -574,20 +496,24 @@ func runTask[R any, P result[R]](ctx workflow.Context, opts workflow.ActivityOpt
 	}
 }
 
-func runTenero(ctx workflow.Context, s *scheduler, forced bool) schedule.Outcome {
+func runTenero(ctx workflow.Context, s *scheduler, occ pacer.Occurrence, forced bool) schedule.Outcome {
 	in := pacer.TeneroInput{
 		MaxTokens:             s.batch(pacer.TaskTenero, workflow.Now(ctx), forced),
 		StopAtMinuteRemaining: s.stopAt(pacer.TaskTenero),
+		Occurrence:            occ,
 	}
 	p := s.state.Pacing[pacer.TaskTenero]
 	if p != nil {
 		in.TailFrom = p.TailFrom
 	}
-	res, o := runTask[pacer.TeneroResult](ctx, activityOptions("tenero price refresh", 10*time.Minute),
+	res, o := runTask[pacer.TeneroResult](ctx, s.activityOptions("tenero price refresh", 10*time.Minute),
 		ActivityRefreshTenero, in)
 	s.state.LastTeneroResult = res
 	if p != nil && res.ErrorClass == "" {
 		p.TailFrom = res.NextTailFrom
+	}
+	if p != nil && s.gates.keepState {
+		p.learnTeneroNeed(res)
 	}
 	// Pegs cost no request; not_found and parse_error are item problems
 	// the upstream answered, so they count as its successes.
@@ -596,14 +522,25 @@ func runTenero(ctx workflow.Context, s *scheduler, forced bool) schedule.Outcome
 	return o
 }
 
-func runSweep(ctx workflow.Context, s *scheduler, forced bool) schedule.Outcome {
+func runSweep(ctx workflow.Context, s *scheduler, occ pacer.Occurrence, forced bool) schedule.Outcome {
 	page := s.cfg.SweepPageSize
 	if s.paced {
 		page = s.batch(pacer.TaskSweep, workflow.Now(ctx), forced)
 	}
-	res, o := runTask[pacer.SweepResult](ctx, activityOptions("competition swap sweep", 20*time.Minute),
-		ActivitySweep, pacer.SweepInput{PageSize: page})
+	res, o := runTask[pacer.SweepResult](ctx, s.activityOptions("competition swap sweep", 20*time.Minute),
+		ActivitySweep, pacer.SweepInput{PageSize: page, Occurrence: occ})
 	s.state.LastSweepResult = res
-	s.observe(s.tasks[pacer.TaskSweep], &res.Run, res.Scanned, workflow.Now(ctx))
+	t := s.tasks[pacer.TaskSweep]
+	if s.gates.keepState {
+		// The sweep is due when its earliest agent is, never sooner than its
+		// cadence (schedule.Task.Due): a run that failed says nothing.
+		if res.ErrorClass == "" {
+			t.NextDueAt = utc(res.NextDueAt)
+		}
+		if p := s.state.Pacing[pacer.TaskSweep]; p != nil && res.Requests > 0 {
+			p.Need = res.Requests
+		}
+	}
+	s.observe(t, &res.Run, res.Scanned, workflow.Now(ctx))
 	return o
 }

@@ -111,7 +111,7 @@ func TestSchedulerRunsOnCadence(t *testing.T) {
 		require.Zero(t, st.ConsecutiveFailures[pacer.TaskTenero])
 	})
 	h.env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: DefaultWorkflowID})
-	h.runFor(t, 61*time.Minute, SchedulerInput{})
+	h.runFor(t, 61*time.Minute, SchedulerInput{Config: Config{SweepEvery: pacer.Duration(15 * time.Minute)}})
 	// Runs at 0, 5, …, 60 minutes, and the sweep at 0, 15, 30, 45, 60.
 	require.EqualValues(t, 13, h.tenero.calls.Load())
 	require.EqualValues(t, 5, h.sweep.calls.Load())
@@ -180,7 +180,7 @@ func TestSchedulerRefreshNowUpdate(t *testing.T) {
 			OnComplete: func(any, error) {},
 		}, json.RawMessage(`{"task":"nope"}`))
 	})
-	h.runFor(t, 2*time.Minute, SchedulerInput{})
+	h.runFor(t, 2*time.Minute, SchedulerInput{Config: Config{SweepEvery: pacer.Duration(15 * time.Minute)}})
 	require.NotNil(t, got.Tenero)
 	require.Equal(t, 2, got.Tenero.Succeeded, "the update answers with the run it caused")
 	require.NotNil(t, got.Sweep)
@@ -271,14 +271,14 @@ func TestSchedulerContinuesAsNewWithState(t *testing.T) {
 		h.signal(SignalRefresh, `{"task":"tenero"}`)
 		h.signal(SignalPause, `{"for":"2h"}`)
 	})
-	h.env.ExecuteWorkflow(WorkflowType, SchedulerInput{Config: Config{TeneroEvery: 3 * time.Minute}})
+	h.env.ExecuteWorkflow(WorkflowType, SchedulerInput{Config: Config{TeneroEvery: pacer.Duration(3 * time.Minute)}})
 	err := h.env.GetWorkflowError()
 	var can *workflow.ContinueAsNewError
 	require.True(t, errors.As(err, &can), "want continue-as-new, got %v", err)
 	require.Equal(t, WorkflowType, can.WorkflowType.Name)
 	var next SchedulerInput
 	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
-	require.Equal(t, 3*time.Minute, next.Config.TeneroEvery)
+	require.Equal(t, pacer.Duration(3*time.Minute), next.Config.TeneroEvery)
 	require.NotNil(t, next.State)
 	require.Equal(t, t0.Add(7*time.Minute+2*time.Hour), *next.State.PausedUntil)
 	require.Len(t, next.State.Tasks, 2)
@@ -309,7 +309,7 @@ func TestTasksAreIsolated(t *testing.T) {
 		require.Equal(t, t0.Add(60*time.Minute), *st.LastSweepRunAt)
 		require.Positive(t, st.ConsecutiveFailures[pacer.TaskTenero])
 	})
-	h.runFor(t, 62*time.Minute, SchedulerInput{})
+	h.runFor(t, 62*time.Minute, SchedulerInput{Config: Config{SweepEvery: pacer.Duration(15 * time.Minute)}})
 	require.EqualValues(t, 5, h.sweep.calls.Load(), "the sweep kept its 15-minute cadence")
 }
 
@@ -344,7 +344,7 @@ func TestBreakerTripsAndResets(t *testing.T) {
 		require.EqualValues(t, 4, h.tenero.calls.Load(), "and the overdue task runs at once")
 		require.Zero(t, st.ConsecutiveFailures[pacer.TaskTenero])
 	})
-	h.runFor(t, 52*time.Minute, SchedulerInput{Config: Config{BreakerThreshold: 3, BreakerCooldown: time.Hour}})
+	h.runFor(t, 52*time.Minute, SchedulerInput{Config: Config{BreakerThreshold: 3, BreakerCooldown: pacer.Duration(time.Hour)}})
 }
 
 func TestBreakerProbesAndRefreshCloses(t *testing.T) {
@@ -365,11 +365,12 @@ func TestBreakerProbesAndRefreshCloses(t *testing.T) {
 		st := h.status(t)
 		require.True(t, st.Tasks[pacer.TaskTenero].Breaker.Open, "still failing, so it re-opened")
 	})
-	h.runFor(t, 133*time.Minute, SchedulerInput{Config: Config{BreakerThreshold: 3, BreakerCooldown: time.Hour}})
+	h.runFor(t, 133*time.Minute, SchedulerInput{Config: Config{BreakerThreshold: 3, BreakerCooldown: pacer.Duration(time.Hour)}})
 }
 
 // An upstream failing most requests slows the task down and shrinks its
-// batch; tune and reset move it by hand.
+// batch, a step for one bad run and a cooldown for two in a row; tune and
+// reset move it by hand.
 func TestPacingBacksOffAndTunes(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
@@ -382,14 +383,21 @@ func TestPacingBacksOffAndTunes(t *testing.T) {
 		st := h.status(t)
 		p := st.Tasks[pacer.TaskTenero].Pacing
 		require.NotNil(t, p)
-		require.Equal(t, "cooldown", string(p.Zone))
+		require.Equal(t, "backoff", string(p.Zone), "one bad run is one step back, not a cooldown")
+		require.Equal(t, maxTeneroBatch/2, p.Batch)
+		require.Equal(t, "7m30s", p.Interval)
+		require.Equal(t, "7m30s", st.Tasks[pacer.TaskTenero].Every)
+	})
+	h.at(8*time.Minute, func() {
+		st := h.status(t)
+		p := st.Tasks[pacer.TaskTenero].Pacing
+		require.Equal(t, "cooldown", string(p.Zone), "the second bad run in a row cools it down")
 		require.Equal(t, 5, p.Batch, "minimum batch")
 		require.Equal(t, "1h0m0s", p.Interval, "maximum interval")
-		require.Equal(t, "1h0m0s", st.Tasks[pacer.TaskTenero].Every)
 		require.NotEqual(t, "0s", p.CooldownRemaining)
 	})
 	h.at(30*time.Minute, func() {
-		require.EqualValues(t, 1, h.tenero.calls.Load(), "no run before the slower interval")
+		require.EqualValues(t, 2, h.tenero.calls.Load(), "no run before the slower interval")
 		h.tenero.set(func(int32) (pacer.TeneroResult, error) {
 			return pacer.TeneroResult{TokensAttempted: 10, Succeeded: 10, Run: pacer.Run{Requests: 10}}, nil
 		})
@@ -400,8 +408,8 @@ func TestPacingBacksOffAndTunes(t *testing.T) {
 		h.signal(SignalTune, `{"task":"tenero"}`)
 	})
 	h.at(31*time.Minute, func() {
-		// Due 10 minutes after the run at 0: at once, with the tuned batch.
-		require.EqualValues(t, 2, h.tenero.calls.Load())
+		// Due 10 minutes after the run at 7m30s: at once, with the tuned batch.
+		require.EqualValues(t, 3, h.tenero.calls.Load())
 		require.Equal(t, 20, h.tenero.last.Load().MaxTokens, "the tuned batch reaches the activity")
 		// A clean run may then speed it up, never past the configured cadence.
 		st := h.status(t)

@@ -286,7 +286,7 @@ func TestSoakThirtyDaysOfTicking(t *testing.T) {
 	t.Parallel()
 	w := newSoakWorld(t0, 30)
 	end := t0.Add(soakDays * 24 * time.Hour)
-	cfg := Config{TeneroEvery: soakTeneroEvery, SweepEvery: soakSweepEvery, MaxHistoryEvents: soakMaxHistory}
+	cfg := Config{TeneroEvery: pacer.Duration(soakTeneroEvery), SweepEvery: pacer.Duration(soakSweepEvery), MaxHistoryEvents: soakMaxHistory}
 	in := SchedulerInput{Config: cfg}
 	now := t0
 	var gens []soakGeneration

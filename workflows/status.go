@@ -31,15 +31,24 @@ type Status struct {
 	// Generation counts continue-as-new runs; HistoryLength is this run's.
 	Generation    int `json:"generation"`
 	HistoryLength int `json:"historyLength"`
+	// Config is the configuration in force (reconfigure changes it).
+	Config Config `json:"config"`
+	// Stopping is set once a stop was asked for: the run completes when
+	// the runs in flight end.
+	Stopping *StopInput `json:"stopping,omitempty"`
 }
 
 // TaskStatus is one task's entry in Status.Tasks.
 type TaskStatus struct {
-	Every     string             `json:"every"`
-	Running   bool               `json:"running"`
-	Requested bool               `json:"requested"`
-	LastRunAt *time.Time         `json:"lastRunAt"`
-	NextDueAt *time.Time         `json:"nextDueAt"`
+	Every     string     `json:"every"`
+	Running   bool       `json:"running"`
+	Requested bool       `json:"requested"`
+	LastRunAt *time.Time `json:"lastRunAt"`
+	NextDueAt *time.Time `json:"nextDueAt"`
+	// Waiting says in one word why the task is not running now and what
+	// NextDueAt comes from: cadence, pacing, backoff, breaker or paused; or
+	// running, requested, or due (it starts at the next wake).
+	Waiting   string             `json:"waiting"`
 	LastError *schedule.RunError `json:"lastError"`
 	Runs      int64              `json:"runs"`
 	// Breaker is the task's circuit breaker: open until probeAt.
@@ -81,6 +90,8 @@ func (s *scheduler) status(ctx workflow.Context) Status {
 		Tasks:               map[string]TaskStatus{},
 		Generation:          s.state.Generation,
 		HistoryLength:       info.GetCurrentHistoryLength(),
+		Config:              s.cfg,
+		Stopping:            s.stopping,
 	}
 	if s.timer != nil {
 		st.NextWakeAt = utc(&s.timerAt)
@@ -88,17 +99,18 @@ func (s *scheduler) status(ctx workflow.Context) Status {
 	for _, t := range s.state.Tasks {
 		st.ConsecutiveFailures[t.Name] = t.ConsecutiveFailures
 		st.NextRunAfter[t.Name] = utc(t.NextRunAfter)
-		due := t.DueAt()
+		due, waiting := s.waiting(t, st.Now)
 		st.Tasks[t.Name] = TaskStatus{
 			Every:     t.Every.String(),
 			Running:   t.Running(),
 			Requested: t.Requested,
 			LastRunAt: utc(t.LastRunAt),
 			NextDueAt: utc(&due),
+			Waiting:   waiting,
 			LastError: t.LastError,
 			Runs:      t.Started,
 			Breaker: BreakerStatus{Open: t.BreakerOpen(), ProbeAt: utc(t.BreakerUntil), Trips: t.BreakerTrips,
-				Threshold: s.cfg.breaker().Threshold},
+				Threshold: s.cfg.breaker(s.gates.breaker).Threshold},
 			PacedUntil: utc(t.PacedUntil),
 			Pacing:     s.pacingStatus(t.Name, st.Now),
 		}
@@ -110,6 +122,24 @@ func (s *scheduler) status(ctx workflow.Context) Status {
 		st.LastSweepRunAt = utc(t.LastRunAt)
 	}
 	return st
+}
+
+// waiting is when a task next runs on its own and why not sooner (one
+// word, see TaskStatus.Waiting).
+func (s *scheduler) waiting(t *schedule.Task, now time.Time) (time.Time, string) {
+	due, why := t.Due()
+	if schedule.Paused(now, s.state.PausedUntil) && !s.state.PausedUntil.Before(due) {
+		due, why = *s.state.PausedUntil, schedule.WaitPaused
+	}
+	switch {
+	case t.Running():
+		why = "running"
+	case t.Requested:
+		due, why = now, "requested"
+	case !due.After(now):
+		why = "due"
+	}
+	return due, why
 }
 
 // setDetails keeps a one-line summary on the Web UI's workflow page.

@@ -7,6 +7,10 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	// The zone database in the binary, for hosts without one (the
+	// distroless image). Schedules read their own pinned copy
+	// (internal/cron), so that every worker computes the same fire times.
+	_ "time/tzdata"
 
 	"github.com/pacer-dev/pacer/internal/cli"
 )

@@ -8,15 +8,20 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
 
+	"github.com/pacer-dev/pacer"
 	"github.com/pacer-dev/pacer/internal/catalog"
 	"github.com/pacer-dev/pacer/internal/competition"
+	"github.com/pacer-dev/pacer/internal/page"
 	"github.com/pacer-dev/pacer/internal/store"
 	"github.com/pacer-dev/pacer/workflows"
 )
@@ -27,37 +32,84 @@ type Options struct {
 	Catalog *catalog.Catalog
 	// Status runs the scheduler's status query.
 	Status func(ctx context.Context) (workflows.Status, error)
-	// Verifier verifies swaps for the agents' fast path.
+	// Verifier verifies swaps for the agents' fast path; its Hiro client
+	// must take from the budget's fast lane, which never waits.
 	Verifier *competition.Verifier
-	// TemporalHealth checks that Temporal answers (for /readyz).
+	// FastPathPerMinute is each client address's fast-path requests a
+	// minute (0 = DefaultFastPathPerMinute).
+	FastPathPerMinute int
+	// HiroBudget is the Hiro budget every process shares, which the
+	// operator's page shows; nil leaves the page to what runs reported.
+	HiroBudget *store.SharedBudget
+	// TemporalHealth checks that Temporal answers (for /readyz?scope=worker).
 	TemporalHealth func(ctx context.Context) error
 	Logger         *zap.Logger
 	// StatusTTL is how long a status answer is reused: each query is a billed
 	// action on Temporal Cloud. Zero means 5 seconds.
 	StatusTTL time.Duration
+	// StatusWait is how long a status request waits for a query before it
+	// gets the last good answer, marked stale. Zero means 2 seconds.
+	StatusWait time.Duration
+	// RequestTimeout is every request's deadline: past it the answer is a
+	// 503 and the work behind it is cancelled. Zero means 10 seconds.
+	RequestTimeout time.Duration
 	// Metrics serves GET /metrics: the process's one registry, shared by the
 	// Temporal SDK and pacer (metrics.Metrics.Handler). Nil serves the
 	// default Prometheus registry.
 	Metrics http.Handler
+	// Registerer receives the API's own series (the fetches behind its
+	// caches); nil keeps them unregistered.
+	Registerer prometheus.Registerer
 }
 
 // Server is the HTTP handler.
 type Server struct {
-	o   Options
-	mux *http.ServeMux
+	o       Options
+	mux     *http.ServeMux
+	handler http.Handler
+	fast    *fastPath
 
-	mu       sync.Mutex
-	cached   *workflows.Status
-	cachedAt time.Time
+	// Each cell makes at most one call at a time, however many requests
+	// want its answer (SPEC §7).
+	status   *cell[workflows.Status]
+	tracked  *cell[[]string]
+	postgres *cell[struct{}]
+	temporal *cell[struct{}]
 }
 
 // MaxBodyBytes bounds every request body.
 const MaxBodyBytes = 64 << 10
 
+// Cache lifetimes of the cells. A failure is reused briefly too, so a
+// dependency that fails fast is not hammered by every request either.
+const (
+	statusFailTTL  = 2 * time.Second
+	statusTimeout  = 5 * time.Second
+	trackedTTL     = 5 * time.Second
+	trackedFailTTL = time.Second
+	trackedTimeout = 5 * time.Second
+	healthTTL      = time.Second
+	healthTimeout  = 3 * time.Second
+)
+
+// Fetch names, the values of the what label of pacer_api_fetches_total.
+const (
+	fetchStatus   = "status"
+	fetchTracked  = "tracked_tokens"
+	fetchPostgres = "postgres"
+	fetchTemporal = "temporal"
+)
+
 // New builds the handler.
 func New(o Options) *Server {
 	if o.StatusTTL <= 0 {
 		o.StatusTTL = 5 * time.Second
+	}
+	if o.StatusWait <= 0 {
+		o.StatusWait = 2 * time.Second
+	}
+	if o.RequestTimeout <= 0 {
+		o.RequestTimeout = 10 * time.Second
 	}
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()
@@ -65,25 +117,77 @@ func New(o Options) *Server {
 	if o.Metrics == nil {
 		o.Metrics = promhttp.Handler()
 	}
-	s := &Server{o: o, mux: http.NewServeMux()}
+	s := &Server{o: o, mux: http.NewServeMux(), fast: newFastPath(o.FastPathPerMinute)}
+	s.newCells()
 	s.mux.HandleFunc("GET /api/prices", s.prices)
-	s.mux.HandleFunc("GET /api/scheduler/status", s.status)
+	s.mux.HandleFunc("GET /api/scheduler/status", s.schedulerStatus)
 	s.mux.HandleFunc("POST /api/competition/trades", s.trade)
 	s.mux.HandleFunc("GET /api/competition/tracked-tokens", s.trackedTokens)
+	s.routeRollups()
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"ok": true})
 	})
 	s.mux.HandleFunc("GET /readyz", s.ready)
 	s.mux.Handle("GET /metrics", o.Metrics)
+	// The operator's page reads the status through the same cache as
+	// /api/scheduler/status: a page view never adds a Temporal query.
+	s.mux.Handle("GET /{$}", page.New(page.Options{Store: o.Store, Catalog: o.Catalog, Status: s.SchedulerStatus,
+		HiroBudget: o.HiroBudget, Logger: o.Logger.Named("page")}))
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path)
 	})
+	// The deadline of every request: its context ends (cancelling queries
+	// and calls), and whatever the handler is doing, the client gets a 503
+	// then.
+	s.handler = http.TimeoutHandler(s.mux, o.RequestTimeout, timeoutBody)
 	return s
 }
 
+// timeoutBody is the answer to a request past its deadline. TimeoutHandler
+// writes it on headers ServeHTTP set beforehand.
+var timeoutBody = `{"error":"request timed out","class":"` + string(pacer.ClassTimeout) + `"}` + "\n"
+
+func (s *Server) newCells() {
+	m := newCellMetrics(s.o.Registerer, fetchStatus, fetchTracked, fetchPostgres, fetchTemporal)
+	s.status = &cell[workflows.Status]{what: fetchStatus, ttl: s.o.StatusTTL, failTTL: statusFailTTL,
+		timeout: statusTimeout, metrics: m, fetch: s.o.Status,
+		onFailure: func(err error) { s.o.Logger.Warn("api.status_failed", zap.Error(err)) }}
+	if s.o.Status == nil {
+		s.status.fetch = func(context.Context) (workflows.Status, error) { return workflows.Status{}, errNotConfigured }
+	}
+	s.tracked = &cell[[]string]{what: fetchTracked, ttl: trackedTTL, failTTL: trackedFailTTL,
+		timeout: trackedTimeout, staleOK: true, metrics: m,
+		fetch: func(ctx context.Context) ([]string, error) {
+			traded, err := s.o.Store.TradedTokens(ctx, 50)
+			if err != nil {
+				return nil, err
+			}
+			return s.o.Catalog.TokenSet(traded), nil
+		},
+		onFailure: func(err error) { s.o.Logger.Error("api.tracked_tokens_failed", zap.Error(err)) }}
+	s.postgres = &cell[struct{}]{what: fetchPostgres, ttl: healthTTL, failTTL: healthTTL, timeout: healthTimeout, metrics: m,
+		fetch:     func(ctx context.Context) (struct{}, error) { return struct{}{}, s.o.Store.Ping(ctx) },
+		onFailure: func(err error) { s.o.Logger.Warn("api.postgres_unready", zap.Error(err)) }}
+	s.temporal = &cell[struct{}]{what: fetchTemporal, ttl: healthTTL, failTTL: healthTTL, timeout: healthTimeout, metrics: m,
+		fetch: func(ctx context.Context) (struct{}, error) {
+			if s.o.TemporalHealth == nil {
+				return struct{}{}, errNotConfigured
+			}
+			return struct{}{}, s.o.TemporalHealth(ctx)
+		},
+		onFailure: func(err error) { s.o.Logger.Warn("api.temporal_unready", zap.Error(err)) }}
+}
+
+var errNotConfigured = errors.New("not configured")
+
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
-	s.mux.ServeHTTP(w, r)
+	// Defaults every answer starts from, the timed-out one included: a
+	// handler's own headers replace them.
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	s.handler.ServeHTTP(w, r)
 }
 
 // Serve listens on addr until ctx ends, then shuts down gracefully.
@@ -116,48 +220,152 @@ func Serve(ctx context.Context, addr string, h http.Handler, log *zap.Logger) er
 	return nil
 }
 
-func (s *Server) status(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock() // one query at a time: concurrent callers share it
-	if s.cached != nil && time.Since(s.cachedAt) < s.o.StatusTTL {
-		writeJSON(w, http.StatusOK, s.cached)
-		return
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+// schedulerStatus answers from the status cell: a fresh answer, else the
+// last good one marked stale with its age, else a 503 with the failure's
+// class. With Temporal hanging, every request answers within StatusWait
+// and one query at a time goes out.
+func (s *Server) schedulerStatus(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), s.o.StatusWait)
 	defer cancel()
-	st, err := s.o.Status(ctx)
-	if err != nil {
-		s.o.Logger.Warn("api.status_failed", zap.Error(err))
-		writeError(w, http.StatusServiceUnavailable, "scheduler status unavailable")
+	rd := s.status.get(ctx)
+	if !rd.Have {
+		w.Header().Set("Retry-After", strconv.Itoa(int(statusFailTTL.Seconds())))
+		writeClassError(w, http.StatusServiceUnavailable, "scheduler status unavailable", readingClass(rd))
 		return
 	}
-	s.cached, s.cachedAt = &st, time.Now()
-	writeJSON(w, http.StatusOK, st)
+	age := time.Since(rd.At)
+	doc := StatusDocument{Status: PublicStatus(rd.Value), AgeSeconds: age.Seconds()}
+	w.Header().Set("Age", strconv.Itoa(int(age.Seconds())))
+	if rd.Fresh {
+		cacheFor(w, s.o.StatusTTL-age)
+	} else {
+		doc.Stale, doc.StaleReason = true, readingClass(rd)
+		w.Header().Set("Cache-Control", "no-cache")
+	}
+	writeJSON(w, http.StatusOK, doc)
 }
 
+// SchedulerStatus is the scheduler's status through the API's cache, fresh
+// or an error, so that other readers in the process (the metrics
+// collector) never add a query of their own.
+func (s *Server) SchedulerStatus(ctx context.Context) (workflows.Status, error) {
+	rd := s.status.get(ctx)
+	switch {
+	case rd.Fresh:
+		return rd.Value, nil
+	case rd.Err != nil:
+		return workflows.Status{}, fmt.Errorf("scheduler status: %w", rd.Err)
+	}
+	return workflows.Status{}, errors.New("scheduler status: no answer in time")
+}
+
+// Readiness scopes, the values of /readyz?scope=.
+const (
+	// ScopeAPI (the default) is ready when the API can serve: Postgres
+	// answers. Temporal is reported, and only the status endpoint needs it.
+	ScopeAPI = "api"
+	// ScopeWorker is ready when a worker can work: Postgres and Temporal.
+	ScopeWorker = "worker"
+)
+
+// A readiness probe answers within a second (Kubernetes' default probe
+// timeout): it waits that long for the checks that decide, and briefly for
+// one it only reports. A check still running is "checking".
+const (
+	readyWait    = time.Second
+	reportedWait = 100 * time.Millisecond
+)
+
 func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
+	scope := r.URL.Query().Get("scope")
+	if scope == "" {
+		scope = ScopeAPI
+	}
+	if scope != ScopeAPI && scope != ScopeWorker {
+		writeError(w, http.StatusBadRequest, "scope must be api or worker")
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), readyWait)
 	defer cancel()
-	checks := map[string]string{"postgres": "ok", "temporal": "ok"}
+	checks := []struct {
+		name     string
+		c        *cell[struct{}]
+		required bool
+	}{
+		{fetchPostgres, s.postgres, true},
+		{fetchTemporal, s.temporal, scope == ScopeWorker},
+	}
+	states := make([]string, len(checks))
+	var wg sync.WaitGroup
+	for i, ch := range checks {
+		wg.Go(func() {
+			ctx := ctx
+			if !ch.required {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, reportedWait)
+				defer cancel()
+			}
+			states[i] = healthState(ch.c.get(ctx))
+		})
+	}
+	wg.Wait()
+	ready := true
+	byName := make(map[string]string, len(checks))
+	for i, ch := range checks {
+		byName[ch.name] = states[i]
+		ready = ready && (!ch.required || states[i] == "ok")
+	}
 	code := http.StatusOK
-	if err := s.o.Store.Ping(ctx); err != nil {
-		checks["postgres"], code = "unreachable", http.StatusServiceUnavailable
+	if !ready {
+		code = http.StatusServiceUnavailable
 	}
-	if s.o.TemporalHealth == nil {
-		checks["temporal"], code = "not configured", http.StatusServiceUnavailable
-	} else if err := s.o.TemporalHealth(ctx); err != nil {
-		checks["temporal"], code = "unreachable", http.StatusServiceUnavailable
+	writeJSON(w, code, map[string]any{"ready": ready, "scope": scope, "checks": byName})
+}
+
+// healthState is a dependency's state in /readyz: ok, unreachable,
+// timeout, checking (the first check is under way) or not configured.
+func healthState(rd reading[struct{}]) string {
+	switch {
+	case rd.Fresh:
+		return "ok"
+	case errors.Is(rd.Err, errNotConfigured):
+		return "not configured"
+	case rd.Err == nil:
+		return "checking"
+	case readingClass(rd) == pacer.ClassTimeout:
+		return "timeout"
 	}
-	writeJSON(w, code, map[string]any{"ready": code == http.StatusOK, "checks": checks})
+	return "unreachable"
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	if code >= 300 || h.Get("Cache-Control") == "" {
+		h.Set("Cache-Control", "no-store")
+	}
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(v)
 }
 
+// cacheFor lets clients and shared caches reuse a read-only answer for d
+// (whole seconds, at least 1).
+func cacheFor(w http.ResponseWriter, d time.Duration) {
+	w.Header().Set("Cache-Control", "public, max-age="+strconv.Itoa(max(int(d.Seconds()), 1)))
+}
+
+// ErrorBody is every error answer.
+type ErrorBody struct {
+	Error string `json:"error"`
+	// Class says what kind of trouble it was, for a dependency failure
+	// (SPEC §3.3 classes); the raw error stays in the logs.
+	Class pacer.ErrorClass `json:"class,omitempty"`
+}
+
 func writeError(w http.ResponseWriter, code int, msg string) {
-	writeJSON(w, code, map[string]string{"error": msg})
+	writeJSON(w, code, ErrorBody{Error: msg})
+}
+
+func writeClassError(w http.ResponseWriter, code int, msg string, class pacer.ErrorClass) {
+	writeJSON(w, code, ErrorBody{Error: msg, Class: class})
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -168,4 +169,50 @@ func TestHealthAndReady(t *testing.T) {
 	code, body = f.get(t, "/nope")
 	require.Equal(t, http.StatusNotFound, code)
 	require.Contains(t, body["error"], "no such endpoint")
+}
+
+// Read-only answers may be cached briefly by clients and shared caches;
+// errors, writes and health never (README, "HTTP API").
+func TestCacheControl(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t) // its status TTL is an hour
+	tests := []struct {
+		method, path string
+		wantMaxAge   int // 0: no-store
+	}{
+		{http.MethodGet, "/api/prices", 10},
+		{http.MethodGet, "/api/prices?tokens=stx", 10},
+		{http.MethodGet, "/api/prices?token=stx", 10},
+		{http.MethodGet, "/api/competition/tracked-tokens", 10},
+		{http.MethodGet, "/api/scheduler/status", 3600},
+		{http.MethodGet, "/api/rollups?period=hour&from=2026-11-01T00:00:00Z&to=2026-11-02T00:00:00Z", 60},
+		{http.MethodGet, "/api/rollups?period=week", 0},
+		{http.MethodGet, "/api/deliveries/sub_aaaaaaaaaaaaaaaa-hourly-20261101T0000Z", 0},
+		{http.MethodGet, "/api/prices?token=bitcoin", 0},
+		{http.MethodGet, "/api/prices?token=" + sbtc, 0},
+		{http.MethodPost, "/api/competition/trades", 0},
+		{http.MethodGet, "/healthz", 0},
+		{http.MethodGet, "/readyz", 0},
+		{http.MethodGet, "/metrics", 0},
+		{http.MethodGet, "/nope", 0},
+	}
+	for _, tt := range tests {
+		req, err := http.NewRequest(tt.method, f.srv.URL+tt.path, strings.NewReader(`{}`))
+		require.NoError(t, err)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		require.NoError(t, resp.Body.Close())
+		got := resp.Header.Get("Cache-Control")
+		if tt.wantMaxAge == 0 {
+			require.Equal(t, "no-store", got, "%s %s", tt.method, tt.path)
+			continue
+		}
+		require.Equal(t, http.StatusOK, resp.StatusCode, tt.path)
+		age, ok := strings.CutPrefix(got, "public, max-age=")
+		require.True(t, ok, "%s: %q", tt.path, got)
+		n, err := strconv.Atoi(age)
+		require.NoError(t, err)
+		// max-age counts down with the cached answer's age.
+		require.InDelta(t, tt.wantMaxAge, n, 2, tt.path)
+	}
 }

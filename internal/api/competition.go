@@ -1,15 +1,26 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
+	"net"
 	"net/http"
 	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
 
 	"go.uber.org/zap"
+	"golang.org/x/sync/singleflight"
+	"golang.org/x/time/rate"
 
+	"github.com/pacer-dev/pacer"
 	"github.com/pacer-dev/pacer/internal/competition"
+	"github.com/pacer-dev/pacer/internal/hiro"
 )
 
 // TradeRequest is the body of POST /api/competition/trades.
@@ -31,9 +42,22 @@ type TradeResponse struct {
 
 var txidPattern = regexp.MustCompile(`^(0x)?[0-9a-fA-F]{64}$`)
 
+// Fast path limits (SPEC §5.6).
+const (
+	// fastPathDeadline is how long one request may take: its answer comes
+	// before the API's own 10 s request deadline.
+	fastPathDeadline = 9 * time.Second
+	// DefaultFastPathPerMinute is each client address's requests a minute.
+	DefaultFastPathPerMinute = 30
+)
+
 // trade is the agents' fast path: it verifies one transaction now through
-// the same path the sweep uses (SPEC §5.7), so an agent sees its swap
-// without waiting for the next pass.
+// the same gates the sweep uses (SPEC §5.6), so an agent sees its swap
+// without waiting for the next visit. It never waits for the Hiro budget:
+// its verifier's client takes from the budget's fast lane, which refuses
+// at once, and a refusal is a 429 with Retry-After. Concurrent requests for
+// one txid share one verification; a client address gets
+// Options.FastPathPerMinute requests a minute.
 func (s *Server) trade(w http.ResponseWriter, r *http.Request) {
 	if s.o.Verifier == nil {
 		writeError(w, http.StatusServiceUnavailable, "trade verification is not configured")
@@ -65,37 +89,181 @@ func (s *Server) trade(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "txid must be 64 hex characters, optionally prefixed by 0x")
 		return
 	}
-	o := s.o.Verifier.Verify(r.Context(), req.TxID, competition.SourceAgent)
-	resp := TradeResponse{TxID: o.TxID}
-	code := o.HTTPStatus()
+	if ok, wait := s.fast.clients.allow(clientAddress(r), time.Now()); !ok {
+		tooMany(w, TradeResponse{Status: "rate_limited", TxID: req.TxID,
+			Detail: "this address's fast-path requests a minute are spent"}, wait)
+		return
+	}
+
+	ctx, cancel := context.WithTimeout(r.Context(), fastPathDeadline)
+	defer cancel()
+	txid := "0x" + strings.ToLower(strings.TrimPrefix(strings.ToLower(req.TxID), "0x"))
+	ch := s.fast.flight.DoChan(txid, func() (any, error) {
+		// Detached from the first caller: the others share its answer even
+		// if it goes away.
+		vctx, vcancel := context.WithTimeout(context.WithoutCancel(ctx), fastPathDeadline)
+		defer vcancel()
+		return s.verifyTrade(vctx, txid), nil
+	})
+	var res tradeResult
+	select {
+	case <-ctx.Done():
+		writeJSON(w, http.StatusBadGateway, TradeResponse{Status: "rejected", TxID: txid,
+			Reason: string(competition.ReasonTxFetchFailed), Detail: "verification did not finish in time", Retryable: true})
+		return
+	case out := <-ch:
+		res = out.Val.(tradeResult)
+	}
+	if res.retryAfter > 0 {
+		tooMany(w, res.resp, res.retryAfter)
+		return
+	}
+	writeJSON(w, res.code, res.resp)
+}
+
+// tradeResult is one verification's answer, shared by every request for
+// the txid that came while it ran.
+type tradeResult struct {
+	code int
+	resp TradeResponse
+	// retryAfter is set when the fast path's budget (or Hiro) refused.
+	retryAfter time.Duration
+}
+
+// verifyTrade runs the verify path and makes the sender's agent due now.
+func (s *Server) verifyTrade(ctx context.Context, txid string) tradeResult {
+	o := s.o.Verifier.Verify(ctx, txid, competition.SourceAgent)
+	res := tradeResult{code: o.HTTPStatus(), resp: TradeResponse{TxID: o.TxID}}
+	resp := &res.resp
+	var sender string
 	switch o.Status {
 	case competition.StatusInserted:
 		resp.Status, resp.Swap = "verified", o.Swap
+		sender = o.Swap.Sender
 	case competition.StatusPending:
 		resp.Status, resp.Retryable = "pending", true
 	case competition.StatusAlreadyKnown:
 		resp.Status = "already_verified"
-		if sw, ok, err := s.o.Store.Swap(r.Context(), o.TxID); err == nil && ok {
+		if sw, ok, err := s.o.Store.Swap(ctx, o.TxID); err == nil && ok {
 			resp.Swap = &sw
+			sender = sw.Sender
 		}
 	default:
 		resp.Status, resp.Reason, resp.Detail = "rejected", string(o.Reason), o.Detail
-		resp.Retryable = code == http.StatusBadGateway || code == http.StatusServiceUnavailable
+		resp.Retryable = res.code == http.StatusBadGateway || res.code == http.StatusServiceUnavailable
+	}
+	if o.Class() == pacer.ClassRateLimit {
+		res.retryAfter = time.Minute
+		if d, ok := hiro.RetryAfter(o.Err); ok {
+			res.retryAfter = d
+		}
+		*resp = TradeResponse{Status: "rate_limited", TxID: o.TxID, Retryable: true,
+			Detail: "the fast path's share of the Hiro budget is spent; the sweep will find the swap anyway"}
 	}
 	if o.Err != nil {
 		s.o.Logger.Warn("api.trade_failed", zap.String("txid", o.TxID), zap.String("reason", string(o.Reason)), zap.Error(o.Err))
 	}
-	writeJSON(w, code, resp)
+	if sender != "" {
+		// The agent has just traded: its next visit finds the rest.
+		if _, err := s.o.Store.HintAgent(ctx, sender); err != nil {
+			s.o.Logger.Warn("api.trade_hint_failed", zap.String("agent", sender), zap.Error(err))
+		}
+	}
+	return res
+}
+
+// tooMany answers 429 with a Retry-After in whole seconds, at least one.
+func tooMany(w http.ResponseWriter, resp TradeResponse, wait time.Duration) {
+	resp.Retryable = true
+	w.Header().Set("Retry-After", strconv.FormatInt(max(1, int64(math.Ceil(wait.Seconds()))), 10))
+	writeJSON(w, http.StatusTooManyRequests, resp)
+}
+
+// clientAddress is the address a request came from: the connection's, not
+// a header a client could set.
+func clientAddress(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// fastPath is the fast path's shared state.
+type fastPath struct {
+	clients *clientLimits
+	flight  singleflight.Group
+}
+
+func newFastPath(perMinute int) *fastPath {
+	if perMinute <= 0 {
+		perMinute = DefaultFastPathPerMinute
+	}
+	return &fastPath{clients: &clientLimits{perMinute: perMinute, byAddr: map[string]*clientLimit{}}}
+}
+
+// clientLimits keeps one token bucket per client address: perMinute a
+// minute, a minute's worth at once. Buckets of clients gone quiet are
+// dropped, so the map grows with the clients of the last minutes only.
+type clientLimits struct {
+	perMinute int
+	mu        sync.Mutex
+	byAddr    map[string]*clientLimit
+	prunedAt  time.Time
+}
+
+type clientLimit struct {
+	lim  *rate.Limiter
+	seen time.Time
+}
+
+// maxClients bounds the map; past it, new addresses share one bucket.
+const maxClients = 100_000
+
+const sharedClient = "\x00shared"
+
+func (c *clientLimits) allow(addr string, now time.Time) (ok bool, wait time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if now.Sub(c.prunedAt) > time.Minute {
+		// A bucket idle for two minutes is full again: forgetting it
+		// changes nothing.
+		for a, l := range c.byAddr {
+			if now.Sub(l.seen) > 2*time.Minute {
+				delete(c.byAddr, a)
+			}
+		}
+		c.prunedAt = now
+	}
+	l, found := c.byAddr[addr]
+	if !found {
+		if len(c.byAddr) >= maxClients {
+			addr = sharedClient
+			l = c.byAddr[addr]
+		}
+		if l == nil {
+			l = &clientLimit{lim: rate.NewLimiter(rate.Limit(float64(c.perMinute)/60), c.perMinute)}
+			c.byAddr[addr] = l
+		}
+	}
+	l.seen = now
+	r := l.lim.ReserveN(now, 1)
+	if d := r.DelayFrom(now); d > 0 {
+		r.CancelAt(now)
+		return false, d
+	}
+	return true, 0
 }
 
 func (s *Server) trackedTokens(w http.ResponseWriter, r *http.Request) {
-	traded, err := s.o.Store.TradedTokens(r.Context(), 50)
+	tokens, err := s.trackedSet(r.Context())
 	if err != nil {
 		s.dbError(w, err)
 		return
 	}
+	cacheFor(w, readMaxAge)
 	writeJSON(w, http.StatusOK, map[string]any{
-		"tokens": s.o.Catalog.TokenSet(traded),
+		"tokens": tokens,
 		"static": s.o.Catalog.StaticBase(),
 	})
 }

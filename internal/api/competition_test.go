@@ -35,6 +35,13 @@ type tradeFixture struct {
 
 func newTradeFixture(t *testing.T) *tradeFixture {
 	t.Helper()
+	return newTradeFixtureWith(t, 1<<20, 1000)
+}
+
+// newTradeFixtureWith is a fixture whose Hiro budget allows hiroPerMinute
+// and whose fast path allows each client perClient a minute.
+func newTradeFixtureWith(t *testing.T, hiroPerMinute, perClient int) *tradeFixture {
+	t.Helper()
 	ctx := context.Background()
 	st, err := store.Open(ctx, testenv.PostgresURL(t))
 	require.NoError(t, err)
@@ -47,12 +54,13 @@ func newTradeFixture(t *testing.T) *tradeFixture {
 	hs := httptest.NewServer(s)
 	t.Cleanup(hs.Close)
 	acts := activities.New(activities.Options{
-		Store: st, Logger: zap.NewNop(), HiroBaseURL: hs.URL, HiroPerMinute: 1 << 20,
+		Store: st, Logger: zap.NewNop(), HiroBaseURL: hs.URL, HiroPerMinute: hiroPerMinute,
 		CompetitionStart: sim.DefaultCompetitionStart,
 		Sleep:            func(context.Context, time.Duration) error { return nil },
 	})
 	f := &tradeFixture{st: st, sim: s, world: s.World(), acts: acts}
-	f.srv = httptest.NewServer(api.New(api.Options{Store: st, Catalog: catalog.Default(), Verifier: acts.Verifier}))
+	f.srv = httptest.NewServer(api.New(api.Options{Store: st, Catalog: catalog.Default(),
+		Verifier: acts.FastVerifier, FastPathPerMinute: perClient}))
 	t.Cleanup(f.srv.Close)
 	return f
 }
@@ -116,9 +124,19 @@ func TestTradeFastPath(t *testing.T) {
 		{name: "failed on chain", give: sim.CaseFailed, wantCode: http.StatusUnprocessableEntity, wantReason: competition.ReasonTxFailed},
 		{name: "unknown to hiro", give: sim.CaseNotFound, wantCode: http.StatusNotFound, wantReason: competition.ReasonTxNotFound},
 	}
+	outcomes := f.world.ExpectedOutcomes(worldAt)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			code, tr, _ := f.post(t, `{"txid":"`+f.txOf(t, tt.give)+`"}`)
+			// A tx of the case whose sender gets as far as the gate tested.
+			txid := ""
+			for _, tx := range f.world.Transactions() {
+				if o, ok := outcomes[tx.TxID]; ok && tx.Case == tt.give && o.Reason == tt.wantReason {
+					txid = tx.TxID
+					break
+				}
+			}
+			require.NotEmpty(t, txid, "the world has no %s transaction rejected as %q", tt.give, tt.wantReason)
+			code, tr, _ := f.post(t, `{"txid":"`+txid+`"}`)
 			require.Equal(t, tt.wantCode, code, "%+v", tr)
 			require.Equal(t, string(tt.wantReason), tr.Reason)
 		})

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/pacer-dev/pacer"
 	"github.com/pacer-dev/pacer/internal/catalog"
 )
 
@@ -108,13 +110,9 @@ func (s *Server) prices(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusBadRequest, err.Error())
 			return
 		}
-	} else {
-		traded, err := s.o.Store.TradedTokens(r.Context(), 50)
-		if err != nil {
-			s.dbError(w, err)
-			return
-		}
-		ids = s.o.Catalog.TokenSet(traded)
+	} else if ids, err = s.trackedSet(r.Context()); err != nil {
+		s.dbError(w, err)
+		return
 	}
 	found, err := s.o.Store.Prices(r.Context(), ids)
 	if err != nil {
@@ -130,6 +128,7 @@ func (s *Server) prices(w http.ResponseWriter, r *http.Request) {
 		}
 		resp.Prices[id] = PriceEntry{PriceUSD: number(p.PriceUSD), FetchedAt: p.FetchedAt.UTC(), Decimals: p.Decimals}
 	}
+	cacheFor(w, readMaxAge)
 	writeJSON(w, http.StatusOK, resp)
 }
 
@@ -149,10 +148,38 @@ func (s *Server) onePrice(w http.ResponseWriter, r *http.Request, id string) {
 		writeError(w, http.StatusNotFound, "no cached price for "+id)
 		return
 	}
+	cacheFor(w, readMaxAge)
 	writeJSON(w, http.StatusOK, TokenPrice{TokenID: id, PriceUSD: number(p.PriceUSD), FetchedAt: p.FetchedAt.UTC()})
 }
 
+// readMaxAge is how long clients and shared caches may reuse a price or the
+// tracked set: prices change every few minutes at most.
+const readMaxAge = 10 * time.Second
+
+// trackedSet is the token set the price refresh keeps fresh (static base,
+// pegs, traded tokens), from the tracked cell: the traded-token ranking is
+// a GROUP BY over every swap, run at most once every few seconds however
+// many requests ask. A stale set is served when the ranking fails: it
+// barely moves.
+func (s *Server) trackedSet(ctx context.Context) ([]string, error) {
+	rd := s.tracked.get(ctx)
+	switch {
+	case rd.Have:
+		return rd.Value, nil
+	case rd.Err != nil:
+		return nil, rd.Err
+	}
+	return nil, fmt.Errorf("tracked tokens: %w", context.DeadlineExceeded)
+}
+
+// dbError answers a database failure with its class; the raw error, which
+// names the database's host, user and name, goes to the log only.
 func (s *Server) dbError(w http.ResponseWriter, err error) {
 	s.o.Logger.Error("api.database_error", zap.Error(err))
-	writeError(w, http.StatusServiceUnavailable, "database unavailable")
+	class := errorClass(err)
+	msg := "database unavailable"
+	if class == pacer.ClassTimeout {
+		msg = "database did not answer in time"
+	}
+	writeClassError(w, http.StatusServiceUnavailable, msg, class)
 }

@@ -261,3 +261,14 @@ func (c *Catalog) ProviderAttribution(contractID string) bool {
 // ProviderAddress returns the allowlist file's provider_address: the provider
 // the competition credits swaps through the attribution contracts to.
 func (c *Catalog) ProviderAddress() string { return c.providerAddress }
+
+// KnownDecimals returns every decimals fact the catalog holds (known_decimals
+// and the pegs), keyed by contract id without ::asset, "stx" included.
+func (c *Catalog) KnownDecimals() map[string]int {
+	out := make(map[string]int, len(c.decimals)+len(c.pegs))
+	for id, p := range c.pegs {
+		out[id] = p.Decimals
+	}
+	maps.Copy(out, c.decimals)
+	return out
+}

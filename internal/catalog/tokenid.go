@@ -48,3 +48,9 @@ func ContractOf(tokenID string) string {
 	contract, _, _ := strings.Cut(tokenID, "::")
 	return contract
 }
+
+// ValidPrincipal reports whether s is a standard Stacks principal (an
+// agent's address).
+func ValidPrincipal(s string) bool {
+	return standardPrincipal.MatchString(s)
+}

@@ -15,33 +15,19 @@ func run(args ...string) (code int, stdout, stderr string) {
 	return code, out.String(), errb.String()
 }
 
-func TestBadArgumentsExitTwoWithOneLine(t *testing.T) {
-	// Not parallel: one case sets environment variables.
-	tests := []struct {
-		name    string
-		give    []string
-		env     map[string]string
-		wantErr string
-	}{
-		{name: "unknown command", give: []string{"frobnicate"}, wantErr: `unknown command "frobnicate"`},
-		{name: "unknown flag", give: []string{"status", "--nope"}, wantErr: "unknown flag: --nope"},
-		{name: "extra argument", give: []string{"status", "now"}, wantErr: "unknown command"},
-		{name: "pause without a time", give: []string{"pause"}, wantErr: `give "until"`},
-		{name: "pause with both", give: []string{"pause", "--for", "1m", "--until", "2030-01-01T00:00:00Z"}, wantErr: "not both"},
-		{name: "pause negative", give: []string{"pause", "--for", "-1m"}, wantErr: "must be positive"},
-		{name: "pause in the past", give: []string{"pause", "--until", "2001-01-01T00:00:00Z"}, wantErr: "not in the future"},
-		{name: "pause bad time", give: []string{"pause", "--until", "tomorrow"}, wantErr: "not an RFC3339 time"},
-		{name: "refresh without task", give: []string{"refresh"}, wantErr: "accepts 1 arg"},
-		{name: "refresh unknown task", give: []string{"refresh", "prices"}, wantErr: `unknown task "prices"`},
-		{name: "refresh two tasks", give: []string{"refresh", "tenero", "all"}, wantErr: "accepts 1 arg"},
-		{name: "prices bad id", give: []string{"prices", "x'; drop table swaps"}, wantErr: "malformed token id"},
-		{name: "bad duration flag", give: []string{"status", "--tenero-every", "soon"}, wantErr: "invalid argument"},
-		{name: "cadence too short", give: []string{"status", "--tenero-every", "1s"}, wantErr: "at least 1m"},
-		{name: "bad base url", give: []string{"status", "--tenero-base-url", "ftp://x"}, wantErr: "must start with http"},
-		{name: "bad env duration", give: []string{"status"}, env: map[string]string{"PACER_TENERO_EVERY": "abc"}, wantErr: "PACER_TENERO_EVERY"},
-		{name: "bad env integer", give: []string{"status"}, env: map[string]string{"COMPETITION_START": "soon"}, wantErr: "COMPETITION_START"},
-		{name: "status bad interval", give: []string{"status", "--watch", "--every", "0s"}, wantErr: "--every"},
-	}
+// usageCase is a command line that must fail as bad usage: exit 2, one
+// line on stderr naming the problem, nothing on stdout.
+type usageCase struct {
+	name    string
+	give    []string
+	env     map[string]string
+	wantErr string
+}
+
+// requireUsageErrors runs the cases; not in parallel, since cases set
+// environment variables.
+func requireUsageErrors(t *testing.T, tests []usageCase) {
+	t.Helper()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			for k, v := range tt.env {
@@ -55,6 +41,46 @@ func TestBadArgumentsExitTwoWithOneLine(t *testing.T) {
 			require.Contains(t, stderr, tt.wantErr)
 		})
 	}
+}
+
+func TestBadArgumentsExitTwoWithOneLine(t *testing.T) {
+	requireUsageErrors(t, []usageCase{
+		{name: "unknown command", give: []string{"frobnicate"}, wantErr: `unknown command "frobnicate"`},
+		{name: "unknown flag", give: []string{"status", "--nope"}, wantErr: "unknown flag: --nope"},
+		{name: "extra argument", give: []string{"status", "now"}, wantErr: "unknown command"},
+		{name: "pause without a time", give: []string{"pause"}, wantErr: `give "until"`},
+		{name: "pause with both", give: []string{"pause", "--for", "1m", "--until", "2030-01-01T00:00:00Z"}, wantErr: "not both"},
+		{name: "pause negative", give: []string{"pause", "--for", "-1m"}, wantErr: "must be positive"},
+		{name: "pause in the past", give: []string{"pause", "--until", "2001-01-01T00:00:00Z"}, wantErr: "not in the future"},
+		{name: "pause bad time", give: []string{"pause", "--until", "tomorrow"}, wantErr: "not an RFC3339 time"},
+		{name: "refresh without task", give: []string{"refresh"}, wantErr: "accepts 1 arg"},
+		{name: "refresh unknown task", give: []string{"refresh", "prices"}, wantErr: `unknown task "prices"`},
+		{name: "refresh two tasks", give: []string{"refresh", "tenero", "all"}, wantErr: "accepts 1 arg"},
+		{name: "prices bad id", give: []string{"prices", "x'; drop table swaps"}, wantErr: "malformed token id"},
+		{name: "bad duration flag", give: []string{"status", "--tenero-every", "soon"}, wantErr: "invalid argument"},
+		{name: "cadence too short", give: []string{"status", "--tenero-every", "500ms"}, wantErr: "teneroEvery 500ms: want 0 (the default) or 1s to"},
+		{name: "bad base url", give: []string{"status", "--tenero-base-url", "ftp://x"}, wantErr: "must start with http"},
+		{name: "bad env duration", give: []string{"status"}, env: map[string]string{"PACER_TENERO_EVERY": "abc"}, wantErr: "PACER_TENERO_EVERY"},
+		{name: "bad env integer", give: []string{"status"}, env: map[string]string{"COMPETITION_START": "soon"}, wantErr: "COMPETITION_START"},
+		{name: "status bad interval", give: []string{"status", "--watch", "--every", "0s"}, wantErr: "--every"},
+		{name: "agents bad tier", give: []string{"agents", "--tier", "lukewarm"}, wantErr: "hot, warm or cold"},
+		{name: "unknown sweep policy", give: []string{"status", "--sweep-policy", "fastest"}, wantErr: "optimal or tiers"},
+		{name: "hot slower than warm", give: []string{"status", "--hot-every", "1h"}, wantErr: "hot-every"},
+		{name: "staleness under the hot interval", give: []string{"status", "--max-staleness", "1m"}, wantErr: "max-staleness"},
+		{name: "bad env policy", give: []string{"status"}, env: map[string]string{"PACER_SWEEP_POLICY": "greedy"}, wantErr: "optimal or tiers"},
+		{name: "fast path limit negative", give: []string{"status", "--fastpath-per-minute", "-1"}, wantErr: "fastpath-per-minute"},
+		{name: "sweep cadence too short", give: []string{"status", "--sweep-every", "500ms"}, wantErr: "sweepEvery 500ms: want 0 (the default) or 1s"},
+		{name: "watch faster than 10s", give: []string{"status", "--watch", "--every", "2s"}, wantErr: "each refresh is a status query"},
+		{name: "reconfigure nothing", give: []string{"reconfigure"}, wantErr: `give "teneroEvery"`},
+		{name: "reconfigure sub-second", give: []string{"reconfigure", "--tenero-every", "500ms"}, wantErr: "teneroEvery 500ms"},
+		{name: "reconfigure bad duration", give: []string{"reconfigure", "--sweep-every", "often"}, wantErr: `"sweepEvery" must be a positive Go duration`},
+		{name: "reconfigure schedule", give: []string{"reconfigure", "--schedule", "rollup=5 * * * *"}, wantErr: "not supported by this build yet"},
+		{name: "reconfigure bad schedule", give: []string{"reconfigure", "--schedule", "rollup"}, wantErr: "want TASK=SPEC"},
+		{name: "stop long reason", give: []string{"stop", "--reason", strings.Repeat("x", 501)}, wantErr: "at most 500"},
+		{name: "tune nothing", give: []string{"tune", "tenero"}, wantErr: `give "batch"`},
+		{name: "tune unknown task", give: []string{"tune", "prices", "--batch", "5"}, wantErr: `unknown task "prices"`},
+		{name: "tune reset and batch", give: []string{"tune", "all", "--reset", "--batch", "5"}, wantErr: "cannot be combined"},
+	})
 }
 
 func TestHelpHidesSecrets(t *testing.T) {

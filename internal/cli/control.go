@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/api"
 	"github.com/pacer-dev/pacer/internal/catalog"
 	"github.com/pacer-dev/pacer/internal/schedule"
 	"github.com/pacer-dev/pacer/internal/store"
@@ -47,8 +48,8 @@ func newStatusCmd(c *config) *cobra.Command {
 		Short: "Show the scheduler's status (the status query)",
 		Args:  wrapArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if every < time.Second {
-				return usagef("--every must be at least 1s")
+			if every < MinWatchEvery {
+				return usagef("--every must be at least %s: each refresh is a status query, a billed action on Temporal Cloud", MinWatchEvery)
 			}
 			out := cmd.OutOrStdout()
 			return c.withClient(cmd.Context(), func(tc client.Client) error {
@@ -57,10 +58,7 @@ func newStatusCmd(c *config) *cobra.Command {
 					if err != nil {
 						return err
 					}
-					if asJSON {
-						return printJSON(out, st)
-					}
-					return printStatus(out, st)
+					return writeStatus(out, st, asJSON, false, every)
 				}
 				if !watch {
 					return show()
@@ -70,13 +68,10 @@ func newStatusCmd(c *config) *cobra.Command {
 				for {
 					fmt.Fprint(out, "\033[H\033[2J") // clear the terminal
 					st, err := worker.Status(cmd.Context(), tc, c.workflowID)
-					switch {
-					case err != nil:
+					if err != nil {
 						fmt.Fprintf(out, "%s  status unavailable: %v\n", time.Now().UTC().Format(time.RFC3339), err)
-					case asJSON:
-						_ = printJSON(out, st)
-					default:
-						_ = printWatch(out, st, time.Now(), every)
+					} else {
+						_ = writeStatus(out, st, asJSON, true, every)
 					}
 					select {
 					case <-cmd.Context().Done():
@@ -89,8 +84,27 @@ func newStatusCmd(c *config) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the status document as JSON")
 	cmd.Flags().BoolVar(&watch, "watch", false, "refresh the view until interrupted")
-	cmd.Flags().DurationVar(&every, "every", 2*time.Second, "refresh interval for --watch")
+	cmd.Flags().DurationVar(&every, "every", MinWatchEvery, "refresh interval for --watch (at least 10s: each refresh is a billed status query)")
 	return cmd
+}
+
+// MinWatchEvery is the shortest refresh of status --watch: each refresh is
+// a query, a billed action on Temporal Cloud.
+const MinWatchEvery = 10 * time.Second
+
+// writeStatus prints the status document as pacer status shows it: the
+// public document, whose errors are classes with a fixed text (the raw
+// error, which may name database hosts or quote upstream bodies, is in the
+// worker's logs: scheduler.task_failed).
+func writeStatus(w io.Writer, st workflows.Status, asJSON, watch bool, every time.Duration) error {
+	st = api.PublicStatus(st)
+	switch {
+	case asJSON:
+		return printJSON(w, st)
+	case watch:
+		return printWatch(w, st, time.Now(), every)
+	}
+	return printStatus(w, st)
 }
 
 func fmtTime(t *time.Time, now time.Time) string {
@@ -116,8 +130,12 @@ func printStatus(w io.Writer, st workflows.Status) error {
 		paused = "until " + fmtTime(st.PausedUntil, st.Now)
 	}
 	fmt.Fprintf(tw, "paused\t%s\n", paused)
+	if st.Stopping != nil {
+		fmt.Fprintf(tw, "stopping\t%s\n", orDash(st.Stopping.Reason))
+	}
 	fmt.Fprintf(tw, "next wake\t%s\n\n", fmtTime(st.NextWakeAt, st.Now))
-	fmt.Fprintln(tw, "TASK\tEVERY\tSTATE\tLAST RUN\tNEXT DUE\tFAILURES\tLAST ERROR")
+	fmt.Fprintf(tw, "config\ttenero every %s, sweep every %s\n\n", st.Config.TeneroEvery, st.Config.SweepEvery)
+	fmt.Fprintln(tw, "TASK\tEVERY\tSTATE\tLAST RUN\tNEXT DUE\tWAITING ON\tFAILURES\tLAST ERROR")
 	names := make([]string, 0, len(st.Tasks))
 	for name := range st.Tasks {
 		names = append(names, name)
@@ -130,8 +148,8 @@ func printStatus(w io.Writer, st workflows.Status) error {
 		if t.LastError != nil {
 			lastErr = fmt.Sprintf("%s at %s: %s", t.LastError.Class, t.LastError.At.UTC().Format(time.RFC3339), t.LastError.Message)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", name, t.Every, state, fmtTime(t.LastRunAt, st.Now),
-			fmtTime(t.NextDueAt, st.Now), st.ConsecutiveFailures[name], lastErr)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", name, t.Every, state, fmtTime(t.LastRunAt, st.Now),
+			fmtTime(t.NextDueAt, st.Now), orDash(t.Waiting), st.ConsecutiveFailures[name], lastErr)
 	}
 	if r := st.LastTeneroResult; r != nil {
 		fmt.Fprintf(tw, "\nlast tenero\t%s\n", teneroLine(r))
@@ -151,7 +169,7 @@ func printWatch(w io.Writer, st workflows.Status, now time.Time, every time.Dura
 	if st.PausedUntil != nil {
 		state = "PAUSED until " + st.PausedUntil.UTC().Format(time.RFC3339) + " (" + relTime(st.PausedUntil, now) + ")"
 	}
-	fmt.Fprintf(w, "%s  run %s  gen %d  %d events  at %s  (every %s, Ctrl-C stops)\n",
+	fmt.Fprintf(w, "%s  run %s  gen %d  %d events  at %s  (refreshes every %s, each a billed query; Ctrl-C stops)\n",
 		st.WorkflowID, shortID(st.RunID), st.Generation, st.HistoryLength, now.UTC().Format(time.RFC3339), every)
 	fmt.Fprintf(w, "%s; next wake %s\n\n", state, relTime(st.NextWakeAt, now))
 
@@ -178,7 +196,7 @@ func printWatch(w io.Writer, st workflows.Status, now time.Time, every time.Dura
 			}
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", name, taskState(t), every,
-			relTime(t.LastRunAt, now), relTime(t.NextDueAt, now), st.ConsecutiveFailures[name], breaker,
+			relTime(t.LastRunAt, now), nextDue(t, now), st.ConsecutiveFailures[name], breaker,
 			batch, zone, quota, last)
 		if st.ConsecutiveFailures[name] > 0 && t.LastError != nil {
 			failing = append(failing, fmt.Sprintf("%s: %s %s: %s", name, t.LastError.Class,
@@ -195,6 +213,23 @@ func printWatch(w io.Writer, st workflows.Status, now time.Time, every time.Dura
 		fmt.Fprintln(w)
 	}
 	return nil
+}
+
+// nextDue is when a task runs next and, when it waits, why: "in 3m (pacing)".
+func nextDue(t workflows.TaskStatus, now time.Time) string {
+	when := relTime(t.NextDueAt, now)
+	switch t.Waiting {
+	case "", "due", "running", "requested":
+		return when
+	}
+	return when + " (" + t.Waiting + ")"
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 // taskState is a task's state in one word.
@@ -335,19 +370,19 @@ func newPauseCmd(c *config) *cobra.Command {
 	var forDur string
 	cmd := &cobra.Command{
 		Use:   "pause --until RFC3339 | --for DURATION",
-		Short: "Stop scheduled task runs until a time (explicit refreshes still run)",
+		Short: "Stop scheduled task runs until a time (explicit refreshes still run; the pause update)",
 		Args:  wrapArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			end, err := schedule.PauseUntil(time.Now(), until, forDur)
-			if err != nil {
+			if _, err := schedule.PauseUntil(time.Now(), until, forDur); err != nil {
 				return &UsageError{Err: err}
 			}
 			return c.withClient(cmd.Context(), func(tc client.Client) error {
-				if err := worker.Signal(cmd.Context(), tc, c.workflowID, workflows.SignalPause,
-					workflows.PauseInput{Until: until, For: forDur}); err != nil {
+				res, err := worker.Update[workflows.PauseResult](cmd.Context(), tc, c.workflowID, workflows.UpdatePause,
+					workflows.PauseInput{Until: until, For: forDur})
+				if err != nil {
 					return err
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "pause sent: no scheduled runs until about %s\n", end.UTC().Format(time.RFC3339))
+				fmt.Fprintf(cmd.OutOrStdout(), "paused: no scheduled runs until %s\n", res.PausedUntil.UTC().Format(time.RFC3339))
 				return nil
 			})
 		},
@@ -360,36 +395,190 @@ func newPauseCmd(c *config) *cobra.Command {
 func newResumeCmd(c *config) *cobra.Command {
 	return &cobra.Command{
 		Use:   "resume",
-		Short: "Clear a pause",
+		Short: "Clear a pause and close open circuit breakers (the resume update)",
 		Args:  wrapArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return c.withClient(cmd.Context(), func(tc client.Client) error {
-				if err := worker.Signal(cmd.Context(), tc, c.workflowID, workflows.SignalResume, nil); err != nil {
+				res, err := worker.Update[workflows.ResumeResult](cmd.Context(), tc, c.workflowID, workflows.UpdateResume, nil)
+				if err != nil {
 					return err
 				}
-				fmt.Fprintln(cmd.OutOrStdout(), "resume sent")
+				out := cmd.OutOrStdout()
+				if res.WasPaused {
+					fmt.Fprintln(out, "resumed: scheduled runs start again")
+				} else {
+					fmt.Fprintln(out, "resumed (it was not paused)")
+				}
+				if len(res.BreakersClosed) > 0 {
+					fmt.Fprintf(out, "closed breakers: %s\n", strings.Join(res.BreakersClosed, ", "))
+				}
 				return nil
 			})
 		},
 	}
 }
 
-func newStartCmd(c *config) *cobra.Command {
-	return &cobra.Command{
-		Use:   "start",
-		Short: "Ensure the scheduler workflow is running",
-		Args:  wrapArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
+func newTuneCmd(c *config) *cobra.Command {
+	var batch int
+	var interval string
+	var reset bool
+	cmd := &cobra.Command{
+		Use:       "tune tenero|sweep|all [--batch N] [--interval D] [--reset]",
+		Short:     "Set a task's pacing within its bounds, or reset it (the tune update)",
+		Args:      wrapArgs(cobra.ExactArgs(1)),
+		ValidArgs: []string{pacer.TaskTenero, pacer.TaskSweep, pacer.TaskAll},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			in := workflows.TuneInput{Task: args[0], Interval: interval, Reset: reset}
+			if cmd.Flags().Changed("batch") {
+				in.Batch = &batch
+			}
+			raw, err := json.Marshal(in)
+			if err != nil {
+				return err
+			}
+			// The workflow's own parser, so that the CLI refuses what the
+			// update's validator would, with the same words.
+			if _, _, err := workflows.ParseTune(raw, []string{pacer.TaskTenero, pacer.TaskSweep}); err != nil {
+				return &UsageError{Err: err}
+			}
 			return c.withClient(cmd.Context(), func(tc client.Client) error {
-				runID, err := worker.EnsureRunning(cmd.Context(), tc, c.scheduler())
+				res, err := worker.Update[workflows.TuneResult](cmd.Context(), tc, c.workflowID, workflows.UpdateTune, json.RawMessage(raw))
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "scheduler %s running (run %s)\n", c.workflowID, runID)
+				for _, name := range slices.Sorted(maps.Keys(res.Tasks)) {
+					p := res.Tasks[name]
+					fmt.Fprintf(cmd.OutOrStdout(), "%s: batch %d, every %s\n", name, p.Batch, p.Interval)
+				}
 				return nil
 			})
 		},
 	}
+	cmd.Flags().IntVar(&batch, "batch", 0, "items per run")
+	cmd.Flags().StringVar(&interval, "interval", "", "interval between runs (Go duration)")
+	cmd.Flags().BoolVar(&reset, "reset", false, "back to the configured cadence and the whole batch")
+	return cmd
+}
+
+func newStartCmd(c *config) *cobra.Command {
+	return &cobra.Command{
+		Use:   "start",
+		Short: "Start the scheduler, carrying the state of its last run (a stopped one too)",
+		Args:  wrapArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return c.withClient(cmd.Context(), func(tc client.Client) error {
+				e, err := worker.Ensure(cmd.Context(), tc, c.scheduler(), worker.Start)
+				if err != nil {
+					return err
+				}
+				out := cmd.OutOrStdout()
+				switch {
+				case e.Restart != nil:
+					fmt.Fprintf(out, "scheduler %s started (run %s), carrying the state of run %s (%s), as of %s\n",
+						c.workflowID, e.RunID, e.Restart.RunID, e.Restart.After, e.Restart.StateFrom.Format(time.RFC3339))
+				case e.Started:
+					fmt.Fprintf(out, "scheduler %s started (run %s)\n", c.workflowID, e.RunID)
+				default:
+					fmt.Fprintf(out, "scheduler %s is already running (run %s)\n", c.workflowID, e.RunID)
+				}
+				return nil
+			})
+		},
+	}
+}
+
+func newStopCmd(c *config) *cobra.Command {
+	var reason string
+	cmd := &cobra.Command{
+		Use:   "stop [--reason TEXT]",
+		Short: "Stop the scheduler on purpose: running tasks finish, workers leave it stopped until pacer start",
+		Args:  wrapArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			raw, err := json.Marshal(workflows.StopInput{Reason: reason})
+			if err != nil {
+				return err
+			}
+			if _, err := workflows.ParseStop(raw); err != nil {
+				return &UsageError{Err: err}
+			}
+			return c.withClient(cmd.Context(), func(tc client.Client) error {
+				res, err := worker.Update[*workflows.StopResult](cmd.Context(), tc, c.workflowID, workflows.UpdateStop, json.RawMessage(raw))
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "scheduler %s stopped at %s; workers leave it stopped; pacer start resumes it with its state\n",
+					c.workflowID, res.StoppedAt.Format(time.RFC3339))
+				return nil
+			})
+		},
+	}
+	cmd.Flags().StringVar(&reason, "reason", "", "why it is stopped (kept with its state)")
+	return cmd
+}
+
+func newReconfigureCmd(c *config) *cobra.Command {
+	var teneroEvery, sweepEvery string
+	var schedules []string
+	cmd := &cobra.Command{
+		Use:   "reconfigure [--tenero-every D] [--sweep-every D] [--schedule TASK=SPEC]...",
+		Short: "Change the running scheduler's configuration in place (the reconfigure update)",
+		Long: `reconfigure changes the cadences of the running scheduler without a restart;
+the new configuration is carried from then on. --schedule TASK=SPEC takes a
+schedule as JSON ({"cron":"5 * * * *"}) or a bare cron spec; this build
+refuses schedules: cron schedules are not supported yet.`,
+		Args: wrapArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			// --tenero-every is also the worker's flag for a first start;
+			// here only the command's own flags count.
+			in := map[string]any{}
+			if teneroEvery != "" {
+				in["teneroEvery"] = teneroEvery
+			}
+			if sweepEvery != "" {
+				in["sweepEvery"] = sweepEvery
+			}
+			if len(schedules) > 0 {
+				sched := map[string]json.RawMessage{}
+				for _, sc := range schedules {
+					task, spec, ok := strings.Cut(sc, "=")
+					if !ok || task == "" || spec == "" {
+						return usagef("--schedule %q: want TASK=SPEC", sc)
+					}
+					if json.Valid([]byte(spec)) {
+						sched[task] = json.RawMessage(spec)
+					} else {
+						b, _ := json.Marshal(map[string]string{"cron": spec})
+						sched[task] = b
+					}
+				}
+				in["schedules"] = sched
+			}
+			raw, err := json.Marshal(in)
+			if err != nil {
+				return err
+			}
+			if _, err := workflows.ParseReconfigure(raw, workflows.Config{}); err != nil {
+				return &UsageError{Err: err}
+			}
+			return c.withClient(cmd.Context(), func(tc client.Client) error {
+				res, err := worker.Update[workflows.ReconfigureResult](cmd.Context(), tc, c.workflowID, workflows.UpdateReconfigure, json.RawMessage(raw))
+				if err != nil {
+					return err
+				}
+				out := cmd.OutOrStdout()
+				fmt.Fprintf(out, "reconfigured: tenero every %s, sweep every %s (in force now, carried from the next idle moment)\n",
+					res.Config.TeneroEvery, res.Config.SweepEvery)
+				if res.CostNote != "" {
+					fmt.Fprintf(out, "cost: %s\n", res.CostNote)
+				}
+				return nil
+			})
+		},
+	}
+	cmd.Flags().StringVar(&teneroEvery, "tenero-every", "", "tenero's cadence (Go duration, at least 1s)")
+	cmd.Flags().StringVar(&sweepEvery, "sweep-every", "", "how often the sweep looks for due agents (Go duration, at least 1s)")
+	cmd.Flags().StringArrayVar(&schedules, "schedule", nil, "TASK=SPEC, a task's schedule (not supported by this build yet)")
+	return cmd
 }
 
 func newPricesCmd(c *config) *cobra.Command {

@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.uber.org/zap"
 
+	"github.com/pacer-dev/pacer"
 	"github.com/pacer-dev/pacer/activities"
 	"github.com/pacer-dev/pacer/internal/logging"
 	"github.com/pacer-dev/pacer/internal/metrics"
@@ -24,6 +25,23 @@ func (c *config) logger() (*zap.Logger, error) {
 	return l, nil
 }
 
+// upstreamKeys settles the API keys of the processes that call upstreams:
+// each from its flag, environment variable or file, and none sent in
+// cleartext to a host that is not loopback unless the operator allowed it.
+func (c *config) upstreamKeys(log *zap.Logger) error {
+	var err error
+	if c.teneroAPIKey, err = apiKey(c.teneroAPIKey, c.teneroKeyFile, "TENERO_API_KEY", "TENERO_API_KEY_FILE"); err != nil {
+		return err
+	}
+	if c.hiroAPIKey, err = apiKey(c.hiroAPIKey, c.hiroKeyFile, "HIRO_API_KEY", "HIRO_API_KEY_FILE"); err != nil {
+		return err
+	}
+	if err := keyTransport("tenero-base-url", "TENERO_API_KEY", c.teneroBaseURL, c.teneroAPIKey, c.allowPlaintextKeys, log); err != nil {
+		return err
+	}
+	return keyTransport("hiro-base-url", "HIRO_API_KEY", c.hiroBaseURL, c.hiroAPIKey, c.allowPlaintextKeys, log)
+}
+
 func (c *config) openStore(ctx context.Context) (*store.Store, error) {
 	s, err := store.Open(ctx, c.databaseURL)
 	if err != nil {
@@ -37,6 +55,11 @@ func (c *config) dial(ctx context.Context, log *zap.Logger, mh client.MetricsHan
 	return worker.Dial(ctx, worker.DialOptions{Address: c.temporalAddress, Namespace: c.namespace, Logger: log, MetricsHandler: mh})
 }
 
+// dialLazy builds a client that connects on first use (worker.DialLazy).
+func (c *config) dialLazy(log *zap.Logger, mh client.MetricsHandler) (client.Client, error) {
+	return worker.DialLazy(worker.DialOptions{Address: c.temporalAddress, Namespace: c.namespace, Logger: log, MetricsHandler: mh})
+}
+
 // dialQuiet dials for one-shot operator commands, whose output must not be
 // interleaved with SDK log lines.
 func (c *config) dialQuiet(ctx context.Context) (client.Client, error) {
@@ -47,11 +70,12 @@ func (c *config) scheduler() worker.Scheduler {
 	return worker.Scheduler{
 		WorkflowID: c.workflowID,
 		TaskQueue:  c.taskQueue,
-		Config:     workflows.Config{TeneroEvery: c.teneroEvery, SweepEvery: c.sweepEvery},
+		Config:     workflows.Config{TeneroEvery: pacer.Duration(c.teneroEvery), SweepEvery: pacer.Duration(c.sweepEvery)},
 	}
 }
 
 func (c *config) activities(st *store.Store, log *zap.Logger, m *metrics.Metrics) *activities.Activities {
+	ingestCfg, _ := c.ingest() // validated before any command runs
 	return activities.New(activities.Options{
 		Store:            st,
 		Logger:           log,
@@ -62,5 +86,9 @@ func (c *config) activities(st *store.Store, log *zap.Logger, m *metrics.Metrics
 		HiroAPIKey:       c.hiroAPIKey,
 		HiroPerMinute:    c.hiroPerMinute,
 		CompetitionStart: time.Unix(c.competitionStart, 0),
+		Ingest:           ingestCfg,
+		Schedules:        c.schedules,
+		DayZone:          c.rollups.zone,
+		DeliveryLadder:   c.rollups.steps,
 	})
 }

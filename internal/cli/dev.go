@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -64,7 +65,12 @@ Hiro are the simulator unless TENERO_BASE_URL / HIRO_BASE_URL are set.`,
 				if err != nil {
 					return err
 				}
-				u, err := startSim(ctx, so, c, log)
+				// The simulator outlives Ctrl-C until the worker has stopped: a
+				// run still in flight then ends against it, not against a
+				// closed port.
+				simCtx, stopSim := context.WithCancel(context.WithoutCancel(ctx))
+				defer stopSim()
+				u, err := startSim(simCtx, so, c, log)
 				if err != nil {
 					return err
 				}
@@ -78,15 +84,8 @@ Hiro are the simulator unless TENERO_BASE_URL / HIRO_BASE_URL are set.`,
 			}
 			host, _, _ := net.SplitHostPort(addr)
 			return c.runStack(ctx, stackOptions{worker: true, migrate: true, http: c.httpAddr, onReady: func() {
-				fmt.Fprintf(out, "\npacer dev is up (Ctrl-C stops everything)\n")
-				fmt.Fprintf(out, "  Temporal Web UI  http://%s:%d/namespaces/default/workflows/%s\n", host, uiPort, c.workflowID)
-				fmt.Fprintf(out, "  Temporal gRPC    %s\n", addr)
-				fmt.Fprintf(out, "  pacer API        http://%s/api/prices  http://%s/api/scheduler/status\n", c.httpAddr, c.httpAddr)
-				if simURL != "" {
-					fmt.Fprintf(out, "  simulator        %s/_sim/stats\n", simURL)
-				}
-				fmt.Fprintf(out, "  Tenero           %s\n", c.teneroBaseURL)
-				fmt.Fprintf(out, "  try              temporal workflow query --workflow-id %s --type status\n\n", c.workflowID)
+				devBanner(out, devURLs{api: c.httpAddr, temporal: addr, ui: fmt.Sprintf("%s:%d", host, uiPort),
+					workflowID: c.workflowID, sim: simURL, tenero: c.teneroBaseURL})
 			}})
 		},
 	}
@@ -96,6 +95,26 @@ Hiro are the simulator unless TENERO_BASE_URL / HIRO_BASE_URL are set.`,
 	so.bind(cmd, true)
 	cmd.Flags().StringVar(&c.httpAddr, "http", env("PACER_HTTP_ADDR", "127.0.0.1:8080"), "HTTP API address [PACER_HTTP_ADDR]")
 	return cmd
+}
+
+// devURLs are the addresses `pacer dev` runs on.
+type devURLs struct {
+	api, temporal, ui, workflowID, sim, tenero string
+}
+
+// devBanner says what runs where once `pacer dev` is up, the operator's
+// page first: the one address to open.
+func devBanner(out io.Writer, u devURLs) {
+	fmt.Fprintf(out, "\npacer dev is up: http://%s/ (Ctrl-C stops everything)\n", u.api)
+	fmt.Fprintf(out, "  operator page    http://%s/\n", u.api)
+	fmt.Fprintf(out, "  Temporal Web UI  http://%s/namespaces/default/workflows/%s\n", u.ui, u.workflowID)
+	fmt.Fprintf(out, "  Temporal gRPC    %s\n", u.temporal)
+	fmt.Fprintf(out, "  pacer API        http://%s/api/prices  http://%s/api/scheduler/status\n", u.api, u.api)
+	if u.sim != "" {
+		fmt.Fprintf(out, "  simulator        %s/_sim/stats\n", u.sim)
+	}
+	fmt.Fprintf(out, "  Tenero           %s\n", u.tenero)
+	fmt.Fprintf(out, "  try              temporal workflow query --workflow-id %s --type status\n\n", u.workflowID)
 }
 
 // findTemporal locates the Temporal CLI: an explicit path, then bin/temporal
@@ -139,11 +158,13 @@ func ensureTemporal(ctx context.Context, addr, bin, stateDir string, uiPort int)
 	if err != nil {
 		return nil, usagef("temporal address %q: %v", addr, err)
 	}
-	// Not tied to ctx: on Ctrl-C the server gets SIGINT itself from the
-	// terminal; stop() ends it for every other way out.
+	// Not tied to ctx, and in its own process group so that the terminal's
+	// Ctrl-C does not reach it: the worker stops first (letting a run in
+	// flight end and report), then stop() ends the server.
 	srv := exec.Command(bin, "server", "start-dev", "--ip", host, "--port", port,
 		"--ui-port", strconv.Itoa(uiPort), "--db-filename", filepath.Join(stateDir, "temporal.db"), "--log-level", "error")
 	srv.Stdout, srv.Stderr = os.Stderr, os.Stderr
+	ownProcessGroup(srv)
 	if err := srv.Start(); err != nil {
 		return nil, fmt.Errorf("start temporal dev server: %w", err)
 	}

@@ -15,6 +15,9 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/pacer-dev/pacer/internal/cron"
+	"github.com/pacer-dev/pacer/internal/ingest"
 )
 
 // UsageError is a problem with the command line: exit code 2.
@@ -49,22 +52,39 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // config is every setting, each from a flag whose default comes from the
 // environment (SPEC §2).
 type config struct {
-	temporalAddress  string
-	namespace        string
-	taskQueue        string
-	workflowID       string
-	databaseURL      string
-	httpAddr         string
-	teneroBaseURL    string
-	teneroAPIKey     string
-	hiroBaseURL      string
-	hiroAPIKey       string
-	competitionStart int64
-	hiroPerMinute    int
-	teneroEvery      time.Duration
-	sweepEvery       time.Duration
-	logLevel         string
-	logFormat        string
+	temporalAddress string
+	namespace       string
+	taskQueue       string
+	workflowID      string
+	databaseURL     string
+	httpAddr        string
+	teneroBaseURL   string
+	teneroAPIKey    string
+	teneroKeyFile   string
+	hiroBaseURL     string
+	hiroAPIKey      string
+	hiroKeyFile     string
+	// allowPlaintextKeys lets a key go over http:// to a non-loopback host.
+	allowPlaintextKeys bool
+	competitionStart   int64
+	hiroPerMinute      int
+	teneroEvery        time.Duration
+	sweepEvery         time.Duration
+	// The sweep's visit policy (SPEC §5.3) and the fast path's per-client
+	// limit (SPEC §5.6).
+	sweepPolicy       string
+	hotEvery          time.Duration
+	warmEvery         time.Duration
+	coldEvery         time.Duration
+	maxStaleness      time.Duration
+	fastPathPerMinute int
+	logLevel          string
+	logFormat         string
+	// schedulesJSON is PACER_SCHEDULES as given; schedules is it parsed
+	// and validated.
+	schedulesJSON string
+	schedules     cron.Schedules
+	rollups       rollupConfig
 
 	// envErrs collects environment values that do not parse; they are
 	// reported as usage errors before any command runs.
@@ -104,6 +124,18 @@ func (c *config) envInt(key string, def int64) int64 {
 	return n
 }
 
+func (c *config) envBool(key string) bool {
+	v := env(key, "")
+	if v == "" {
+		return false
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		c.envErrs = append(c.envErrs, fmt.Errorf("%s=%q is not true or false", key, v))
+	}
+	return b
+}
+
 func (c *config) bind(fs *pflag.FlagSet) {
 	// TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TLS and profiles
 	// are read by the SDK's environment configuration; these flags override.
@@ -111,21 +143,35 @@ func (c *config) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&c.namespace, "namespace", "", "Temporal namespace (default from TEMPORAL_NAMESPACE, else default)")
 	fs.StringVar(&c.taskQueue, "task-queue", env("PACER_TASK_QUEUE", "pacer"), "task queue [PACER_TASK_QUEUE]")
 	fs.StringVar(&c.workflowID, "workflow-id", env("PACER_WORKFLOW_ID", "v1"), "scheduler workflow ID [PACER_WORKFLOW_ID]")
-	fs.StringVar(&c.databaseURL, "database-url", env("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/pacer?sslmode=disable"), "Postgres URL [DATABASE_URL]")
+	fs.StringVar(&c.databaseURL, "database-url", env("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/pacer?sslmode=disable"), "Postgres URL; a password in it is never shown, but a flag is visible in ps: prefer DATABASE_URL [DATABASE_URL]")
 	fs.StringVar(&c.teneroBaseURL, "tenero-base-url", env("TENERO_BASE_URL", "https://api.tenero.io"), "Tenero API base URL [TENERO_BASE_URL]")
-	fs.StringVar(&c.teneroAPIKey, "tenero-api-key", env("TENERO_API_KEY", ""), "Tenero API key, sent as x-api-key [TENERO_API_KEY]")
+	fs.StringVar(&c.teneroAPIKey, "tenero-api-key", env("TENERO_API_KEY", ""),
+		"Tenero API key, sent as x-api-key; discouraged as a flag (any user sees it in ps): prefer TENERO_API_KEY or --tenero-api-key-file [TENERO_API_KEY]")
+	fs.StringVar(&c.teneroKeyFile, "tenero-api-key-file", env("TENERO_API_KEY_FILE", ""), "file holding the Tenero API key [TENERO_API_KEY_FILE]")
 	fs.StringVar(&c.hiroBaseURL, "hiro-base-url", env("HIRO_BASE_URL", "https://api.hiro.so"), "Hiro API base URL [HIRO_BASE_URL]")
-	fs.StringVar(&c.hiroAPIKey, "hiro-api-key", env("HIRO_API_KEY", ""), "Hiro API key, sent as x-api-key [HIRO_API_KEY]")
+	fs.StringVar(&c.hiroAPIKey, "hiro-api-key", env("HIRO_API_KEY", ""),
+		"Hiro API key, sent as x-api-key; discouraged as a flag (any user sees it in ps): prefer HIRO_API_KEY or --hiro-api-key-file [HIRO_API_KEY]")
+	fs.StringVar(&c.hiroKeyFile, "hiro-api-key-file", env("HIRO_API_KEY_FILE", ""), "file holding the Hiro API key [HIRO_API_KEY_FILE]")
+	fs.BoolVar(&c.allowPlaintextKeys, flagAllowPlaintextKeys, c.envBool(envAllowPlaintextKeys),
+		"send API keys over http:// to hosts that are not loopback (refused otherwise) ["+envAllowPlaintextKeys+"]")
 	fs.IntVar(&c.hiroPerMinute, "hiro-per-minute", int(c.envInt("PACER_HIRO_PER_MINUTE", 0)), "Hiro requests per minute shared by all workers (0 = 45 without a key, 450 with one) [PACER_HIRO_PER_MINUTE]")
 	fs.Int64Var(&c.competitionStart, "competition-start", c.envInt("COMPETITION_START", 1778700600), "unix seconds; swaps before it do not count [COMPETITION_START]")
 	fs.DurationVar(&c.teneroEvery, "tenero-every", c.envDuration("PACER_TENERO_EVERY", 5*time.Minute), "base cadence of the tenero task [PACER_TENERO_EVERY]")
-	fs.DurationVar(&c.sweepEvery, "sweep-every", c.envDuration("PACER_SWEEP_EVERY", 15*time.Minute), "base cadence of the sweep task [PACER_SWEEP_EVERY]")
+	fs.DurationVar(&c.sweepEvery, "sweep-every", c.envDuration("PACER_SWEEP_EVERY", time.Minute), "how often the sweep looks for agents that are due, at most [PACER_SWEEP_EVERY]")
+	fs.StringVar(&c.sweepPolicy, "sweep-policy", env("PACER_SWEEP_POLICY", string(ingest.PolicyOptimal)), "how the sweep paces each agent's visits: optimal or tiers [PACER_SWEEP_POLICY]")
+	fs.DurationVar(&c.hotEvery, "hot-every", c.envDuration("PACER_HOT_EVERY", ingest.DefaultHotEvery), "visit interval of hot agents (a swap in the last 24 h), the fastest any agent is visited [PACER_HOT_EVERY]")
+	fs.DurationVar(&c.warmEvery, "warm-every", c.envDuration("PACER_WARM_EVERY", ingest.DefaultWarmEvery), "visit interval of warm agents (a swap in the last 7 days), under tiers [PACER_WARM_EVERY]")
+	fs.DurationVar(&c.coldEvery, "cold-every", c.envDuration("PACER_COLD_EVERY", ingest.DefaultColdEvery), "visit interval of cold agents, under tiers [PACER_COLD_EVERY]")
+	fs.DurationVar(&c.maxStaleness, "max-staleness", c.envDuration("PACER_MAX_STALENESS", ingest.DefaultMaxStaleness), "every agent is visited at least this often, whatever the policy [PACER_MAX_STALENESS]")
+	fs.IntVar(&c.fastPathPerMinute, "fastpath-per-minute", int(c.envInt("PACER_FASTPATH_PER_MINUTE", 30)), "fast-path requests a minute per client address (0 = 30) [PACER_FASTPATH_PER_MINUTE]")
+	fs.StringVar(&c.schedulesJSON, "schedules", env("PACER_SCHEDULES", ""),
+		`task schedules applied when the scheduler first starts, a JSON object of task → schedule, e.g. {"rollup":{"cron":"5 * * * *","catchup":"backfill"}} [PACER_SCHEDULES]`)
 	fs.StringVar(&c.logLevel, "log-level", env("PACER_LOG_LEVEL", "info"), "debug, info, warn or error [PACER_LOG_LEVEL]")
 	fs.StringVar(&c.logFormat, "log-format", env("PACER_LOG_FORMAT", "json"), "json or console [PACER_LOG_FORMAT]")
-	// Keys are secrets: never echo them in --help.
-	for _, name := range []string{"tenero-api-key", "hiro-api-key"} {
-		fs.Lookup(name).DefValue = ""
-	}
+	c.rollups.bind(fs)
+	// A default --help shows must never be a secret (SPEC §2): keys are
+	// blanked (hideSecretDefaults), a database password is masked.
+	fs.Lookup("database-url").DefValue = redactDatabaseURL(c.databaseURL)
 	if v := os.Getenv("TEMPORAL_ADDRESS"); v != "" {
 		c.temporalAddress = v
 	}
@@ -138,8 +184,20 @@ func (c *config) validate() error {
 	if len(c.envErrs) > 0 {
 		return &UsageError{Err: errors.Join(c.envErrs...)}
 	}
-	if c.teneroEvery < time.Minute || c.sweepEvery < time.Minute {
-		return usagef("cadences must be at least 1m (tenero-every %s, sweep-every %s)", c.teneroEvery, c.sweepEvery)
+	if err := c.rollups.validate(); err != nil {
+		return err
+	}
+	if err := c.scheduler().Config.Validate(); err != nil {
+		return &UsageError{Err: err}
+	}
+	if _, err := c.ingest(); err != nil {
+		return &UsageError{Err: err}
+	}
+	if c.fastPathPerMinute < 0 {
+		return usagef("fastpath-per-minute must not be negative (got %d)", c.fastPathPerMinute)
+	}
+	if err := c.parseSchedules(); err != nil {
+		return err
 	}
 	for name, u := range map[string]string{"tenero-base-url": c.teneroBaseURL, "hiro-base-url": c.hiroBaseURL} {
 		if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
@@ -147,6 +205,21 @@ func (c *config) validate() error {
 		}
 	}
 	return nil
+}
+
+// ingest is the sweep's visit policy from the flags.
+func (c *config) ingest() (ingest.Config, error) {
+	policy := ingest.Policy("")
+	if c.sweepPolicy != "" {
+		p, err := ingest.ParsePolicy(c.sweepPolicy)
+		if err != nil {
+			return ingest.Config{}, err
+		}
+		policy = p
+	}
+	cfg := ingest.Config{Policy: policy, HotEvery: c.hotEvery, WarmEvery: c.warmEvery,
+		ColdEvery: c.coldEvery, MaxStaleness: c.maxStaleness}.WithDefaults()
+	return cfg, cfg.Validate()
 }
 
 func newRoot() *cobra.Command {
@@ -166,9 +239,11 @@ single-writer scheduler workflow on Temporal, paced to the upstreams' limits.`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &UsageError{Err: err} })
 	root.AddCommand(
 		newWorkerCmd(c), newServeCmd(c), newDevCmd(c), newSimCmd(c),
-		newStatusCmd(c), newRefreshCmd(c), newPauseCmd(c), newResumeCmd(c), newStartCmd(c),
-		newMigrateCmd(c), newPricesCmd(c),
+		newStatusCmd(c), newRefreshCmd(c), newPauseCmd(c), newResumeCmd(c), newTuneCmd(c),
+		newStartCmd(c), newStopCmd(c), newReconfigureCmd(c),
+		newMigrateCmd(c), newPricesCmd(c), newScheduleCmd(c), newSubscribersCmd(c), newDeliveriesCmd(c), newAgentsCmd(c),
 	)
+	hideSecretDefaults(root)
 	return root
 }
 

@@ -95,6 +95,9 @@ func (c *config) runStack(ctx context.Context, o stackOptions) error {
 		return err
 	}
 	defer func() { _ = log.Sync() }()
+	if err := c.upstreamKeys(log); err != nil {
+		return err
+	}
 	st, err := c.openStore(ctx)
 	if err != nil {
 		return err
@@ -113,7 +116,14 @@ func (c *config) runStack(ctx context.Context, o stackOptions) error {
 	if err != nil {
 		return err
 	}
-	tc, err := c.dial(ctx, log, sdkMetrics)
+	// A worker is no use without Temporal and says so at once; the API alone
+	// reads Postgres, so it starts whatever Temporal does and connects when
+	// a status query first needs it.
+	dial := func() (client.Client, error) { return c.dial(ctx, log, sdkMetrics) }
+	if !o.worker {
+		dial = func() (client.Client, error) { return c.dialLazy(log, sdkMetrics) }
+	}
+	tc, err := dial()
 	if err != nil {
 		return err
 	}
@@ -127,17 +137,19 @@ func (c *config) runStack(ctx context.Context, o stackOptions) error {
 		})
 	}
 	if o.http != "" {
-		// The gauges read from the database and from the scheduler's status
+		// The gauges read from the database and from the scheduler's memo
 		// go with the API: they describe what all processes share, so the
-		// API's scrape is the one place to read them. A status query is a
-		// billed action: at most two a minute.
-		if err := m.WatchStore(st, catalog.Default()); err != nil {
+		// API's scrape is the one place to read them. None is a status
+		// query (a billed action): a description and the run ledger.
+		if err := m.WatchStore(st, catalog.Default(), acts.Budget); err != nil {
 			return err
 		}
-		if err := m.WatchScheduler(c.status(tc), 30*time.Second); err != nil {
+		sched := c.scheduler()
+		view := func(ctx context.Context) (metrics.SchedulerView, error) { return worker.Describe(ctx, tc, sched) }
+		if err := m.WatchScheduler(view, st.LatestRuns, metricsEvery); err != nil {
 			return err
 		}
-		h := c.apiHandler(st, tc, acts.Verifier, m, log)
+		h := c.apiHandler(st, tc, acts.FastVerifier, acts.Budget, m, log)
 		g.Go(func() error { return api.Serve(ctx, o.http, h, log) })
 	}
 	if o.metrics != "" {
@@ -149,20 +161,28 @@ func (c *config) runStack(ctx context.Context, o stackOptions) error {
 	return g.Wait()
 }
 
-func (c *config) apiHandler(st *store.Store, tc client.Client, v *competition.Verifier, m *metrics.Metrics, log *zap.Logger) *api.Server {
+func (c *config) apiHandler(st *store.Store, tc client.Client, v *competition.Verifier, hb *store.SharedBudget, m *metrics.Metrics, log *zap.Logger) *api.Server {
 	return api.New(api.Options{
 		Store:    st,
 		Verifier: v,
-		Catalog:  catalog.Default(),
-		Logger:   log.Named("api"),
-		Metrics:  m.Handler(),
-		Status:   c.status(tc),
+		// The fast path's verifier takes from the Hiro budget's fast lane.
+		FastPathPerMinute: c.fastPathPerMinute,
+		Catalog:           catalog.Default(),
+		Logger:            log.Named("api"),
+		Metrics:           m.Handler(),
+		Registerer:        m.Registry(),
+		Status:            c.status(tc),
+		HiroBudget:        hb,
 		TemporalHealth: func(ctx context.Context) error {
 			_, err := tc.CheckHealth(ctx, &client.CheckHealthRequest{})
 			return err
 		},
 	})
 }
+
+// metricsEvery is how long the scheduler gauges reuse a read: less than a
+// scrape interval, so every scrape sees a fresh one.
+const metricsEvery = 10 * time.Second
 
 // status runs the scheduler's status query.
 func (c *config) status(tc client.Client) func(context.Context) (workflows.Status, error) {

@@ -25,6 +25,8 @@ type simOptions struct {
 	teneroMin int
 	teneroMon int
 	noisy     int
+	activity  bool
+	features  bool
 }
 
 func (o *simOptions) bind(cmd *cobra.Command, writeDBDefault bool) {
@@ -37,6 +39,8 @@ func (o *simOptions) bind(cmd *cobra.Command, writeDBDefault bool) {
 	f.IntVar(&o.teneroMin, "sim-tenero-per-minute", 0, "simulated Tenero per-minute limit (0 = 100, the keyless plan)")
 	f.IntVar(&o.teneroMon, "sim-tenero-per-month", 0, "simulated Tenero per-month limit (0 = 50,000)")
 	f.IntVar(&o.noisy, "sim-noisy-neighbour", 0, "requests per minute a neighbour spends of the shared Tenero budget")
+	f.BoolVar(&o.activity, "sim-activity", false, "agents of every activity level (5/15/80 hot/warm/cold) whose swaps keep arriving, and a busy agent's bursts")
+	f.BoolVar(&o.features, "sim-sweep-features", false, "add the sweep test's transactions: a 200-swap burst after the start, a 30-event swap, a route through the agent, a fork")
 }
 
 func newSimCmd(c *config) *cobra.Command {
@@ -82,6 +86,8 @@ func startSim(ctx context.Context, o simOptions, c *config, log *zap.Logger) (st
 			Agents:           o.agents,
 			CompetitionStart: time.Unix(c.competitionStart, 0),
 			Arrivals:         o.arrivals,
+			Activity:         o.activity,
+			Features:         sweepFeatures(o.features),
 		},
 	})
 	if o.writeDB {
@@ -109,6 +115,13 @@ func startSim(ctx context.Context, o simOptions, c *config, log *zap.Logger) (st
 	url := "http://" + ln.Addr().String()
 	log.Info("sim.listening", zap.String("url", url))
 	return url, nil
+}
+
+func sweepFeatures(on bool) sim.Features {
+	if !on {
+		return sim.Features{}
+	}
+	return sim.SweepFeatures()
 }
 
 func seedWorld(ctx context.Context, databaseURL string, w *sim.World) error {

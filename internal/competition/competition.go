@@ -27,6 +27,13 @@ func validSource(s string) bool {
 	return s == SourceAgent || s == SourceSweep || s == SourceChainhook
 }
 
+// Found reports whether a listing entry is one the sweep counts as found: a
+// contract call to an allowlisted (contract, function) pair (SPEC §5.2).
+func Found(e hiro.Entry, allow Allowlist) bool {
+	return e.TxType == hiro.TxTypeContractCall && e.ContractCall != nil && e.TxID != "" &&
+		allow.Allowed(e.ContractCall.ContractID, e.ContractCall.FunctionName)
+}
+
 // FoundInPage returns the ids of the page's contract calls to allowlisted
 // (contract, function) pairs, in page order and without repeats. These are
 // the sweep's "found" transactions (SPEC §5.4).

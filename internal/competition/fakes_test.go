@@ -73,12 +73,16 @@ func loadPage(t *testing.T, name string) hiro.Page {
 
 // fakeLedger is an in-memory ledger whose every call can be made to fail.
 type fakeLedger struct {
-	mu        sync.Mutex
-	swaps     map[string]Swap
-	agents    map[string]Agent
-	existsErr error
-	agentErr  error
-	insertErr error
+	mu         sync.Mutex
+	swaps      map[string]Swap
+	agents     map[string]Agent
+	rejections map[string]Rejection
+	pending    map[string]string // txid → sender
+	existsErr  error
+	agentErr   error
+	insertErr  error
+	knownErr   error
+	recordErr  error
 	// loseRace makes InsertSwap behave as if another writer inserted first.
 	loseRace bool
 	// panicIn names a method that panics, to prove the verifier survives.
@@ -116,6 +120,7 @@ func (l *fakeLedger) InsertSwap(_ context.Context, s Swap) (bool, error) {
 	if l.loseRace {
 		return false, nil
 	}
+	delete(l.pending, s.TxID)
 	if _, ok := l.swaps[s.TxID]; ok {
 		return false, nil
 	}
@@ -124,6 +129,40 @@ func (l *fakeLedger) InsertSwap(_ context.Context, s Swap) (bool, error) {
 	}
 	l.swaps[s.TxID] = s
 	return true, nil
+}
+
+func (l *fakeLedger) KnownRejection(_ context.Context, txid string) (Rejection, bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r, ok := l.rejections[txid]
+	return r, ok, l.knownErr
+}
+
+func (l *fakeLedger) RecordRejection(_ context.Context, r Rejection) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.recordErr != nil {
+		return l.recordErr
+	}
+	if l.rejections == nil {
+		l.rejections = map[string]Rejection{}
+	}
+	l.rejections[r.TxID] = r
+	delete(l.pending, r.TxID)
+	return nil
+}
+
+func (l *fakeLedger) RecordPending(_ context.Context, txid, sender string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.recordErr != nil {
+		return l.recordErr
+	}
+	if l.pending == nil {
+		l.pending = map[string]string{}
+	}
+	l.pending[txid] = sender
+	return nil
 }
 
 // fakeTxs serves one transaction, or an error, and counts calls.

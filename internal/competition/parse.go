@@ -52,13 +52,23 @@ type Leg struct {
 	Counterparty string `json:"counterparty"`
 }
 
-// Legs is the content of swaps.raw_event_json: every leg, so the choice of the
-// largest ones can be audited and redone, plus the provider that referred
-// the swap on contracts that record one.
+// NetFlow is what one asset did to the agent's balance over the whole
+// transaction: Net is a signed decimal integer, positive into the agent.
+type NetFlow struct {
+	AssetID string `json:"asset_id"`
+	Net     string `json:"net"`
+}
+
+// Legs is the content of swaps.raw_event_json: every leg and every asset's
+// net flow, so the choice of token_in and token_out can be audited and
+// redone, plus the provider that referred the swap on contracts that record
+// one. NetFlows are in the order each asset first moved; an asset that
+// passed through the agent shows with a net of 0.
 type Legs struct {
-	LegsOut  []Leg  `json:"legsOut"`
-	LegsIn   []Leg  `json:"legsIn"`
-	Provider string `json:"provider,omitempty"`
+	LegsOut  []Leg     `json:"legsOut"`
+	LegsIn   []Leg     `json:"legsIn"`
+	NetFlows []NetFlow `json:"netFlows"`
+	Provider string    `json:"provider,omitempty"`
 }
 
 // Event types that move STX, under their Hiro API name and the node event
@@ -68,10 +78,15 @@ var (
 	ftEventTypes  = map[string]bool{"fungible_token_asset": true, "ft_transfer_event": true}
 )
 
-// ParseSwap turns a contract call's transfer events into a swap (SPEC §5.6).
-// The agent is the sender; what left the agent is the swap's input and what
-// reached it the output, the largest leg of each direction winning, because
-// multi-hop routes move small amounts of intermediate tokens both ways.
+// ParseSwap turns a contract call's transfer events into a swap (SPEC §5.5).
+// The agent is the sender. Its legs are netted per asset: token_in is the
+// asset with the largest net outflow, token_out the one with the largest
+// net inflow (the first to move wins a tie). An asset that nets to zero, an
+// intermediate hop of a route through the agent (STX → WELSH → sBTC), is
+// neither. Legs are only ever added up within their asset; net amounts of
+// different assets are compared only when more than one asset leaves (or
+// reaches) the agent on balance, which no allowlisted route does: its fees
+// are paid in the input token and net with it.
 // Source is left empty for the caller to set.
 func ParseSwap(tx hiro.Tx, allow Allowlist) (Swap, error) {
 	if tx.TxType != hiro.TxTypeContractCall || tx.ContractCall == nil {
@@ -83,9 +98,9 @@ func ParseSwap(tx hiro.Tx, allow Allowlist) (Swap, error) {
 	}
 
 	var (
-		legs                  Legs
-		largestOut, largestIn *big.Int
-		out, in               Leg
+		legs   Legs
+		assets []string // in the order they first moved
+		net    = map[string]*big.Int{}
 	)
 	for i, ev := range tx.Events {
 		a := ev.Asset
@@ -106,41 +121,52 @@ func ParseSwap(tx hiro.Tx, allow Allowlist) (Swap, error) {
 			return Swap{}, fmt.Errorf("events[%d]: %w", i, err)
 		}
 
-		var leg Leg
-		switch {
-		case a.Sender == agent && a.Recipient != agent:
-			leg = Leg{AssetID: asset, Amount: amount.String(), Counterparty: a.Recipient}
-		case a.Recipient == agent && a.Sender != agent:
-			leg = Leg{AssetID: asset, Amount: amount.String(), Counterparty: a.Sender}
-		default:
+		out := a.Sender == agent && a.Recipient != agent
+		in := a.Recipient == agent && a.Sender != agent
+		if !out && !in {
 			continue // not the agent's, or the agent paying itself
 		}
 		if asset == "" {
 			return Swap{}, fmt.Errorf("%w: events[%d] moves a fungible token without an asset_id", ErrIncompleteEvents, i)
 		}
-
-		// Strictly greater keeps the first of equal legs, so the choice does
-		// not depend on anything but event order.
-		if a.Sender == agent {
-			legs.LegsOut = append(legs.LegsOut, leg)
-			if largestOut == nil || amount.Cmp(largestOut) > 0 {
-				largestOut, out = amount, leg
-			}
+		if net[asset] == nil {
+			net[asset] = new(big.Int)
+			assets = append(assets, asset)
+		}
+		if out {
+			legs.LegsOut = append(legs.LegsOut, Leg{AssetID: asset, Amount: amount.String(), Counterparty: a.Recipient})
+			net[asset].Sub(net[asset], amount)
 		} else {
-			legs.LegsIn = append(legs.LegsIn, leg)
-			if largestIn == nil || amount.Cmp(largestIn) > 0 {
-				largestIn, in = amount, leg
+			legs.LegsIn = append(legs.LegsIn, Leg{AssetID: asset, Amount: amount.String(), Counterparty: a.Sender})
+			net[asset].Add(net[asset], amount)
+		}
+	}
+	if len(assets) == 0 {
+		return Swap{}, ErrNoTransferEvents
+	}
+
+	// Strictly greater keeps the first of equal flows, so the choice
+	// depends on nothing but event order.
+	var tokenIn, tokenOut string
+	for _, asset := range assets {
+		n := net[asset]
+		legs.NetFlows = append(legs.NetFlows, NetFlow{AssetID: asset, Net: n.String()})
+		switch n.Sign() {
+		case -1:
+			if tokenIn == "" || n.Cmp(net[tokenIn]) < 0 {
+				tokenIn = asset
+			}
+		case 1:
+			if tokenOut == "" || n.Cmp(net[tokenOut]) > 0 {
+				tokenOut = asset
 			}
 		}
 	}
-
 	switch {
-	case len(legs.LegsOut) == 0 && len(legs.LegsIn) == 0:
-		return Swap{}, ErrNoTransferEvents
-	case len(legs.LegsOut) == 0:
-		return Swap{}, fmt.Errorf("%w: nothing left the agent", ErrIncompleteEvents)
-	case len(legs.LegsIn) == 0:
-		return Swap{}, fmt.Errorf("%w: nothing reached the agent", ErrIncompleteEvents)
+	case tokenIn == "":
+		return Swap{}, fmt.Errorf("%w: nothing left the agent on balance", ErrIncompleteEvents)
+	case tokenOut == "":
+		return Swap{}, fmt.Errorf("%w: nothing reached the agent on balance", ErrIncompleteEvents)
 	}
 
 	if allow.ProviderAttribution(tx.ContractCall.ContractID) {
@@ -156,10 +182,10 @@ func ParseSwap(tx hiro.Tx, allow Allowlist) (Swap, error) {
 		Sender:        agent,
 		ContractID:    tx.ContractCall.ContractID,
 		FunctionName:  tx.ContractCall.FunctionName,
-		TokenIn:       out.AssetID,
-		AmountIn:      out.Amount,
-		TokenOut:      in.AssetID,
-		AmountOut:     in.Amount,
+		TokenIn:       tokenIn,
+		AmountIn:      new(big.Int).Neg(net[tokenIn]).String(),
+		TokenOut:      tokenOut,
+		AmountOut:     net[tokenOut].String(),
 		BurnBlockTime: tx.BurnBlockTime,
 		TxStatus:      tx.TxStatus,
 		RawEventJSON:  raw,

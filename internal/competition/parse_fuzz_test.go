@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -41,8 +42,8 @@ func addFixtureSeeds(f *testing.F) {
 // FuzzParseSwap feeds arbitrary transaction JSON through the decoder the
 // Hiro client uses and then the swap parser. The parser must never panic,
 // must fail only with its documented sentinels, and every swap it returns
-// must be internally consistent: exact canonical amounts, the largest leg of
-// each direction, and raw legs that can be audited.
+// must be internally consistent: exact canonical amounts, the largest net
+// flow of each direction, and raw legs and net flows that can be audited.
 func FuzzParseSwap(f *testing.F) {
 	addFixtureSeeds(f)
 	allow := catalog.Default()
@@ -90,47 +91,57 @@ func requireConsistentSwap(t *testing.T, tx hiro.Tx, swap competition.Swap) {
 	require.NotEmpty(t, legs.LegsOut)
 	require.NotEmpty(t, legs.LegsIn)
 	require.LessOrEqual(t, len(legs.LegsOut)+len(legs.LegsIn), len(tx.Events), "every leg is one event")
-
-	in := largestLeg(t, legs.LegsOut)
-	out := largestLeg(t, legs.LegsIn)
-	require.Equal(t, in.AssetID, swap.TokenIn)
-	require.Equal(t, in.Amount, swap.AmountIn)
-	require.Equal(t, out.AssetID, swap.TokenOut)
-	require.Equal(t, out.Amount, swap.AmountOut)
-	for _, l := range legs.LegsOut {
+	for _, l := range append(slices.Clone(legs.LegsOut), legs.LegsIn...) {
+		require.Regexp(t, canonicalAmount, l.Amount)
+		require.NotEmpty(t, l.AssetID)
 		require.NotEqual(t, swap.Sender, l.Counterparty, "a self-transfer is never a leg")
 	}
-	for _, l := range legs.LegsIn {
-		require.NotEqual(t, swap.Sender, l.Counterparty, "a self-transfer is never a leg")
+
+	// The net flows are the legs added up per asset, and the chosen tokens
+	// the largest of each sign.
+	sums := map[string]*big.Int{}
+	add := func(ls []competition.Leg, sign int64) {
+		for _, l := range ls {
+			n, ok := new(big.Int).SetString(l.Amount, 10)
+			require.True(t, ok)
+			if sums[l.AssetID] == nil {
+				sums[l.AssetID] = new(big.Int)
+			}
+			sums[l.AssetID].Add(sums[l.AssetID], n.Mul(n, big.NewInt(sign)))
+		}
+	}
+	add(legs.LegsOut, -1)
+	add(legs.LegsIn, 1)
+	require.Len(t, legs.NetFlows, len(sums), "one net flow per asset")
+	nets := map[string]*big.Int{}
+	for _, f := range legs.NetFlows {
+		n, ok := new(big.Int).SetString(f.Net, 10)
+		require.True(t, ok, "net %q", f.Net)
+		require.Zero(t, sums[f.AssetID].Cmp(n), "net of %s", f.AssetID)
+		nets[f.AssetID] = n
+	}
+	in, out := nets[swap.TokenIn], nets[swap.TokenOut]
+	require.NotNil(t, in)
+	require.NotNil(t, out)
+	require.Equal(t, -1, in.Sign(), "token_in left the agent on balance")
+	require.Equal(t, 1, out.Sign(), "token_out reached the agent on balance")
+	require.Equal(t, new(big.Int).Neg(in).String(), swap.AmountIn)
+	require.Equal(t, out.String(), swap.AmountOut)
+	for asset, n := range nets {
+		require.False(t, n.Sign() < 0 && n.Cmp(in) < 0, "%s left the agent more than token_in", asset)
+		require.False(t, n.Sign() > 0 && n.Cmp(out) > 0, "%s reached the agent more than token_out", asset)
 	}
 	if legs.Provider != "" {
 		require.False(t, strings.HasPrefix(legs.Provider, "'"), "the Clarity quote is stripped")
 	}
 }
 
-// largestLeg returns the first of the largest legs, the parser's documented
-// tie-break.
-func largestLeg(t *testing.T, legs []competition.Leg) competition.Leg {
-	t.Helper()
-	var best competition.Leg
-	var max *big.Int
-	for _, l := range legs {
-		require.Regexp(t, canonicalAmount, l.Amount)
-		require.NotEmpty(t, l.AssetID)
-		n, ok := new(big.Int).SetString(l.Amount, 10)
-		require.True(t, ok)
-		if max == nil || n.Cmp(max) > 0 {
-			best, max = l, n
-		}
-	}
-	return best
-}
-
 // FuzzVerify runs arbitrary Hiro answers through every verification gate
 // with the sender registered as a genesis agent, so that the parse and
 // insert gates are reached. Verify must never panic (verify_threw), must
-// answer with a known status, must insert only consistent swaps, and must
-// find an inserted swap already known the second time.
+// answer with a known status, must insert only consistent swaps, must find
+// an inserted swap already known the second time, and must answer a final
+// rejection the second time from the ledger, without asking Hiro.
 func FuzzVerify(f *testing.F) {
 	addFixtureSeeds(f)
 	allow := catalog.Default()
@@ -139,8 +150,9 @@ func FuzzVerify(f *testing.F) {
 		if json.Unmarshal(body, &tx) != nil || tx.TxID == "" {
 			return // the client answers parse_error for these
 		}
-		ledger := &memLedger{swaps: map[string]competition.Swap{}}
-		v := &competition.Verifier{Ledger: ledger, Txs: fixedTx{tx}, Allowlist: allow,
+		ledger := &memLedger{swaps: map[string]competition.Swap{}, rejections: map[string]competition.Rejection{}}
+		txs := &fixedTx{tx: tx}
+		v := &competition.Verifier{Ledger: ledger, Txs: txs, Allowlist: allow,
 			CompetitionStart: time.Unix(0, 0)}
 		o := v.Verify(context.Background(), tx.TxID, competition.SourceSweep)
 		require.NotEqual(t, competition.ReasonVerifyThrew, o.Reason, "verify hit an unexpected error: %v", o.Err)
@@ -155,8 +167,20 @@ func FuzzVerify(f *testing.F) {
 			require.Len(t, ledger.swaps, 1, "no duplicate row")
 		case competition.StatusRejected:
 			require.True(t, o.Reason.Valid(), "unknown reason %q", o.Reason)
-			require.Empty(t, ledger.swaps, "a rejected tx writes nothing")
-		case competition.StatusPending, competition.StatusAlreadyKnown:
+			require.Empty(t, ledger.swaps, "a rejected tx writes no swap")
+			// A txid that is not one never reaches Hiro nor the ledger.
+			kept := o.Reason.Final() && txs.calls == 1
+			require.Equal(t, kept, len(ledger.rejections) == 1, "only final rejections are kept")
+			if kept {
+				again := v.Verify(context.Background(), tx.TxID, competition.SourceAgent)
+				require.Equal(t, o.Reason, again.Reason)
+				require.True(t, again.Known)
+				require.Equal(t, 1, txs.calls, "a kept rejection is not fetched again")
+			}
+		case competition.StatusPending:
+			require.Empty(t, ledger.swaps)
+			require.Len(t, ledger.pending, 1)
+		case competition.StatusAlreadyKnown:
 			require.Empty(t, ledger.swaps)
 		default:
 			require.Failf(t, "unknown status", "%q", o.Status)
@@ -174,8 +198,31 @@ func asParsed(s competition.Swap, id string) competition.Swap {
 
 // memLedger registers every sender as a genesis agent.
 type memLedger struct {
-	mu    sync.Mutex
-	swaps map[string]competition.Swap
+	mu         sync.Mutex
+	swaps      map[string]competition.Swap
+	rejections map[string]competition.Rejection
+	pending    []string
+}
+
+func (l *memLedger) KnownRejection(_ context.Context, txid string) (competition.Rejection, bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r, ok := l.rejections[txid]
+	return r, ok, nil
+}
+
+func (l *memLedger) RecordRejection(_ context.Context, r competition.Rejection) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.rejections[r.TxID] = r
+	return nil
+}
+
+func (l *memLedger) RecordPending(_ context.Context, txid, _ string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.pending = append(l.pending, txid)
+	return nil
 }
 
 func (l *memLedger) SwapExists(_ context.Context, txid string) (bool, error) {
@@ -200,7 +247,14 @@ func (l *memLedger) InsertSwap(_ context.Context, s competition.Swap) (bool, err
 	return true, nil
 }
 
-// fixedTx answers every lookup with one transaction, whatever was asked.
-type fixedTx struct{ tx hiro.Tx }
+// fixedTx answers every lookup with one transaction, whatever was asked,
+// and counts them.
+type fixedTx struct {
+	tx    hiro.Tx
+	calls int
+}
 
-func (f fixedTx) Tx(context.Context, string) (hiro.Tx, error) { return f.tx, nil }
+func (f *fixedTx) Tx(context.Context, string) (hiro.Tx, error) {
+	f.calls++
+	return f.tx, nil
+}

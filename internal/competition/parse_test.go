@@ -20,6 +20,8 @@ const (
 	xykHelper    = "SM1793C4R5PZ4NS4VQ4WMP7SKKYVH8JZEWSZ9HCCR.xyk-swap-helper-v-1-3"
 	// u128 max: far beyond what an int64 or uint64 holds.
 	u128Max = "340282366920938463463374607431768211455"
+	welsh   = "SP3NE50GEXFG9SZGTT51P40X2CKYSZ5CC4ZTZ7A2G.welshcorgicoin-token::welshcorgicoin"
+	sbtc    = "SM3VDXK3WZZSA84XXFKAFAF15NNZX32CTSG82JFQ4.sbtc-token::sbtc-token"
 	u64Max  = "18446744073709551615"
 )
 
@@ -38,13 +40,16 @@ func ftIn(asset, amount string) hiro.Event {
 // callTx is a successful swap call with the given events.
 func callTx(events ...hiro.Event) hiro.Tx {
 	return hiro.Tx{
-		TxID:          "0x01",
-		TxStatus:      "success",
-		TxType:        "contract_call",
-		SenderAddress: agentAddr,
-		BurnBlockTime: 1778787000,
-		ContractCall:  &hiro.ContractCall{ContractID: stableswap, FunctionName: "swap-x-for-y"},
-		Events:        events,
+		TxSummary: hiro.TxSummary{
+			TxID:          "0x01",
+			TxStatus:      "success",
+			TxType:        "contract_call",
+			SenderAddress: agentAddr,
+			BurnBlockTime: 1778787000,
+			ContractCall:  &hiro.ContractCall{ContractID: stableswap, FunctionName: "swap-x-for-y"},
+		},
+		EventCount: len(events),
+		Events:     events,
 	}
 }
 
@@ -74,11 +79,12 @@ func TestParseSwapFixtures(t *testing.T) {
 			},
 			wantRaw: `{
 				"legsOut":[{"asset_id":"stx","amount":"1000000","counterparty":"` + poolAddr + `"}],
-				"legsIn":[{"asset_id":"` + stSTX + `","amount":"859839","counterparty":"` + poolAddr + `"}]
+				"legsIn":[{"asset_id":"` + stSTX + `","amount":"859839","counterparty":"` + poolAddr + `"}],
+				"netFlows":[{"asset_id":"stx","net":"-1000000"},{"asset_id":"` + stSTX + `","net":"859839"}]
 			}`,
 		},
 		{
-			name:     "xyk multi-hop keeps the largest leg each way",
+			name:     "xyk multi-hop: the intermediate token nets to zero",
 			giveFile: "hiro-tx-xyk-multihop.json",
 			wantSwap: Swap{
 				TxID:          "0xdeadbeef",
@@ -101,6 +107,11 @@ func TestParseSwapFixtures(t *testing.T) {
 				"legsIn":[
 					{"asset_id":"` + alex + `","amount":"1","counterparty":"` + poolAddr + `"},
 					{"asset_id":"` + stSTX + `","amount":"859839","counterparty":"` + poolAddr + `"}
+				],
+				"netFlows":[
+					{"asset_id":"stx","net":"-1000000"},
+					{"asset_id":"` + alex + `","net":"0"},
+					{"asset_id":"` + stSTX + `","net":"859839"}
 				]
 			}`,
 		},
@@ -122,6 +133,7 @@ func TestParseSwapFixtures(t *testing.T) {
 			wantRaw: `{
 				"legsOut":[{"asset_id":"stx","amount":"1000000","counterparty":"` + poolAddr + `"}],
 				"legsIn":[{"asset_id":"` + stSTX + `","amount":"859839","counterparty":"` + poolAddr + `"}],
+				"netFlows":[{"asset_id":"stx","net":"-1000000"},{"asset_id":"` + stSTX + `","net":"859839"}],
 				"provider":"` + providerAddr + `"
 			}`,
 		},
@@ -189,15 +201,64 @@ func TestParseSwap(t *testing.T) {
 			wantAmountOut: "184467440737095516150",
 		},
 		{
-			name: "largest is numeric, not lexical",
+			// Compared leg by leg, the 1e12 WELSH leg out would beat the
+			// 5e6 µSTX leg, and the WELSH leg in the sBTC one: the old
+			// parser recorded WELSH → WELSH.
+			name: "a route through the agent: STX → WELSH → sBTC",
+			giveTx: callTx(
+				stxOut("5000000"),
+				ftIn(welsh, "1000000000000"),
+				transfer("fungible_token_asset", welsh, agentAddr, poolAddr, "1000000000000"),
+				ftIn(sbtc, "2300"),
+			),
+			wantTokenIn:   "stx",
+			wantAmountIn:  "5000000",
+			wantTokenOut:  sbtc,
+			wantAmountOut: "2300",
+			wantLegs: &Legs{
+				LegsOut: []Leg{
+					{AssetID: "stx", Amount: "5000000", Counterparty: poolAddr},
+					{AssetID: welsh, Amount: "1000000000000", Counterparty: poolAddr},
+				},
+				LegsIn: []Leg{
+					{AssetID: welsh, Amount: "1000000000000", Counterparty: poolAddr},
+					{AssetID: sbtc, Amount: "2300", Counterparty: poolAddr},
+				},
+				NetFlows: []NetFlow{{AssetID: "stx", Net: "-5000000"}, {AssetID: welsh, Net: "0"}, {AssetID: sbtc, Net: "2300"}},
+			},
+		},
+		{
+			name: "a fee in the input token nets with it",
+			giveTx: callTx(
+				stxOut("1000"), transfer("stx_asset", "", agentAddr, "SP000000000000000000002Q6VF78", "3"),
+				ftIn(stSTX, "900"),
+			),
+			wantTokenIn:   "stx",
+			wantAmountIn:  "1003",
+			wantTokenOut:  stSTX,
+			wantAmountOut: "900",
+		},
+		{
+			name: "a partial refund of the input nets with it",
+			giveTx: callTx(
+				stxOut("1000"), ftIn(stSTX, "900"), transfer("stx_asset", "", poolAddr, agentAddr, "250"),
+			),
+			wantTokenIn:   "stx",
+			wantAmountIn:  "750",
+			wantTokenOut:  stSTX,
+			wantAmountOut: "900",
+		},
+		{
+			// SPEC §5.5: the largest net outflow, compared numerically.
+			name: "two assets out on balance: the larger net outflow, numeric not lexical",
 			giveTx: callTx(
 				stxOut("9"), transfer("ft_transfer_event", alex, agentAddr, poolAddr, "10"),
-				ftIn(stSTX, "99999999999999999999"), ftIn(alex, u128Max),
+				ftIn(stSTX, "99999999999999999999"),
 			),
 			wantTokenIn:   alex,
 			wantAmountIn:  "10",
-			wantTokenOut:  alex,
-			wantAmountOut: u128Max,
+			wantTokenOut:  stSTX,
+			wantAmountOut: "99999999999999999999",
 		},
 		{
 			name:          "equal legs: the first wins",
@@ -208,12 +269,22 @@ func TestParseSwap(t *testing.T) {
 			wantAmountOut: "7",
 		},
 		{
-			name:          "leading zeros are canonicalised and zero is an amount",
-			giveTx:        callTx(stxOut("000100"), ftIn(stSTX, "0")),
+			name:          "leading zeros are canonicalised",
+			giveTx:        callTx(stxOut("000100"), ftIn(stSTX, "007")),
 			wantTokenIn:   "stx",
 			wantAmountIn:  "100",
 			wantTokenOut:  stSTX,
-			wantAmountOut: "0",
+			wantAmountOut: "7",
+		},
+		{
+			name:    "zero is an amount, but nothing on balance",
+			giveTx:  callTx(stxOut("100"), ftIn(stSTX, "0")),
+			wantErr: ErrIncompleteEvents,
+		},
+		{
+			name:    "a round trip of one token leaves nothing on balance",
+			giveTx:  callTx(stxOut("100"), transfer("stx_asset", "", poolAddr, agentAddr, "100")),
+			wantErr: ErrIncompleteEvents,
 		},
 		{
 			name: "self-transfers and other parties' transfers are ignored",
@@ -228,20 +299,22 @@ func TestParseSwap(t *testing.T) {
 			wantTokenOut:  stSTX,
 			wantAmountOut: "9",
 			wantLegs: &Legs{
-				LegsOut: []Leg{{AssetID: "stx", Amount: "10", Counterparty: poolAddr}},
-				LegsIn:  []Leg{{AssetID: stSTX, Amount: "9", Counterparty: poolAddr}},
+				LegsOut:  []Leg{{AssetID: "stx", Amount: "10", Counterparty: poolAddr}},
+				LegsIn:   []Leg{{AssetID: stSTX, Amount: "9", Counterparty: poolAddr}},
+				NetFlows: []NetFlow{{AssetID: "stx", Net: "-10"}, {AssetID: stSTX, Net: "9"}},
 			},
 		},
 		{
 			name: "node-stream STX event names are STX",
 			giveTx: callTx(
 				transfer("stx_transfer_event", "", agentAddr, poolAddr, "3"),
-				transfer("stx_transfer", "", poolAddr, agentAddr, "4"),
+				transfer("stx_transfer", "", agentAddr, poolAddr, "4"),
+				ftIn(stSTX, "5"),
 			),
 			wantTokenIn:   "stx",
-			wantAmountIn:  "3",
-			wantTokenOut:  "stx",
-			wantAmountOut: "4",
+			wantAmountIn:  "7",
+			wantTokenOut:  stSTX,
+			wantAmountOut: "5",
 		},
 		{
 			name: "STX events ignore a stray asset_id",
@@ -278,6 +351,7 @@ func TestParseSwap(t *testing.T) {
 			wantLegs: &Legs{
 				LegsOut:  []Leg{{AssetID: "stx", Amount: "1", Counterparty: poolAddr}},
 				LegsIn:   []Leg{{AssetID: stSTX, Amount: "2", Counterparty: poolAddr}},
+				NetFlows: []NetFlow{{AssetID: "stx", Net: "-1"}, {AssetID: stSTX, Net: "2"}},
 				Provider: providerAddr,
 			},
 		},
@@ -289,8 +363,9 @@ func TestParseSwap(t *testing.T) {
 			wantTokenOut:  stSTX,
 			wantAmountOut: "2",
 			wantLegs: &Legs{
-				LegsOut: []Leg{{AssetID: "stx", Amount: "1", Counterparty: poolAddr}},
-				LegsIn:  []Leg{{AssetID: stSTX, Amount: "2", Counterparty: poolAddr}},
+				LegsOut:  []Leg{{AssetID: "stx", Amount: "1", Counterparty: poolAddr}},
+				LegsIn:   []Leg{{AssetID: stSTX, Amount: "2", Counterparty: poolAddr}},
+				NetFlows: []NetFlow{{AssetID: "stx", Net: "-1"}, {AssetID: stSTX, Net: "2"}},
 			},
 		},
 		{name: "no events", giveTx: callTx(), wantErr: ErrNoTransferEvents},
@@ -369,6 +444,33 @@ func TestParseSwapInvalidAmounts(t *testing.T) {
 			_, err := ParseSwap(callTx(stxOut("1"), ftIn(stSTX, giveAmount)), allow)
 			require.ErrorIs(t, err, ErrInvalidAmount)
 		})
+	}
+}
+
+func TestFound(t *testing.T) {
+	t.Parallel()
+	allow := loadAllowlist(t)
+	entry := func(id, typ, contract, fn string) hiro.Entry {
+		e := hiro.Entry{TxID: id, TxType: typ}
+		if contract != "" {
+			e.ContractCall = &hiro.ContractCall{ContractID: contract, FunctionName: fn}
+		}
+		return e
+	}
+	tests := []struct {
+		name      string
+		giveEntry hiro.Entry
+		want      bool
+	}{
+		{name: "allowlisted swap", giveEntry: entry("0x1", "contract_call", stableswap, "swap-x-for-y"), want: true},
+		{name: "allowlisted contract, other function", giveEntry: entry("0x1", "contract_call", stableswap, "add-liquidity")},
+		{name: "another contract", giveEntry: entry("0x1", "contract_call", "SP1.x", "swap-x-for-y")},
+		{name: "not a contract call", giveEntry: entry("0x1", "token_transfer", stableswap, "swap-x-for-y")},
+		{name: "no payload", giveEntry: entry("0x1", "contract_call", "", "")},
+		{name: "no id", giveEntry: entry("", "contract_call", stableswap, "swap-x-for-y")},
+	}
+	for _, tt := range tests {
+		require.Equal(t, tt.want, Found(tt.giveEntry, allow), tt.name)
 	}
 }
 

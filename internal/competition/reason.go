@@ -16,6 +16,7 @@ const (
 	ReasonMalformedTx            Reason = "malformed_tx"
 	ReasonInvalidAmount          Reason = "invalid_amount"
 	ReasonIncompleteEvents       Reason = "incomplete_events"
+	ReasonNotCanonical           Reason = "not_canonical"
 	ReasonDBUnavailable          Reason = "db_unavailable"
 	ReasonVerifyThrew            Reason = "verify_threw"
 )
@@ -34,12 +35,13 @@ func AllReasons() []Reason {
 		ReasonMalformedTx,
 		ReasonInvalidAmount,
 		ReasonIncompleteEvents,
+		ReasonNotCanonical,
 		ReasonDBUnavailable,
 		ReasonVerifyThrew,
 	}
 }
 
-// Valid reports whether r is one of the twelve reasons.
+// Valid reports whether r is one of the thirteen reasons.
 func (r Reason) Valid() bool {
 	for _, known := range AllReasons() {
 		if r == known {
@@ -47,6 +49,18 @@ func (r Reason) Valid() bool {
 		}
 	}
 	return false
+}
+
+// Final reports whether r is a verdict about the transaction itself, which
+// no later look can change: it is kept in swap_rejections and the
+// transaction is never fetched again. The others (Hiro or the database
+// failing, a bug) say nothing about the transaction.
+func (r Reason) Final() bool {
+	switch r {
+	case ReasonTxNotFound, ReasonTxFetchFailed, ReasonDBUnavailable, ReasonVerifyThrew:
+		return false
+	}
+	return r.Valid()
 }
 
 // RejectionReasons returns the rejectionReasons map of a sweep result: every

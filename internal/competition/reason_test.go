@@ -11,8 +11,8 @@ func TestAllReasonsInSpecOrder(t *testing.T) {
 	want := []Reason{
 		"sender_not_registered", "sender_not_genesis", "contract_not_allowlisted",
 		"tx_not_found", "tx_fetch_failed", "tx_failed", "before_comp_start",
-		"malformed_tx", "invalid_amount", "incomplete_events", "db_unavailable",
-		"verify_threw",
+		"malformed_tx", "invalid_amount", "incomplete_events", "not_canonical",
+		"db_unavailable", "verify_threw",
 	}
 	require.Equal(t, want, AllReasons())
 
@@ -40,14 +40,25 @@ func TestReasonValid(t *testing.T) {
 	}
 }
 
+func TestReasonFinal(t *testing.T) {
+	t.Parallel()
+	notFinal := map[Reason]bool{
+		ReasonTxNotFound: true, ReasonTxFetchFailed: true, ReasonDBUnavailable: true, ReasonVerifyThrew: true,
+	}
+	for _, r := range AllReasons() {
+		require.Equal(t, !notFinal[r], r.Final(), string(r))
+	}
+	require.False(t, Reason("no_transfer_events").Final(), "an unknown reason is never kept")
+}
+
 func TestRejectionReasons(t *testing.T) {
 	t.Parallel()
 
 	allZero := map[string]int{
 		"sender_not_registered": 0, "sender_not_genesis": 0, "contract_not_allowlisted": 0,
 		"tx_not_found": 0, "tx_fetch_failed": 0, "tx_failed": 0, "before_comp_start": 0,
-		"malformed_tx": 0, "invalid_amount": 0, "incomplete_events": 0, "db_unavailable": 0,
-		"verify_threw": 0,
+		"malformed_tx": 0, "invalid_amount": 0, "incomplete_events": 0, "not_canonical": 0,
+		"db_unavailable": 0, "verify_threw": 0,
 	}
 	with := func(changes map[string]int) map[string]int {
 		m := map[string]int{}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strings"
 	"time"
@@ -30,12 +31,31 @@ const (
 // Ledger is the verifier's view of Postgres.
 type Ledger interface {
 	SwapExists(ctx context.Context, txid string) (bool, error)
+	// KnownRejection returns the final rejection kept for txid, marking it
+	// seen again; found is false when there is none.
+	KnownRejection(ctx context.Context, txid string) (r Rejection, found bool, err error)
 	// Agent looks an agent up by STX address; found is false when none is
 	// registered.
 	Agent(ctx context.Context, stx string) (agent Agent, found bool, err error)
 	// InsertSwap inserts with ON CONFLICT (txid) DO NOTHING; inserted is
-	// false when another writer got there first.
+	// false when another writer got there first. The transaction stops
+	// being pending either way.
 	InsertSwap(ctx context.Context, swap Swap) (inserted bool, err error)
+	// RecordRejection keeps a final rejection (swap_rejections), or marks
+	// a kept one seen again; the transaction stops being pending.
+	RecordRejection(ctx context.Context, r Rejection) error
+	// RecordPending keeps a transaction still in the mempool
+	// (pending_txs), so the next visit of its sender looks at it again.
+	RecordPending(ctx context.Context, txid, sender string) error
+}
+
+// Rejection is a final verdict on a transaction, as swap_rejections keeps it.
+type Rejection struct {
+	TxID string
+	// Sender is the transaction's sender, "" when unknown.
+	Sender string
+	Reason Reason
+	Detail string
 }
 
 // TxSource fetches a transaction with its events; *hiro.Client is one.
@@ -75,6 +95,16 @@ type Outcome struct {
 	// Err is the cause of a failure (Hiro, the database, a panic), kept so
 	// the caller can log it and read its class.
 	Err error
+	// Known says the rejection was answered from swap_rejections, without
+	// asking Hiro.
+	Known bool
+	// Requests is how many Hiro requests the verification sent (a
+	// transaction's event pages, retries included).
+	Requests int
+	// LedgerErr is set when the verdict stands but could not be recorded
+	// (as a rejection or as pending): nothing is lost, the transaction is
+	// looked at again next time.
+	LedgerErr error
 }
 
 // HTTPStatus is the status the fast path answers with (SPEC §5.7).
@@ -154,16 +184,50 @@ func (v *Verifier) verify(ctx context.Context, rawID, source string) Outcome {
 	if !validSource(source) {
 		return reject(txid, ReasonVerifyThrew, "unknown source", fmt.Errorf("source %q is not agent, sweep or chainhook", source))
 	}
-
-	exists, err := v.Ledger.SwapExists(ctx, txid)
-	if err != nil {
-		return reject(txid, ReasonDBUnavailable, "could not look the swap up", err)
-	}
-	if exists {
-		return Outcome{TxID: txid, Status: StatusAlreadyKnown}
+	if out, done := v.known(ctx, txid); done {
+		return out
 	}
 
 	tx, err := v.Txs.Tx(ctx, txid)
+	out := v.judge(ctx, txid, source, tx, err)
+	out.Requests = tx.Requests
+	switch {
+	case out.Status == StatusPending:
+		out.LedgerErr = v.Ledger.RecordPending(ctx, txid, tx.SenderAddress)
+	case out.Status == StatusRejected && out.Reason.Final():
+		out.LedgerErr = v.Ledger.RecordRejection(ctx, Rejection{TxID: txid, Sender: tx.SenderAddress, Reason: out.Reason, Detail: out.Detail})
+	}
+	return out
+}
+
+// known answers from the ledger alone when it can: a swap already there, or
+// a final rejection already kept (SPEC §5.5, the first gate).
+func (v *Verifier) known(ctx context.Context, txid string) (Outcome, bool) {
+	exists, err := v.Ledger.SwapExists(ctx, txid)
+	if err != nil {
+		return reject(txid, ReasonDBUnavailable, "could not look the swap up", err), true
+	}
+	if exists {
+		return Outcome{TxID: txid, Status: StatusAlreadyKnown}, true
+	}
+	r, found, err := v.Ledger.KnownRejection(ctx, txid)
+	switch {
+	case err != nil:
+		return reject(txid, ReasonDBUnavailable, "could not look the rejection up", err), true
+	case found && r.Reason.Final():
+		out := reject(txid, r.Reason, r.Detail, nil)
+		out.Known = true
+		if out.Detail == "" {
+			out.Detail = "rejected before"
+		}
+		return out, true
+	}
+	return Outcome{}, false
+}
+
+// judge runs the gates that need the transaction, in the spec's order, and
+// inserts it when it passes them all.
+func (v *Verifier) judge(ctx context.Context, txid, source string, tx hiro.Tx, err error) Outcome {
 	switch {
 	case pacer.ClassOf(err) == pacer.ClassNotFound:
 		return reject(txid, ReasonTxNotFound, "Hiro does not know this transaction", err)
@@ -173,19 +237,19 @@ func (v *Verifier) verify(ctx context.Context, rawID, source string) Outcome {
 	if got, _ := normalizeTxID(tx.TxID); got != txid {
 		// Hiro answered about another transaction: the answer is unusable.
 		return reject(txid, ReasonTxFetchFailed, "Hiro returned a different transaction",
-			pacer.Errorf(pacer.ClassParseError, "verify "+txid, "Hiro answered with tx_id %q", tx.TxID))
+			pacer.Errorf(pacer.ClassParseError, "verify "+txid, "Hiro answered with tx_id %q", abbreviate(tx.TxID)))
 	}
 
 	switch {
+	case !tx.EventsComplete():
+		return reject(txid, ReasonIncompleteEvents, fmt.Sprintf("read %d of the %d events Hiro counts", len(tx.Events), tx.EventCount), nil)
 	case tx.TxStatus == hiro.StatusPending:
 		return Outcome{TxID: txid, Status: StatusPending}
-	case !hiro.IsTerminalStatus(tx.TxStatus):
-		return reject(txid, ReasonMalformedTx, fmt.Sprintf("unknown tx_status %q", tx.TxStatus), nil)
-	case tx.TxStatus != hiro.StatusSuccess:
-		return reject(txid, ReasonTxFailed, "transaction ended with "+tx.TxStatus, nil)
-	case tx.BurnBlockTime < v.CompetitionStart.Unix():
-		return reject(txid, ReasonBeforeCompStart, fmt.Sprintf("burn_block_time %d is before the competition start %d", tx.BurnBlockTime, v.CompetitionStart.Unix()), nil)
-	case tx.TxType != hiro.TxTypeContractCall || tx.ContractCall == nil:
+	}
+	if out, done := statusGates(txid, tx.TxSummary, v.CompetitionStart); done {
+		return out
+	}
+	if tx.TxType != hiro.TxTypeContractCall || tx.ContractCall == nil {
 		return reject(txid, ReasonMalformedTx, fmt.Sprintf("tx_type %q is not a contract call", tx.TxType), nil)
 	}
 
@@ -194,7 +258,7 @@ func (v *Verifier) verify(ctx context.Context, rawID, source string) Outcome {
 	case err != nil:
 		return reject(txid, ReasonDBUnavailable, "could not look the sender up", err)
 	case !found:
-		return reject(txid, ReasonSenderNotRegistered, "sender "+tx.SenderAddress+" is not a registered agent", nil)
+		return reject(txid, ReasonSenderNotRegistered, "sender "+abbreviate(tx.SenderAddress)+" is not a registered agent", nil)
 	case agent.ClaimStatus != ClaimVerified && agent.ClaimStatus != ClaimRewarded:
 		return reject(txid, ReasonSenderNotGenesis, "sender has no verified or rewarded claim", nil)
 	case agent.ERC8004AgentID == nil:
@@ -203,7 +267,7 @@ func (v *Verifier) verify(ctx context.Context, rawID, source string) Outcome {
 
 	call := tx.ContractCall
 	if !v.Allowlist.Allowed(call.ContractID, call.FunctionName) {
-		return reject(txid, ReasonContractNotAllowlisted, call.ContractID+"::"+call.FunctionName+" is not an allowlisted swap", nil)
+		return reject(txid, ReasonContractNotAllowlisted, abbreviate(call.ContractID+"::"+call.FunctionName)+" is not an allowlisted swap", nil)
 	}
 
 	swap, err := ParseSwap(tx, v.Allowlist)
@@ -229,6 +293,67 @@ func (v *Verifier) verify(ctx context.Context, rawID, source string) Outcome {
 		return Outcome{TxID: txid, Status: StatusAlreadyKnown}
 	}
 	return Outcome{TxID: txid, Status: StatusInserted, Swap: &swap}
+}
+
+// statusGates are the gates a mined or dropped transaction's summary
+// decides, whether it came from the detail or from a listing: the fork it
+// is on, its status and its time. done is false when they all pass.
+func statusGates(txid string, tx hiro.TxSummary, start time.Time) (out Outcome, done bool) {
+	switch {
+	case !tx.IsCanonical():
+		return reject(txid, ReasonNotCanonical, "the transaction is on a fork that lost (canonical false)", nil), true
+	case !hiro.IsTerminalStatus(tx.TxStatus):
+		return reject(txid, ReasonMalformedTx, fmt.Sprintf("unknown tx_status %q", abbreviate(tx.TxStatus)), nil), true
+	case tx.TxStatus != hiro.StatusSuccess:
+		return reject(txid, ReasonTxFailed, "transaction ended with "+tx.TxStatus, nil), true
+	case tx.BurnBlockTime < start.Unix():
+		return reject(txid, ReasonBeforeCompStart, fmt.Sprintf("burn_block_time %d is before the competition start %d", tx.BurnBlockTime, start.Unix()), nil), true
+	}
+	return Outcome{}, false
+}
+
+// RejectListed decides what a listing entry alone can (SPEC §5.2): an entry
+// on a fork that lost, one that already ended in failure (any status but
+// success and pending) or one mined before the competition start is
+// rejected, and the rejection recorded, without a detail request. ok is
+// false when the entry needs Verify: pending or successful, on time.
+// A transaction already in swaps is StatusAlreadyKnown. The outcome's
+// LedgerErr says a rejection could not be recorded; a failing lookup is
+// db_unavailable. It never panics.
+func (v *Verifier) RejectListed(ctx context.Context, e hiro.Entry) (out Outcome, ok bool) {
+	defer func() {
+		if p := recover(); p != nil {
+			out, ok = reject(abbreviate(e.TxID), ReasonVerifyThrew, "verification panicked", fmt.Errorf("panic: %v", p)), true
+		}
+	}()
+	txid, valid := normalizeTxID(e.TxID)
+	if !valid {
+		return reject(abbreviate(e.TxID), ReasonMalformedTx, "txid is not hexadecimal", nil), true
+	}
+	if e.TxStatus == hiro.StatusPending {
+		return Outcome{}, false
+	}
+	summary := hiro.TxSummary{TxID: txid, TxStatus: e.TxStatus, BurnBlockTime: e.BurnBlockTime, Canonical: &e.Canonical}
+	if e.TxStatus == hiro.StatusSuccess && e.Mined() && e.BurnBlockTime == 0 {
+		// A listing without the time: the detail will tell.
+		summary.BurnBlockTime = math.MaxInt64
+	}
+	verdict, decided := statusGates(txid, summary, v.CompetitionStart)
+	if !decided {
+		return Outcome{}, false
+	}
+	if v.Ledger == nil {
+		return reject(txid, ReasonVerifyThrew, "verifier is missing a dependency", errors.New("nil Ledger")), true
+	}
+	exists, err := v.Ledger.SwapExists(ctx, txid)
+	switch {
+	case err != nil:
+		return reject(txid, ReasonDBUnavailable, "could not look the swap up", err), true
+	case exists:
+		return Outcome{TxID: txid, Status: StatusAlreadyKnown}, true
+	}
+	verdict.LedgerErr = v.Ledger.RecordRejection(ctx, Rejection{TxID: txid, Sender: e.SenderAddress, Reason: verdict.Reason, Detail: verdict.Detail})
+	return verdict, true
 }
 
 func reject(txid string, reason Reason, detail string, err error) Outcome {

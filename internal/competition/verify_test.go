@@ -19,6 +19,7 @@ var compStart = time.Unix(1778700600, 0)
 const goodTxID = "0x46bc5587ae56e5bd4453daa2bf63c2a9e0414953fd21a82eb44f2f926f0ee0e4"
 
 func int64p(n int64) *int64 { return &n }
+func boolp(b bool) *bool    { return &b }
 
 func genesisAgent() Agent {
 	return Agent{STXAddress: agentAddr, BTCAddress: "bc1qagent", ERC8004AgentID: int64p(42), ClaimStatus: ClaimVerified}
@@ -39,6 +40,8 @@ type verifyCase struct {
 	wantHTTP     int
 	wantHiroCall bool
 	wantClass    pacer.ErrorClass
+	// wantKnown: answered from swap_rejections.
+	wantKnown bool
 }
 
 // verifyCases is the gate table, shared with the test that checks it covers
@@ -65,6 +68,33 @@ func verifyCases() []verifyCase {
 		{
 			name:       "ledger down before anything else",
 			giveLedger: func(l *fakeLedger) { l.existsErr = dbDown },
+			wantStatus: StatusRejected,
+			wantReason: ReasonDBUnavailable,
+			wantHTTP:   http.StatusServiceUnavailable,
+			wantClass:  pacer.ClassTransport,
+		},
+		{
+			name: "a kept rejection is answered from the ledger, no Hiro call",
+			giveLedger: func(l *fakeLedger) {
+				l.rejections = map[string]Rejection{goodTxID: {TxID: goodTxID, Reason: ReasonTxFailed, Detail: "ended with abort_by_response"}}
+			},
+			wantStatus: StatusRejected,
+			wantReason: ReasonTxFailed,
+			wantHTTP:   http.StatusUnprocessableEntity,
+			wantKnown:  true,
+		},
+		{
+			name: "a kept rejection that is not final is ignored",
+			giveLedger: func(l *fakeLedger) {
+				l.rejections = map[string]Rejection{goodTxID: {TxID: goodTxID, Reason: ReasonTxFetchFailed}}
+			},
+			wantStatus:   StatusInserted,
+			wantHTTP:     http.StatusOK,
+			wantHiroCall: true,
+		},
+		{
+			name:       "rejection lookup fails",
+			giveLedger: func(l *fakeLedger) { l.knownErr = dbDown },
 			wantStatus: StatusRejected,
 			wantReason: ReasonDBUnavailable,
 			wantHTTP:   http.StatusServiceUnavailable,
@@ -107,10 +137,48 @@ func verifyCases() []verifyCase {
 			wantClass:    pacer.ClassParseError,
 		},
 		{
-			name:         "pending: no row",
+			name:         "fewer events than event_count after paging",
+			giveTx:       func(tx *hiro.Tx) { tx.EventCount = 30 },
+			wantStatus:   StatusRejected,
+			wantReason:   ReasonIncompleteEvents,
+			wantHTTP:     http.StatusUnprocessableEntity,
+			wantHiroCall: true,
+		},
+		{
+			name:         "every event read: event_count equal",
+			giveTx:       func(tx *hiro.Tx) { tx.EventCount = len(tx.Events) },
+			wantStatus:   StatusInserted,
+			wantHTTP:     http.StatusOK,
+			wantHiroCall: true,
+		},
+		{
+			name:         "pending: no row, kept as pending",
 			giveTx:       func(tx *hiro.Tx) { tx.TxStatus = "pending" },
 			wantStatus:   StatusPending,
 			wantHTTP:     http.StatusAccepted,
+			wantHiroCall: true,
+		},
+		{
+			name:         "on a fork that lost",
+			giveTx:       func(tx *hiro.Tx) { tx.Canonical = boolp(false) },
+			wantStatus:   StatusRejected,
+			wantReason:   ReasonNotCanonical,
+			wantHTTP:     http.StatusUnprocessableEntity,
+			wantHiroCall: true,
+		},
+		{
+			name:         "in a microblock that lost",
+			giveTx:       func(tx *hiro.Tx) { tx.Canonical, tx.MicroblockCanonical = boolp(true), boolp(false) },
+			wantStatus:   StatusRejected,
+			wantReason:   ReasonNotCanonical,
+			wantHTTP:     http.StatusUnprocessableEntity,
+			wantHiroCall: true,
+		},
+		{
+			name:         "canonical said true counts",
+			giveTx:       func(tx *hiro.Tx) { tx.Canonical, tx.MicroblockCanonical = boolp(true), boolp(true) },
+			wantStatus:   StatusInserted,
+			wantHTTP:     http.StatusOK,
 			wantHiroCall: true,
 		},
 		{
@@ -321,6 +389,33 @@ func verifyCases() []verifyCase {
 		},
 		// The first failing gate wins over every later one.
 		{
+			name:         "incomplete events beat pending",
+			giveTx:       func(tx *hiro.Tx) { tx.TxStatus = "pending"; tx.EventCount = 99 },
+			wantStatus:   StatusRejected,
+			wantReason:   ReasonIncompleteEvents,
+			wantHTTP:     http.StatusUnprocessableEntity,
+			wantHiroCall: true,
+		},
+		{
+			name:         "pending beats not canonical",
+			giveTx:       func(tx *hiro.Tx) { tx.TxStatus = "pending"; tx.Canonical = boolp(false) },
+			wantStatus:   StatusPending,
+			wantHTTP:     http.StatusAccepted,
+			wantHiroCall: true,
+		},
+		{
+			name: "not canonical beats an unknown status, failure and an early time",
+			giveTx: func(tx *hiro.Tx) {
+				tx.Canonical = boolp(false)
+				tx.TxStatus = "abort_by_response"
+				tx.BurnBlockTime = 1
+			},
+			wantStatus:   StatusRejected,
+			wantReason:   ReasonNotCanonical,
+			wantHTTP:     http.StatusUnprocessableEntity,
+			wantHiroCall: true,
+		},
+		{
 			name: "failed beats early, unregistered and off-list",
 			giveTx: func(tx *hiro.Tx) {
 				tx.TxStatus = "abort_by_response"
@@ -379,6 +474,9 @@ func TestVerifyGates(t *testing.T) {
 			}
 
 			rowsBefore := len(ledger.swaps)
+			if tt.giveTxErr == nil {
+				txs.tx.Requests = 1
+			}
 
 			got := v.Verify(t.Context(), giveTxID, giveSource)
 
@@ -386,10 +484,23 @@ func TestVerifyGates(t *testing.T) {
 			require.Equal(t, tt.wantReason, got.Reason, "detail: %s", got.Detail)
 			require.Equal(t, tt.wantHTTP, got.HTTPStatus())
 			require.Equal(t, tt.wantClass, got.Class())
+			if got.Reason != ReasonVerifyThrew { // a panic loses the count
+				require.Equal(t, txs.calls*txs.tx.Requests, got.Requests, "the Hiro requests are counted")
+			}
 			require.Equal(t, tt.wantHiroCall, txs.calls == 1, "Hiro calls: %d", txs.calls)
+			require.Equal(t, tt.wantKnown, got.Known)
+			require.NoError(t, got.LedgerErr)
 			if got.Status == StatusRejected {
 				require.NotEmpty(t, got.Detail)
 			}
+			// Final verdicts on a transaction Hiro served are kept, and
+			// nothing else is; a pending one is kept as pending.
+			r, kept := ledger.rejections[got.TxID]
+			kept = kept && got.Status == StatusRejected && r.Reason == got.Reason
+			require.Equal(t, got.Status == StatusRejected && got.Reason.Final() && (tt.wantHiroCall || tt.wantKnown), kept,
+				"kept in swap_rejections: %v", ledger.rejections)
+			_, pending := ledger.pending[got.TxID]
+			require.Equal(t, got.Status == StatusPending, pending)
 			if got.Status != StatusInserted {
 				require.Nil(t, got.Swap)
 				require.Len(t, ledger.swaps, rowsBefore, "nothing is written")
@@ -420,7 +531,8 @@ func TestVerifyInsertsTheParsedSwap(t *testing.T) {
 	row := *got.Swap
 	require.JSONEq(t, `{
 		"legsOut":[{"asset_id":"stx","amount":"1000000","counterparty":"`+poolAddr+`"}],
-		"legsIn":[{"asset_id":"`+stSTX+`","amount":"859839","counterparty":"`+poolAddr+`"}]
+		"legsIn":[{"asset_id":"`+stSTX+`","amount":"859839","counterparty":"`+poolAddr+`"}],
+		"netFlows":[{"asset_id":"stx","net":"-1000000"},{"asset_id":"`+stSTX+`","net":"859839"}]
 	}`, string(row.RawEventJSON))
 	row.RawEventJSON = nil
 	require.Equal(t, Swap{
@@ -483,6 +595,159 @@ func TestHTTPStatus(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			require.Equal(t, tt.wantHTTP, tt.giveOutcome.HTTPStatus())
+		})
+	}
+}
+
+func TestVerifyKeepsVerdictsWhenTheLedgerCannotRecordThem(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name       string
+		giveStatus string
+		wantStatus Status
+		wantReason Reason
+	}{
+		{name: "rejection", giveStatus: "abort_by_response", wantStatus: StatusRejected, wantReason: ReasonTxFailed},
+		{name: "pending", giveStatus: "pending", wantStatus: StatusPending},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tx := loadTx(t, "hiro-tx-stableswap-stx-ststx.json")
+			tx.TxStatus = tt.giveStatus
+			ledger := &fakeLedger{agents: map[string]Agent{agentAddr: genesisAgent()}, recordErr: errors.New("connection refused")}
+			v := &Verifier{Ledger: ledger, Txs: &fakeTxs{tx: tx}, Allowlist: loadAllowlist(t), CompetitionStart: compStart}
+
+			got := v.Verify(t.Context(), goodTxID, SourceSweep)
+			require.Equal(t, tt.wantStatus, got.Status)
+			require.Equal(t, tt.wantReason, got.Reason)
+			require.ErrorContains(t, got.LedgerErr, "connection refused")
+			require.NoError(t, got.Err, "the verdict itself did not fail")
+		})
+	}
+}
+
+func TestRejectListed(t *testing.T) {
+	t.Parallel()
+	listed := func(change func(*hiro.Entry)) hiro.Entry {
+		e := hiro.Entry{
+			TxID: goodTxID, TxType: "contract_call", TxStatus: "success", SenderAddress: agentAddr,
+			BlockHeight: 180000, TxIndex: 3, BurnBlockTime: compStart.Unix() + 60, Canonical: true,
+			ContractCall: &hiro.ContractCall{ContractID: stableswap, FunctionName: "swap-x-for-y"},
+		}
+		if change != nil {
+			change(&e)
+		}
+		return e
+	}
+	dbDown := errors.New("connection refused")
+
+	tests := []struct {
+		name       string
+		giveEntry  hiro.Entry
+		giveLedger func(*fakeLedger)
+		wantOK     bool
+		wantStatus Status
+		wantReason Reason
+		wantKept   bool
+	}{
+		{name: "a successful swap on time needs the detail", giveEntry: listed(nil)},
+		{name: "at the start exactly needs the detail", giveEntry: listed(func(e *hiro.Entry) { e.BurnBlockTime = compStart.Unix() })},
+		{name: "pending needs the detail", giveEntry: listed(func(e *hiro.Entry) { e.TxStatus = "pending"; e.BlockHeight = 0 })},
+		{
+			name:       "aborted",
+			giveEntry:  listed(func(e *hiro.Entry) { e.TxStatus = "abort_by_post_condition" }),
+			wantOK:     true,
+			wantStatus: StatusRejected,
+			wantReason: ReasonTxFailed,
+			wantKept:   true,
+		},
+		{
+			name:       "dropped from the mempool",
+			giveEntry:  listed(func(e *hiro.Entry) { e.TxStatus = "dropped_replace_by_fee"; e.BlockHeight, e.BurnBlockTime = 0, 0 }),
+			wantOK:     true,
+			wantStatus: StatusRejected,
+			wantReason: ReasonTxFailed,
+			wantKept:   true,
+		},
+		{
+			name:       "an unknown status",
+			giveEntry:  listed(func(e *hiro.Entry) { e.TxStatus = "abort_by_reorg" }),
+			wantOK:     true,
+			wantStatus: StatusRejected,
+			wantReason: ReasonMalformedTx,
+			wantKept:   true,
+		},
+		{
+			name:       "before the start",
+			giveEntry:  listed(func(e *hiro.Entry) { e.BurnBlockTime = compStart.Unix() - 1 }),
+			wantOK:     true,
+			wantStatus: StatusRejected,
+			wantReason: ReasonBeforeCompStart,
+			wantKept:   true,
+		},
+		{
+			name:       "on a fork that lost, before anything else",
+			giveEntry:  listed(func(e *hiro.Entry) { e.Canonical = false; e.TxStatus = "abort_by_response"; e.BurnBlockTime = 1 }),
+			wantOK:     true,
+			wantStatus: StatusRejected,
+			wantReason: ReasonNotCanonical,
+			wantKept:   true,
+		},
+		{
+			name:       "a successful entry without a time is left to the detail",
+			giveEntry:  listed(func(e *hiro.Entry) { e.BurnBlockTime = 0 }),
+			wantOK:     false,
+			wantStatus: "",
+		},
+		{
+			name:       "already a swap",
+			giveEntry:  listed(func(e *hiro.Entry) { e.Canonical = false }),
+			giveLedger: func(l *fakeLedger) { l.swaps = map[string]Swap{goodTxID: {TxID: goodTxID}} },
+			wantOK:     true,
+			wantStatus: StatusAlreadyKnown,
+		},
+		{
+			name:       "ledger down",
+			giveEntry:  listed(func(e *hiro.Entry) { e.TxStatus = "abort_by_response" }),
+			giveLedger: func(l *fakeLedger) { l.existsErr = dbDown },
+			wantOK:     true,
+			wantStatus: StatusRejected,
+			wantReason: ReasonDBUnavailable,
+		},
+		{
+			name:       "a txid that is not one is never recorded",
+			giveEntry:  listed(func(e *hiro.Entry) { e.TxID = "0xnothex"; e.TxStatus = "abort_by_response" }),
+			wantOK:     true,
+			wantStatus: StatusRejected,
+			wantReason: ReasonMalformedTx,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ledger := &fakeLedger{}
+			if tt.giveLedger != nil {
+				tt.giveLedger(ledger)
+			}
+			txs := &fakeTxs{}
+			v := &Verifier{Ledger: ledger, Txs: txs, Allowlist: loadAllowlist(t), CompetitionStart: compStart}
+
+			got, ok := v.RejectListed(t.Context(), tt.giveEntry)
+			require.Equal(t, tt.wantOK, ok)
+			require.Equal(t, tt.wantStatus, got.Status)
+			require.Equal(t, tt.wantReason, got.Reason)
+			require.Zero(t, txs.calls, "no detail request")
+			require.NoError(t, got.LedgerErr)
+			r, kept := ledger.rejections[goodTxID]
+			require.Equal(t, tt.wantKept, kept)
+			if kept {
+				require.Equal(t, Rejection{TxID: goodTxID, Sender: agentAddr, Reason: tt.wantReason, Detail: got.Detail}, r)
+				again := v.Verify(t.Context(), goodTxID, SourceAgent)
+				require.Equal(t, tt.wantReason, again.Reason, "the fast path answers from the kept rejection")
+				require.True(t, again.Known)
+				require.Zero(t, txs.calls)
+			}
 		})
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
+	"math/big"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -33,17 +35,22 @@ func FuzzParseQuota(f *testing.F) {
 		h.Set("x-ratelimit-remaining-stacks-minute", minute)
 		h.Set("x-ratelimit-remaining-stacks-month", month)
 		h.Set("x-ratelimit-limit-stacks-month", monthLimit)
+		h.Set("x-ratelimit-cost-stacks", minute)
 		q := ParseQuota(h)
+		require.GreaterOrEqual(t, q.Cost, int64(1), "a cost is never free or negative")
+		if want, ok := plainCount(minute); ok && want > 0 {
+			require.Equal(t, want, q.Cost)
+		}
 
 		for name, c := range map[string]struct {
-			got  *int
+			got  *int64
 			sent string
 		}{
 			"ratelimit-remaining": {q.Remaining, remaining}, "minute": {q.MinuteRemaining, minute},
 			"month": {q.MonthRemaining, month}, "monthLimit": {q.MonthLimit, monthLimit},
 		} {
 			if c.got != nil {
-				require.GreaterOrEqual(t, *c.got, 0, name)
+				require.GreaterOrEqual(t, *c.got, int64(0), name)
 			}
 			if want, ok := plainCount(c.sent); ok {
 				require.NotNil(t, c.got, "%s %q is a plain count", name, c.sent)
@@ -61,26 +68,29 @@ func FuzzParseQuota(f *testing.F) {
 		if q.MonthLow() {
 			require.NotNil(t, q.MonthRemaining)
 			require.NotNil(t, q.MonthLimit)
-			require.Less(t, int64(*q.MonthRemaining)*5, int64(*q.MonthLimit))
+			require.Less(t, new(big.Int).Mul(big.NewInt(*q.MonthRemaining), big.NewInt(5)).Cmp(big.NewInt(*q.MonthLimit)), 0)
 		}
 	})
 }
 
 // plainCount is the independent reading of a count: optional spaces around
-// ASCII digits that fit an int.
-func plainCount(s string) (int, bool) {
+// ASCII digits, clamped to the int64 range.
+func plainCount(s string) (int64, bool) {
 	s = strings.Trim(s, " \t")
-	if s == "" || len(s) > 18 {
+	if s == "" {
 		return 0, false
 	}
-	n := 0
+	n := new(big.Int)
 	for _, r := range s {
 		if r < '0' || r > '9' {
 			return 0, false
 		}
-		n = n*10 + int(r-'0')
+		n.Mul(n, big.NewInt(10)).Add(n, big.NewInt(int64(r-'0')))
 	}
-	return n, true
+	if !n.IsInt64() {
+		return math.MaxInt64, true
+	}
+	return n.Int64(), true
 }
 
 // FuzzTxResponse drives Client.Tx over a transport that answers every
@@ -102,22 +112,33 @@ func FuzzTxResponse(f *testing.F) {
 	f.Add(200, `{}`, "", "", 0)
 	f.Add(200, `null`, "", "", 0)
 	f.Add(200, `{"tx_id":"0x01","events":[{"asset":{"amount":5}}]}`, "", "", 0)
+	f.Add(200, `{"tx_id":"0x01","event_count":130,"events":[{"event_index":0},{"event_index":1}]}`, "", "", 0)
+	f.Add(200, `{"tx_id":"0x01","event_count":-1,"events":[]}`, "", "", 0)
+	f.Add(200, `{"tx_id":"0x01","canonical":false,"microblock_canonical":"no"}`, "", "", 0)
 	f.Fuzz(func(t *testing.T, status int, body, month, retryAfter string, pad int) {
 		c, calls := fuzzClient(t, status, body, month, retryAfter, pad)
 		tx, err := c.Tx(context.Background(), "0xabc")
-		require.LessOrEqual(t, int(calls.Load()), maxRateLimitAttempts+maxFailureAttempts, "retries stay within budget")
+		// Every answer is the same, so a second events page brings nothing
+		// new and paging stops there.
+		require.LessOrEqual(t, int(calls.Load()), 2*(maxRateLimitAttempts+maxFailureAttempts), "retries stay within budget")
 		if err == nil {
 			require.NotEmpty(t, tx.TxID)
 			require.NotEmpty(t, tx.Raw)
+			require.Equal(t, int(calls.Load()), tx.Requests, "every request is counted")
+			require.LessOrEqual(t, len(tx.Events), max(tx.EventCount, len(tx.Events)))
 			return
 		}
 		requireClassified(t, err)
 	})
 }
 
-// FuzzAddressTransactionsResponse is FuzzTxResponse for the list endpoint.
+// FuzzAddressTransactionsResponse is FuzzTxResponse for the list
+// endpoints: AddressTransactions, and ListTransactions from the newest page
+// (v3 first, v1 after a 404) and from a saved v1 token. A listing never
+// panics, stays within its retry budget, and either fails classified or
+// hands out entries with ids and a next token it can read back.
 func FuzzAddressTransactionsResponse(f *testing.F) {
-	for _, name := range []string{"address-transactions-page.json", "tx-list.json"} {
+	for _, name := range []string{"address-transactions-page.json", "tx-list.json", "principal-transactions-v3.json"} {
 		b, err := os.ReadFile(filepath.Join("testdata", name))
 		require.NoError(f, err)
 		f.Add(200, string(b), "", "", 0)
@@ -126,12 +147,34 @@ func FuzzAddressTransactionsResponse(f *testing.F) {
 	f.Add(200, `{"limit":"25","results":null}`, "", "", 0)
 	f.Add(500, `{"error":"boom KEY"}`, "", "", 250)
 	f.Add(429, ``, "0", "", 0)
+	f.Add(404, `{"error":"Not Found"}`, "", "", 0)
+	f.Add(200, `{"total":3,"cursor":{"next":"1:2:3"},"results":[{"transaction":{"tx_id":"0x1","block":{"height":1e30}}}]}`, "", "", 0)
 	f.Fuzz(func(t *testing.T, status int, body, month, retryAfter string, pad int) {
+		const principal = "SP4DXVEC16FS6QR7RBKGWZYJKTXPC81W49W0ATJE"
 		c, calls := fuzzClient(t, status, body, month, retryAfter, pad)
-		_, err := c.AddressTransactions(context.Background(), "SP4DXVEC16FS6QR7RBKGWZYJKTXPC81W49W0ATJE", 25)
+		_, err := c.AddressTransactions(context.Background(), principal, 25)
 		require.LessOrEqual(t, int(calls.Load()), maxRateLimitAttempts+maxFailureAttempts, "retries stay within budget")
 		if err != nil {
 			requireClassified(t, err)
+		}
+
+		for _, from := range []PageToken{"", "v1:50:1000:3:0xabc"} {
+			c, calls := fuzzClient(t, status, body, month, retryAfter, pad)
+			page, err := c.ListTransactions(context.Background(), principal, from)
+			// A v3 probe, then v1 and its rewinds, each within the retry budget.
+			require.LessOrEqual(t, int(calls.Load()), (2+maxRewinds)*(maxRateLimitAttempts+maxFailureAttempts))
+			require.Equal(t, int(calls.Load()), page.Requests, "every request is counted")
+			if err != nil {
+				requireClassified(t, err)
+				continue
+			}
+			for _, e := range page.Entries {
+				require.NotEmpty(t, e.TxID)
+			}
+			if page.Next != "" {
+				_, err := parseToken(page.Next)
+				require.NoError(t, err, "the next token %q reads back", page.Next)
+			}
 		}
 	})
 }

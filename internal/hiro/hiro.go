@@ -1,11 +1,18 @@
 // Package hiro is a typed client for the parts of the Hiro Stacks API that
-// pacer reads: an address's recent transactions and one transaction with its
-// events. It owns the upstream's quirks (timeouts, retries, rate-limit headers,
-// deprecation warnings) and reports every failure as a classified *pacer.Error.
+// pacer reads: an address's transactions, page by page (ListTransactions),
+// and one transaction with all its events (Tx). It owns the upstream's
+// quirks (timeouts, retries, rate-limit headers, event paging, the v3/v1
+// list endpoints, deprecation warnings) and reports every failure as a
+// classified *pacer.Error.
+//
+// Every request first takes a slot from the Limiter and then reports the
+// response's headers to it, so one budget shared by every process can
+// follow what Hiro says (SPEC §5.4).
 package hiro
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -51,13 +58,53 @@ var (
 )
 
 // ErrInvalidArgument is returned, classified permanent, for a call that could
-// never succeed (a limit out of range, an empty id); no request is sent.
+// never succeed (a limit out of range, an empty id, a page token pacer did
+// not make); no request is sent.
 var ErrInvalidArgument = errors.New("invalid argument")
 
 // Limiter paces calls against a budget shared by everything that calls Hiro.
-// Wait blocks until one request may be sent.
 type Limiter interface {
+	// Wait takes one request's slot before every attempt, retries included.
+	// It blocks until the budget has one, or returns an error: a
+	// *BudgetSpentError when it must not wait (the client fails at once
+	// with rate_limit), a *pacer.Error that keeps its class, or any other
+	// error, which means the budget itself failed (its store is down) and
+	// is classified transport, never rate_limit.
 	Wait(ctx context.Context) error
+	// Observe sees the headers of every response that arrived, refusals
+	// and failures included: the budget debits the cost beyond the slot
+	// Wait took (q.Cost-1) and follows the windows Hiro reports.
+	Observe(ctx context.Context, q Quota)
+}
+
+// BudgetSpentError is what a Limiter that never waits (the agents' fast
+// path) returns from Wait when no request may be sent now. The client gives
+// up at once with a rate_limit error wrapping it; RetryAfter reads the
+// delay back.
+type BudgetSpentError struct {
+	// RetryAfter is when a request may be sent again.
+	RetryAfter time.Duration
+	// What is the budget that is spent, for people ("fast-path share").
+	What string
+}
+
+func (e *BudgetSpentError) Error() string {
+	return fmt.Sprintf("%s spent; retry in %s", cmp.Or(e.What, "hiro budget"), e.RetryAfter)
+}
+
+// RetryAfter returns how long the upstream or the budget asked the caller to
+// wait before trying again, when err says so: a spent budget, or a 429 with
+// a positive Retry-After.
+func RetryAfter(err error) (time.Duration, bool) {
+	var be *BudgetSpentError
+	if errors.As(err, &be) {
+		return be.RetryAfter, true
+	}
+	var se *StatusError
+	if errors.As(err, &se) && se.Quota.RetryAfter != nil && *se.Quota.RetryAfter > 0 {
+		return *se.Quota.RetryAfter, true
+	}
+	return 0, false
 }
 
 // Config configures a Client. Only BaseURL matters in production; the rest
@@ -78,19 +125,19 @@ type Config struct {
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Logger defaults to a no-op logger.
 	Logger *zap.Logger
-	// Limiter is asked before every attempt, retries included. Nil means none.
+	// Limiter is asked before every attempt, retries included, and sees
+	// every response's headers. Nil means none.
 	Limiter Limiter
-	// OnQuota, when set, sees the rate-limit headers of every response,
-	// failed ones and retried ones included, so a shared budget can follow
-	// what Hiro reports.
-	OnQuota func(Quota)
 }
 
 // Client calls Hiro. It is safe for concurrent use.
 type Client struct {
 	conn    upstream.Conn
 	limiter Limiter
-	onQuota func(Quota)
+
+	// v3MissingSince is when the v3 list endpoint last answered 404 (unix
+	// nanoseconds, 0 = never): listings use v1 until v3Recheck has passed.
+	v3MissingSince atomic.Int64
 
 	// deprecationLogged makes the Warning: 299 log appear once per client,
 	// not once per call of a sweep.
@@ -106,12 +153,13 @@ func New(cfg Config) *Client {
 		conn: upstream.Conn{BaseURL: cfg.BaseURL, APIKey: cfg.APIKey, HTTP: cfg.HTTPClient,
 			AttemptTimeout: cfg.AttemptTimeout, Sleep: cfg.Sleep, Log: cfg.Logger}.WithDefaults(DefaultBaseURL),
 		limiter: cfg.Limiter,
-		onQuota: cfg.OnQuota,
 	}
 }
 
 // AddressTransactions returns the newest transactions of a principal (an
-// address or a contract id). limit must be within 1..MaxLimit.
+// address or a contract id) from the v1 list endpoint. limit must be within
+// 1..MaxLimit. The round-robin sweep reads one page with it; anything that
+// must read a whole history uses ListTransactions.
 func (c *Client) AddressTransactions(ctx context.Context, principal string, limit int) (Page, error) {
 	path := "/extended/v1/address/" + url.PathEscape(principal) + "/transactions"
 	op := "hiro GET " + path
@@ -121,40 +169,108 @@ func (c *Client) AddressTransactions(ctx context.Context, principal string, limi
 	if limit < 1 || limit > MaxLimit {
 		return Page{}, &pacer.Error{Class: pacer.ClassPermanent, Op: op, Err: fmt.Errorf("%w: limit %d outside 1..%d", ErrInvalidArgument, limit, MaxLimit)}
 	}
-	body, quota, err := c.get(ctx, op, path+"?limit="+strconv.Itoa(limit))
+	res, err := c.get(ctx, op, path+"?limit="+strconv.Itoa(limit))
 	if err != nil {
-		return Page{Quota: quota}, err
+		return Page{Quota: res.quota}, err
 	}
 	var page Page
-	if err := json.Unmarshal(body, &page); err != nil {
-		return Page{Quota: quota}, &pacer.Error{Class: pacer.ClassParseError, Op: op, Err: err}
+	if err := json.Unmarshal(res.body, &page); err != nil {
+		return Page{Quota: res.quota}, &pacer.Error{Class: pacer.ClassParseError, Op: op, Err: err}
 	}
-	page.Quota = quota
+	page.Quota = res.quota
 	return page, nil
 }
 
-// Tx returns one transaction with its events and the body as Hiro sent it.
+// Event paging (SPEC §5.5, §9): Hiro serves 20 events unless event_limit
+// asks for more, at most 100 a page.
+const (
+	EventLimit = 100
+	// maxEventPages bounds the requests one transaction may cost: 2,000
+	// events, far past any swap. A transaction with more is returned
+	// incomplete (EventsComplete false), never read forever.
+	maxEventPages = 20
+)
+
+// Tx returns one transaction with all its events, reading them EventLimit
+// at a time with event_offset until event_count are read. Each page is one
+// request against the budget; Tx.Requests says how many were sent. When
+// paging ends short of event_count (a page brought nothing new, or
+// maxEventPages were read) the transaction comes back without error and
+// EventsComplete is false: the caller decides what an incomplete
+// transaction is worth. A failure on any page fails the call.
 func (c *Client) Tx(ctx context.Context, txid string) (Tx, error) {
 	path := "/extended/v1/tx/" + url.PathEscape(txid)
 	op := "hiro GET " + path
 	if txid == "" {
 		return Tx{}, &pacer.Error{Class: pacer.ClassPermanent, Op: op, Err: fmt.Errorf("%w: empty txid", ErrInvalidArgument)}
 	}
-	body, quota, err := c.get(ctx, op, path)
+	tx, res, err := c.txPage(ctx, op, path, 0)
+	requests := res.attempts
 	if err != nil {
-		return Tx{Quota: quota}, err
+		return Tx{Quota: res.quota, Requests: requests}, err
+	}
+	tx.Raw = res.body
+
+	seen := make(map[int]bool, len(tx.Events))
+	events := make([]Event, 0, max(len(tx.Events), min(tx.EventCount, EventLimit*maxEventPages)))
+	keep := func(evs []Event) (added int) {
+		for _, e := range evs {
+			if !seen[e.EventIndex] {
+				seen[e.EventIndex] = true
+				events = append(events, e)
+				added++
+			}
+		}
+		return added
+	}
+	keep(tx.Events)
+	offset := len(tx.Events)
+	for page := 1; len(events) < tx.EventCount && page < maxEventPages; page++ {
+		next, res, err := c.txPage(ctx, op, path, offset)
+		requests += res.attempts
+		if err != nil {
+			return Tx{Quota: res.quota, Requests: requests}, err
+		}
+		tx.Quota = res.quota
+		if next.TxID != tx.TxID {
+			return Tx{Quota: res.quota, Requests: requests}, &pacer.Error{Class: pacer.ClassParseError, Op: op,
+				Err: fmt.Errorf("events page at offset %d is of tx_id %q", offset, abbreviate(next.TxID))}
+		}
+		if keep(next.Events) == 0 {
+			break // nothing new: reading on would only spend the budget
+		}
+		offset += len(next.Events)
+	}
+	if len(events) > 0 {
+		tx.Events = events
+	}
+	tx.Requests = requests
+	return tx, nil
+}
+
+// txPage reads one page of a transaction's events, starting at offset.
+func (c *Client) txPage(ctx context.Context, op, path string, offset int) (Tx, result, error) {
+	q := "?event_limit=" + strconv.Itoa(EventLimit)
+	if offset > 0 {
+		q += "&event_offset=" + strconv.Itoa(offset)
+	}
+	res, err := c.get(ctx, op, path+q)
+	if err != nil {
+		return Tx{}, res, err
 	}
 	var tx Tx
-	if err := json.Unmarshal(body, &tx); err != nil {
-		return Tx{Quota: quota}, &pacer.Error{Class: pacer.ClassParseError, Op: op, Err: err}
+	if err := json.Unmarshal(res.body, &tx); err != nil {
+		return Tx{}, res, &pacer.Error{Class: pacer.ClassParseError, Op: op, Err: err}
 	}
 	if tx.TxID == "" {
 		// A body like {} or null decodes cleanly but describes no transaction.
-		return Tx{Quota: quota}, &pacer.Error{Class: pacer.ClassParseError, Op: op, Err: errors.New("response has no tx_id")}
+		return Tx{}, res, &pacer.Error{Class: pacer.ClassParseError, Op: op, Err: errors.New("response has no tx_id")}
 	}
-	tx.Raw = body
-	tx.Quota = quota
-	return tx, nil
+	if tx.EventCount < 0 {
+		return Tx{}, res, &pacer.Error{Class: pacer.ClassParseError, Op: op, Err: fmt.Errorf("negative event_count %d", tx.EventCount)}
+	}
+	tx.Quota = res.quota
+	return tx, res, nil
 }
 
 // StatusError is the cause inside a *pacer.Error for a non-2xx answer, so a
@@ -170,6 +286,14 @@ func (e *StatusError) Error() string {
 	return fmt.Sprintf("status %d: %s", e.StatusCode, e.Detail)
 }
 
+// result is what get returns: the 2xx body, the quota of the last
+// response seen (even on failure) and how many attempts were sent.
+type result struct {
+	body     []byte
+	quota    Quota
+	attempts int
+}
+
 // response is the outcome of one attempt. err is set for failures before a
 // status arrived or while reading the body, which are worth a retry.
 type response struct {
@@ -180,11 +304,12 @@ type response struct {
 	tooLarge bool
 }
 
-// get sends GET path with the retry policy and returns a 2xx body. The quota
-// returned is that of the last response seen, even on failure.
-func (c *Client) get(ctx context.Context, op, pathAndQuery string) ([]byte, Quota, error) {
+// get sends GET path with the retry policy and returns a 2xx body. It never
+// sleeps past ctx's deadline: when the next retry would start after it, the
+// last failure is returned at once, keeping its class.
+func (c *Client) get(ctx context.Context, op, pathAndQuery string) (result, error) {
 	var (
-		quota     Quota
+		out       result
 		limited   int // 429 answers so far
 		failures  int // 5xx, network errors and timeouts so far
 		lastClass pacer.ErrorClass
@@ -192,23 +317,25 @@ func (c *Client) get(ctx context.Context, op, pathAndQuery string) ([]byte, Quot
 	)
 	for {
 		if err := c.wait(ctx, op); err != nil {
-			return nil, quota, err
+			return out, err
 		}
+		out.attempts++
 		res := c.attempt(ctx, pathAndQuery)
 		if ctx.Err() != nil {
 			// The caller gave up; its deadline is not Hiro's fault.
-			return nil, quota, contextError(ctx, op)
+			return out, contextError(ctx, op)
 		}
 		if res.header != nil {
-			quota = ParseQuota(res.header)
-			c.observe(op, res.header, quota)
+			out.quota = ParseQuota(res.header)
+			out.quota.StatusCode = res.status
+			c.observe(ctx, op, res.header, out.quota)
 		}
 
 		var delay time.Duration
 		switch {
 		case res.tooLarge:
 			// The same answer would come back: not worth a retry.
-			return nil, quota, &pacer.Error{Class: pacer.ClassParseError, Op: op, Err: fmt.Errorf("body larger than %d bytes", maxBody)}
+			return out, &pacer.Error{Class: pacer.ClassParseError, Op: op, Err: fmt.Errorf("body larger than %d bytes", maxBody)}
 
 		case res.err != nil:
 			failures++
@@ -217,40 +344,47 @@ func (c *Client) get(ctx context.Context, op, pathAndQuery string) ([]byte, Quot
 				lastClass = pacer.ClassTimeout
 			}
 			if failures >= maxFailureAttempts {
-				return nil, quota, &pacer.Error{Class: lastClass, Op: op, Err: fmt.Errorf("after %d attempts: %w", failures, lastErr)}
+				return out, &pacer.Error{Class: lastClass, Op: op, Err: fmt.Errorf("after %d attempts: %w", failures, lastErr)}
 			}
 			delay = failureDelays[failures-1]
 
 		case res.status >= 200 && res.status < 300:
-			return res.body, quota, nil
+			out.body = res.body
+			return out, nil
 
 		case res.status == http.StatusTooManyRequests:
 			limited++
-			lastErr = c.statusError(res, quota, "rate limited")
-			if quota.MonthExhausted() {
+			lastClass, lastErr = pacer.ClassRateLimit, c.statusError(res, out.quota, "rate limited")
+			if out.quota.MonthExhausted() {
 				// Retrying cannot help until the month turns over.
-				return nil, quota, &pacer.Error{Class: pacer.ClassRateLimit, Op: op, Err: fmt.Errorf("month quota exhausted: %w", lastErr)}
+				return out, &pacer.Error{Class: pacer.ClassRateLimit, Op: op, Err: fmt.Errorf("month quota exhausted: %w", lastErr)}
 			}
 			if limited >= maxRateLimitAttempts {
-				return nil, quota, &pacer.Error{Class: pacer.ClassRateLimit, Op: op, Err: fmt.Errorf("after %d attempts: %w", limited, lastErr)}
+				return out, &pacer.Error{Class: pacer.ClassRateLimit, Op: op, Err: fmt.Errorf("after %d attempts: %w", limited, lastErr)}
 			}
 			delay = rateLimitDelays[limited-1]
-			if quota.RetryAfter != nil {
-				delay = min(*quota.RetryAfter, maxRetryAfter)
+			// Retry-After: 0 (or a negative one, which reads as unknown)
+			// keeps the default delay: retrying back to back would only
+			// spend the budget on more 429s.
+			if ra := out.quota.RetryAfter; ra != nil && *ra > 0 {
+				delay = min(*ra, maxRetryAfter)
 			}
 
 		case res.status >= 500:
 			failures++
-			lastClass, lastErr = pacer.ClassServerError, c.statusError(res, quota, "server error")
+			lastClass, lastErr = pacer.ClassServerError, c.statusError(res, out.quota, "server error")
 			if failures >= maxFailureAttempts {
-				return nil, quota, &pacer.Error{Class: lastClass, Op: op, Err: fmt.Errorf("after %d attempts: %w", failures, lastErr)}
+				return out, &pacer.Error{Class: lastClass, Op: op, Err: fmt.Errorf("after %d attempts: %w", failures, lastErr)}
 			}
 			delay = failureDelays[failures-1]
 
 		default:
-			return nil, quota, c.clientError(op, res, quota)
+			return out, c.clientError(op, res, out.quota)
 		}
 
+		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < delay {
+			return out, &pacer.Error{Class: lastClass, Op: op, Err: fmt.Errorf("no time left to retry in %s: %w", delay, lastErr)}
+		}
 		c.conn.Log.Debug("hiro.retry",
 			zap.String("op", op),
 			zap.Int("status", res.status),
@@ -259,7 +393,7 @@ func (c *Client) get(ctx context.Context, op, pathAndQuery string) ([]byte, Quot
 			zap.Duration("delay", delay),
 			zap.Error(lastErr))
 		if err := c.conn.Sleep(ctx, delay); err != nil {
-			return nil, quota, contextError(ctx, op)
+			return out, contextError(ctx, op)
 		}
 	}
 }
@@ -329,8 +463,11 @@ func (c *Client) attempt(ctx context.Context, pathAndQuery string) response {
 	return res
 }
 
-// wait asks the shared budget for a slot. A budget that already classifies
-// its refusal keeps that class; anything else means the budget said no.
+// wait asks the shared budget for a slot. A spent budget that must not wait
+// is a rate limit; a budget that already classifies its refusal keeps that
+// class; any other error is the budget's own failure (its store is down),
+// which is transport trouble: reporting it as a rate limit would defer the
+// task as if Hiro had said no.
 func (c *Client) wait(ctx context.Context, op string) error {
 	if c.limiter == nil {
 		return nil
@@ -342,24 +479,28 @@ func (c *Client) wait(ctx context.Context, op string) error {
 	if ctx.Err() != nil {
 		return contextError(ctx, op)
 	}
+	var be *BudgetSpentError
+	if errors.As(err, &be) {
+		return &pacer.Error{Class: pacer.ClassRateLimit, Op: op, Err: err}
+	}
 	var pe *pacer.Error
 	if errors.As(err, &pe) {
 		return err
 	}
-	return &pacer.Error{Class: pacer.ClassRateLimit, Op: op, Err: fmt.Errorf("hiro budget: %w", err)}
+	return &pacer.Error{Class: pacer.ClassTransport, Op: op, Err: fmt.Errorf("hiro budget: %w", err)}
 }
 
 // observe reports a response's headers to the budget and the logs.
-func (c *Client) observe(op string, h http.Header, q Quota) {
-	if c.onQuota != nil {
-		c.onQuota(q)
+func (c *Client) observe(ctx context.Context, op string, h http.Header, q Quota) {
+	if c.limiter != nil {
+		c.limiter.Observe(ctx, q)
 	}
 	if q.MonthRemaining != nil && q.MonthLimit != nil {
 		low := q.MonthLow()
 		if low && !c.monthLowLogged.Swap(true) {
 			c.conn.Log.Warn("hiro.month_quota_low",
-				zap.Int("monthRemaining", *q.MonthRemaining),
-				zap.Int("monthLimit", *q.MonthLimit))
+				zap.Int64("monthRemaining", *q.MonthRemaining),
+				zap.Int64("monthLimit", *q.MonthLimit))
 		} else if !low {
 			// A new month (or a bigger plan): warn again next time it runs low.
 			c.monthLowLogged.Store(false)
@@ -414,6 +555,15 @@ func contextError(ctx context.Context, op string) error {
 		class = pacer.ClassTimeout
 	}
 	return &pacer.Error{Class: class, Op: op, Err: ctx.Err()}
+}
+
+// abbreviate keeps a hostile value from bloating error messages.
+func abbreviate(s string) string {
+	const keep = 80
+	if len(s) <= keep {
+		return s
+	}
+	return strings.ToValidUTF8(s[:keep], "") + "…"
 }
 
 func isTimeout(err error) bool {

@@ -107,6 +107,8 @@ func newTestClient(t *testing.T, cfg Config) testClient {
 	return testClient{Client: New(cfg), sleeps: s, logs: logs}
 }
 
+func boolp(b bool) *bool { return &b }
+
 func fixture(t *testing.T, name string) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("testdata", name))
@@ -143,11 +145,14 @@ func TestAddressTransactions(t *testing.T) {
 			giveBody:  fixture(t, "tx-list.json"),
 			wantTxIDs: []string{"0x20dedbef812e44d712569224411b27324b68ab4667321a4badd5e81ba76bf0eb"},
 			wantFirst: TxSummary{
-				TxID:          "0x20dedbef812e44d712569224411b27324b68ab4667321a4badd5e81ba76bf0eb",
-				TxType:        "coinbase",
-				TxStatus:      "success",
-				SenderAddress: "SPQXK10DBF5ECAM30XVE3EJA8DNZF3VE0BK4MKV",
-				BurnBlockTime: 1626286436,
+				TxID:                "0x20dedbef812e44d712569224411b27324b68ab4667321a4badd5e81ba76bf0eb",
+				TxType:              "coinbase",
+				TxStatus:            "success",
+				SenderAddress:       "SPQXK10DBF5ECAM30XVE3EJA8DNZF3VE0BK4MKV",
+				BlockHeight:         21709,
+				BurnBlockTime:       1626286436,
+				Canonical:           boolp(true),
+				MicroblockCanonical: boolp(true),
 			},
 		},
 	}
@@ -248,15 +253,17 @@ func TestTx(t *testing.T) {
 			name:     "landing-page stableswap",
 			giveFile: "tx-stableswap-stx-ststx.json",
 			wantTx: Tx{
-				TxID:          "0x46bc5587ae56e5bd4453daa2bf63c2a9e0414953fd21a82eb44f2f926f0ee0e4",
-				TxStatus:      "success",
-				TxType:        "contract_call",
-				SenderAddress: "SP4DXVEC16FS6QR7RBKGWZYJKTXPC81W49W0ATJE",
-				BurnBlockTime: 1778787000,
-				ContractCall: &ContractCall{
-					ContractID:   "SPQC38PW542EQJ5M11CR25P7BS1CA6QT4TBXGB3M.stableswap-stx-ststx-v-1-2",
-					FunctionName: "swap-x-for-y",
-					FunctionArgs: []FunctionArg{},
+				TxSummary: TxSummary{
+					TxID:          "0x46bc5587ae56e5bd4453daa2bf63c2a9e0414953fd21a82eb44f2f926f0ee0e4",
+					TxStatus:      "success",
+					TxType:        "contract_call",
+					SenderAddress: "SP4DXVEC16FS6QR7RBKGWZYJKTXPC81W49W0ATJE",
+					BurnBlockTime: 1778787000,
+					ContractCall: &ContractCall{
+						ContractID:   "SPQC38PW542EQJ5M11CR25P7BS1CA6QT4TBXGB3M.stableswap-stx-ststx-v-1-2",
+						FunctionName: "swap-x-for-y",
+						FunctionArgs: []FunctionArg{},
+					},
 				},
 				Events: []Event{
 					{EventIndex: 0, EventType: "stx_asset", Asset: &Asset{
@@ -279,16 +286,23 @@ func TestTx(t *testing.T) {
 			name:     "real mainnet tx with a log and an FT event",
 			giveFile: "tx-mainnet-with-events.json",
 			wantTx: Tx{
-				TxID:          "0xee0049faf8dde5507418140ed72bd64f73cc001b08de98e0c16a3a8d9f2c38cf",
-				TxStatus:      "success",
-				TxType:        "contract_call",
-				SenderAddress: "SP3F7B2PGN7TVMTNBS1HBJBEC6M64DMCY944MXDD0",
-				BurnBlockTime: 1728309301,
-				ContractCall: &ContractCall{
-					ContractID:   "SP2N959SER36FZ5QT1CX9BR63W3E8X35WQCMBYYWC.leo-cats",
-					FunctionName: "list-in-ustx",
-					FunctionArgs: []FunctionArg{{Name: "id", Repr: "u3441", Type: "uint"}},
+				TxSummary: TxSummary{
+					TxID:                "0xee0049faf8dde5507418140ed72bd64f73cc001b08de98e0c16a3a8d9f2c38cf",
+					TxStatus:            "success",
+					TxType:              "contract_call",
+					SenderAddress:       "SP3F7B2PGN7TVMTNBS1HBJBEC6M64DMCY944MXDD0",
+					BlockHeight:         168868,
+					TxIndex:             85,
+					BurnBlockTime:       1728309301,
+					Canonical:           boolp(true),
+					MicroblockCanonical: boolp(true),
+					ContractCall: &ContractCall{
+						ContractID:   "SP2N959SER36FZ5QT1CX9BR63W3E8X35WQCMBYYWC.leo-cats",
+						FunctionName: "list-in-ustx",
+						FunctionArgs: []FunctionArg{{Name: "id", Repr: "u3441", Type: "uint"}},
+					},
 				},
+				EventCount: 1,
 				Events: []Event{
 					{EventIndex: 0, EventType: "smart_contract_log"},
 					{EventIndex: 1, EventType: "fungible_token_asset", Asset: &Asset{
@@ -305,18 +319,20 @@ func TestTx(t *testing.T) {
 			name:     "pending mempool tx has no events and no burn time",
 			giveFile: "tx-mempool-pending.json",
 			wantTx: Tx{
-				TxID:          "0x698096b646d17297836542beecfe8d6a30454b2ce5ce4e9b0e5d243b05dce998",
-				TxStatus:      "pending",
-				TxType:        "contract_call",
-				SenderAddress: "SPBDCE0KCWY56SX6XE7MB6DVVETABYM2WRDK6PCB",
-				ContractCall: &ContractCall{
-					ContractID:   "SP2C2YFP12AJZB4MABJBAJ55XECVS7E4PMMZ89YZR.arkadiko-swap-v2-1",
-					FunctionName: "swap-x-for-y",
-					FunctionArgs: []FunctionArg{
-						{Name: "token-x-trait", Repr: "SP2C2YFP12AJZB4MABJBAJ55XECVS7E4PMMZ89YZR.arkadiko-token", Type: "trait_reference"},
-						{Name: "token-y-trait", Repr: "SP2C2YFP12AJZB4MABJBAJ55XECVS7E4PMMZ89YZR.usda-token", Type: "trait_reference"},
-						{Name: "dx", Repr: "u990000000", Type: "uint"},
-						{Name: "min-dy", Repr: "u1659521695", Type: "uint"},
+				TxSummary: TxSummary{
+					TxID:          "0x698096b646d17297836542beecfe8d6a30454b2ce5ce4e9b0e5d243b05dce998",
+					TxStatus:      "pending",
+					TxType:        "contract_call",
+					SenderAddress: "SPBDCE0KCWY56SX6XE7MB6DVVETABYM2WRDK6PCB",
+					ContractCall: &ContractCall{
+						ContractID:   "SP2C2YFP12AJZB4MABJBAJ55XECVS7E4PMMZ89YZR.arkadiko-swap-v2-1",
+						FunctionName: "swap-x-for-y",
+						FunctionArgs: []FunctionArg{
+							{Name: "token-x-trait", Repr: "SP2C2YFP12AJZB4MABJBAJ55XECVS7E4PMMZ89YZR.arkadiko-token", Type: "trait_reference"},
+							{Name: "token-y-trait", Repr: "SP2C2YFP12AJZB4MABJBAJ55XECVS7E4PMMZ89YZR.usda-token", Type: "trait_reference"},
+							{Name: "dx", Repr: "u990000000", Type: "uint"},
+							{Name: "min-dy", Repr: "u1659521695", Type: "uint"},
+						},
 					},
 				},
 			},
@@ -325,17 +341,23 @@ func TestTx(t *testing.T) {
 			name:     "docs contract call",
 			giveFile: "tx-contract-call.json",
 			wantTx: Tx{
-				TxID:          "0xb88e97c8b86124a298de9e02bfb0551a977f09769624bd8e6d659a157a695e9f",
-				TxStatus:      "success",
-				TxType:        "contract_call",
-				SenderAddress: "STJTXEJPJPPVDNA9B052NSRRBGQCFNKVS178VGH1",
-				BurnBlockTime: 1594228593,
-				ContractCall: &ContractCall{
-					ContractID:   "STJTXEJPJPPVDNA9B052NSRRBGQCFNKVS178VGH1.hello_world",
-					FunctionName: "set-value",
-					FunctionArgs: []FunctionArg{
-						{Name: "key", Repr: `"foo"`, Type: "(buff 32)"},
-						{Name: "value", Repr: `"bar"`, Type: "(buff 32)"},
+				TxSummary: TxSummary{
+					TxID:                "0xb88e97c8b86124a298de9e02bfb0551a977f09769624bd8e6d659a157a695e9f",
+					TxStatus:            "success",
+					TxType:              "contract_call",
+					SenderAddress:       "STJTXEJPJPPVDNA9B052NSRRBGQCFNKVS178VGH1",
+					BlockHeight:         3201,
+					TxIndex:             1,
+					BurnBlockTime:       1594228593,
+					Canonical:           boolp(true),
+					MicroblockCanonical: boolp(true),
+					ContractCall: &ContractCall{
+						ContractID:   "STJTXEJPJPPVDNA9B052NSRRBGQCFNKVS178VGH1.hello_world",
+						FunctionName: "set-value",
+						FunctionArgs: []FunctionArg{
+							{Name: "key", Repr: `"foo"`, Type: "(buff 32)"},
+							{Name: "value", Repr: `"bar"`, Type: "(buff 32)"},
+						},
 					},
 				},
 				Events: []Event{},
@@ -352,9 +374,14 @@ func TestTx(t *testing.T) {
 			got, err := c.Tx(t.Context(), tt.wantTx.TxID)
 			require.NoError(t, err)
 			require.Equal(t, body, string(got.Raw), "the raw body is kept byte for byte")
+			require.Equal(t, int64(1), got.Quota.Cost)
 			got.Raw, got.Quota = nil, Quota{}
+			tt.wantTx.Requests = 1
 			require.Equal(t, tt.wantTx, got)
+			require.True(t, got.EventsComplete())
+			require.Len(t, fake.calls(), 1)
 			require.Equal(t, "/extended/v1/tx/"+tt.wantTx.TxID, fake.calls()[0].URL.Path)
+			require.Equal(t, "event_limit=100", fake.calls()[0].URL.RawQuery, "asks for the most events a page holds")
 		})
 	}
 }
@@ -586,11 +613,13 @@ func TestCallerCancellationStopsRetries(t *testing.T) {
 	require.Len(t, fake.calls(), 1)
 }
 
-// fakeLimiter counts the slots it hands out and can refuse.
+// fakeLimiter counts the slots it hands out, can refuse, and records what
+// it observes.
 type fakeLimiter struct {
-	mu    sync.Mutex
-	waits int
-	err   error
+	mu       sync.Mutex
+	waits    int
+	err      error
+	observed []Quota
 }
 
 func (l *fakeLimiter) Wait(context.Context) error {
@@ -598,6 +627,12 @@ func (l *fakeLimiter) Wait(context.Context) error {
 	defer l.mu.Unlock()
 	l.waits++
 	return l.err
+}
+
+func (l *fakeLimiter) Observe(_ context.Context, q Quota) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.observed = append(l.observed, q)
 }
 
 func TestLimiter(t *testing.T) {
@@ -609,13 +644,21 @@ func TestLimiter(t *testing.T) {
 		wantWaits int
 		wantCalls int
 		wantClass pacer.ErrorClass
+		wantRetry time.Duration
 	}{
 		{name: "every attempt takes a slot", wantWaits: 2, wantCalls: 2},
 		{
-			name:      "a refusal sends nothing and reads as a rate limit",
-			giveErr:   errors.New("budget spent"),
+			name:      "a failing budget store is transport trouble, never a rate limit",
+			giveErr:   errors.New("budget: connection refused"),
+			wantWaits: 1,
+			wantClass: pacer.ClassTransport,
+		},
+		{
+			name:      "a spent budget that must not wait is a rate limit at once",
+			giveErr:   &BudgetSpentError{RetryAfter: 12 * time.Second, What: "fast-path share"},
 			wantWaits: 1,
 			wantClass: pacer.ClassRateLimit,
+			wantRetry: 12 * time.Second,
 		},
 		{
 			name:      "a classified refusal keeps its class",
@@ -639,29 +682,70 @@ func TestLimiter(t *testing.T) {
 				return
 			}
 			require.Equal(t, tt.wantClass, pacer.ClassOf(err))
+			require.Empty(t, c.sleeps.got(), "a refusal is never waited out by the client")
+			retry, ok := RetryAfter(err)
+			require.Equal(t, tt.wantRetry != 0, ok)
+			require.Equal(t, tt.wantRetry, retry)
 		})
 	}
 }
 
-func TestOnQuotaSeesEveryResponse(t *testing.T) {
+func TestLimiterObservesEveryResponse(t *testing.T) {
 	t.Parallel()
 	srv, _ := newFakeHiro(t,
-		canned{status: 429, header: map[string]string{"ratelimit-remaining": "0"}},
+		canned{status: 429, header: map[string]string{"ratelimit-remaining": "0", "x-ratelimit-cost-stacks": "2"}},
 		canned{status: 200, header: map[string]string{"ratelimit-remaining": "9"}, body: `{"tx_id":"0x01"}`},
 	)
-	var (
-		mu   sync.Mutex
-		seen []int
-	)
-	c := newTestClient(t, Config{BaseURL: srv.URL, OnQuota: func(q Quota) {
-		mu.Lock()
-		defer mu.Unlock()
-		seen = append(seen, *q.Remaining)
-	}})
+	l := &fakeLimiter{}
+	c := newTestClient(t, Config{BaseURL: srv.URL, Limiter: l})
 
 	_, err := c.Tx(t.Context(), "0x01")
 	require.NoError(t, err)
-	require.Equal(t, []int{0, 9}, seen)
+	require.Equal(t, 2, l.waits)
+	require.Equal(t, []Quota{
+		{StatusCode: 429, Cost: 2, Remaining: intp(0)},
+		{StatusCode: 200, Cost: 1, Remaining: intp(9)},
+	}, l.observed)
+}
+
+// Retry-After: 0 once made the client retry a 429 back to back, spending
+// five requests of the budget within a millisecond (issue 15). A zero or
+// negative Retry-After now means the default delay.
+func TestRetryAfterZeroKeepsTheDefaultDelay(t *testing.T) {
+	t.Parallel()
+	for _, give := range []string{"0", "-3", "0.0"} {
+		t.Run(give, func(t *testing.T) {
+			t.Parallel()
+			srv, fake := newFakeHiro(t, canned{status: 429, header: map[string]string{"retry-after": give}})
+			c := newTestClient(t, Config{BaseURL: srv.URL})
+
+			_, err := c.Tx(t.Context(), "0x01")
+			require.Equal(t, pacer.ClassRateLimit, pacer.ClassOf(err))
+			require.Len(t, fake.calls(), maxRateLimitAttempts)
+			require.Equal(t, rateLimitDelays, c.sleeps.got())
+			_, ok := RetryAfter(err)
+			require.False(t, ok, "no usable Retry-After to pass on")
+		})
+	}
+}
+
+// A retry that would start after the caller's deadline is not waited for:
+// the fast path's 10 s answer must not become a timeout behind a 30 s
+// Retry-After.
+func TestNoRetryPastTheDeadline(t *testing.T) {
+	t.Parallel()
+	srv, fake := newFakeHiro(t, canned{status: 429, header: map[string]string{"retry-after": "30"}})
+	c := newTestClient(t, Config{BaseURL: srv.URL})
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+
+	_, err := c.Tx(ctx, "0x01")
+	require.Equal(t, pacer.ClassRateLimit, pacer.ClassOf(err))
+	require.Len(t, fake.calls(), 1)
+	require.Empty(t, c.sleeps.got())
+	retry, ok := RetryAfter(err)
+	require.True(t, ok)
+	require.Equal(t, 30*time.Second, retry)
 }
 
 func TestDeprecationWarningLoggedOnce(t *testing.T) {

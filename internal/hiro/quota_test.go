@@ -1,6 +1,7 @@
 package hiro
 
 import (
+	"math"
 	"net/http"
 	"testing"
 	"time"
@@ -8,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func intp(n int) *int                     { return &n }
+func intp(n int64) *int64                 { return &n }
 func durp(d time.Duration) *time.Duration { return &d }
 
 func TestParseQuota(t *testing.T) {
@@ -21,11 +22,13 @@ func TestParseQuota(t *testing.T) {
 	}{
 		{
 			name:      "no headers leave everything unknown",
-			wantQuota: Quota{},
+			wantQuota: Quota{Cost: 1},
 		},
 		{
 			name: "all headers",
 			giveHeader: map[string]string{
+				"x-ratelimit-cost-stacks":             "3",
+				"ratelimit-limit":                     "50",
 				"ratelimit-remaining":                 "42",
 				"ratelimit-reset":                     "17",
 				"retry-after":                         "3",
@@ -34,6 +37,8 @@ func TestParseQuota(t *testing.T) {
 				"x-ratelimit-limit-stacks-month":      "150000",
 			},
 			wantQuota: Quota{
+				Cost:            3,
+				Limit:           intp(50),
 				Remaining:       intp(42),
 				Reset:           durp(17 * time.Second),
 				RetryAfter:      durp(3 * time.Second),
@@ -48,7 +53,7 @@ func TestParseQuota(t *testing.T) {
 				"RateLimit-Remaining": " 0 ",
 				"Retry-After":         "1.5",
 			},
-			wantQuota: Quota{Remaining: intp(0), RetryAfter: durp(1500 * time.Millisecond)},
+			wantQuota: Quota{Cost: 1, Remaining: intp(0), RetryAfter: durp(1500 * time.Millisecond)},
 		},
 		{
 			name: "garbage is unknown, not zero",
@@ -58,9 +63,30 @@ func TestParseQuota(t *testing.T) {
 				"retry-after":                         "Wed, 21 Oct 2015 07:28:00 GMT",
 				"x-ratelimit-remaining-stacks-minute": "-5",
 				"x-ratelimit-remaining-stacks-month":  "1e3",
-				"x-ratelimit-limit-stacks-month":      "99999999999999999999999",
+				"x-ratelimit-limit-stacks-month":      "+5",
+				"x-ratelimit-cost-stacks":             "two",
 			},
-			wantQuota: Quota{},
+			wantQuota: Quota{Cost: 1},
+		},
+		{
+			name: "counts past 2^31 and past 2^63 are clamped, never unknown or wrapped",
+			giveHeader: map[string]string{
+				"x-ratelimit-remaining-stacks-month": "3000000000",
+				"x-ratelimit-limit-stacks-month":     "99999999999999999999999",
+				"ratelimit-remaining":                "9223372036854775808",
+				"x-ratelimit-cost-stacks":            "9223372036854775807",
+			},
+			wantQuota: Quota{
+				Cost:           math.MaxInt64,
+				Remaining:      intp(math.MaxInt64),
+				MonthRemaining: intp(3_000_000_000),
+				MonthLimit:     intp(math.MaxInt64),
+			},
+		},
+		{
+			name:       "a zero cost is read as the default, not as free",
+			giveHeader: map[string]string{"x-ratelimit-cost-stacks": "0"},
+			wantQuota:  Quota{Cost: 1},
 		},
 		{
 			name: "absurd delays are unknown rather than overflowing",
@@ -68,7 +94,7 @@ func TestParseQuota(t *testing.T) {
 				"retry-after":     "1e300",
 				"ratelimit-reset": "NaN",
 			},
-			wantQuota: Quota{},
+			wantQuota: Quota{Cost: 1},
 		},
 	}
 	for _, tt := range tests {
@@ -112,6 +138,15 @@ func TestQuotaPredicates(t *testing.T) {
 			giveQuota: Quota{MonthRemaining: intp(0), MonthLimit: intp(0)},
 			// Remaining zero is still exhausted whatever the limit says.
 			wantMonthExhausted: true,
+		},
+		{
+			name:         "a huge limit does not overflow the 20% test",
+			giveQuota:    Quota{MonthRemaining: intp(math.MaxInt64 / 6), MonthLimit: intp(math.MaxInt64)},
+			wantMonthLow: true,
+		},
+		{
+			name:      "a huge remaining is not low",
+			giveQuota: Quota{MonthRemaining: intp(math.MaxInt64), MonthLimit: intp(math.MaxInt64)},
 		},
 		{
 			name:               "month spent",

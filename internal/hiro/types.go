@@ -31,8 +31,9 @@ func IsTerminalStatus(status string) bool {
 	return terminalStatuses[status]
 }
 
-// Page is one page of an address's transactions, newest first. Hiro leaves
-// list results without events, so only the summary fields are kept.
+// Page is one page of an address's transactions from the v1 list endpoint,
+// newest first. Hiro leaves list results without events, so only the
+// summary fields are kept.
 type Page struct {
 	Limit   int         `json:"limit"`
 	Offset  int         `json:"offset"`
@@ -41,30 +42,52 @@ type Page struct {
 	Quota   Quota       `json:"-"`
 }
 
-// TxSummary is a transaction as list endpoints return it.
+// TxSummary is a transaction as the v1 list endpoint returns it: every
+// field of the detail but the events.
 type TxSummary struct {
-	TxID          string        `json:"tx_id"`
-	TxType        string        `json:"tx_type"`
-	TxStatus      string        `json:"tx_status"`
-	SenderAddress string        `json:"sender_address"`
-	BurnBlockTime int64         `json:"burn_block_time"`
-	ContractCall  *ContractCall `json:"contract_call"`
+	TxID          string `json:"tx_id"`
+	TxType        string `json:"tx_type"`
+	TxStatus      string `json:"tx_status"`
+	SenderAddress string `json:"sender_address"`
+	// BlockHeight and TxIndex are zero for a transaction never mined.
+	BlockHeight   int64 `json:"block_height"`
+	TxIndex       int64 `json:"tx_index"`
+	BurnBlockTime int64 `json:"burn_block_time"`
+	// Canonical and MicroblockCanonical are nil when Hiro leaves them out
+	// (mempool transactions); only an explicit false means another fork won.
+	Canonical           *bool         `json:"canonical"`
+	MicroblockCanonical *bool         `json:"microblock_canonical"`
+	ContractCall        *ContractCall `json:"contract_call"`
 }
 
-// Tx is one transaction with its events, as /extended/v1/tx/{txid} returns it.
-type Tx struct {
-	TxID          string        `json:"tx_id"`
-	TxStatus      string        `json:"tx_status"`
-	TxType        string        `json:"tx_type"`
-	SenderAddress string        `json:"sender_address"`
-	BurnBlockTime int64         `json:"burn_block_time"`
-	ContractCall  *ContractCall `json:"contract_call"`
-	Events        []Event       `json:"events"`
+// IsCanonical reports whether the transaction belongs to the winning fork:
+// false only when Hiro says so (canonical or microblock_canonical false).
+func (t TxSummary) IsCanonical() bool {
+	return (t.Canonical == nil || *t.Canonical) && (t.MicroblockCanonical == nil || *t.MicroblockCanonical)
+}
 
-	// Raw is the body exactly as Hiro sent it, for audits and for fields this
-	// type does not decode.
+// Tx is one transaction with its events, as /extended/v1/tx/{txid} returns
+// it, with every page of its events gathered by Client.Tx.
+type Tx struct {
+	TxSummary
+	// EventCount is how many events the transaction has in all; Events may
+	// hold fewer when paging could not read them all (see EventsComplete).
+	EventCount int     `json:"event_count"`
+	Events     []Event `json:"events"`
+
+	// Raw is the first page's body exactly as Hiro sent it, for audits and
+	// for fields this type does not decode.
 	Raw   json.RawMessage `json:"-"`
 	Quota Quota           `json:"-"`
+	// Requests is how many requests reading the transaction took (one per
+	// page of events), so a caller can account for its budget.
+	Requests int `json:"-"`
+}
+
+// EventsComplete reports whether every event Hiro counts was read. A swap
+// parsed from fewer events could name the wrong tokens or amounts.
+func (t Tx) EventsComplete() bool {
+	return len(t.Events) >= t.EventCount
 }
 
 // ContractCall is the payload of a contract_call transaction.

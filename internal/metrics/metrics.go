@@ -3,7 +3,7 @@
 // from Postgres all land in it, so a process serves them from one /metrics.
 //
 // Every label takes its values from a fixed set (task, error class, upstream,
-// quota window, rejection reason), so the number of series cannot grow with
+// quota window, rejection reason, tier), so the number of series cannot grow with
 // traffic; and nothing configured by an operator, API keys above all, is ever
 // a label or a value.
 package metrics
@@ -21,6 +21,7 @@ import (
 
 	"github.com/pacer-dev/pacer"
 	"github.com/pacer-dev/pacer/internal/competition"
+	"github.com/pacer-dev/pacer/internal/ingest"
 )
 
 // Upstreams and quota windows, the values of the upstream and window labels.
@@ -42,7 +43,7 @@ var Classes = []pacer.ErrorClass{
 }
 
 // Tasks are the values of the task label.
-var Tasks = []string{pacer.TaskTenero, pacer.TaskSweep}
+var Tasks = []string{pacer.TaskTenero, pacer.TaskSweep, pacer.TaskRollup, pacer.TaskDeliver}
 
 // Metrics records pacer's metrics into its registry. A nil *Metrics records
 // nothing, so code and tests that have no registry need no special case.
@@ -59,6 +60,11 @@ type Metrics struct {
 	sweepAgents     prometheus.Counter
 	sweepSwaps      *prometheus.CounterVec
 	sweepRejections *prometheus.CounterVec
+	sweepVisits     *prometheus.CounterVec
+	sweepFound      *prometheus.CounterVec
+
+	schedule   scheduleMetrics
+	deliveries *deliveryMetrics
 }
 
 // New builds a registry holding the Go runtime and process collectors and
@@ -106,13 +112,29 @@ func New() *Metrics {
 			Name: "pacer_sweep_rejections_total",
 			Help: "Swap transactions a sweep rejected, by reason.",
 		}, []string{"reason"}),
+		sweepVisits: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pacer_sweep_visits_total",
+			Help: "Agent visits of the sweep, by the agent's tier after the visit.",
+		}, []string{"tier"}),
+		sweepFound: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pacer_sweep_swaps_found_total",
+			Help: "Allowlisted swap calls the sweep's visits found, by the agent's tier after the visit.",
+		}, []string{"tier"}),
+		deliveries: newDeliveryMetrics(),
 	}
 	m.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.runs, m.failures, m.duration, m.lastSuccess, m.budget,
-		m.teneroTokens, m.sweepAgents, m.sweepSwaps, m.sweepRejections,
+		m.teneroTokens, m.sweepAgents, m.sweepSwaps, m.sweepRejections, m.sweepVisits, m.sweepFound,
 	)
+	for _, t := range ingest.Tiers {
+		m.sweepVisits.WithLabelValues(string(t))
+		m.sweepFound.WithLabelValues(string(t))
+	}
+	m.schedule = newScheduleMetrics()
+	m.reg.MustRegister(m.schedule.collectors()...)
+	m.reg.MustRegister(m.deliveries.collectors()...)
 	for _, task := range Tasks {
 		m.runs.WithLabelValues(task)
 		for _, class := range Classes {
@@ -180,6 +202,20 @@ func (m *Metrics) ObserveSweep(took time.Duration, res pacer.SweepResult, err er
 			m.sweepRejections.WithLabelValues(string(r)).Add(float64(n))
 		}
 	}
+}
+
+// ObserveVisit records one agent visit of the sweep. A tier outside the
+// three is dropped rather than adding a series.
+func (m *Metrics) ObserveVisit(tier string, found int) {
+	if m == nil {
+		return
+	}
+	t, err := ingest.ParseTier(tier)
+	if err != nil {
+		return
+	}
+	m.sweepVisits.WithLabelValues(string(t)).Inc()
+	m.sweepFound.WithLabelValues(string(t)).Add(float64(found))
 }
 
 func (m *Metrics) observeRun(task string, took time.Duration, run pacer.Run, err error) {

@@ -15,6 +15,7 @@ import (
 	"github.com/pacer-dev/pacer"
 	"github.com/pacer-dev/pacer/internal/metrics"
 	"github.com/pacer-dev/pacer/internal/pacing"
+	"github.com/pacer-dev/pacer/internal/store"
 	"github.com/pacer-dev/pacer/workflows"
 )
 
@@ -80,6 +81,21 @@ func TestSweepRunsAreCounted(t *testing.T) {
 	require.NotContains(t, body, "not_a_reason", "only the twelve reasons are labels")
 }
 
+func TestVisitsAreCountedPerTier(t *testing.T) {
+	t.Parallel()
+	m := metrics.New()
+	m.ObserveVisit("hot", 3)
+	m.ObserveVisit("hot", 2)
+	m.ObserveVisit("cold", 0)
+	m.ObserveVisit("lukewarm", 9) // not a tier: no series
+	body := scrape(t, m)
+	require.Contains(t, body, `pacer_sweep_visits_total{tier="hot"} 2`)
+	require.Contains(t, body, `pacer_sweep_swaps_found_total{tier="hot"} 5`)
+	require.Contains(t, body, `pacer_sweep_visits_total{tier="cold"} 1`)
+	require.Contains(t, body, `pacer_sweep_visits_total{tier="warm"} 0`, "every tier's series starts at zero")
+	require.NotContains(t, body, "lukewarm")
+}
+
 func TestClassLabelIsBounded(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -105,25 +121,29 @@ func TestClassLabelIsBounded(t *testing.T) {
 func TestSchedulerGauges(t *testing.T) {
 	t.Parallel()
 	until := time.Now().Add(time.Hour)
-	st := workflows.Status{
-		PausedUntil: &until, HistoryLength: 812,
-		ConsecutiveFailures: map[string]int{pacer.TaskTenero: 0, pacer.TaskSweep: 12},
-		Tasks: map[string]workflows.TaskStatus{
-			pacer.TaskTenero: {Pacing: &pacing.TaskStatus{Zone: pacing.ZoneGrow, Batch: 20, Interval: "7m30s",
-				Budget: &pacing.BudgetStatus{RunsOutEarly: true}}},
-			pacer.TaskSweep: {Breaker: workflows.BreakerStatus{Open: true}},
-			"prices":        {}, // unknown to this build: no series
+	view := metrics.SchedulerView{Running: true, HistoryLength: 812, Memo: &workflows.Memo{
+		PausedUntil: &until,
+		Tasks: map[string]workflows.MemoTask{
+			pacer.TaskTenero: {Zone: string(pacing.ZoneGrow), Batch: 20, Interval: pacer.Duration(450 * time.Second), RunsOutEarly: true},
+			pacer.TaskSweep:  {ConsecutiveFailures: 12, BreakerUntil: &until},
+			"prices":         {}, // unknown to this build: no series
 		},
+	}}
+	finished := time.Unix(1_780_000_000, 0)
+	runs := map[string]store.TaskRun{
+		pacer.TaskTenero: {Status: pacer.RunOK, FinishedAt: &finished},
+		pacer.TaskSweep:  {Status: pacer.RunFailed, FinishedAt: &finished},
 	}
 	var calls int
 	m := metrics.New()
-	require.NoError(t, m.WatchScheduler(func(context.Context) (workflows.Status, error) {
+	require.NoError(t, m.WatchScheduler(func(context.Context) (metrics.SchedulerView, error) {
 		calls++
-		return st, nil
-	}, time.Hour))
+		return view, nil
+	}, func(context.Context) (map[string]store.TaskRun, error) { return runs, nil }, time.Hour))
 	body := scrape(t, m)
 	for _, want := range []string{
 		"pacer_scheduler_up 1",
+		"pacer_scheduler_stopped 0",
 		"pacer_scheduler_paused 1",
 		"pacer_scheduler_history_events 812",
 		`pacer_task_consecutive_failures{task="sweep"} 12`,
@@ -133,18 +153,29 @@ func TestSchedulerGauges(t *testing.T) {
 		`pacer_pacing_interval_seconds{task="tenero"} 450`,
 		`pacer_pacing_zone{task="tenero",zone="grow"} 1`,
 		`pacer_pacing_month_runs_out_early{task="tenero"} 1`,
+		`pacer_task_last_run_finished_timestamp_seconds{task="sweep"} 1.78e+09`,
+		`pacer_task_last_run_failed{task="sweep"} 1`,
+		`pacer_task_last_run_failed{task="tenero"} 0`,
 	} {
 		require.Contains(t, body, want)
 	}
 	require.NotContains(t, body, "prices")
-	require.NotContains(t, body, `pacer_pacing_batch{task="sweep"}`, "no pacing in the status, no pacing series")
+	require.NotContains(t, body, `pacer_pacing_batch{task="sweep"}`, "no pacing in the memo, no pacing series")
 	scrape(t, m)
-	require.Equal(t, 1, calls, "a second scrape within the interval reuses the answer: queries are billed")
+	require.Equal(t, 1, calls, "a second scrape within the interval reuses the read")
+
+	stopped := metrics.New()
+	require.NoError(t, stopped.WatchScheduler(func(context.Context) (metrics.SchedulerView, error) {
+		return metrics.SchedulerView{Stopped: true, HistoryLength: 40}, nil
+	}, nil, time.Hour))
+	body = scrape(t, stopped)
+	require.Contains(t, body, "pacer_scheduler_up 0")
+	require.Contains(t, body, "pacer_scheduler_stopped 1")
 
 	down := metrics.New()
-	require.NoError(t, down.WatchScheduler(func(context.Context) (workflows.Status, error) {
-		return workflows.Status{}, errors.New("temporal unreachable")
-	}, time.Hour))
+	require.NoError(t, down.WatchScheduler(func(context.Context) (metrics.SchedulerView, error) {
+		return metrics.SchedulerView{}, errors.New("temporal unreachable")
+	}, nil, time.Hour))
 	body = scrape(t, down)
 	require.Contains(t, body, "pacer_scheduler_up 0")
 	require.Contains(t, body, "pacer_scheduler_status_errors_total 1")
@@ -157,6 +188,7 @@ func TestNilMetricsRecordNothing(t *testing.T) {
 	require.NotPanics(t, func() {
 		m.ObserveTenero(time.Second, pacer.TeneroResult{}, nil)
 		m.ObserveSweep(time.Second, pacer.SweepResult{}, errors.New("x"))
+		m.ObserveVisit("hot", 1)
 	})
 }
 
@@ -179,4 +211,33 @@ func TestSDKMetricsShareTheRegistry(t *testing.T) {
 	require.Contains(t, body, "go_goroutines")
 	require.NotContains(t, body, "otel_scope", "no per-scope labels")
 	require.Contains(t, body, "pacer_temporal_metrics_errors_total 0")
+}
+
+func TestScheduleSeriesAreBounded(t *testing.T) {
+	t.Parallel()
+	m := metrics.New()
+	body := scrape(t, m)
+	require.Contains(t, body, `pacer_schedule_missed_total{reason="dst_gap",task="rollup"} 0`, "series start at zero")
+
+	m.ObserveMissed("rollup", map[string]int{pacer.SkipPaused: 3, pacer.RunCoalesced: 2, "made_up": 1})
+	m.ObserveMissed("my-secret-task", map[string]int{pacer.SkipCatchup: 4})
+	m.ObserveLateness("rollup", 90*time.Second)
+	m.ObserveLateness("rollup", -time.Second) // clocks disagree: not early
+	m.ObserveLateness("nope", time.Hour)
+
+	body = scrape(t, m)
+	require.Contains(t, body, `pacer_schedule_missed_total{reason="paused",task="rollup"} 3`)
+	require.Contains(t, body, `pacer_schedule_missed_total{reason="coalesced",task="rollup"} 2`)
+	require.Contains(t, body, `pacer_schedule_missed_total{reason="other",task="rollup"} 1`)
+	require.Contains(t, body, `pacer_schedule_missed_total{reason="catchup_skip",task="other"} 4`)
+	require.Contains(t, body, `pacer_schedule_lateness_seconds_count{task="rollup"} 2`)
+	require.Contains(t, body, `pacer_schedule_lateness_seconds_sum{task="rollup"} 90`)
+	require.Contains(t, body, `pacer_schedule_lateness_seconds_bucket{task="rollup",le="0.25"} 1`)
+	require.Contains(t, body, `pacer_schedule_lateness_seconds_count{task="other"} 1`)
+	require.NotContains(t, body, "my-secret-task")
+	require.NotContains(t, body, "made_up")
+
+	var none *metrics.Metrics
+	none.ObserveMissed("rollup", map[string]int{pacer.SkipPaused: 1})
+	none.ObserveLateness("rollup", time.Second)
 }

@@ -8,12 +8,30 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/pacer-dev/pacer"
 	"github.com/pacer-dev/pacer/internal/pacing"
+	"github.com/pacer-dev/pacer/internal/store"
 	"github.com/pacer-dev/pacer/workflows"
 )
 
-// StatusFunc runs the scheduler's status query.
-type StatusFunc func(ctx context.Context) (workflows.Status, error)
+// SchedulerView is what the metrics read of the scheduler without a
+// status query: what DescribeWorkflowExecution says of its latest run (a
+// read, not a billed action) and the memo the workflow keeps for this.
+type SchedulerView struct {
+	// Running is true while a run is open; Stopped when the last run was
+	// stopped on purpose (pacer stop).
+	Running, Stopped bool
+	HistoryLength    int
+	// Memo is nil for a run that has not written one yet.
+	Memo *workflows.Memo
+}
+
+// ViewFunc describes the scheduler.
+type ViewFunc func(ctx context.Context) (SchedulerView, error)
+
+// LatestRunsFunc reads each task's latest finished run from the task_runs
+// ledger the activities write (store.Store.LatestRuns).
+type LatestRunsFunc func(ctx context.Context) (map[string]store.TaskRun, error)
 
 // Zones are the values of the zone label: the pacing controller's zones.
 var Zones = []pacing.Zone{
@@ -21,35 +39,41 @@ var Zones = []pacing.Zone{
 	pacing.ZoneSteady, pacing.ZoneGrow, pacing.ZoneSurge,
 }
 
-// WatchScheduler adds the gauges only the scheduler workflow knows, read
-// from its status query: pause, breakers, consecutive failures and what
-// the pacing controller decided. The workflow is one for all processes, so
-// one process kind (the API) should serve them. A query is a billed action
-// on Temporal Cloud, so scrapes within every of the last query reuse its
-// answer.
-func (m *Metrics) WatchScheduler(status StatusFunc, every time.Duration) error {
-	return m.reg.Register(newSchedulerCollector(status, every))
+// WatchScheduler adds the gauges only the scheduler knows (pause, breakers,
+// failures in a row, what pacing decided), read from its memo, and the
+// last run of each task, read from the task_runs ledger. Neither costs a
+// Temporal action: the memo comes with a workflow description, and the
+// ledger is Postgres. The workflow is one for all processes, so one process
+// kind (the API) should serve them. Scrapes within every of the last read
+// reuse it.
+func (m *Metrics) WatchScheduler(view ViewFunc, runs LatestRunsFunc, every time.Duration) error {
+	return m.reg.Register(newSchedulerCollector(view, runs, every))
 }
 
 type schedulerCollector struct {
-	status StatusFunc
-	every  time.Duration
+	view  ViewFunc
+	runs  LatestRunsFunc
+	every time.Duration
 
-	mu     sync.Mutex // one query at a time; guards last and lastAt
-	last   *workflows.Status
-	lastAt time.Time
+	mu       sync.Mutex // one read at a time; guards the fields below
+	last     *SchedulerView
+	lastRuns map[string]store.TaskRun
+	lastAt   time.Time
 
-	up, paused, history, failures, breaker, batch, interval, zone, runsOutEarly *prometheus.Desc
-	errors                                                                      prometheus.Counter
+	up, stopped, paused, history, failures, breaker, batch, interval, zone, runsOutEarly, lastRun, lastFailed *prometheus.Desc
+	errors                                                                                                    prometheus.Counter
 }
 
-func newSchedulerCollector(status StatusFunc, every time.Duration) *schedulerCollector {
+func newSchedulerCollector(view ViewFunc, runs LatestRunsFunc, every time.Duration) *schedulerCollector {
 	task := []string{"task"}
 	return &schedulerCollector{
-		status: status,
-		every:  every,
+		view:  view,
+		runs:  runs,
+		every: every,
 		up: prometheus.NewDesc("pacer_scheduler_up",
-			"1 when the scheduler's status query answered (the gauges below are from that answer), 0 when it did not.", nil, nil),
+			"1 while the scheduler workflow runs (the gauges below are from its memo), 0 when it does not or cannot be described.", nil, nil),
+		stopped: prometheus.NewDesc("pacer_scheduler_stopped",
+			"1 when the scheduler was stopped on purpose (pacer stop): workers leave it stopped until pacer start.", nil, nil),
 		paused: prometheus.NewDesc("pacer_scheduler_paused",
 			"1 while the scheduler is paused.", nil, nil),
 		history: prometheus.NewDesc("pacer_scheduler_history_events",
@@ -66,15 +90,20 @@ func newSchedulerCollector(status StatusFunc, every time.Duration) *schedulerCol
 			"1 for the pacing controller's current zone of the task.", []string{"task", "zone"}, nil),
 		runsOutEarly: prometheus.NewDesc("pacer_pacing_month_runs_out_early",
 			"1 when the task's upstream month quota runs out before the month ends at the rate it drains.", task, nil),
+		lastRun: prometheus.NewDesc("pacer_task_last_run_finished_timestamp_seconds",
+			"When the task's latest run finished, from the task_runs ledger (every worker's runs).", task, nil),
+		lastFailed: prometheus.NewDesc("pacer_task_last_run_failed",
+			"1 when the task's latest run failed, from the task_runs ledger.", task, nil),
 		errors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "pacer_scheduler_status_errors_total",
-			Help: "Status queries for metrics that failed.",
+			Help: "Reads of the scheduler's description or of the run ledger for metrics that failed.",
 		}),
 	}
 }
 
 func (c *schedulerCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.up, c.paused, c.history, c.failures, c.breaker, c.batch, c.interval, c.zone, c.runsOutEarly} {
+	for _, d := range []*prometheus.Desc{c.up, c.stopped, c.paused, c.history, c.failures, c.breaker, c.batch,
+		c.interval, c.zone, c.runsOutEarly, c.lastRun, c.lastFailed} {
 		ch <- d
 	}
 	c.errors.Describe(ch)
@@ -82,57 +111,69 @@ func (c *schedulerCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c *schedulerCollector) Collect(ch chan<- prometheus.Metric) {
 	defer c.errors.Collect(ch)
-	st, ok := c.current()
-	if !ok {
-		ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 0)
-		return
-	}
+	v, runs := c.current()
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
-	gauge(c.up, 1)
-	gauge(c.paused, flag(st.PausedUntil != nil))
-	gauge(c.history, float64(st.HistoryLength))
-	for name, t := range st.Tasks {
-		if !slices.Contains(Tasks, name) {
+	for name, r := range runs {
+		if !slices.Contains(Tasks, name) || r.FinishedAt == nil {
 			continue // a task this build does not know would be an unbounded label
 		}
-		gauge(c.failures, float64(st.ConsecutiveFailures[name]), name)
-		gauge(c.breaker, flag(t.Breaker.Open), name)
-		p := t.Pacing
-		if p == nil {
-			continue // a run from before adaptive pacing
+		gauge(c.lastRun, float64(r.FinishedAt.UnixMilli())/1000, name)
+		gauge(c.lastFailed, flag(r.Status == pacer.RunFailed), name)
+	}
+	if v == nil {
+		gauge(c.up, 0)
+		return
+	}
+	gauge(c.up, flag(v.Running))
+	gauge(c.stopped, flag(v.Stopped))
+	gauge(c.history, float64(v.HistoryLength))
+	if v.Memo == nil {
+		return
+	}
+	gauge(c.paused, flag(v.Memo.PausedUntil != nil && v.Memo.PausedUntil.After(time.Now())))
+	for name, t := range v.Memo.Tasks {
+		if !slices.Contains(Tasks, name) {
+			continue
 		}
-		gauge(c.batch, float64(p.Batch), name)
-		if d, err := time.ParseDuration(p.Interval); err == nil {
-			gauge(c.interval, d.Seconds(), name)
+		gauge(c.failures, float64(t.ConsecutiveFailures), name)
+		gauge(c.breaker, flag(t.BreakerUntil != nil), name)
+		if t.Zone == "" {
+			continue // a run without pacing
 		}
-		if slices.Contains(Zones, p.Zone) {
-			gauge(c.zone, 1, name, string(p.Zone))
+		gauge(c.batch, float64(t.Batch), name)
+		gauge(c.interval, time.Duration(t.Interval).Seconds(), name)
+		if z := pacing.Zone(t.Zone); slices.Contains(Zones, z) {
+			gauge(c.zone, 1, name, t.Zone)
 		}
-		if p.Budget != nil {
-			gauge(c.runsOutEarly, flag(p.Budget.RunsOutEarly), name)
-		}
+		gauge(c.runsOutEarly, flag(t.RunsOutEarly), name)
 	}
 }
 
-// current returns the last answer if it is recent, else asks again.
-func (c *schedulerCollector) current() (workflows.Status, bool) {
+// current returns the last reads if they are recent, else reads again.
+func (c *schedulerCollector) current() (*SchedulerView, map[string]store.TaskRun) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.last != nil && time.Since(c.lastAt) < c.every {
-		return *c.last, true
+	if !c.lastAt.IsZero() && time.Since(c.lastAt) < c.every {
+		return c.last, c.lastRuns
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
 	defer cancel()
-	st, err := c.status(ctx)
-	if err != nil {
+	c.last, c.lastRuns, c.lastAt = nil, nil, time.Now()
+	if v, err := c.view(ctx); err != nil {
 		c.errors.Inc()
-		c.last = nil
-		return workflows.Status{}, false
+	} else {
+		c.last = &v
 	}
-	c.last, c.lastAt = &st, time.Now()
-	return st, true
+	if c.runs != nil {
+		if runs, err := c.runs(ctx); err != nil {
+			c.errors.Inc()
+		} else {
+			c.lastRuns = runs
+		}
+	}
+	return c.last, c.lastRuns
 }
 
 func flag(b bool) float64 {

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pacer-dev/pacer/internal/catalog"
+	"github.com/pacer-dev/pacer/internal/ingest"
 	"github.com/pacer-dev/pacer/internal/store"
 )
 
@@ -22,11 +23,15 @@ const trackedTraded = 50
 const scrapeTimeout = 3 * time.Second
 
 // WatchStore adds the gauges read from Postgres at each scrape: the age of
-// the oldest price in the tracked set and the sweep's position in the agent
-// walk. They describe the shared database, not this process, so one process
-// kind (the API) should serve them; each scrape costs four small queries.
-func (m *Metrics) WatchStore(st *store.Store, cat *catalog.Catalog) error {
-	return m.reg.Register(newStoreCollector(st, cat))
+// the oldest price in the tracked set, the sweep's due set per tier, what
+// the shared Hiro budget has left (hb; nil leaves it out) and the
+// deliveries by status. They describe the shared database, not this
+// process, so one process kind (the API) should serve them; each scrape
+// costs a few small queries.
+func (m *Metrics) WatchStore(st *store.Store, cat *catalog.Catalog, hb *store.SharedBudget) error {
+	c := newStoreCollector(st, cat)
+	c.budget = hb
+	return m.reg.Register(c)
 }
 
 type storeCollector struct {
@@ -37,8 +42,13 @@ type storeCollector struct {
 	// wait rather than pile queries up.
 	mu sync.Mutex
 
-	oldestAge, tracked, missing, cursor, agents *prometheus.Desc
-	errors                                      prometheus.Counter
+	// budget is the shared Hiro budget; nil leaves its gauge out.
+	budget *store.SharedBudget
+
+	oldestAge, tracked, missing, agents          *prometheus.Desc
+	tierAgents, tierDue, tierOverdue, budgetLeft *prometheus.Desc
+	deliveries                                   deliveryGauges
+	errors                                       prometheus.Counter
 }
 
 func newStoreCollector(st *store.Store, cat *catalog.Catalog) *storeCollector {
@@ -52,11 +62,18 @@ func newStoreCollector(st *store.Store, cat *catalog.Catalog) *storeCollector {
 			"Tokens in the tracked set the tenero task keeps fresh.", nil, nil),
 		missing: prometheus.NewDesc("pacer_prices_missing",
 			"Tracked tokens with no stored price at all.", nil, nil),
-		cursor: prometheus.NewDesc("pacer_sweep_cursor_position",
-			"Registered agents at or before the sweep cursor, in walk order: where the next sweep page starts (0 when the walk wrapped).",
-			nil, nil),
 		agents: prometheus.NewDesc("pacer_sweep_agents_registered",
-			"Registered agents the sweep walks.", nil, nil),
+			"Registered agents the sweep visits.", nil, nil),
+		tierAgents: prometheus.NewDesc("pacer_sweep_tier_agents",
+			"Registered agents per tier (hot: a swap in the last 24 h, warm: 7 days, cold).", []string{"tier"}, nil),
+		tierDue: prometheus.NewDesc("pacer_sweep_tier_due",
+			"Agents of the tier whose next visit is due.", []string{"tier"}, nil),
+		tierOverdue: prometheus.NewDesc("pacer_sweep_tier_overdue_seconds_p99",
+			"99th percentile over the tier's agents of how far past its due time each is (0 when not due).", []string{"tier"}, nil),
+		budgetLeft: prometheus.NewDesc("pacer_hiro_budget_remaining",
+			"What the one Hiro budget shared by every process has left of the minute window and of the month quota (when Hiro reports one), read from Postgres at the scrape.",
+			[]string{"window"}, nil),
+		deliveries: newDeliveryGauges(),
 		errors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "pacer_metrics_store_errors_total",
 			Help: "Scrapes whose Postgres-backed gauges could not be read (they are left out of that scrape).",
@@ -65,7 +82,8 @@ func newStoreCollector(st *store.Store, cat *catalog.Catalog) *storeCollector {
 }
 
 func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.oldestAge, c.tracked, c.missing, c.cursor, c.agents} {
+	for _, d := range []*prometheus.Desc{c.oldestAge, c.tracked, c.missing, c.agents,
+		c.tierAgents, c.tierDue, c.tierOverdue, c.budgetLeft, c.deliveries.status} {
 		ch <- d
 	}
 	c.errors.Describe(ch)
@@ -82,7 +100,13 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	if err := c.collectPrices(ctx, ch); err != nil {
 		c.errors.Inc()
 	}
-	if err := c.collectCursor(ctx, ch); err != nil {
+	if err := c.collectIngest(ctx, ch); err != nil {
+		c.errors.Inc()
+	}
+	if err := c.collectBudget(ctx, ch); err != nil {
+		c.errors.Inc()
+	}
+	if err := c.deliveries.collect(ctx, c.st, ch); err != nil {
 		c.errors.Inc()
 	}
 	c.errors.Collect(ch)
@@ -112,22 +136,36 @@ func (c *storeCollector) collectPrices(ctx context.Context, ch chan<- prometheus
 	return nil
 }
 
-// agentsAtCursorSQL counts in the same byte order the sweep walks in
-// (store.AgentsPage).
-const agentsAtCursorSQL = `
-select count(*) filter (where $1 <> '' and stx_address collate "C" <= $1), count(*)
-from agents`
-
-func (c *storeCollector) collectCursor(ctx context.Context, ch chan<- prometheus.Metric) error {
-	cursor, _, err := c.st.GetState(ctx, store.StateSweepCursor)
+func (c *storeCollector) collectIngest(ctx context.Context, ch chan<- prometheus.Metric) error {
+	sum, err := c.st.IngestSummary(ctx, time.Now())
 	if err != nil {
 		return err
 	}
-	var at, total int64
-	if err := c.st.Pool().QueryRow(ctx, agentsAtCursorSQL, cursor).Scan(&at, &total); err != nil {
+	total := 0
+	for _, t := range ingest.Tiers {
+		s := sum[t]
+		total += s.Agents
+		tier := string(t)
+		ch <- prometheus.MustNewConstMetric(c.tierAgents, prometheus.GaugeValue, float64(s.Agents), tier)
+		ch <- prometheus.MustNewConstMetric(c.tierDue, prometheus.GaugeValue, float64(s.Due), tier)
+		ch <- prometheus.MustNewConstMetric(c.tierOverdue, prometheus.GaugeValue, s.OverdueP99, tier)
+	}
+	ch <- prometheus.MustNewConstMetric(c.agents, prometheus.GaugeValue, float64(total))
+	return nil
+}
+
+func (c *storeCollector) collectBudget(ctx context.Context, ch chan<- prometheus.Metric) error {
+	if c.budget == nil {
+		return nil
+	}
+	st, now, err := c.budget.Snapshot(ctx)
+	if err != nil {
 		return err
 	}
-	ch <- prometheus.MustNewConstMetric(c.cursor, prometheus.GaugeValue, float64(at))
-	ch <- prometheus.MustNewConstMetric(c.agents, prometheus.GaugeValue, float64(total))
+	minute, month := st.Remaining(c.budget.Config(), now)
+	ch <- prometheus.MustNewConstMetric(c.budgetLeft, prometheus.GaugeValue, float64(minute), WindowMinute)
+	if month != nil {
+		ch <- prometheus.MustNewConstMetric(c.budgetLeft, prometheus.GaugeValue, float64(*month), WindowMonth)
+	}
 	return nil
 }

@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/bits"
 	"time"
+
+	"github.com/pacer-dev/pacer"
 )
 
 // BudgetConfig is what is documented about an upstream's plan. Every field
@@ -26,16 +28,16 @@ type BudgetConfig struct {
 	MinuteReserve int `json:"minuteReserve,omitempty"`
 	// Window is the length of the minute window (default 1 minute). Windows
 	// are fixed, as real quota counters are: they start on the minute.
-	Window time.Duration `json:"window,omitempty"`
+	Window pacer.Duration `json:"window,omitempty"`
 	// CreditHorizon bounds how long unspent month pace accrues (default 24
 	// hours), so that a long pause does not end in one huge burst.
-	CreditHorizon time.Duration `json:"creditHorizon,omitempty"`
+	CreditHorizon pacer.Duration `json:"creditHorizon,omitempty"`
 }
 
 // WithDefaults fills the zero fields that have defaults.
 func (c BudgetConfig) WithDefaults() BudgetConfig {
-	c.Window = cmp.Or(c.Window, time.Minute)
-	c.CreditHorizon = cmp.Or(c.CreditHorizon, 24*time.Hour)
+	c.Window = cmp.Or(c.Window, pacer.Duration(time.Minute))
+	c.CreditHorizon = cmp.Or(c.CreditHorizon, pacer.Duration(24*time.Hour))
 	return c
 }
 
@@ -184,7 +186,7 @@ func (b *Budget) credit(v monthView, now time.Time) int64 {
 	if !now.Before(v.end) {
 		return v.paced(now, b.Config.Reserve)
 	}
-	elapsed := min(now.Sub(*v.creditFrom), b.Config.CreditHorizon)
+	elapsed := min(now.Sub(*v.creditFrom), time.Duration(b.Config.CreditHorizon))
 	if elapsed <= 0 {
 		return 0
 	}
@@ -215,7 +217,7 @@ func (b *Budget) Record(r Report) {
 	case before.known && before.paced(r.End, b.Config.Reserve) > 0 && r.End.Before(before.end):
 		worth := mulDiv(int64(spent), int64(before.end.Sub(r.End)), before.paced(r.End, b.Config.Reserve))
 		from := b.CreditFrom.Add(time.Duration(min(worth, math.MaxInt64/2)))
-		if floor := r.End.Add(-b.Config.CreditHorizon); from.Before(floor) {
+		if floor := r.End.Add(-time.Duration(b.Config.CreditHorizon)); from.Before(floor) {
 			from = floor
 		}
 		b.CreditFrom = &from
@@ -239,7 +241,7 @@ func (b *Budget) Record(r Report) {
 
 // recordMinute follows the minute window and learns its capacity.
 func (b *Budget) recordMinute(r Report, spent int) {
-	w := b.Config.Window
+	w := time.Duration(b.Config.Window)
 	reset := r.End.Truncate(w).Add(w)
 	if r.ResetAt != nil {
 		reset = *r.ResetAt

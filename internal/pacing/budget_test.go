@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/pacer-dev/pacer"
 )
 
 func ip(v int) *int { return &v }
@@ -127,7 +129,7 @@ func TestBudgetDebt(t *testing.T) {
 
 func TestBudgetCreditHorizon(t *testing.T) {
 	t.Parallel()
-	b := NewBudget(BudgetConfig{CreditHorizon: time.Hour})
+	b := NewBudget(BudgetConfig{CreditHorizon: pacer.Duration(time.Hour)})
 	b.Record(firstRun())
 	// Ten days idle accrue no more than an hour's pace: 9,990 over the 20
 	// days left is 20.8 an hour.

@@ -64,23 +64,27 @@ const (
 // ControllerConfig bounds and tunes a Controller. Zero fields take the
 // defaults of WithDefaults; the bounds have none and must be set.
 type ControllerConfig struct {
-	MinBatch    int           `json:"minBatch"`
-	MaxBatch    int           `json:"maxBatch"`
-	MinInterval time.Duration `json:"minInterval"`
-	MaxInterval time.Duration `json:"maxInterval"`
+	MinBatch    int            `json:"minBatch"`
+	MaxBatch    int            `json:"maxBatch"`
+	MinInterval pacer.Duration `json:"minInterval"`
+	MaxInterval pacer.Duration `json:"maxInterval"`
 	// InitialBatch and InitialInterval are where a new or reset controller
 	// starts; 0 starts cautiously at MinBatch and MaxInterval.
-	InitialBatch    int           `json:"initialBatch,omitempty"`
-	InitialInterval time.Duration `json:"initialInterval,omitempty"`
+	InitialBatch    int            `json:"initialBatch,omitempty"`
+	InitialInterval pacer.Duration `json:"initialInterval,omitempty"`
 
-	// The success rate is measured over Buckets buckets of Bucket each
-	// (default 5 × 1 minute), and nothing moves below MinSamples outcomes
-	// (default 5).
-	Bucket     time.Duration `json:"bucket,omitempty"`
-	Buckets    int           `json:"buckets,omitempty"`
-	MinSamples int           `json:"minSamples,omitempty"`
+	// Judge is what the success rate is measured over: JudgeMinutes (the
+	// zero value, kept for runs that began with it) or JudgeRuns.
+	Judge Judge `json:"judge,omitempty"`
+	// JudgeMinutes: the success rate is measured over Buckets buckets of
+	// Bucket each (default 5 × 1 minute). JudgeRuns: over the newest runs,
+	// at most Buckets of them (default 3), as few as hold MinSamples
+	// outcomes. Nothing moves below MinSamples outcomes (default 5).
+	Bucket     pacer.Duration `json:"bucket,omitempty"`
+	Buckets    int            `json:"buckets,omitempty"`
+	MinSamples int            `json:"minSamples,omitempty"`
 	// Cooldown is how long the cooldown zone holds (default 5 minutes).
-	Cooldown time.Duration `json:"cooldown,omitempty"`
+	Cooldown pacer.Duration `json:"cooldown,omitempty"`
 
 	// Zone thresholds in percent of successes (defaults 20, 50, 80, 95).
 	// Below CooldownBelow: cooldown; below BackoffBelow: backoff; above
@@ -98,12 +102,15 @@ func (c ControllerConfig) WithDefaults() ControllerConfig {
 			*v = d
 		}
 	}
-	defDur := func(v *time.Duration, d time.Duration) {
+	defDur := func(v *pacer.Duration, d time.Duration) {
 		if *v == 0 {
-			*v = d
+			*v = pacer.Duration(d)
 		}
 	}
 	defDur(&c.Bucket, time.Minute)
+	if c.Judge == JudgeRuns {
+		def(&c.Buckets, 3)
+	}
 	def(&c.Buckets, 5)
 	def(&c.MinSamples, 5)
 	defDur(&c.Cooldown, 5*time.Minute)
@@ -125,19 +132,24 @@ func (c ControllerConfig) Validate() error {
 		return fmt.Errorf("%w: minBatch must be at least 1, got %d", ErrBadConfig, c.MinBatch)
 	case c.MaxBatch < c.MinBatch:
 		return fmt.Errorf("%w: maxBatch %d is below minBatch %d", ErrBadConfig, c.MaxBatch, c.MinBatch)
-	case c.MinInterval < time.Second:
+	case c.Judge != JudgeMinutes && c.Judge != JudgeRuns:
+		return fmt.Errorf("%w: judge must be %q or %q, got %.40q", ErrBadConfig, JudgeMinutes, JudgeRuns, c.Judge)
+	case c.MinInterval < pacer.Duration(time.Second):
 		// Intervals move in whole seconds; a smaller floor could not move.
 		return fmt.Errorf("%w: minInterval must be at least 1s, got %s", ErrBadConfig, c.MinInterval)
 	case c.MaxInterval < c.MinInterval:
 		return fmt.Errorf("%w: maxInterval %s is below minInterval %s", ErrBadConfig, c.MaxInterval, c.MinInterval)
 	case c.Bucket <= 0 || c.Buckets < 1 || c.MinSamples < 1 || c.Cooldown < 0:
 		return fmt.Errorf("%w: bucket, buckets and minSamples must be positive, cooldown not negative", ErrBadConfig)
-	case c.MinBatch < c.MinSamples:
+	case c.Judge == JudgeMinutes && c.MinBatch < c.MinSamples:
 		// A run at the floor must carry enough outcomes to be judged on its
 		// own: a task that runs every few hours at one item a run would
 		// never gather MinSamples in its window, and would stay at the
 		// floor for good after a cooldown.
 		return fmt.Errorf("%w: minBatch %d is below minSamples %d", ErrBadConfig, c.MinBatch, c.MinSamples)
+	case c.Judge == JudgeRuns && c.MinBatch*c.Buckets < c.MinSamples:
+		// Likewise for the window of runs: runs at the floor must fill it.
+		return fmt.Errorf("%w: minBatch %d × buckets %d is below minSamples %d", ErrBadConfig, c.MinBatch, c.Buckets, c.MinSamples)
 	case !(0 <= c.CooldownBelow && c.CooldownBelow <= c.BackoffBelow && c.BackoffBelow <= c.GrowAbove &&
 		c.GrowAbove <= c.SurgeAbove && c.SurgeAbove <= 100):
 		return fmt.Errorf("%w: thresholds must rise: 0 ≤ cooldownBelow %d ≤ backoffBelow %d ≤ growAbove %d ≤ surgeAbove %d ≤ 100",
@@ -146,11 +158,40 @@ func (c ControllerConfig) Validate() error {
 	return nil
 }
 
+// Judge names what a controller's success rate is measured over.
+type Judge string
+
+const (
+	// JudgeMinutes measures it over a rolling window of minutes: the seed
+	// design. One run's burst of failures fills the whole window at a slow
+	// cadence, so one bad run could send a task to its slowest pace for
+	// hours; it is kept only for runs that began with it (replay).
+	JudgeMinutes Judge = ""
+	// JudgeRuns measures it over the newest runs, judges each run once, and
+	// does not over-react (SPEC §3.3): one bad run backs off one step and the
+	// first good run after it restores the pace the task had before; only a
+	// second bad run in a row can cool it down.
+	JudgeRuns Judge = "runs"
+)
+
 // Bucket counts the outcomes observed in one bucket of time.
 type Bucket struct {
 	Start     time.Time `json:"start"`
 	Successes int       `json:"successes"`
 	Failures  int       `json:"failures"`
+}
+
+// RunOutcome counts the outcomes of one run (JudgeRuns).
+type RunOutcome struct {
+	At        time.Time `json:"at"`
+	Successes int       `json:"successes"`
+	Failures  int       `json:"failures"`
+}
+
+// Pace is a batch and an interval: where a task was before a dip.
+type Pace struct {
+	Batch    int            `json:"batch"`
+	Interval pacer.Duration `json:"interval"`
 }
 
 // Controller is the adaptive controller of one task. Its zero value is not
@@ -159,16 +200,26 @@ type Bucket struct {
 type Controller struct {
 	Config   ControllerConfig `json:"config"`
 	Batch    int              `json:"batch"`
-	Interval time.Duration    `json:"interval"`
+	Interval pacer.Duration   `json:"interval"`
 	Zone     Zone             `json:"zone"`
 	// CooldownUntil is set while the cooldown zone holds.
 	CooldownUntil *time.Time `json:"cooldownUntil,omitempty"`
-	// Fresh counts outcomes observed since the last step. A step needs
-	// MinSamples fresh outcomes, so one burst of evidence moves the
-	// controller once, however often Decide is asked.
+	// Fresh counts outcomes (JudgeRuns: runs) observed since the last step.
+	// A step needs fresh evidence, so one burst moves the controller once,
+	// however often Decide is asked.
 	Fresh int `json:"fresh"`
-	// Buckets is the rolling window, oldest first.
+	// Buckets is the rolling window of JudgeMinutes, oldest first.
 	Buckets []Bucket `json:"buckets"`
+
+	// Runs is the window of JudgeRuns, oldest first.
+	Runs []RunOutcome `json:"runs,omitempty"`
+	// BadRuns counts the bad runs in a row (JudgeRuns).
+	BadRuns int `json:"badRuns,omitempty"`
+	// Before is the pace the task had when its dip began; good runs bring
+	// it back (JudgeRuns). Cooled says the dip went as far as a cooldown,
+	// from which the way back takes two good runs instead of one.
+	Before *Pace `json:"before,omitempty"`
+	Cooled bool  `json:"cooled,omitempty"`
 }
 
 // NewController returns a controller at the config's initial batch and
@@ -193,19 +244,33 @@ func (c *Controller) Reset() {
 	c.CooldownUntil = nil
 	c.Fresh = 0
 	c.Buckets = nil
+	c.forgetRuns()
+}
+
+func (c *Controller) forgetRuns() {
+	c.Runs, c.BadRuns, c.Before, c.Cooled = nil, 0, nil, false
 }
 
 // Clamp replaces the config (bounds change with a deploy or an operator)
 // and moves batch and interval inside the new bounds. The evidence and any
-// cooldown are kept: the upstream did not change because the bounds did.
+// cooldown are kept: the upstream did not change because the bounds did,
+// unless the way of judging changed, whose evidence does not carry over.
 func (c *Controller) Clamp(cfg ControllerConfig) error {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
+	if cfg.Judge != c.Config.Judge {
+		c.Fresh, c.Buckets = 0, nil
+		c.forgetRuns()
+	}
 	c.Config = cfg
 	c.Batch = clampInt(c.Batch, cfg.MinBatch, cfg.MaxBatch)
 	c.Interval = clampDur(c.Interval, cfg.MinInterval, cfg.MaxInterval)
+	if c.Before != nil {
+		c.Before.Batch = clampInt(c.Before.Batch, cfg.MinBatch, cfg.MaxBatch)
+		c.Before.Interval = clampDur(c.Before.Interval, cfg.MinInterval, cfg.MaxInterval)
+	}
 	return nil
 }
 
@@ -223,10 +288,11 @@ func (c *Controller) Tune(batch int, interval time.Duration) error {
 		c.Batch = clampInt(batch, c.Config.MinBatch, c.Config.MaxBatch)
 	}
 	if interval > 0 {
-		c.Interval = clampDur(interval, c.Config.MinInterval, c.Config.MaxInterval)
+		c.Interval = clampDur(pacer.Duration(interval), c.Config.MinInterval, c.Config.MaxInterval)
 	}
 	c.CooldownUntil = nil
 	c.Fresh = 0
+	c.forgetRuns()
 	if c.Zone == ZoneCooldown {
 		c.Zone = ZoneWarmup
 	}
@@ -235,14 +301,23 @@ func (c *Controller) Tune(batch int, interval time.Duration) error {
 
 // Observe records outcomes seen at now: successes, and failures that are the
 // upstream's (rate_limit, server_error, timeout). Item problems are not the
-// upstream's fault; Record sorts outcomes by class.
+// upstream's fault; Record sorts outcomes by class. With JudgeRuns each call
+// is one run.
 func (c *Controller) Observe(now time.Time, successes, upstreamFailures int) {
 	successes, upstreamFailures = max(successes, 0), max(upstreamFailures, 0)
 	if successes+upstreamFailures == 0 {
 		return
 	}
+	if c.Config.Judge == JudgeRuns {
+		c.Runs = append(c.Runs, RunOutcome{At: now, Successes: successes, Failures: upstreamFailures})
+		if n := len(c.Runs) - c.Config.Buckets; n > 0 {
+			c.Runs = slices.Delete(c.Runs, 0, n)
+		}
+		c.Fresh++
+		return
+	}
 	c.prune(now)
-	start := now.Truncate(c.Config.Bucket)
+	start := now.Truncate(time.Duration(c.Config.Bucket))
 	if n := len(c.Buckets); n > 0 && c.Buckets[n-1].Start.Equal(start) {
 		c.Buckets[n-1].Successes += successes
 		c.Buckets[n-1].Failures += upstreamFailures
@@ -289,8 +364,13 @@ type Decision struct {
 // interval to use. Call it when a run finishes (after Observe) and before a
 // run starts; calling it more often moves nothing without new outcomes.
 func (c *Controller) Decide(now time.Time) Decision {
-	c.prune(now)
-	stepped := c.step(now)
+	var stepped bool
+	if c.Config.Judge == JudgeRuns {
+		stepped = c.stepRuns(now)
+	} else {
+		c.prune(now)
+		stepped = c.step(now)
+	}
 	d := c.Snapshot(now)
 	d.Stepped = stepped
 	return d
@@ -323,7 +403,7 @@ func (c *Controller) step(now time.Time) bool {
 	}
 	switch zone {
 	case ZoneCooldown:
-		until := now.Add(cfg.Cooldown)
+		until := now.Add(time.Duration(cfg.Cooldown))
 		c.CooldownUntil = &until
 		c.Batch, c.Interval = cfg.MinBatch, cfg.MaxInterval
 	case ZoneBackoff:
@@ -370,7 +450,7 @@ func (c *Controller) classify(s, n int) Zone {
 // what a status query may call (queries must not change workflow state).
 func (c *Controller) Snapshot(now time.Time) Decision {
 	s, f := c.windowAt(now)
-	d := Decision{Batch: c.Batch, Interval: c.Interval, Zone: c.Zone, Samples: s + f}
+	d := Decision{Batch: c.Batch, Interval: time.Duration(c.Interval), Zone: c.Zone, Samples: s + f}
 	if c.CooldownUntil != nil && now.Before(*c.CooldownUntil) {
 		d.Zone = ZoneCooldown
 		d.CooldownRemaining = c.CooldownUntil.Sub(now)
@@ -385,7 +465,14 @@ func (c *Controller) Snapshot(now time.Time) Decision {
 // SuccessesPerMinute is the rate of successes over the window, for status.
 func (c *Controller) SuccessesPerMinute(now time.Time) float64 {
 	s, _ := c.windowAt(now)
-	span := time.Duration(c.Config.Buckets) * c.Config.Bucket
+	span := time.Duration(c.Config.Buckets) * time.Duration(c.Config.Bucket)
+	if c.Config.Judge == JudgeRuns {
+		// The window is runs: their successes over the time they span.
+		span = time.Minute
+		if len(c.Runs) > 0 {
+			span = max(span, now.Sub(c.Runs[0].At))
+		}
+	}
 	return float64(s) / span.Minutes()
 }
 
@@ -398,8 +485,12 @@ func (c *Controller) window() (successes, failures int) {
 	return successes, failures
 }
 
-// windowAt sums the buckets inside the window ending at now, without pruning.
+// windowAt sums the buckets inside the window ending at now, without
+// pruning; with JudgeRuns, the runs the next judgement would weigh.
 func (c *Controller) windowAt(now time.Time) (successes, failures int) {
+	if c.Config.Judge == JudgeRuns {
+		return c.judged()
+	}
 	oldest := c.oldestBucket(now)
 	for _, b := range c.Buckets {
 		if !b.Start.Before(oldest) {
@@ -412,7 +503,8 @@ func (c *Controller) windowAt(now time.Time) (successes, failures int) {
 
 // oldestBucket is the start of the oldest bucket still inside the window.
 func (c *Controller) oldestBucket(now time.Time) time.Time {
-	return now.Truncate(c.Config.Bucket).Add(-time.Duration(c.Config.Buckets-1) * c.Config.Bucket)
+	b := time.Duration(c.Config.Bucket)
+	return now.Truncate(b).Add(-time.Duration(c.Config.Buckets-1) * b)
 }
 
 // prune drops the buckets that slid out of the window.
@@ -437,8 +529,8 @@ func shrinkBatch(b, lo int) int {
 
 // scaleInterval multiplies by pct percent in whole seconds and always moves
 // by at least a second in the intended direction, within the bounds.
-func scaleInterval(d time.Duration, pct int, lo, hi time.Duration) time.Duration {
-	secs := int64(d / time.Second)
+func scaleInterval(d pacer.Duration, pct int, lo, hi pacer.Duration) pacer.Duration {
+	secs := int64(time.Duration(d) / time.Second)
 	next := secs * int64(pct) / 100
 	switch {
 	case pct < 100 && next >= secs:
@@ -446,7 +538,7 @@ func scaleInterval(d time.Duration, pct int, lo, hi time.Duration) time.Duration
 	case pct > 100 && next <= secs:
 		next = secs + 1
 	}
-	return clampDur(time.Duration(next)*time.Second, lo, hi)
+	return clampDur(pacer.Duration(time.Duration(next)*time.Second), lo, hi)
 }
 
 // wilson returns the 95% Wilson score interval of s successes in n trials;
@@ -465,4 +557,4 @@ func wilson(s, n int) (lo, hi float64) {
 
 func clampInt(v, lo, hi int) int { return min(max(v, lo), hi) }
 
-func clampDur(v, lo, hi time.Duration) time.Duration { return min(max(v, lo), hi) }
+func clampDur(v, lo, hi pacer.Duration) pacer.Duration { return min(max(v, lo), hi) }

@@ -16,8 +16,8 @@ var t0 = time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
 func testConfig() ControllerConfig {
 	return ControllerConfig{
 		MinBatch: 5, MaxBatch: 1000,
-		MinInterval: 10 * time.Second, MaxInterval: time.Hour,
-		InitialBatch: 20, InitialInterval: 100 * time.Second,
+		MinInterval: pacer.Duration(10 * time.Second), MaxInterval: pacer.Duration(time.Hour),
+		InitialBatch: 20, InitialInterval: pacer.Duration(100 * time.Second),
 	}
 }
 
@@ -103,7 +103,7 @@ func TestControllerSteps(t *testing.T) {
 			wantBatch: 11, wantInterval: 10 * time.Second},
 		{name: "halving 3 gives 1", giveBatch: 3, giveInterval: time.Minute, giveFailures: 12,
 			wantBatch: 1, wantInterval: 90 * time.Second},
-		{name: "×1.5 of 1s is still +1s", giveCfg: func(c *ControllerConfig) { c.MinInterval = time.Second },
+		{name: "×1.5 of 1s is still +1s", giveCfg: func(c *ControllerConfig) { c.MinInterval = pacer.Duration(time.Second) },
 			giveBatch: 8, giveInterval: time.Second, giveFailures: 12,
 			wantBatch: 4, wantInterval: 2 * time.Second},
 		{name: "batch stops at max", giveCfg: func(c *ControllerConfig) { c.MaxBatch = 24 },
@@ -112,7 +112,7 @@ func TestControllerSteps(t *testing.T) {
 			wantBatch: 13, wantInterval: 10 * time.Second},
 		{name: "batch stops at min", giveCfg: func(c *ControllerConfig) { c.MinBatch = 5 },
 			giveBatch: 6, giveInterval: time.Minute, giveFailures: 12, wantBatch: 5, wantInterval: 90 * time.Second},
-		{name: "interval stops at max", giveCfg: func(c *ControllerConfig) { c.MaxInterval = 80 * time.Second },
+		{name: "interval stops at max", giveCfg: func(c *ControllerConfig) { c.MaxInterval = pacer.Duration(80 * time.Second) },
 			giveBatch: 6, giveInterval: time.Minute, giveFailures: 12, wantBatch: 3, wantInterval: 80 * time.Second},
 	}
 	for _, tt := range tests {
@@ -125,7 +125,7 @@ func TestControllerSteps(t *testing.T) {
 			if tt.giveCfg != nil {
 				tt.giveCfg(&cfg)
 			}
-			cfg.InitialBatch, cfg.InitialInterval = tt.giveBatch, tt.giveInterval
+			cfg.InitialBatch, cfg.InitialInterval = tt.giveBatch, pacer.Duration(tt.giveInterval)
 			c := newTestController(t, cfg)
 			c.Observe(t0, 20-tt.giveFailures, tt.giveFailures)
 			d := c.Decide(t0)
@@ -173,7 +173,7 @@ func TestControllerWindowRolls(t *testing.T) {
 func TestControllerCooldownAndRecovery(t *testing.T) {
 	t.Parallel()
 	cfg := testConfig()
-	cfg.InitialBatch, cfg.InitialInterval = 100, 20*time.Second
+	cfg.InitialBatch, cfg.InitialInterval = 100, pacer.Duration(20*time.Second)
 	c := newTestController(t, cfg)
 
 	c.Observe(t0, 1, 19)
@@ -254,10 +254,10 @@ func TestControllerClamp(t *testing.T) {
 	c := newTestController(t, testConfig())
 	c.Observe(t0, 3, 0)
 	cfg := testConfig()
-	cfg.MaxBatch, cfg.MinInterval = 10, 5*time.Minute
+	cfg.MaxBatch, cfg.MinInterval = 10, pacer.Duration(5*time.Minute)
 	require.NoError(t, c.Clamp(cfg))
 	require.Equal(t, 10, c.Batch)
-	require.Equal(t, 5*time.Minute, c.Interval)
+	require.Equal(t, pacer.Duration(5*time.Minute), c.Interval)
 	require.Len(t, c.Buckets, 1, "evidence survives a bounds change")
 
 	bad := testConfig()
@@ -275,8 +275,8 @@ func TestControllerConfigValidate(t *testing.T) {
 		{name: "min batch 0", give: func(c *ControllerConfig) { c.MinBatch = 0 }},
 		{name: "min batch below min samples", give: func(c *ControllerConfig) { c.MinBatch = 4 }},
 		{name: "max below min", give: func(c *ControllerConfig) { c.MaxBatch = 4 }},
-		{name: "sub-second interval", give: func(c *ControllerConfig) { c.MinInterval = time.Millisecond }},
-		{name: "max interval below min", give: func(c *ControllerConfig) { c.MaxInterval = time.Second }},
+		{name: "sub-second interval", give: func(c *ControllerConfig) { c.MinInterval = pacer.Duration(time.Millisecond) }},
+		{name: "max interval below min", give: func(c *ControllerConfig) { c.MaxInterval = pacer.Duration(time.Second) }},
 		{name: "thresholds out of order", give: func(c *ControllerConfig) { c.GrowAbove = 40 }},
 		{name: "threshold above 100", give: func(c *ControllerConfig) { c.SurgeAbove = 101 }},
 	}
@@ -301,28 +301,28 @@ func TestControllerTuneAndReset(t *testing.T) {
 	require.ErrorIs(t, c.Tune(-1, 0), ErrBadTune)
 	require.NoError(t, c.Tune(5000, 0))
 	require.Equal(t, 1000, c.Batch, "clamped to the bounds")
-	require.Equal(t, time.Hour, c.Interval, "0 keeps the interval")
+	require.Equal(t, pacer.Duration(time.Hour), c.Interval, "0 keeps the interval")
 	require.Nil(t, c.CooldownUntil, "an operator's tune ends a cooldown")
 	require.Equal(t, ZoneWarmup, c.Zone)
 	require.NoError(t, c.Tune(0, time.Second))
-	require.Equal(t, 10*time.Second, c.Interval)
+	require.Equal(t, pacer.Duration(10*time.Second), c.Interval)
 	require.Equal(t, 1000, c.Batch)
 
 	c.Observe(t0, 10, 0)
 	c.Reset()
 	require.Equal(t, 20, c.Batch)
-	require.Equal(t, 100*time.Second, c.Interval)
+	require.Equal(t, pacer.Duration(100*time.Second), c.Interval)
 	require.Empty(t, c.Buckets)
 	require.Equal(t, ZoneWarmup, c.Zone)
 }
 
 func TestControllerCautiousDefaultStart(t *testing.T) {
 	t.Parallel()
-	c := newTestController(t, ControllerConfig{MinBatch: 5, MaxBatch: 9, MinInterval: time.Minute, MaxInterval: time.Hour})
+	c := newTestController(t, ControllerConfig{MinBatch: 5, MaxBatch: 9, MinInterval: pacer.Duration(time.Minute), MaxInterval: pacer.Duration(time.Hour)})
 	require.Equal(t, 5, c.Batch)
-	require.Equal(t, time.Hour, c.Interval)
+	require.Equal(t, pacer.Duration(time.Hour), c.Interval)
 	require.Equal(t, 5, c.Config.MinSamples)
-	require.Equal(t, 5*time.Minute, c.Config.Cooldown)
+	require.Equal(t, pacer.Duration(5*time.Minute), c.Config.Cooldown)
 }
 
 func TestControllerSurvivesJSON(t *testing.T) {

@@ -12,10 +12,13 @@ import (
 //	continue-as-new    = runs × EventsPerRun / ContinueAsNewEvents, 1 action each
 //	actions per day    = runs/day × actions per run + messages/day + continue-as-new/day
 //
-// The activities heartbeat every HeartbeatEvery; the SDK sends the first at
-// once and then at most one per throttle window, 0.8 × the heartbeat timeout
-// (20 s → 16 s). A signal, query or update is one action each. Workflow
-// tasks are not billed.
+// The activities look at their progress every 0.8 × the heartbeat timeout
+// of 2 minutes and heartbeat only when it changed; the SDK forwards at most
+// one heartbeat per 0.8 × the timeout too, so a run under 96 s sends none.
+// The workflow's one timer wakes it for every task due at that moment, so
+// with several tasks the timers are the wake-ups, at most one a run (the
+// bench counts them so). A signal, query or update is one action each.
+// Workflow tasks and memo upserts are not billed.
 type Cost struct {
 	HeartbeatEvery    time.Duration `json:"heartbeatEvery"`
 	HeartbeatThrottle time.Duration `json:"heartbeatThrottle"`
@@ -28,12 +31,12 @@ type Cost struct {
 	ContinueAsNewEvents int `json:"continueAsNewEvents"`
 }
 
-// DefaultCost is pacer's: 5 s heartbeats throttled to one per 16 s, 11
-// events a run, continue-as-new at 2,000 events.
+// DefaultCost is pacer's: a heartbeat per 96 s of a run (0.8 × the 2-minute
+// heartbeat timeout), 11 events a run, continue-as-new at 2,000 events.
 func DefaultCost() Cost {
 	return Cost{
-		HeartbeatEvery:      5 * time.Second,
-		HeartbeatThrottle:   16 * time.Second,
+		HeartbeatEvery:      96 * time.Second,
+		HeartbeatThrottle:   96 * time.Second,
 		EventsPerRun:        11,
 		ContinueAsNewEvents: 2000,
 	}
@@ -104,7 +107,7 @@ func StatusOf(now time.Time, c *Controller, b *Budget, lastRun time.Duration, co
 	}
 	interval := d.Interval
 	if d.CooldownRemaining > 0 {
-		interval = c.Config.MaxInterval
+		interval = time.Duration(c.Config.MaxInterval)
 	}
 	perRun := float64(d.Batch)
 	st.RunsPerDay = float64(24*time.Hour) / float64(interval)

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/pacer-dev/pacer"
 )
 
 func TestCostHeartbeats(t *testing.T) {
@@ -15,11 +17,11 @@ func TestCostHeartbeats(t *testing.T) {
 		want int
 	}{
 		{give: 0, want: 0},
-		{give: 4 * time.Second, want: 0},
-		{give: 5 * time.Second, want: 1},
-		{give: 20 * time.Second, want: 1},
-		{give: 21 * time.Second, want: 2},
-		{give: 3 * time.Minute, want: 11},
+		{give: 95 * time.Second, want: 0},
+		{give: 96 * time.Second, want: 1},
+		{give: 191 * time.Second, want: 1},
+		{give: 192 * time.Second, want: 2},
+		{give: 10 * time.Minute, want: 6},
 	}
 	for _, tt := range tests {
 		t.Run(tt.give.String(), func(t *testing.T) {
@@ -36,14 +38,14 @@ func TestCostActionsPerDay(t *testing.T) {
 	// Every 5 minutes, 3-second runs: 288 × (activity + timer), and 288 × 11
 	// events continue as new 1.58 times a day.
 	require.InDelta(t, 288*2+288*11/2000.0, c.ActionsPerDay(288, 3*time.Second, 0), 1e-9)
-	require.InDelta(t, 100+96*4+96*11/2000.0, c.ActionsPerDay(96, 30*time.Second, 100), 1e-9)
+	require.InDelta(t, 100+96*3+96*11/2000.0, c.ActionsPerDay(96, 2*time.Minute, 100), 1e-9)
 }
 
 func TestStatusOf(t *testing.T) {
 	t.Parallel()
 	c := newTestController(t, ControllerConfig{
-		MinBatch: 5, MaxBatch: 53, MinInterval: 5 * time.Minute, MaxInterval: 6 * time.Hour,
-		InitialBatch: 53, InitialInterval: 5 * time.Minute,
+		MinBatch: 5, MaxBatch: 53, MinInterval: pacer.Duration(5 * time.Minute), MaxInterval: pacer.Duration(6 * time.Hour),
+		InitialBatch: 53, InitialInterval: pacer.Duration(5 * time.Minute),
 	})
 	b := NewBudget(BudgetConfig{})
 	b.Record(firstRun())

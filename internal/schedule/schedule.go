@@ -6,6 +6,8 @@ package schedule
 import (
 	"fmt"
 	"time"
+
+	"github.com/pacer-dev/pacer"
 )
 
 // MaxPause bounds a pause so that a typo ("9000h") cannot silently stop the
@@ -15,10 +17,19 @@ const MaxPause = 30 * 24 * time.Hour
 // Task is the scheduling state of one task. It is carried across
 // continue-as-new, so every field must survive a JSON round trip.
 type Task struct {
-	Name  string        `json:"name"`
-	Every time.Duration `json:"every"`
+	Name  string         `json:"name"`
+	Every pacer.Duration `json:"every"`
 	// LastRunAt is when the last run started; cadence runs start to start.
 	LastRunAt *time.Time `json:"lastRunAt,omitempty"`
+	// NextDueAt is when the task's own work is next due, as its last run
+	// said (the sweep: its earliest due agent). Like NextRunAfter it only
+	// delays: the task is due at its cadence or then, whichever is later.
+	NextDueAt *time.Time `json:"nextDueAt,omitempty"`
+	// RequestedAt is when the pending request was made (Requested).
+	RequestedAt *time.Time `json:"requestedAt,omitempty"`
+	// LastNominalAt is the nominal time of the last run's occurrence (its
+	// run key, SPEC §3.4): the next run's key must be later.
+	LastNominalAt *time.Time `json:"lastNominalAt,omitempty"`
 	// NextRunAfter is a back-off set by the upstream (rate limits): the task is
 	// not due before it, whatever its cadence says.
 	NextRunAfter        *time.Time `json:"nextRunAfter,omitempty"`
@@ -35,6 +46,9 @@ type Task struct {
 	BreakerUntil *time.Time `json:"breakerUntil,omitempty"`
 	// BreakerTrips counts how often the breaker opened.
 	BreakerTrips int `json:"breakerTrips,omitempty"`
+	// LastDuration is how long the last finished run took: whether a run in
+	// flight will likely still be running when the task is next due.
+	LastDuration pacer.Duration `json:"lastDuration,omitempty"`
 	// Started and Finished count runs; an update waiting for "the next run"
 	// waits for Finished to pass the Started it saw.
 	Started  int64 `json:"started"`
@@ -55,20 +69,37 @@ func (t *Task) Running() bool { return t.Started > t.Finished }
 // the last start, and not before any back-off. A task that never ran is due at
 // once (the zero time).
 func (t *Task) DueAt() time.Time {
-	var due time.Time
-	if t.LastRunAt != nil {
-		due = t.LastRunAt.Add(t.Every)
-	}
-	if t.NextRunAfter != nil && t.NextRunAfter.After(due) {
-		due = *t.NextRunAfter
-	}
-	if t.BreakerUntil != nil && t.BreakerUntil.After(due) {
-		due = *t.BreakerUntil
-	}
-	if t.PacedUntil != nil && t.PacedUntil.After(due) {
-		due = *t.PacedUntil
-	}
+	due, _ := t.Due()
 	return due
+}
+
+// Why a task is not due yet: what its due time comes from.
+const (
+	WaitCadence = "cadence" // the task's cadence (or its own next due work)
+	WaitBackoff = "backoff" // an upstream said to wait (a spent quota)
+	WaitBreaker = "breaker" // the circuit breaker is open until its probe
+	WaitPacing  = "pacing"  // the upstream's budget lacks the run's requests
+	WaitPaused  = "paused"  // an operator's pause
+)
+
+// Due is DueAt and the reason it is then, one of the Wait… words: the
+// latest of the task's cadence, its own next due work, a back-off, an open
+// breaker and month pacing.
+func (t *Task) Due() (time.Time, string) {
+	var due time.Time
+	reason := WaitCadence
+	if t.LastRunAt != nil {
+		due = t.LastRunAt.Add(time.Duration(t.Every))
+	}
+	for _, c := range []struct {
+		at     *time.Time
+		reason string
+	}{{t.NextDueAt, WaitCadence}, {t.NextRunAfter, WaitBackoff}, {t.BreakerUntil, WaitBreaker}, {t.PacedUntil, WaitPacing}} {
+		if c.at != nil && c.at.After(due) {
+			due, reason = *c.at, c.reason
+		}
+	}
+	return due, reason
 }
 
 // Breaker configures the circuit breaker. A zero Threshold turns it off.
@@ -100,7 +131,7 @@ func (t *Task) ShouldStart(now time.Time, pausedUntil *time.Time) bool {
 // Begin records the start of a run at now.
 func (t *Task) Begin(now time.Time) {
 	t.LastRunAt = &now
-	t.Requested = false
+	t.Requested, t.RequestedAt = false, nil
 	t.Started++
 }
 
@@ -117,6 +148,9 @@ type Outcome struct {
 // reports whether this outcome opened the breaker.
 func (t *Task) Finish(now time.Time, o Outcome, b Breaker) (tripped bool) {
 	t.Finished = t.Started
+	if t.LastRunAt != nil {
+		t.LastDuration = pacer.Duration(now.Sub(*t.LastRunAt))
+	}
 	if o.Class == "" {
 		t.ConsecutiveFailures = 0
 		t.BreakerUntil = nil
@@ -158,6 +192,32 @@ func NextWake(now time.Time, pausedUntil *time.Time, tasks []*Task) (wake time.T
 			at = *pausedUntil
 		}
 		if t.Requested || at.Before(now) {
+			at = now
+		}
+		if !ok || at.Before(wake) {
+			wake, ok = at, true
+		}
+	}
+	return wake, ok
+}
+
+// NextWakeCounting is NextWake counting running tasks too: the moment a
+// running task will be due again is known when it starts (its cadence), so
+// the one timer can point there before it finishes, and a run's end moves
+// the timer only when the run changed its due time. A running task that
+// will still be running then (already due, or its last run took longer
+// than its cadence) starts when its run ends, which wakes the loop without
+// a timer.
+func NextWakeCounting(now time.Time, pausedUntil *time.Time, tasks []*Task) (wake time.Time, ok bool) {
+	for _, t := range tasks {
+		at := t.DueAt()
+		if t.Running() && (!at.After(now) || t.LastRunAt != nil && !t.LastRunAt.Add(time.Duration(t.LastDuration)).Before(at)) {
+			continue
+		}
+		if !t.Requested && Paused(now, pausedUntil) && pausedUntil.After(at) {
+			at = *pausedUntil
+		}
+		if (t.Requested && !t.Running()) || at.Before(now) {
 			at = now
 		}
 		if !ok || at.Before(wake) {

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/pacer-dev/pacer"
 )
 
 var t0 = time.Date(2026, 5, 14, 12, 0, 0, 0, time.UTC)
@@ -20,13 +22,13 @@ func TestShouldStart(t *testing.T) {
 		giveNow   time.Time
 		want      bool
 	}{
-		{name: "never ran", give: Task{Every: 5 * time.Minute}, giveNow: t0, want: true},
-		{name: "cadence not elapsed", give: Task{Every: 5 * time.Minute, LastRunAt: at(0)}, giveNow: t0.Add(4 * time.Minute)},
-		{name: "cadence elapsed", give: Task{Every: 5 * time.Minute, LastRunAt: at(0)}, giveNow: t0.Add(5 * time.Minute), want: true},
-		{name: "back-off wins over cadence", give: Task{Every: 5 * time.Minute, LastRunAt: at(0), NextRunAfter: at(time.Hour)}, giveNow: t0.Add(10 * time.Minute)},
-		{name: "back-off passed", give: Task{Every: 5 * time.Minute, LastRunAt: at(0), NextRunAfter: at(time.Hour)}, giveNow: t0.Add(time.Hour), want: true},
-		{name: "paused", give: Task{Every: time.Minute}, givePause: at(time.Hour), giveNow: t0},
-		{name: "pause over", give: Task{Every: time.Minute}, givePause: at(time.Hour), giveNow: t0.Add(time.Hour), want: true},
+		{name: "never ran", give: Task{Every: pacer.Duration(5 * time.Minute)}, giveNow: t0, want: true},
+		{name: "cadence not elapsed", give: Task{Every: pacer.Duration(5 * time.Minute), LastRunAt: at(0)}, giveNow: t0.Add(4 * time.Minute)},
+		{name: "cadence elapsed", give: Task{Every: pacer.Duration(5 * time.Minute), LastRunAt: at(0)}, giveNow: t0.Add(5 * time.Minute), want: true},
+		{name: "back-off wins over cadence", give: Task{Every: pacer.Duration(5 * time.Minute), LastRunAt: at(0), NextRunAfter: at(time.Hour)}, giveNow: t0.Add(10 * time.Minute)},
+		{name: "back-off passed", give: Task{Every: pacer.Duration(5 * time.Minute), LastRunAt: at(0), NextRunAfter: at(time.Hour)}, giveNow: t0.Add(time.Hour), want: true},
+		{name: "paused", give: Task{Every: pacer.Duration(time.Minute)}, givePause: at(time.Hour), giveNow: t0},
+		{name: "pause over", give: Task{Every: pacer.Duration(time.Minute)}, givePause: at(time.Hour), giveNow: t0.Add(time.Hour), want: true},
 		{name: "requested ignores pause", give: Task{Requested: true}, givePause: at(time.Hour), giveNow: t0, want: true},
 		{name: "requested ignores back-off", give: Task{Requested: true, NextRunAfter: at(time.Hour)}, giveNow: t0, want: true},
 		{name: "running never starts twice", give: Task{Requested: true, Started: 2, Finished: 1}, giveNow: t0},
@@ -41,7 +43,7 @@ func TestShouldStart(t *testing.T) {
 
 func TestBeginFinish(t *testing.T) {
 	t.Parallel()
-	tk := Task{Every: time.Minute, Requested: true}
+	tk := Task{Every: pacer.Duration(time.Minute), Requested: true}
 	tk.Begin(t0)
 	require.True(t, tk.Running())
 	require.False(t, tk.Requested)
@@ -64,8 +66,8 @@ func TestBeginFinish(t *testing.T) {
 
 func TestNextWake(t *testing.T) {
 	t.Parallel()
-	a := &Task{Every: 5 * time.Minute, LastRunAt: at(0)}
-	b := &Task{Every: 15 * time.Minute, LastRunAt: at(0)}
+	a := &Task{Every: pacer.Duration(5 * time.Minute), LastRunAt: at(0)}
+	b := &Task{Every: pacer.Duration(15 * time.Minute), LastRunAt: at(0)}
 	w, ok := NextWake(t0.Add(time.Minute), nil, []*Task{a, b})
 	require.True(t, ok)
 	require.Equal(t, t0.Add(5*time.Minute), w)
@@ -121,7 +123,7 @@ func TestPauseUntil(t *testing.T) {
 func TestBreaker(t *testing.T) {
 	t.Parallel()
 	b := Breaker{Threshold: 3, Cooldown: time.Hour}
-	tk := Task{Every: 5 * time.Minute}
+	tk := Task{Every: pacer.Duration(5 * time.Minute)}
 	fail := Outcome{Class: "server_error"}
 	now := t0
 	for i := 1; i <= 2; i++ {
@@ -157,4 +159,75 @@ func TestBreaker(t *testing.T) {
 		require.False(t, off.Finish(t0, fail, Breaker{}))
 	}
 	require.False(t, off.BreakerOpen())
+}
+
+func TestDueSaysWhy(t *testing.T) {
+	t.Parallel()
+	base := Task{Every: pacer.Duration(5 * time.Minute), LastRunAt: at(0)}
+	tests := []struct {
+		name       string
+		give       func(*Task)
+		wantAt     time.Time
+		wantReason string
+	}{
+		{name: "cadence", give: func(*Task) {}, wantAt: t0.Add(5 * time.Minute), wantReason: WaitCadence},
+		{name: "own work due later", give: func(t *Task) { t.NextDueAt = at(7 * time.Minute) },
+			wantAt: t0.Add(7 * time.Minute), wantReason: WaitCadence},
+		{name: "own work due sooner does not hurry", give: func(t *Task) { t.NextDueAt = at(time.Minute) },
+			wantAt: t0.Add(5 * time.Minute), wantReason: WaitCadence},
+		{name: "back-off", give: func(t *Task) { t.NextRunAfter = at(10 * time.Minute) },
+			wantAt: t0.Add(10 * time.Minute), wantReason: WaitBackoff},
+		{name: "breaker", give: func(t *Task) { t.NextRunAfter, t.BreakerUntil = at(10*time.Minute), at(time.Hour) },
+			wantAt: t0.Add(time.Hour), wantReason: WaitBreaker},
+		{name: "pacing", give: func(t *Task) { t.PacedUntil = at(6 * time.Minute) },
+			wantAt: t0.Add(6 * time.Minute), wantReason: WaitPacing},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			task := base
+			tt.give(&task)
+			gotAt, gotReason := task.Due()
+			require.Equal(t, tt.wantAt, gotAt)
+			require.Equal(t, tt.wantReason, gotReason)
+		})
+	}
+}
+
+func TestNextWakeCountsRunningTasks(t *testing.T) {
+	t.Parallel()
+	running := &Task{Every: pacer.Duration(time.Minute), LastRunAt: at(0), Started: 1}
+	idle := &Task{Every: pacer.Duration(5 * time.Minute), LastRunAt: at(0)}
+	w, ok := NextWakeCounting(t0.Add(10*time.Second), nil, []*Task{running, idle})
+	require.True(t, ok)
+	require.Equal(t, t0.Add(time.Minute), w, "the running task's next due time arms the timer")
+	_, ok = NextWake(t0.Add(10*time.Second), nil, []*Task{running})
+	require.False(t, ok, "NextWake, as before, ignores it")
+
+	// Overdue while it runs: its end wakes the loop, not a timer.
+	w, _ = NextWakeCounting(t0.Add(2*time.Minute), nil, []*Task{running, idle})
+	require.Equal(t, t0.Add(5*time.Minute), w)
+	_, ok = NextWakeCounting(t0.Add(2*time.Minute), nil, []*Task{running})
+	require.False(t, ok)
+
+	// A request waits for the run in flight; on an idle task it is now.
+	running.Requested, idle.Requested = true, true
+	w, _ = NextWakeCounting(t0.Add(2*time.Minute), at(time.Hour), []*Task{running, idle})
+	require.Equal(t, t0.Add(2*time.Minute), w)
+}
+
+// A run that outlasts its cadence starts again when it ends: a timer at its
+// due time would fire while it still runs.
+func TestNextWakeSkipsARunThatOutlastsItsCadence(t *testing.T) {
+	t.Parallel()
+	slow := &Task{Every: pacer.Duration(time.Minute), LastRunAt: at(0), Started: 2, Finished: 1,
+		LastDuration: pacer.Duration(90 * time.Second)}
+	idle := &Task{Every: pacer.Duration(5 * time.Minute), LastRunAt: at(0)}
+	w, ok := NextWakeCounting(t0.Add(time.Second), nil, []*Task{slow, idle})
+	require.True(t, ok)
+	require.Equal(t, t0.Add(5*time.Minute), w)
+
+	done := &Task{Every: pacer.Duration(time.Minute), LastRunAt: at(0), Started: 1, Finished: 1}
+	done.Finish(t0.Add(20*time.Second), Outcome{}, Breaker{})
+	require.Equal(t, pacer.Duration(20*time.Second), done.LastDuration)
 }

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"crypto/subtle"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -14,8 +15,9 @@ import (
 
 // Hiro's routes, as keyed in Stats.
 const (
-	HiroAddressTransactionsRoute = "GET /extended/v1/address/{principal}/transactions"
-	HiroTxRoute                  = "GET /extended/v1/tx/{txid}"
+	HiroAddressTransactionsRoute   = "GET /extended/v1/address/{principal}/transactions"
+	HiroPrincipalTransactionsRoute = "GET /extended/v3/principals/{principal}/transactions"
+	HiroTxRoute                    = "GET /extended/v1/tx/{txid}"
 )
 
 // HiroConfig configures the Hiro simulation and the world it serves. The
@@ -52,6 +54,22 @@ type HiroConfig struct {
 	// Retired makes the deprecated v1 list endpoint answer 410 Gone, as
 	// Hiro may once it switches it off (SPEC §9).
 	Retired bool
+	// NoV3 makes the current cursor endpoint
+	// (/extended/v3/principals/{principal}/transactions) answer 404, as an
+	// older server does.
+	NoV3 bool
+	// Costs is what a request of each route (a Hiro*Route) costs against
+	// the quotas, sent as x-ratelimit-cost-stacks. Default 1 each.
+	Costs map[string]int
+
+	// Activity gives the genesis agents activity tiers, 5% hot, 15% warm,
+	// 80% cold, with swap rates spread within each (Agent.Tier,
+	// Agent.SwapsPerDay), and the busy agent bursts of hundreds of swaps;
+	// their swaps keep arriving as long as the clock runs. Lists then grow
+	// past one page: only a sweep that pages reads them whole.
+	Activity bool
+	// Features adds named transactions (see SweepFeatures).
+	Features Features
 }
 
 // noMonthQuota stands for an unlimited month: Hiro's anonymous plan has none,
@@ -94,6 +112,8 @@ type hiroSim struct {
 	keyed     *limiter
 	apiKeys   []string
 	retired   bool
+	noV3      bool
+	costs     map[string]int
 }
 
 // newHiroSim builds the world of seed from the Tenero world's tokens, so the
@@ -114,6 +134,8 @@ func newHiroSim(seed int64, cfg HiroConfig, s *Server) *hiroSim {
 		keyed:     newLimiter(cfg.Keyed),
 		apiKeys:   cfg.APIKeys,
 		retired:   cfg.Retired,
+		noV3:      cfg.NoV3,
+		costs:     cfg.Costs,
 	}
 }
 
@@ -153,7 +175,7 @@ const (
 )
 
 // deprecationWarning is what Hiro sends on its deprecated v1 list endpoints.
-const deprecationWarning = `299 - "Deprecated: this endpoint is deprecated and will be removed; use /extended/v2/addresses/{address}/transactions instead"`
+const deprecationWarning = `299 - "Deprecated: this endpoint is deprecated and will be removed; use /extended/v3/principals/{principal}/transactions instead"`
 
 // principalPattern accepts a standard principal or a contract id, the two
 // things Hiro lists transactions for. c32check writes each leading zero byte
@@ -181,21 +203,11 @@ func (s *Server) hiroAddressTransactions(w http.ResponseWriter, r *http.Request)
 		writeError(w, http.StatusGone, "this endpoint has been removed; use /extended/v2/addresses/{address}/transactions")
 		return
 	}
-	principal := r.PathValue("principal")
-	if !principalPattern.MatchString(principal) {
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("invalid principal %q", principal))
+	principal, ok := principalOf(w, r)
+	if !ok {
 		return
 	}
-	q := r.URL.Query()
-	limit, err := queryInt(q, "limit", hiroDefaultLimit)
-	if err == nil && limit > hiroMaxLimit {
-		err = fmt.Errorf("querystring/limit must be <= %d", hiroMaxLimit)
-	}
-	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	offset, err := queryInt(q, "offset", 0)
+	limit, offset, err := pageQuery(r.URL.Query(), "limit", hiroDefaultLimit, hiroMaxLimit, "offset")
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
@@ -207,10 +219,34 @@ func (s *Server) hiroAddressTransactions(w http.ResponseWriter, r *http.Request)
 	results := make([]txJSON, len(page))
 	for i, tx := range page {
 		// List results never carry events; event_count still tells how many.
-		results[i] = tx.render(now, false)
+		results[i] = tx.render(now, eventWindow{})
 	}
 	w.Header().Set("Warning", deprecationWarning)
 	writeJSON(w, http.StatusOK, txListJSON{Limit: limit, Offset: offset, Total: len(listed), Results: results})
+}
+
+// principalOf reads the principal of a list route, answering 400 when it
+// is not one.
+func principalOf(w http.ResponseWriter, r *http.Request) (string, bool) {
+	principal := r.PathValue("principal")
+	if !principalPattern.MatchString(principal) {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("invalid principal %q", principal))
+		return "", false
+	}
+	return principal, true
+}
+
+// pageQuery reads a page's size (def when absent, at most most) and, when
+// offsetName is set, its start.
+func pageQuery(q url.Values, limitName string, def, most int, offsetName string) (limit, offset int, err error) {
+	limit, err = queryInt(q, limitName, def)
+	if err == nil && limit > most {
+		err = fmt.Errorf("querystring/%s must be <= %d", limitName, most)
+	}
+	if err == nil && offsetName != "" {
+		offset, err = queryInt(q, offsetName, 0)
+	}
+	return limit, offset, err
 }
 
 // queryInt reads a non-negative integer parameter; absent means def. The
@@ -227,10 +263,22 @@ func queryInt(q url.Values, name string, def int) (int, error) {
 	return n, nil
 }
 
+// Hiro's events paging on /tx/: 20 unless event_limit asks for more, at
+// most 100 (SPEC §9).
+const (
+	hiroDefaultEventLimit = 20
+	hiroMaxEventLimit     = 100
+)
+
 func (s *Server) hiroTx(w http.ResponseWriter, r *http.Request) {
 	raw := r.PathValue("txid")
 	if !txidPattern.MatchString(raw) {
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("invalid tx_id %q", raw))
+		return
+	}
+	limit, offset, err := pageQuery(r.URL.Query(), "event_limit", hiroDefaultEventLimit, hiroMaxEventLimit, "event_offset")
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	txid := "0x" + strings.ToLower(strings.TrimPrefix(raw, "0x"))
@@ -247,11 +295,185 @@ func (s *Server) hiroTx(w http.ResponseWriter, r *http.Request) {
 		}{"could not find transaction by ID", "could not find transaction by ID " + txid})
 		return
 	}
-	writeJSON(w, http.StatusOK, tx.render(now, true))
+	writeJSON(w, http.StatusOK, tx.render(now, eventWindow{offset: offset, limit: limit}))
 }
 
-// Hiro's rate-limit headers (SPEC §5.8).
+// v3 cursor pages (SPEC §9): block_height:microblock_sequence:tx_index of
+// the first entry of a page; anchored transactions have the largest
+// microblock sequence.
+const anchoredSequence = 2147483647
+
+var v3CursorPattern = regexp.MustCompile(`^([0-9]{1,19}):([0-9]{1,19}):([0-9]{1,19})$`)
+
+// v3PageJSON is a page of /extended/v3/principals/{principal}/transactions.
+type v3PageJSON struct {
+	Limit   int          `json:"limit"`
+	Total   int          `json:"total"`
+	Cursor  v3CursorJSON `json:"cursor"`
+	Results []v3ItemJSON `json:"results"`
+}
+
+type v3CursorJSON struct {
+	Next     *string `json:"next"`
+	Previous *string `json:"previous"`
+	Current  *string `json:"current"`
+}
+
+type v3ItemJSON struct {
+	Transaction        v3TxJSON        `json:"transaction"`
+	Involvement        string          `json:"involvement"`
+	BalanceChanges     map[string]any  `json:"balance_changes"`
+	AffectedAssetTypes map[string]bool `json:"affected_asset_types"`
+}
+
+type v3TxJSON struct {
+	TxID    string `json:"tx_id"`
+	Sender  v3Who  `json:"sender"`
+	Sponsor *v3Who `json:"sponsor"`
+	FeeRate string `json:"fee_rate"`
+	Block   struct {
+		Height    int64  `json:"height"`
+		Hash      string `json:"hash"`
+		IndexHash string `json:"index_hash"`
+		Time      int64  `json:"time"`
+		TxIndex   int64  `json:"tx_index"`
+	} `json:"block"`
+	BitcoinBlock struct {
+		Height int64 `json:"height"`
+		Time   int64 `json:"time"`
+	} `json:"bitcoin_block"`
+	Status        string          `json:"status"`
+	Type          string          `json:"type"`
+	ContractCall  *v3ContractCall `json:"contract_call,omitempty"`
+	TokenTransfer *v3Transfer     `json:"token_transfer,omitempty"`
+	SmartContract *v3Contract     `json:"smart_contract,omitempty"`
+}
+
+type v3Who struct {
+	Address string `json:"address"`
+	Nonce   int    `json:"nonce"`
+}
+
+type v3ContractCall struct {
+	ContractID   string `json:"contract_id"`
+	FunctionName string `json:"function_name"`
+}
+
+type v3Transfer struct {
+	Recipient string  `json:"recipient"`
+	Amount    string  `json:"amount"`
+	Memo      *string `json:"memo"`
+}
+
+type v3Contract struct {
+	ClarityVersion *int   `json:"clarity_version"`
+	ContractID     string `json:"contract_id"`
+}
+
+// hiroPrincipalTransactions serves the current cursor endpoint: mined,
+// canonical transactions only, newest first by position, limit at most 50.
+func (s *Server) hiroPrincipalTransactions(w http.ResponseWriter, r *http.Request) {
+	if s.hiro.noV3 {
+		notFound(w, r)
+		return
+	}
+	principal, ok := principalOf(w, r)
+	if !ok {
+		return
+	}
+	q := r.URL.Query()
+	limit, _, err := pageQuery(q, "limit", hiroDefaultLimit, hiroMaxLimit, "")
+	if err == nil && limit < 1 {
+		err = errors.New("querystring/limit must be >= 1")
+	}
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	var from *position
+	if c := q.Get("cursor"); c != "" {
+		m := v3CursorPattern.FindStringSubmatch(c)
+		if m == nil {
+			writeError(w, http.StatusBadRequest, "querystring/cursor must match pattern \"^[0-9]+:[0-9]+:[0-9]+$\"")
+			return
+		}
+		h, _ := strconv.ParseInt(m[1], 10, 64)
+		i, _ := strconv.ParseInt(m[3], 10, 64)
+		from = &position{height: h, index: i}
+	}
+
+	now := s.now()
+	var mined []*worldTx
+	for _, tx := range s.hiro.world.listed(principal, now) {
+		if !inMempool(tx.statusAt(now)) && !tx.fork {
+			mined = append(mined, tx)
+		}
+	}
+	start := 0
+	if from != nil {
+		start = len(mined)
+		for i, tx := range mined {
+			if tx.position().compare(*from) <= 0 {
+				start = i
+				break
+			}
+		}
+	}
+	page := mined[start:min(start+limit, len(mined))]
+	body := v3PageJSON{Limit: limit, Total: len(mined), Results: make([]v3ItemJSON, len(page))}
+	cursorOf := func(i int) *string {
+		if i < 0 || i >= len(mined) {
+			return nil
+		}
+		p := mined[i].position()
+		c := fmt.Sprintf("%d:%d:%d", p.height, anchoredSequence, p.index)
+		return &c
+	}
+	body.Cursor.Current = cursorOf(start)
+	body.Cursor.Next = cursorOf(start + limit)
+	if start > 0 {
+		body.Cursor.Previous = cursorOf(max(0, start-limit))
+	}
+	for i, tx := range page {
+		body.Results[i] = tx.renderV3(principal)
+	}
+	writeJSON(w, http.StatusOK, body)
+}
+
+// renderV3 is a mined transaction as the v3 summaries show it.
+func (tx *worldTx) renderV3(principal string) v3ItemJSON {
+	burn := tx.burnTime()
+	p := tx.position()
+	var t v3TxJSON
+	t.TxID, t.Sender, t.FeeRate = tx.TxID, v3Who{Address: tx.Sender, Nonce: tx.nonce}, strconv.FormatInt(tx.feeRate, 10)
+	t.Block.Height, t.Block.Hash, t.Block.IndexHash = p.height, blockHash(p.height), blockHash(^p.height)
+	t.Block.Time, t.Block.TxIndex = burn.Unix(), p.index
+	t.BitcoinBlock.Height, t.BitcoinBlock.Time = burnHeightAt+(burn.Unix()-heightEpoch)/burnBlockPeriod, burn.Unix()
+	t.Status, t.Type = tx.status, tx.txType
+	switch {
+	case tx.call != nil:
+		t.ContractCall = &v3ContractCall{ContractID: tx.call.ContractID, FunctionName: tx.call.FunctionName}
+	case tx.transfer != nil:
+		t.TokenTransfer = &v3Transfer{Recipient: tx.transfer.RecipientAddress, Amount: tx.transfer.Amount}
+	case tx.deploy != nil:
+		v := tx.deploy.ClarityVersion
+		t.SmartContract = &v3Contract{ClarityVersion: &v, ContractID: tx.deploy.ContractID}
+	}
+	involvement := "affected"
+	if principal == tx.Sender {
+		involvement = "sender"
+	}
+	return v3ItemJSON{
+		Transaction:        t,
+		Involvement:        involvement,
+		BalanceChanges:     map[string]any{"stx": map[string]string{}},
+		AffectedAssetTypes: map[string]bool{"stx": true, "ft": tx.call != nil, "nft": false},
+	}
+}
+
+// Hiro's rate-limit headers (SPEC §5.4).
 const (
+	hiroHeaderCost            = "x-ratelimit-cost-stacks"
 	hiroHeaderLimit           = "ratelimit-limit"
 	hiroHeaderRemaining       = "ratelimit-remaining"
 	hiroHeaderReset           = "ratelimit-reset"
@@ -261,10 +483,13 @@ const (
 	hiroHeaderMonthRemaining  = "x-ratelimit-remaining-stacks-month"
 )
 
-// hiroLimit spends the caller's budget and sends Hiro's headers, with a 429
-// and retry-after once it is gone. The month headers come only with a plan
-// that has a month quota, as Hiro sends them to keyed callers only.
-func (s *Server) hiroLimit(next http.Handler) http.Handler {
+// hiroLimitFor spends the caller's budget by the route's cost and sends
+// Hiro's headers, with a 429 and retry-after once it is gone. The month
+// headers come only with a plan that has a month quota, as Hiro sends them
+// to keyed callers only. With a hidden limit the plan's limit is what the
+// headers advertise, and ratelimit-remaining what is really left.
+func (s *Server) hiroLimitFor(route string, next http.Handler) http.Handler {
+	cost := max(s.hiro.costs[route], 1)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		lim, caller := s.hiro.anonymous, "ip:"+clientIP(r)
 		if key := r.Header.Get("x-api-key"); key != "" {
@@ -275,8 +500,9 @@ func (s *Server) hiroLimit(next http.Handler) http.Handler {
 			lim, caller = s.hiro.keyed, "key:"+key
 		}
 		now := s.now()
-		d := lim.take(caller, now)
+		d := lim.take(caller, now, cost)
 		h := w.Header()
+		h.Set(hiroHeaderCost, strconv.Itoa(cost))
 		perMinute := strconv.Itoa(lim.limits.PerMinute)
 		h.Set(hiroHeaderLimit, perMinute)
 		h.Set(hiroHeaderRemaining, strconv.Itoa(d.minuteRemaining))
@@ -308,6 +534,9 @@ func (h *hiroSim) validKey(key string) bool {
 	return false
 }
 
+// txTypeContractCall is the tx_type of contract calls.
+const txTypeContractCall = "contract_call"
+
 // The JSON of a Hiro transaction: the fields of the real API that a client
 // might read, mined and mempool shapes alike.
 
@@ -332,17 +561,18 @@ type txJSON struct {
 }
 
 type minedJSON struct {
-	BlockHash        string       `json:"block_hash"`
-	BlockHeight      int64        `json:"block_height"`
-	BlockTime        int64        `json:"block_time"`
-	BlockTimeISO     string       `json:"block_time_iso"`
-	BurnBlockTime    int64        `json:"burn_block_time"`
-	BurnBlockTimeISO string       `json:"burn_block_time_iso"`
-	BurnBlockHeight  int64        `json:"burn_block_height"`
-	Canonical        bool         `json:"canonical"`
-	TxIndex          int          `json:"tx_index"`
-	TxResult         clarityValue `json:"tx_result"`
-	EventCount       int          `json:"event_count"`
+	BlockHash           string       `json:"block_hash"`
+	BlockHeight         int64        `json:"block_height"`
+	BlockTime           int64        `json:"block_time"`
+	BlockTimeISO        string       `json:"block_time_iso"`
+	BurnBlockTime       int64        `json:"burn_block_time"`
+	BurnBlockTimeISO    string       `json:"burn_block_time_iso"`
+	BurnBlockHeight     int64        `json:"burn_block_height"`
+	Canonical           bool         `json:"canonical"`
+	MicroblockCanonical bool         `json:"microblock_canonical"`
+	TxIndex             int64        `json:"tx_index"`
+	TxResult            clarityValue `json:"tx_result"`
+	EventCount          int          `json:"event_count"`
 }
 
 type mempoolJSON struct {
@@ -451,18 +681,24 @@ func newContractCall(contract, function string, args []functionArgJSON) *contrac
 }
 
 // Block numbers follow the clock from a fixed point: a Bitcoin block every
-// ten minutes, a Stacks block every five seconds.
+// ten minutes, a Stacks block every second, so that a block's transactions
+// keep the order of their times.
 const (
 	heightEpoch     = 1_700_000_000
 	burnHeightAt    = 818_000
 	stacksHeightAt  = 130_000
 	burnBlockPeriod = 600
-	stacksPeriod    = 5
 )
 
-// render is the transaction as Hiro answers at at; withEvents false gives
-// the list form, whose events are always empty.
-func (tx *worldTx) render(at time.Time, withEvents bool) txJSON {
+// heightAt is the Stacks block of a moment.
+func heightAt(t time.Time) int64 { return stacksHeightAt + t.Unix() - heightEpoch }
+
+// eventWindow is the part of a transaction's events an answer carries; the
+// zero value carries none, as list results do.
+type eventWindow struct{ offset, limit int }
+
+// render is the transaction as Hiro answers at at, with the events of win.
+func (tx *worldTx) render(at time.Time, win eventWindow) txJSON {
 	status := tx.statusAt(at)
 	out := txJSON{
 		TxID:              tx.TxID,
@@ -487,30 +723,29 @@ func (tx *worldTx) render(at time.Time, withEvents bool) txJSON {
 	burn := tx.burnTime()
 	// A transaction that did not succeed had its transfers rolled back.
 	var events []eventJSON
-	if status == "success" {
+	if status == statusSuccess {
 		events = tx.events
 	}
-	secs := burn.Unix() - heightEpoch
-	blockTime := burn.Add(time.Duration(tx.txIndex%5) * time.Second)
+	p := tx.position()
 	out.minedJSON = &minedJSON{
-		BlockHash:        blockHash(secs / stacksPeriod),
-		BlockHeight:      stacksHeightAt + secs/stacksPeriod,
-		BlockTime:        blockTime.Unix(),
-		BlockTimeISO:     isoTime(blockTime),
-		BurnBlockTime:    burn.Unix(),
-		BurnBlockTimeISO: isoTime(burn),
-		BurnBlockHeight:  burnHeightAt + secs/burnBlockPeriod,
-		Canonical:        true,
-		TxIndex:          tx.txIndex,
-		TxResult:         tx.result,
-		EventCount:       len(events),
+		BlockHash:           blockHash(p.height),
+		BlockHeight:         p.height,
+		BlockTime:           burn.Unix(),
+		BlockTimeISO:        isoTime(burn),
+		BurnBlockTime:       burn.Unix(),
+		BurnBlockTimeISO:    isoTime(burn),
+		BurnBlockHeight:     burnHeightAt + (burn.Unix()-heightEpoch)/burnBlockPeriod,
+		Canonical:           !tx.fork,
+		MicroblockCanonical: true,
+		TxIndex:             p.index,
+		TxResult:            tx.result,
+		EventCount:          len(events),
 	}
-	if withEvents {
-		out.Events = make([]eventJSON, len(events))
-		for i, e := range events {
-			e.TxID = tx.TxID
-			out.Events[i] = e
-		}
+	from, to := min(win.offset, len(events)), min(win.offset+win.limit, len(events))
+	out.Events = make([]eventJSON, 0, to-from)
+	for _, e := range events[from:to] {
+		e.TxID = tx.TxID
+		out.Events = append(out.Events, e)
 	}
 	return out
 }

@@ -8,14 +8,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/pacer-dev/pacer"
-	"github.com/pacer-dev/pacer/internal/catalog"
 	"github.com/pacer-dev/pacer/internal/competition"
 	"github.com/pacer-dev/pacer/internal/hiro"
 )
@@ -25,6 +23,10 @@ func listPath(principal, query string) string {
 }
 
 func txPath(txid string) string { return "/extended/v1/tx/" + txid }
+
+func v3Path(principal, query string) string {
+	return "/extended/v3/principals/" + principal + "/transactions" + query
+}
 
 // txOf returns the first transaction of case c.
 func txOf(t *testing.T, w *World, c TxCase) WorldTx {
@@ -96,25 +98,18 @@ func TestHiroAddressTransactions(t *testing.T) {
 	require.Equal(t, all.Total, past.Total)
 	require.Empty(t, pastResults)
 
-	// Newest first; events always empty, though event_count says how many.
-	var prev int64 = 1 << 62
+	// Events always empty, though event_count says how many; the order is
+	// TestHiroAddressTransactionsOrder's.
 	for i, raw := range all.Results {
 		var tx struct {
-			BurnBlockTime *int64            `json:"burn_block_time"`
-			ReceiptTime   *int64            `json:"receipt_time"`
-			Events        []json.RawMessage `json:"events"`
-			EventCount    *int              `json:"event_count"`
+			Events     []json.RawMessage `json:"events"`
+			EventCount *int              `json:"event_count"`
+			TxStatus   string            `json:"tx_status"`
 		}
 		require.NoError(t, json.Unmarshal(raw, &tx))
 		require.NotNil(t, tx.Events, "events is [] rather than missing")
 		require.Empty(t, tx.Events)
-		when := tx.BurnBlockTime
-		if when == nil {
-			when = tx.ReceiptTime
-		}
-		require.NotNil(t, when)
-		require.LessOrEqual(t, *when, prev, "result %d is newer than the one before", i)
-		prev = *when
+		require.Equal(t, inMempool(tx.TxStatus), tx.EventCount == nil, "mined transactions count their events")
 		require.Contains(t, listedUnder(w, allResults[i].TxID), agent)
 	}
 
@@ -337,7 +332,15 @@ func TestHiroFaultsAndRetirement(t *testing.T) {
 
 	retired, _ := newSim(t, Config{Seed: 35, Hiro: HiroConfig{Retired: true}})
 	require.Equal(t, http.StatusGone, get(t, retired, listPath(agent, "")).Code)
-	require.Equal(t, http.StatusOK, get(t, retired, txPath(txOf(t, retired.World(), CaseSwap).TxID)).Code)
+	require.Equal(t, http.StatusOK, get(t, retired, v3Path(agent, "")).Code, "the current endpoint is still served")
+	var past WorldTx
+	for _, tx := range retired.World().Transactions() {
+		if tx.Case == CaseSwap && tx.AppearsAt.Before(epoch) {
+			past = tx
+			break
+		}
+	}
+	require.Equal(t, http.StatusOK, get(t, retired, txPath(past.TxID)).Code)
 }
 
 func TestHiroWorldRoute(t *testing.T) {
@@ -384,18 +387,32 @@ func TestHiroClientRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 25, page.Limit)
 	require.Equal(t, page.Total, len(page.Results))
-	require.Equal(t, 499, *page.Quota.MinuteRemaining)
-	require.Equal(t, 149_999, *page.Quota.MonthRemaining)
-	require.Equal(t, 150_000, *page.Quota.MonthLimit)
+	require.EqualValues(t, 499, *page.Quota.MinuteRemaining)
+	require.EqualValues(t, 149_999, *page.Quota.MonthRemaining)
+	require.EqualValues(t, 150_000, *page.Quota.MonthLimit)
 	require.NotNil(t, page.Quota.Reset)
 
-	found := competition.FoundInPage(page, catalog.Default())
-	require.NotEmpty(t, found)
-	for _, txid := range found {
-		tx, err := c.Tx(ctx, txid)
-		require.NoError(t, err)
-		require.Equal(t, txid, tx.TxID)
+	// The cursor endpoint lists the mined, canonical ones, in the same order.
+	listed, err := c.ListTransactions(ctx, agent, "")
+	require.NoError(t, err)
+	require.Equal(t, "v3", listed.Endpoint)
+	require.Empty(t, listed.Next, "one page holds the list")
+	var mined []string
+	for _, r := range page.Results {
+		if r.BlockHeight > 0 && r.IsCanonical() {
+			mined = append(mined, r.TxID)
+		}
 	}
+	var ids []string
+	for _, e := range listed.Entries {
+		ids = append(ids, e.TxID)
+		tx, err := c.Tx(ctx, e.TxID)
+		require.NoError(t, err)
+		require.Equal(t, e.TxID, tx.TxID)
+		require.True(t, tx.EventsComplete())
+		require.Equal(t, e.Position(), hiro.Position{BlockHeight: tx.BlockHeight, TxIndex: tx.TxIndex})
+	}
+	require.Equal(t, mined, ids)
 
 	_, err = c.Tx(ctx, txOf(t, w, CaseNotFound).TxID)
 	require.Equal(t, pacer.ClassNotFound, pacer.ClassOf(err))
@@ -407,102 +424,4 @@ func TestHiroClientRoundTrip(t *testing.T) {
 	retired, _ := newSim(t, Config{Seed: 37, Hiro: HiroConfig{Retired: true}})
 	_, err = newHiroClient(t, retired, "").AddressTransactions(ctx, agent, 25)
 	require.Equal(t, pacer.ClassPermanent, pacer.ClassOf(err))
-}
-
-// memLedger is an in-memory competition.Ledger holding the world's agents.
-type memLedger struct {
-	mu     sync.Mutex
-	agents map[string]competition.Agent
-	rows   map[string]competition.Swap
-}
-
-func newMemLedger(w *World) *memLedger {
-	l := &memLedger{agents: map[string]competition.Agent{}, rows: map[string]competition.Swap{}}
-	for _, a := range w.Agents() {
-		l.agents[a.STXAddress] = a.Competition()
-	}
-	return l
-}
-
-func (l *memLedger) SwapExists(_ context.Context, txid string) (bool, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	_, ok := l.rows[txid]
-	return ok, nil
-}
-
-func (l *memLedger) Agent(_ context.Context, stx string) (competition.Agent, bool, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	a, ok := l.agents[stx]
-	return a, ok, nil
-}
-
-func (l *memLedger) InsertSwap(_ context.Context, sw competition.Swap) (bool, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if _, ok := l.rows[sw.TxID]; ok {
-		return false, nil
-	}
-	l.rows[sw.TxID] = sw
-	return true, nil
-}
-
-func (l *memLedger) swaps() []competition.Swap {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	out := make([]competition.Swap, 0, len(l.rows))
-	for _, sw := range l.rows {
-		out = append(out, sw)
-	}
-	slices.SortFunc(out, func(a, b competition.Swap) int { return strings.Compare(a.TxID, b.TxID) })
-	return out
-}
-
-// TestVerifierAgreesWithTheWorld sweeps every agent through pacer's Hiro
-// client and the real verifier, at the origin and again once everything
-// has happened, and holds the ledger and every verdict against the world's
-// expectations: the simulator's gates and competition's must agree.
-func TestVerifierAgreesWithTheWorld(t *testing.T) {
-	t.Parallel()
-	s, clock := newSim(t, Config{Seed: 38, Hiro: HiroConfig{Keyed: Limits{PerMinute: 1 << 20, PerMonth: 1 << 24}}})
-	w := s.World()
-	c := newHiroClient(t, s, "key")
-	ledger := newMemLedger(w)
-	v := &competition.Verifier{Ledger: ledger, Txs: c, Allowlist: catalog.Default(), CompetitionStart: w.CompetitionStart()}
-	ctx := t.Context()
-
-	for _, at := range []time.Time{epoch, epoch.Add(40 * time.Minute), settled} {
-		clock.Add(at.Sub(clock.Now()))
-		before := map[string]bool{}
-		for _, sw := range ledger.swaps() {
-			before[sw.TxID] = true
-		}
-
-		got := map[string]Outcome{}
-		for _, a := range w.Agents() {
-			page, err := c.AddressTransactions(ctx, a.STXAddress, 25)
-			require.NoError(t, err)
-			require.Equal(t, page.Total, len(page.Results), "one page holds the whole list")
-			for _, txid := range competition.FoundInPage(page, catalog.Default()) {
-				require.NotContains(t, got, txid, "found under one agent only")
-				o := v.Verify(ctx, txid, competition.SourceSweep)
-				got[txid] = Outcome{TxID: o.TxID, Found: true, Status: o.Status, Reason: o.Reason}
-			}
-		}
-
-		want := map[string]Outcome{}
-		for id, o := range w.ExpectedOutcomes(at) {
-			if !o.Found {
-				continue
-			}
-			if before[id] {
-				// Inserted by an earlier pass: the ledger check answers first.
-				o.Status = competition.StatusAlreadyKnown
-			}
-			want[id] = o
-		}
-		require.Equal(t, want, got, "at %v", at)
-		require.Equal(t, w.ExpectedSwaps(at), ledger.swaps(), "at %v", at)
-	}
 }

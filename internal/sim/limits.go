@@ -19,6 +19,18 @@ type Limits struct {
 	// the month too. The neighbour is only active in minutes where we are,
 	// which keeps the simulation a pure function of our own traffic.
 	NoisyPerMinute int `json:"noisyPerMinute"`
+	// HiddenPerMinute, when between 0 and PerMinute, is the per-minute
+	// limit really enforced: the headers still advertise PerMinute, and
+	// only what is left (ratelimit-remaining) gives the lower one away.
+	HiddenPerMinute int `json:"hiddenPerMinute,omitempty"`
+}
+
+// enforced is the per-minute limit requests really meet.
+func (l Limits) enforced() int {
+	if l.HiddenPerMinute > 0 && l.HiddenPerMinute < l.PerMinute {
+		return l.HiddenPerMinute
+	}
+	return l.PerMinute
 }
 
 // withDefaults fills zero fields from def.
@@ -32,7 +44,7 @@ func (l Limits) withDefaults(def Limits) Limits {
 	if l.Type == "" {
 		l.Type = def.Type
 	}
-	l.NoisyPerMinute = min(max(l.NoisyPerMinute, 0), l.PerMinute)
+	l.NoisyPerMinute = min(max(l.NoisyPerMinute, 0), l.enforced())
 	return l
 }
 
@@ -63,8 +75,8 @@ func newLimiter(l Limits) *limiter {
 	return &limiter{limits: l, buckets: map[string]*bucket{}}
 }
 
-// take spends one request of caller's budget at now, if any is left.
-func (l *limiter) take(caller string, now time.Time) decision {
+// take spends cost units of caller's budget at now, if that many are left.
+func (l *limiter) take(caller string, now time.Time, cost int) decision {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	b, ok := l.buckets[caller]
@@ -74,13 +86,14 @@ func (l *limiter) take(caller string, now time.Time) decision {
 	}
 	b.roll(now, l.limits)
 
-	minuteSpent := b.minuteUsed >= l.limits.PerMinute
-	monthSpent := b.monthUsed >= l.limits.PerMonth
+	perMinute := l.limits.enforced()
+	minuteSpent := b.minuteUsed+cost > perMinute
+	monthSpent := b.monthUsed+cost > l.limits.PerMonth
 	d := decision{allowed: !minuteSpent && !monthSpent}
 	switch {
 	case d.allowed:
-		b.minuteUsed++
-		b.monthUsed++
+		b.minuteUsed += cost
+		b.monthUsed += cost
 	case monthSpent:
 		// The month is the longer wall; pointing at the minute would only
 		// invite a retry into it.
@@ -88,7 +101,7 @@ func (l *limiter) take(caller string, now time.Time) decision {
 	default:
 		d.retryAfter = b.minuteStart.Add(time.Minute).Sub(now)
 	}
-	d.minuteRemaining = l.limits.PerMinute - b.minuteUsed
+	d.minuteRemaining = perMinute - b.minuteUsed
 	d.monthRemaining = l.limits.PerMonth - b.monthUsed
 	return d
 }

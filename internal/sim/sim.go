@@ -10,7 +10,11 @@
 // move the clock instead of sleeping.
 //
 // Upstream routes behave like the real services, rate limits and their headers
-// included (limits.go); faults can be switched on at run time, from Go with
+// included (limits.go: per-minute and month windows, request costs, a hidden
+// per-minute limit only ratelimit-remaining gives away); Hiro serves the v1
+// list, the v3 cursor list and /tx/ with its events paged (hiro.go). The Hiro
+// world (world.go, generate.go, activity.go) knows what each swap row must be
+// from what it generated, never from pacer's parser. Faults can be switched on at run time, from Go with
 // SetFaults or over HTTP (faults.go); every upstream request is counted
 // (stats.go). The control routes live under /_sim/:
 //
@@ -92,8 +96,13 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /_sim/world", s.getWorld)
 
 	s.upstream(TeneroTokenRoute, s.teneroLimit, s.teneroToken)
-	s.upstream(HiroAddressTransactionsRoute, s.hiroLimit, s.hiroAddressTransactions)
-	s.upstream(HiroTxRoute, s.hiroLimit, s.hiroTx)
+	for route, h := range map[string]http.HandlerFunc{
+		HiroAddressTransactionsRoute:   s.hiroAddressTransactions,
+		HiroPrincipalTransactionsRoute: s.hiroPrincipalTransactions,
+		HiroTxRoute:                    s.hiroTx,
+	} {
+		s.upstream(route, func(next http.Handler) http.Handler { return s.hiroLimitFor(route, next) }, h)
+	}
 
 	// Anything else is counted too: a client calling a wrong path is worth
 	// seeing in the stats.

@@ -358,7 +358,7 @@ func (s *Server) teneroLimit(next http.Handler) http.Handler {
 			}
 			lim, caller = s.tenero.keyed, "key:"+key
 		}
-		d := lim.take(caller, s.now())
+		d := lim.take(caller, s.now(), 1)
 		h := w.Header()
 		h.Set(headerMinuteRemaining, strconv.Itoa(d.minuteRemaining))
 		h.Set(headerMonthRemaining, strconv.Itoa(d.monthRemaining))

@@ -210,8 +210,8 @@ func TestTeneroClientRoundTrip(t *testing.T) {
 	want, _ := s.PriceAt(stx.Address, clock.Now())
 	require.Equal(t, want, *got.PriceUSD)
 	require.Equal(t, stx.Decimals, *got.Decimals)
-	require.Equal(t, 4, *got.Quota.MinuteRemaining)
-	require.Equal(t, 49_999, *got.Quota.MonthRemaining)
+	require.EqualValues(t, 4, *got.Quota.MinuteRemaining)
+	require.EqualValues(t, 49_999, *got.Quota.MonthRemaining)
 	require.Equal(t, "web-ui-ip", got.Quota.Type)
 
 	// Every generated token either has a price or says it has none.

@@ -4,20 +4,13 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"hash/fnv"
-	"math"
-	"math/big"
-	"math/rand/v2"
 	"slices"
-	"strconv"
 	"strings"
+	"sync"
 	"time"
 
-	"github.com/pacer-dev/pacer/internal/catalog"
 	"github.com/pacer-dev/pacer/internal/competition"
-	"github.com/pacer-dev/pacer/internal/hiro"
 	"github.com/pacer-dev/pacer/internal/store"
 )
 
@@ -30,6 +23,10 @@ type Agent struct {
 	// ClaimStatus is the status of the claim filed under BTCAddress, ""
 	// when there is none.
 	ClaimStatus string `json:"claimStatus,omitempty"`
+	// Tier and SwapsPerDay are the agent's activity level in a world with
+	// Activity: "hot", "warm" or "cold", and the rate its swaps arrive at.
+	Tier        string  `json:"tier,omitempty"`
+	SwapsPerDay float64 `json:"swapsPerDay,omitempty"`
 }
 
 // Competition returns the agent as the verifier sees it.
@@ -60,6 +57,9 @@ const (
 	CaseProvider      TxCase = "provider"             // inserted: a swap naming its liquidity provider
 	CaseHuge          TxCase = "huge_amounts"         // inserted: an amount past 2^64
 	CaseAtStart       TxCase = "at_start"             // inserted: mined in the competition's first second
+	CaseThroughAgent  TxCase = "through_agent"        // inserted: STX → token → sBTC, the middle token passing through the agent
+	CaseManyEvents    TxCase = "many_events"          // inserted: 21–100 events, the agent's last leg past the first 20
+	CaseBusy          TxCase = "busy"                 // inserted: one of a busy agent's burst of swaps
 	CaseConfirmsLater TxCase = "pending_then_success" // pending, then inserted once mined
 	CasePending       TxCase = "pending"              // pending, for good
 	CaseFailed        TxCase = "failed"               // tx_failed: aborted on chain
@@ -74,6 +74,7 @@ const (
 	CaseNotFound      TxCase = "tx_not_found"         // tx_not_found: listed, but /tx/ answers 404
 	CaseFetchFails    TxCase = "fetch_fails"          // tx_fetch_failed: /tx/ answers 500, always
 	CaseUnknownStatus TxCase = "unknown_status"       // malformed_tx: a tx_status pacer has never seen
+	CaseFork          TxCase = "fork"                 // not_canonical: mined on a fork that lost (never a row)
 	CaseOffList       TxCase = "not_allowlisted"      // contract_not_allowlisted (the sweep skips it)
 	CaseTransfer      TxCase = "token_transfer"       // malformed_tx: not a contract call (the sweep skips it)
 	CaseDeploy        TxCase = "smart_contract"       // malformed_tx: not a contract call (the sweep skips it)
@@ -96,6 +97,8 @@ type WorldTx struct {
 	// set: it is pending from AppearsAt and mined at SettlesAt.
 	AppearsAt time.Time `json:"appearsAt"`
 	SettlesAt time.Time `json:"settlesAt,omitzero"`
+	// Events is how many events /tx/ serves for it once mined.
+	Events int `json:"events"`
 }
 
 // Outcome is what verifying a transaction against an empty ledger must give.
@@ -110,12 +113,18 @@ type Outcome struct {
 }
 
 // World is what the Hiro simulation serves: registered agents, their
-// claims, and the transactions on their addresses over time. It is built
-// once, from the seed and the configuration, and never changes; only the
-// clock decides which part of it exists, so it is safe for concurrent use.
+// claims, and the transactions on their addresses over time. The seed and
+// the configuration fix it; the clock only decides which part of it exists.
+// Its fixed part is built at once; with Activity, agents' swaps keep
+// arriving for as long as the clock runs, generated a day at a time when
+// first asked about, each day from its own seed, so the answer never
+// depends on the order of the questions. It is safe for concurrent use.
+//
 // Every outcome of the verification gates (SPEC §5.5) happens on some
-// transaction, and the world knows which, so tests can hold a sweep's
-// results against ExpectedSwaps and ExpectedOutcomes.
+// transaction, and the world knows which and what its swap row must be,
+// from what it generated: the route's tokens and amounts and every leg it
+// made the agent pay or receive. It never asks pacer's parser, so tests can
+// hold a sweep's results against ExpectedSwaps and ExpectedOutcomes.
 type World struct {
 	start  time.Time
 	origin time.Time
@@ -124,11 +133,15 @@ type World struct {
 	agents  []Agent // by STX address, byte order
 	claims  []Claim // by BTC address
 	byAgent map[string]Agent
-	txs     []*worldTx // by txid
-	byID    map[string]*worldTx
+
+	mu   sync.Mutex // guards what the activity streams add to
+	txs  []*worldTx // in the order they were made
+	byID map[string]*worldTx
 	// lists holds each agent's transactions, unsorted: the order of a list
 	// depends on the time it is read at.
 	lists map[string][]*worldTx
+	// streams generate the Activity swaps, per agent.
+	streams map[string]*stream
 }
 
 // CompetitionStart is the first second whose swaps count.
@@ -145,59 +158,81 @@ func (w *World) Agents() []Agent { return slices.Clone(w.agents) }
 // registered agent, as claims filed before registering do.
 func (w *World) Claims() []Claim { return slices.Clone(w.claims) }
 
-// Transactions describes every transaction, whenever it appears, in txid
-// order.
+// Transactions describes every transaction generated so far, whenever it
+// appears, in txid order: the whole fixed world, and the Activity swaps up
+// to the latest moment any question reached (ExpectedSwaps(at) and
+// ExpectedOutcomes(at) reach at).
 func (w *World) Transactions() []WorldTx {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	out := make([]WorldTx, len(w.txs))
 	for i, tx := range w.txs {
 		out[i] = tx.WorldTx
 		out[i].ListedUnder = slices.Clone(tx.ListedUnder)
 	}
+	slices.SortFunc(out, func(a, b WorldTx) int { return strings.Compare(a.TxID, b.TxID) })
 	return out
 }
 
 // ExpectedOutcomes returns the outcome of verifying each transaction that
 // exists at at, keyed by txid, as if the ledger were empty. The gates are
-// those of SPEC §5.5, applied here independently of the competition
-// package, so a test comparing the two checks both.
+// those of SPEC §5.5, applied here to what the world made, independently of
+// the competition package, so a test comparing the two checks both.
 func (w *World) ExpectedOutcomes(at time.Time) map[string]Outcome {
 	out := make(map[string]Outcome)
-	for _, tx := range w.txs {
-		if tx.exists(at) {
-			o, _ := w.verdict(tx, at)
-			out[tx.TxID] = o
-		}
+	for _, tx := range w.existing(at) {
+		out[tx.TxID] = w.verdict(tx, at)
 	}
 	return out
 }
 
 // ExpectedSwaps returns, in txid order, exactly the rows a correct sweep of
-// every agent at at inserts into an empty ledger (source sweep). Every
-// agent's list holds at most maxListed transactions, so one sweep with
-// limit=25 sees them all. The columns come from competition.ParseSwap on
-// the transaction as /tx/ serves it, so the parser stays the only
-// definition of a row.
+// every agent at at inserts into an empty ledger (source sweep): every
+// swap the world made that passes the gates, with the tokens and amounts of
+// its route and the legs it made the agent pay and receive.
 func (w *World) ExpectedSwaps(at time.Time) []competition.Swap {
 	var swaps []competition.Swap
-	for _, tx := range w.txs {
-		if !tx.exists(at) {
-			continue
-		}
-		if o, sw := w.verdict(tx, at); o.Found && o.Status == competition.StatusInserted {
-			sw.Source = competition.SourceSweep
-			swaps = append(swaps, sw)
+	for _, tx := range w.existing(at) {
+		if o := w.verdict(tx, at); o.Found && o.Status == competition.StatusInserted {
+			swaps = append(swaps, tx.row())
 		}
 	}
+	slices.SortFunc(swaps, func(a, b competition.Swap) int { return strings.Compare(a.TxID, b.TxID) })
 	return swaps
 }
 
-// verdict runs the gates on tx as it stands at at, and returns the swap row
-// when it passes them.
-func (w *World) verdict(tx *worldTx, at time.Time) (Outcome, competition.Swap) {
+// existing generates the world up to at and returns what exists then.
+func (w *World) existing(at time.Time) []*worldTx {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.generateAll(at)
+	var out []*worldTx
+	for _, tx := range w.txs {
+		if tx.exists(at) {
+			out = append(out, tx)
+		}
+	}
+	return out
+}
+
+// Statuses the world gives transactions; the final ones are those of SPEC §9.
+const (
+	statusSuccess = "success"
+	statusPending = "pending"
+)
+
+var finalStatuses = map[string]bool{
+	"success": true, "abort_by_response": true, "abort_by_post_condition": true, "problematic_skipped": true,
+	"dropped_replace_by_fee": true, "dropped_replace_across_fork": true, "dropped_too_expensive": true,
+	"dropped_stale_garbage_collect": true, "dropped_problematic": true,
+}
+
+// verdict runs the gates on tx as the world made it, at at.
+func (w *World) verdict(tx *worldTx, at time.Time) Outcome {
 	o := Outcome{TxID: tx.TxID, Found: tx.found(w.allow)}
-	reject := func(r competition.Reason) (Outcome, competition.Swap) {
+	reject := func(r competition.Reason) Outcome {
 		o.Status, o.Reason = competition.StatusRejected, r
-		return o, competition.Swap{}
+		return o
 	}
 	switch tx.detail {
 	case detailNotFound:
@@ -206,22 +241,24 @@ func (w *World) verdict(tx *worldTx, at time.Time) (Outcome, competition.Swap) {
 		return reject(competition.ReasonTxFetchFailed)
 	}
 
-	h := tx.hiroTx(at)
+	status := tx.statusAt(at)
 	switch {
-	case h.TxStatus == hiro.StatusPending:
+	case status == statusPending:
 		o.Status = competition.StatusPending
-		return o, competition.Swap{}
-	case !hiro.IsTerminalStatus(h.TxStatus):
+		return o
+	case tx.fork:
+		return reject(competition.ReasonNotCanonical)
+	case !finalStatuses[status]:
 		return reject(competition.ReasonMalformedTx)
-	case h.TxStatus != hiro.StatusSuccess:
+	case status != statusSuccess:
 		return reject(competition.ReasonTxFailed)
-	case h.BurnBlockTime < w.start.Unix():
+	case tx.burnTime().Before(w.start):
 		return reject(competition.ReasonBeforeCompStart)
-	case h.TxType != hiro.TxTypeContractCall || h.ContractCall == nil:
+	case tx.call == nil:
 		return reject(competition.ReasonMalformedTx)
 	}
 
-	agent, registered := w.byAgent[h.SenderAddress]
+	agent, registered := w.byAgent[tx.Sender]
 	switch {
 	case !registered:
 		return reject(competition.ReasonSenderNotRegistered)
@@ -229,19 +266,13 @@ func (w *World) verdict(tx *worldTx, at time.Time) (Outcome, competition.Swap) {
 		return reject(competition.ReasonSenderNotGenesis)
 	case agent.ERC8004AgentID == nil:
 		return reject(competition.ReasonSenderNotRegistered)
-	case !w.allow.Allowed(h.ContractCall.ContractID, h.ContractCall.FunctionName):
+	case !w.allow.Allowed(tx.call.ContractID, tx.call.FunctionName):
 		return reject(competition.ReasonContractNotAllowlisted)
-	}
-
-	sw, err := competition.ParseSwap(h, w.allow)
-	switch {
-	case errors.Is(err, competition.ErrInvalidAmount):
-		return reject(competition.ReasonInvalidAmount)
-	case err != nil:
-		return reject(competition.ReasonIncompleteEvents)
+	case tx.parseFail != "":
+		return reject(tx.parseFail)
 	}
 	o.Status = competition.StatusInserted
-	return o, sw
+	return o
 }
 
 // AgentWriter is where Seed writes; *store.Store is one.
@@ -270,19 +301,30 @@ func (w *World) Seed(ctx context.Context, dst AgentWriter) error {
 }
 
 // listed returns what principal's transaction list shows at at, newest
-// first.
+// first: mempool transactions on top (newest received first), then mined
+// ones by block and index, as a cursor walks them.
 func (w *World) listed(principal string, at time.Time) []*worldTx {
+	w.mu.Lock()
+	w.generate(principal, at)
 	var out []*worldTx
 	for _, tx := range w.lists[principal] {
 		if tx.exists(at) {
 			out = append(out, tx)
 		}
 	}
+	w.mu.Unlock()
 	slices.SortFunc(out, func(a, b *worldTx) int {
-		return cmp.Or(
-			b.sortTime(at).Compare(a.sortTime(at)),
-			cmp.Compare(b.txIndex, a.txIndex),
-			strings.Compare(a.TxID, b.TxID))
+		am, bm := inMempool(a.statusAt(at)), inMempool(b.statusAt(at))
+		switch {
+		case am && bm:
+			return cmp.Or(b.AppearsAt.Compare(a.AppearsAt), strings.Compare(a.TxID, b.TxID))
+		case am != bm:
+			if am {
+				return -1
+			}
+			return 1
+		}
+		return b.position().compare(a.position())
 	})
 	return out
 }
@@ -290,11 +332,28 @@ func (w *World) listed(principal string, at time.Time) []*worldTx {
 // tx returns the transaction with txid (0x + lower-case hex), if it exists
 // at at.
 func (w *World) tx(txid string, at time.Time) (*worldTx, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	tx, ok := w.byID[txid]
+	if !ok && w.streams != nil {
+		// Maybe a swap of a stream no question has reached yet.
+		w.generateAll(at)
+		tx, ok = w.byID[txid]
+	}
 	if !ok || !tx.exists(at) {
 		return nil, false
 	}
 	return tx, true
+}
+
+// add records a generated transaction. w.mu is held (or the world is not
+// shared yet).
+func (w *World) add(tx *worldTx) {
+	w.txs = append(w.txs, tx)
+	w.byID[tx.TxID] = tx
+	for _, a := range tx.ListedUnder {
+		w.lists[a] = append(w.lists[a], tx)
+	}
 }
 
 // detailMode is how /extended/v1/tx/{txid} treats a transaction.
@@ -319,12 +378,51 @@ type worldTx struct {
 	transfer *tokenTransferJSON
 	deploy   *smartContractJSON
 	// events are served once the transaction is mined with success.
-	events  []eventJSON
-	result  clarityValue
-	detail  detailMode
+	events []eventJSON
+	result clarityValue
+	detail detailMode
+	// fork marks a transaction mined on a fork that lost: canonical false.
+	fork    bool
 	nonce   int
 	feeRate int64
-	txIndex int
+	// index is the transaction's place in its block; with the block (one a
+	// second) it makes a position no other transaction has.
+	index int64
+	// expect is the swap the world made, for the row it must become:
+	// what the route moved and every leg the agent paid or received.
+	expect *swapExpect
+	// parseFail is the reason its events cannot make a row (the world
+	// spoiled them on purpose), "" when they can.
+	parseFail competition.Reason
+}
+
+// swapExpect is what the world knows about a swap it made: the route's
+// ends and amounts, and the legs as it made them (raw_event_json).
+type swapExpect struct {
+	tokenIn, amountIn, tokenOut, amountOut string
+	legs                                   competition.Legs
+}
+
+// row is the swap row a correct sweep writes for tx.
+func (tx *worldTx) row() competition.Swap {
+	raw, err := json.Marshal(tx.expect.legs)
+	if err != nil {
+		panic(fmt.Sprintf("sim: encode legs of %s: %v", tx.TxID, err)) // the simulator's own types always encode
+	}
+	return competition.Swap{
+		TxID:          tx.TxID,
+		Sender:        tx.Sender,
+		ContractID:    tx.call.ContractID,
+		FunctionName:  tx.call.FunctionName,
+		TokenIn:       tx.expect.tokenIn,
+		AmountIn:      tx.expect.amountIn,
+		TokenOut:      tx.expect.tokenOut,
+		AmountOut:     tx.expect.amountOut,
+		BurnBlockTime: tx.burnTime().Unix(),
+		TxStatus:      statusSuccess,
+		Source:        competition.SourceSweep,
+		RawEventJSON:  raw,
+	}
 }
 
 func (tx *worldTx) exists(at time.Time) bool { return !at.Before(tx.AppearsAt) }
@@ -332,7 +430,7 @@ func (tx *worldTx) exists(at time.Time) bool { return !at.Before(tx.AppearsAt) }
 // statusAt is the tx_status at at.
 func (tx *worldTx) statusAt(at time.Time) string {
 	if !tx.SettlesAt.IsZero() && at.Before(tx.SettlesAt) {
-		return hiro.StatusPending
+		return statusPending
 	}
 	return tx.status
 }
@@ -345,786 +443,24 @@ func (tx *worldTx) burnTime() time.Time {
 	return tx.AppearsAt
 }
 
-// sortTime orders a list: mined transactions by their block, mempool ones
-// by when they were received.
-func (tx *worldTx) sortTime(at time.Time) time.Time {
-	if inMempool(tx.statusAt(at)) {
-		return tx.AppearsAt
-	}
-	return tx.burnTime()
+// position is where the transaction sits once mined: its block (one a
+// second) and its index there.
+type position struct{ height, index int64 }
+
+func (p position) compare(o position) int {
+	return cmp.Or(cmp.Compare(p.height, o.height), cmp.Compare(p.index, o.index))
+}
+
+func (tx *worldTx) position() position {
+	return position{height: heightAt(tx.burnTime()), index: tx.index}
 }
 
 func (tx *worldTx) found(allow competition.Allowlist) bool {
 	return tx.call != nil && allow.Allowed(tx.call.ContractID, tx.call.FunctionName)
 }
 
-// hiroTx is the transaction as pacer's Hiro client decodes /tx/'s answer at
-// at: rendered and read back, so the expectations see exactly the bytes a
-// client sees.
-func (tx *worldTx) hiroTx(at time.Time) hiro.Tx {
-	body, err := json.Marshal(tx.render(at, true))
-	if err != nil {
-		panic(fmt.Sprintf("sim: render %s: %v", tx.TxID, err)) // the simulator's own types always encode
-	}
-	var h hiro.Tx
-	if err := json.Unmarshal(body, &h); err != nil {
-		panic(fmt.Sprintf("sim: decode %s: %v", tx.TxID, err))
-	}
-	return h
-}
-
 // inMempool reports whether a status belongs to a transaction that was never
 // mined: Hiro renders those without block fields.
 func inMempool(status string) bool {
-	return status == hiro.StatusPending || strings.HasPrefix(status, "dropped_")
-}
-
-// World generation.
-
-const (
-	// DefaultAgents is how many agents a world has unless configured.
-	DefaultAgents = 30
-	// minAgents leaves room for one agent of each special role and enough
-	// genesis agents to carry every special case.
-	minAgents = 10
-	// maxListed bounds every address's list to one sweep page (limit=25).
-	maxListed = 25
-	// busyTrades makes one agent's list longer than Hiro's default page.
-	busyTrades = hiroDefaultLimit + 2
-	// futureShare is the share of ordinary transactions that arrive after
-	// the origin rather than being history already.
-	futureShare = 0.35
-)
-
-// DefaultCompetitionStart is COMPETITION_START's default (SPEC §2).
-var DefaultCompetitionStart = time.Unix(1778700600, 0).UTC()
-
-const (
-	defaultHistory  = 24 * time.Hour
-	defaultArrivals = 2 * time.Hour
-)
-
-// Contracts the world trades through. The allowlisted ones are checked
-// against the catalog by the tests.
-const (
-	bitflowDeployer   = "SPQC38PW542EQJ5M11CR25P7BS1CA6QT4TBXGB3M"
-	bitflowCore       = "SM1793C4R5PZ4NS4VQ4WMP7SKKYVH8JZEWSZ9HCCR"
-	stableswapSTX     = bitflowDeployer + ".stableswap-stx-ststx-v-1-2"
-	stableswapCore    = bitflowCore + ".stableswap-core-v-1-4"
-	xykCore           = bitflowCore + ".xyk-core-v-1-2"
-	xykHelper         = bitflowCore + ".xyk-swap-helper-v-1-3"
-	multihopRouter    = bitflowCore + ".router-stableswap-xyk-multihop-v-1-2"
-	velarMultihop     = bitflowDeployer + ".wrapper-velar-multihop-v-1-1"
-	velarCore         = "SP1Y5YSTAHZ88XYK1VPDH24GY0HPX5J4JECTMY4A1.univ2-core"
-	dlmmCore          = "SP1PFR4V08H1RAZXREBGFFQ59WB739XM8VVGTFSEA.dlmm-core-v-1-1"
-	arkadikoSwap      = "SP2C2YFP12AJZB4MABJBAJ55XECVS7E4PMMZ89YZR.arkadiko-swap-v2-1"
-	unknownStatus     = "abort_by_reorg" // a status Hiro might add one day
-	bech32Alphabet    = "qpzry9x8gf2tvdw0s3jn54khce6mua7l"
-	maxUint128Decimal = "340282366920938463463374607431768211455"
-)
-
-// role is what an agent is there to exercise.
-type role int
-
-const (
-	roleGenesis role = iota
-	roleBusy
-	roleNoERC8004
-	rolePendingClaim
-	roleFailedClaim
-	roleNoClaim
-)
-
-// specialRoles are handed out first, one agent each.
-var specialRoles = []role{roleNoERC8004, rolePendingClaim, roleFailedClaim, roleNoClaim, roleBusy}
-
-// specialCases are spread over the ordinary genesis agents, so every
-// outcome exists in every world.
-var specialCases = []TxCase{
-	CaseHuge, CaseHuge, CaseAtStart,
-	CaseConfirmsLater, CaseConfirmsLater, CaseConfirmsLater,
-	CasePending, CasePending,
-	CaseFailed, CaseFailed, CaseDropped,
-	CaseBeforeStart, CaseBeforeStart, CaseBeforeStart,
-	CaseOutsider, CaseOutsider,
-	CaseOneWay, CaseNoTransfers, CaseBadAmount, CaseBadAmount,
-	CaseNotFound, CaseFetchFails, CaseUnknownStatus,
-	CaseOffList, CaseTransfer, CaseDeploy,
-}
-
-// badAmounts are amounts the chain never emits.
-var badAmounts = []string{"12.5", "-1000", "1e6", "0x3e8", " 100"}
-
-// worldTokens groups the Tenero world's tokens the way routes use them.
-type worldTokens struct {
-	stx, sbtc, ststx Token
-	// stables are the pegged stablecoins, in Tenero's order.
-	stables []Token
-	// traded is a handful of generated tokens: volume concentrates on a
-	// few, as on a real exchange, so the ranking of traded tokens means
-	// something.
-	traded []Token
-}
-
-const tradedTokens = 12
-
-func groupTokens(tokens []Token) worldTokens {
-	var wt worldTokens
-	for _, t := range tokens {
-		switch {
-		case t.ID == competition.TokenSTX:
-			wt.stx = t
-		case strings.HasSuffix(t.Address, ".sbtc-token"):
-			wt.sbtc = t
-		case strings.HasSuffix(t.Address, ".ststx-token"):
-			wt.ststx = t
-		case t.Peg:
-			wt.stables = append(wt.stables, t)
-		case len(wt.traded) < tradedTokens:
-			wt.traded = append(wt.traded, t)
-		}
-	}
-	return wt
-}
-
-// generator builds a World. Its random source is the only source of
-// variety, and it is drawn in a fixed order, so a seed fixes the world.
-type generator struct {
-	rng    *rand.Rand
-	w      *World
-	tokens worldTokens
-	// price is a token's USD price at a moment, for plausible amounts.
-	price    func(Token, time.Time) float64
-	provider string
-
-	// The timeline: ordinary history in [histFrom, present), arrivals in
-	// [present, futureTo).
-	histFrom, present, futureTo time.Time
-
-	agents    []*Agent // generation order
-	roles     map[string]role
-	outsiders []string
-	txs       []*worldTx
-	listed    map[string]int
-	// taken holds every id handed out, so no two agents, claims or
-	// transactions share one however the dice fall.
-	taken map[string]bool
-}
-
-// newWorld generates the world of seed.
-func newWorld(seed int64, cfg HiroConfig, tokens []Token, price func(Token, time.Time) float64) *World {
-	cat := catalog.Default()
-	w := &World{
-		start:   cfg.CompetitionStart,
-		origin:  cfg.Origin,
-		allow:   cat,
-		byAgent: map[string]Agent{},
-		byID:    map[string]*worldTx{},
-		lists:   map[string][]*worldTx{},
-	}
-	g := &generator{
-		rng:      rand.New(rand.NewPCG(uint64(seed), 0x4170)),
-		w:        w,
-		tokens:   groupTokens(tokens),
-		price:    price,
-		provider: cat.ProviderAddress(),
-		present:  later(cfg.CompetitionStart, cfg.Origin),
-		roles:    map[string]role{},
-		listed:   map[string]int{},
-		taken:    map[string]bool{},
-	}
-	g.histFrom = later(cfg.CompetitionStart, cfg.Origin.Add(-cfg.History))
-	g.futureTo = g.present.Add(cfg.Arrivals)
-
-	g.makeAgents(cfg.Agents)
-	for range 3 {
-		g.outsiders = append(g.outsiders, g.principal())
-	}
-	g.makeOrdinaryTxs()
-	g.makeSpecialTxs()
-	g.assignNonces()
-
-	for _, a := range g.agents {
-		w.agents = append(w.agents, *a)
-		w.byAgent[a.STXAddress] = *a
-	}
-	slices.SortFunc(w.agents, func(a, b Agent) int { return strings.Compare(a.STXAddress, b.STXAddress) })
-	slices.SortFunc(w.claims, func(a, b Claim) int { return strings.Compare(a.BTCAddress, b.BTCAddress) })
-	w.txs = g.txs
-	slices.SortFunc(w.txs, func(a, b *worldTx) int { return strings.Compare(a.TxID, b.TxID) })
-	for _, tx := range w.txs {
-		w.byID[tx.TxID] = tx
-		for _, a := range tx.ListedUnder {
-			w.lists[a] = append(w.lists[a], tx)
-		}
-	}
-	return w
-}
-
-func later(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
-}
-
-func (g *generator) makeAgents(n int) {
-	n = max(n, minAgents)
-	roles := make([]role, n)
-	for i, j := range g.rng.Perm(n) {
-		if i < len(specialRoles) {
-			roles[j] = specialRoles[i]
-		}
-	}
-	var nextID int64
-	for _, r := range roles {
-		a := &Agent{STXAddress: g.principal(), BTCAddress: g.btcAddress(), DisplayName: g.displayName()}
-		nextID += 1 + g.rng.Int64N(3)
-		id := nextID
-		switch r {
-		case roleGenesis, roleBusy:
-			a.ERC8004AgentID = &id
-			a.ClaimStatus = competition.ClaimVerified
-			if g.rng.IntN(4) == 0 {
-				a.ClaimStatus = competition.ClaimRewarded
-			}
-		case roleNoERC8004:
-			a.ClaimStatus = competition.ClaimVerified
-		case rolePendingClaim, roleFailedClaim, roleNoClaim:
-			// Whether they hold an id must not matter: the claim gate
-			// comes first.
-			if g.rng.IntN(2) == 0 {
-				a.ERC8004AgentID = &id
-			}
-			switch r {
-			case rolePendingClaim:
-				a.ClaimStatus = "pending"
-			case roleFailedClaim:
-				a.ClaimStatus = "failed"
-			}
-		}
-		if a.ClaimStatus != "" {
-			g.w.claims = append(g.w.claims, Claim{BTCAddress: a.BTCAddress, Status: a.ClaimStatus})
-		}
-		g.agents = append(g.agents, a)
-		g.roles[a.STXAddress] = r
-	}
-	// Claims filed by people who never registered an agent.
-	g.w.claims = append(g.w.claims,
-		Claim{BTCAddress: g.btcAddress(), Status: competition.ClaimVerified},
-		Claim{BTCAddress: g.btcAddress(), Status: "pending"})
-}
-
-// makeOrdinaryTxs gives every agent its everyday traffic.
-func (g *generator) makeOrdinaryTxs() {
-	for _, a := range g.agents {
-		trades := 2 + g.rng.IntN(4)
-		tradeCase := CaseSwap // the kind is refined per trade below
-		switch g.roles[a.STXAddress] {
-		case roleBusy:
-			trades = busyTrades
-		case roleNoERC8004:
-			trades, tradeCase = 1+g.rng.IntN(3), CaseNoERC8004
-		case rolePendingClaim, roleFailedClaim, roleNoClaim:
-			trades, tradeCase = 1+g.rng.IntN(3), CaseNotGenesis
-		}
-		for range trades {
-			c := tradeCase
-			if c == CaseSwap {
-				c = []TxCase{CaseSwap, CaseSwap, CaseSwap, CaseMultiHop, CaseMultiHop, CaseProvider}[g.rng.IntN(6)]
-			}
-			g.add(g.caseTx(c, a.STXAddress))
-		}
-		if g.rng.IntN(2) == 0 {
-			g.add(g.caseTx(CaseTransfer, a.STXAddress))
-		}
-		if g.rng.IntN(4) == 0 {
-			g.add(g.caseTx(CaseOffList, a.STXAddress))
-		}
-	}
-}
-
-// makeSpecialTxs spreads the special cases over the ordinary genesis agents,
-// round robin, skipping agents whose list is full.
-func (g *generator) makeSpecialTxs() {
-	var carriers []string
-	for _, a := range g.agents {
-		if g.roles[a.STXAddress] == roleGenesis {
-			carriers = append(carriers, a.STXAddress)
-		}
-	}
-	g.rng.Shuffle(len(carriers), func(i, j int) { carriers[i], carriers[j] = carriers[j], carriers[i] })
-	next := 0
-	for _, c := range specialCases {
-		for tries := 0; ; tries++ {
-			if tries == len(carriers) {
-				panic("sim: no agent has room for " + string(c)) // minAgents makes this unreachable
-			}
-			agent := carriers[next%len(carriers)]
-			next++
-			if g.add(g.caseTx(c, agent)) {
-				break
-			}
-		}
-	}
-}
-
-// add keeps tx unless a list it would join is full.
-func (g *generator) add(tx *worldTx) bool {
-	for _, a := range tx.ListedUnder {
-		if g.listed[a] >= maxListed {
-			return false
-		}
-	}
-	for _, a := range tx.ListedUnder {
-		g.listed[a]++
-	}
-	g.txs = append(g.txs, tx)
-	return true
-}
-
-// assignNonces numbers each sender's transactions in the order it sent them.
-func (g *generator) assignNonces() {
-	bySender := slices.Clone(g.txs)
-	slices.SortStableFunc(bySender, func(a, b *worldTx) int {
-		return cmp.Or(strings.Compare(a.Sender, b.Sender), a.AppearsAt.Compare(b.AppearsAt))
-	})
-	for i, tx := range bySender {
-		if i > 0 && bySender[i-1].Sender == tx.Sender {
-			tx.nonce = bySender[i-1].nonce + 1
-		}
-	}
-}
-
-// caseTx builds one transaction of case c for agent. The agent is the
-// sender, except for CaseOutsider, where it is the one being paid.
-func (g *generator) caseTx(c TxCase, agent string) *worldTx {
-	at := g.when()
-	switch c {
-	case CaseTransfer:
-		return g.transferTx(agent, at)
-	case CaseDeploy:
-		return g.deployTx(agent, at)
-	case CaseOffList:
-		return g.offListTx(agent, at)
-	case CaseBeforeStart:
-		at = g.between(g.w.start.Add(-7*24*time.Hour), g.w.start)
-	case CaseAtStart:
-		at = g.w.start
-	}
-
-	var r route
-	switch c {
-	case CaseMultiHop:
-		r = g.multiHopRoute()
-	case CaseProvider:
-		r = g.providerRoute()
-	case CaseHuge:
-		r = g.hugeRoute()
-	default:
-		r = g.singleRoute()
-	}
-	sender := agent
-	if c == CaseOutsider {
-		sender = g.outsiders[g.rng.IntN(len(g.outsiders))]
-	}
-	tx := g.swapTx(c, sender, r, at)
-
-	switch c {
-	case CaseOutsider:
-		// A tip to the agent is what puts the stranger's swap on the
-		// agent's list.
-		tx.events = append(tx.events, transferEvent(competition.TokenSTX, sender, agent, strconv.Itoa(1+g.rng.IntN(50)*1_000_000)))
-		tx.ListedUnder = []string{agent}
-	case CaseConfirmsLater:
-		// Seen in the mempool a little before the present, or later; mined
-		// a few minutes after, never before the start so that it counts.
-		tx.AppearsAt = g.between(g.present.Add(-10*time.Minute), g.futureTo)
-		tx.SettlesAt = later(tx.AppearsAt.Add(time.Duration(2+g.rng.IntN(7))*time.Minute), g.w.start)
-	case CasePending:
-		tx.status = hiro.StatusPending
-	case CaseFailed:
-		tx.status = []string{"abort_by_response", "abort_by_post_condition"}[g.rng.IntN(2)]
-		tx.result = clarityErrUint(uint64(1 + g.rng.IntN(10)))
-	case CaseDropped:
-		tx.status = "dropped_replace_by_fee"
-	case CaseUnknownStatus:
-		tx.status = unknownStatus
-		tx.result = clarityValue{Hex: "0x0809", Repr: "(err none)"}
-	case CaseOneWay:
-		tx.events = slices.DeleteFunc(tx.events, func(e eventJSON) bool { return e.Asset != nil && e.Asset.Recipient == sender })
-	case CaseNoTransfers:
-		tx.events = slices.DeleteFunc(tx.events, func(e eventJSON) bool { return e.Asset != nil })
-	case CaseBadAmount:
-		for i := range tx.events {
-			if e := tx.events[i].Asset; e != nil && e.Recipient == sender {
-				e.Amount = badAmounts[g.rng.IntN(len(badAmounts))]
-				break
-			}
-		}
-	case CaseNotFound:
-		tx.detail = detailNotFound
-	case CaseFetchFails:
-		tx.detail = detailFails
-	}
-	numberEvents(tx.events)
-	return tx
-}
-
-// when picks an ordinary transaction's time: mostly history, some arriving
-// later. With the origin before the start there is no history to pick from.
-func (g *generator) when() time.Time {
-	if g.rng.Float64() < futureShare || !g.histFrom.Before(g.present) {
-		return g.between(g.present, g.futureTo)
-	}
-	return g.between(g.histFrom, g.present)
-}
-
-// between returns a whole second in [from, to), or from when it is empty.
-func (g *generator) between(from, to time.Time) time.Time {
-	from = from.Truncate(time.Second)
-	span := int64(to.Sub(from) / time.Second)
-	if span <= 0 {
-		return from
-	}
-	return from.Add(time.Duration(g.rng.Int64N(span)) * time.Second)
-}
-
-// route is a swap's path: the tokens from paid to received and the pool
-// (the counterparty) of each hop.
-type route struct {
-	contract, function string
-	path               []Token
-	pools              []string
-	// fee adds a protocol fee leg out of the agent, smaller than the input.
-	fee bool
-	// dust makes each intermediate token pass through the agent as 1-unit
-	// legs both ways, as some routers do.
-	dust bool
-	// provider adds the provider argument of attribution contracts.
-	provider string
-	// bigIn and bigOut replace the computed amounts.
-	bigIn, bigOut string
-}
-
-func (g *generator) pick(ts []Token) Token { return ts[g.rng.IntN(len(ts))] }
-
-// singleRoute is a one-hop swap through one of the common pools.
-func (g *generator) singleRoute() route {
-	t := g.tokens
-	flip := g.rng.IntN(2) == 0
-	direct := func(r route) route {
-		if flip {
-			slices.Reverse(r.path)
-			r.function = "swap-y-for-x"
-		}
-		return r
-	}
-	switch g.rng.IntN(5) {
-	case 0, 1:
-		base := []Token{t.stx, t.sbtc}[g.rng.IntN(2)]
-		y := g.pick(t.traded)
-		return direct(route{contract: xykCore, function: "swap-x-for-y", path: []Token{base, y},
-			pools: []string{xykPool(base, y)}, fee: true})
-	case 2:
-		if len(t.stables) >= 2 {
-			x, y := t.stables[0], t.stables[1+g.rng.IntN(len(t.stables)-1)]
-			return direct(route{contract: stableswapCore, function: "swap-x-for-y", path: []Token{x, y},
-				pools: []string{bitflowCore + ".stableswap-pool-" + symbolSlug(x) + "-" + symbolSlug(y) + "-v-1-4"}})
-		}
-	case 3:
-		if len(t.stables) > 0 {
-			y := t.stables[len(t.stables)-1]
-			return direct(route{contract: dlmmCore, function: "swap-x-for-y", path: []Token{t.sbtc, y},
-				pools: []string{"SP1PFR4V08H1RAZXREBGFFQ59WB739XM8VVGTFSEA.dlmm-pool-sbtc-" + symbolSlug(y) + "-v-1-bps-10"}})
-		}
-	}
-	return direct(route{contract: stableswapSTX, function: "swap-x-for-y", path: []Token{t.stx, t.ststx},
-		pools: []string{stableswapSTX}})
-}
-
-// multiHopRoute goes through two or three pools.
-func (g *generator) multiHopRoute() route {
-	t := g.tokens
-	if g.rng.IntN(2) == 0 {
-		y := g.pick(t.traded)
-		return route{contract: multihopRouter, function: "swap-helper-b", path: []Token{t.ststx, t.stx, y},
-			pools: []string{stableswapSTX, xykPool(t.stx, y)}, dust: g.rng.IntN(2) == 0}
-	}
-	hops := 2 + g.rng.IntN(2)
-	candidates := append([]Token{t.stx, t.ststx, t.sbtc}, t.traded...)
-	var path []Token
-	for _, i := range g.rng.Perm(len(candidates))[:hops+1] {
-		path = append(path, candidates[i])
-	}
-	pools := make([]string, hops)
-	for i := range pools {
-		pools[i] = velarCore
-	}
-	return route{contract: velarMultihop, function: "swap-" + strconv.Itoa(hops+1), path: path, pools: pools,
-		dust: g.rng.IntN(2) == 0}
-}
-
-// providerRoute goes through the attribution helper; most swaps name the
-// competition's provider, some another one.
-func (g *generator) providerRoute() route {
-	t := g.tokens
-	provider := g.provider
-	if g.rng.IntN(4) == 0 {
-		provider = g.principal()
-	}
-	y := g.pick(t.traded)
-	if g.rng.IntN(2) == 0 {
-		return route{contract: xykHelper, function: "swap-helper-a", path: []Token{t.stx, y},
-			pools: []string{xykPool(t.stx, y)}, fee: true, provider: provider}
-	}
-	return route{contract: xykHelper, function: "swap-helper-c", path: []Token{t.stx, t.ststx, y},
-		pools: []string{stableswapSTX, xykPool(t.ststx, y)}, dust: true, provider: provider}
-}
-
-// hugeRoute trades a token of enormous supply, where amounts pass 2^64.
-func (g *generator) hugeRoute() route {
-	t := g.tokens
-	meme := g.pick(t.traded)
-	r := route{contract: xykCore, function: "swap-x-for-y", path: []Token{t.stx, meme}, pools: []string{xykPool(t.stx, meme)}}
-	if g.rng.IntN(2) == 0 {
-		r.bigOut = maxUint128Decimal
-		return r
-	}
-	r.function = "swap-y-for-x"
-	slices.Reverse(r.path)
-	r.bigIn = g.digits(21 + g.rng.IntN(10))
-	return r
-}
-
-func xykPool(x, y Token) string {
-	return bitflowCore + ".xyk-pool-" + symbolSlug(x) + "-" + symbolSlug(y) + "-v-1-1"
-}
-
-// symbolSlug is a token's symbol as it appears in pool contract names.
-func symbolSlug(t Token) string {
-	if t.Symbol == "" {
-		return "tok"
-	}
-	return strings.ToLower(t.Symbol)
-}
-
-// swapTx renders a route as a successful contract call by sender at at.
-func (g *generator) swapTx(c TxCase, sender string, r route, at time.Time) *worldTx {
-	in, out := r.bigIn, r.bigOut
-	if in == "" || out == "" {
-		usd := 5 + g.rng.Float64()*1995
-		if in == "" {
-			in = units(usd/g.price(r.path[0], at), r.path[0].Decimals)
-		}
-		if out == "" {
-			last := r.path[len(r.path)-1]
-			out = units(usd*0.997/g.price(last, at), last.Decimals)
-		}
-	}
-
-	var events []eventJSON
-	first, last := r.path[0], r.path[len(r.path)-1]
-	events = append(events, transferEvent(first.ID, sender, r.pools[0], in))
-	if r.fee {
-		fee, _ := new(big.Int).SetString(in, 10)
-		fee.Quo(fee, big.NewInt(1000))
-		events = append(events, transferEvent(first.ID, sender, bitflowCore, bigMax(fee, 1).String()))
-	}
-	for i := 1; i < len(r.path)-1; i++ {
-		mid := r.path[i]
-		if r.dust {
-			events = append(events,
-				transferEvent(mid.ID, r.pools[i-1], sender, "1"),
-				transferEvent(mid.ID, sender, r.pools[i], "1"))
-		}
-		if r.pools[i-1] != r.pools[i] {
-			events = append(events, transferEvent(mid.ID, r.pools[i-1], r.pools[i], units(100*g.rng.Float64()+1, mid.Decimals)))
-		}
-	}
-	events = append(events, transferEvent(last.ID, r.pools[len(r.pools)-1], sender, out))
-	events = append(events, printEvent(r.contract, r.function))
-
-	args := []functionArgJSON{{Name: "amount-in", Type: "uint", Repr: "u" + in}, {Name: "min-amount-out", Type: "uint", Repr: "u1"}}
-	if r.contract == xykCore {
-		args = append([]functionArgJSON{{Name: "pool-trait", Type: "trait_reference", Repr: "'" + r.pools[0]}}, args...)
-	}
-	if r.provider != "" {
-		args = append(args, functionArgJSON{Name: "provider", Type: "principal", Repr: "'" + r.provider})
-	}
-	tx := g.newTx(c, sender, at)
-	tx.txType = hiro.TxTypeContractCall
-	tx.call = newContractCall(r.contract, r.function, args)
-	tx.ContractID, tx.FunctionName = r.contract, r.function
-	tx.events = events
-	numberEvents(tx.events)
-	return tx
-}
-
-// transferTx is an STX transfer to another agent or a stranger.
-func (g *generator) transferTx(sender string, at time.Time) *worldTx {
-	to := g.outsiders[g.rng.IntN(len(g.outsiders))]
-	listed := []string{sender}
-	if other := g.agents[g.rng.IntN(len(g.agents))].STXAddress; other != sender && g.rng.IntN(2) == 0 {
-		to, listed = other, append(listed, other)
-	}
-	amount := strconv.Itoa((1 + g.rng.IntN(500)) * 1_000_000)
-	tx := g.newTx(CaseTransfer, sender, at)
-	tx.ListedUnder = listed
-	tx.txType = "token_transfer"
-	tx.transfer = &tokenTransferJSON{RecipientAddress: to, Amount: amount, Memo: "0x"}
-	tx.events = []eventJSON{transferEvent(competition.TokenSTX, sender, to, amount)}
-	numberEvents(tx.events)
-	return tx
-}
-
-// deployTx is a contract deployment.
-func (g *generator) deployTx(sender string, at time.Time) *worldTx {
-	name := "agent-vault-" + strconv.Itoa(g.rng.IntN(1000))
-	tx := g.newTx(CaseDeploy, sender, at)
-	tx.txType = "smart_contract"
-	tx.deploy = &smartContractJSON{
-		ClarityVersion: 3,
-		ContractID:     sender + "." + name,
-		SourceCode:     "(define-data-var owner principal tx-sender)\n",
-	}
-	return tx
-}
-
-// offListTx is a contract call that is not an allowlisted swap: a DEX the
-// competition does not count, or a pool function that is not a swap.
-func (g *generator) offListTx(sender string, at time.Time) *worldTx {
-	t := g.tokens
-	if g.rng.IntN(2) == 0 {
-		tx := g.swapTx(CaseOffList, sender, route{contract: arkadikoSwap, function: "swap-x-for-y",
-			path: []Token{t.stx, t.stables[0]}, pools: []string{arkadikoSwap}}, at)
-		return tx
-	}
-	y := g.pick(t.traded)
-	pool := xykPool(t.stx, y)
-	stx, other := units(10+g.rng.Float64()*500, t.stx.Decimals), units(10+g.rng.Float64()*500, y.Decimals)
-	tx := g.newTx(CaseOffList, sender, at)
-	tx.txType = hiro.TxTypeContractCall
-	tx.call = newContractCall(xykCore, "add-liquidity", []functionArgJSON{
-		{Name: "pool-trait", Type: "trait_reference", Repr: "'" + pool},
-		{Name: "x-amount", Type: "uint", Repr: "u" + stx},
-	})
-	tx.ContractID, tx.FunctionName = xykCore, "add-liquidity"
-	tx.events = []eventJSON{
-		transferEvent(t.stx.ID, sender, pool, stx),
-		transferEvent(y.ID, sender, pool, other),
-	}
-	numberEvents(tx.events)
-	return tx
-}
-
-// newTx starts a mined, successful transaction listed under its sender.
-func (g *generator) newTx(c TxCase, sender string, at time.Time) *worldTx {
-	return &worldTx{
-		WorldTx: WorldTx{
-			TxID:        g.txid(),
-			Case:        c,
-			Sender:      sender,
-			ListedUnder: []string{sender},
-			AppearsAt:   at,
-		},
-		status:  hiro.StatusSuccess,
-		result:  clarityValue{Hex: "0x0703", Repr: "(ok true)"},
-		feeRate: 1000 + g.rng.Int64N(20_000),
-		txIndex: g.rng.IntN(60),
-	}
-}
-
-// unique draws ids from next until one is new.
-func (g *generator) unique(next func() string) string {
-	for {
-		if id := next(); !g.taken[id] {
-			g.taken[id] = true
-			return id
-		}
-	}
-}
-
-func (g *generator) txid() string {
-	return g.unique(func() string {
-		return fmt.Sprintf("0x%016x%016x%016x%016x", g.rng.Uint64(), g.rng.Uint64(), g.rng.Uint64(), g.rng.Uint64())
-	})
-}
-
-// principal is a mainnet standard principal: SP or SM and 38 or 39 c32
-// characters, as the catalog's rules accept. The checksum is not real; no
-// one in pacer decodes it.
-func (g *generator) principal() string {
-	return g.unique(func() string {
-		var b strings.Builder
-		b.WriteString([]string{"SP", "SP", "SP", "SM"}[g.rng.IntN(4)])
-		for range 38 + g.rng.IntN(2) {
-			b.WriteByte(c32[g.rng.IntN(len(c32))])
-		}
-		return b.String()
-	})
-}
-
-// btcAddress looks like a native segwit (P2WPKH) address.
-func (g *generator) btcAddress() string {
-	return g.unique(func() string {
-		var b strings.Builder
-		b.WriteString("bc1q")
-		for range 38 {
-			b.WriteByte(bech32Alphabet[g.rng.IntN(len(bech32Alphabet))])
-		}
-		return b.String()
-	})
-}
-
-func (g *generator) displayName() string {
-	word := func() string {
-		var b strings.Builder
-		for range 2 {
-			b.WriteString(syllables[g.rng.IntN(len(syllables))])
-		}
-		s := b.String()
-		return strings.ToUpper(s[:1]) + s[1:]
-	}
-	return word() + " " + word()
-}
-
-// digits is a random decimal integer of n digits.
-func (g *generator) digits(n int) string {
-	b := []byte{byte('1' + g.rng.IntN(9))}
-	for range n - 1 {
-		b = append(b, byte('0'+g.rng.IntN(10)))
-	}
-	return string(b)
-}
-
-// units converts a quantity of whole tokens into base units, at least 2 so
-// that a real leg always outweighs a 1-unit dust leg.
-func units(whole float64, decimals int) string {
-	v := whole * math.Pow10(decimals)
-	if math.IsNaN(v) || v < 2 {
-		v = 2
-	}
-	f := new(big.Float).SetFloat64(math.Min(v, 1e30))
-	n, _ := f.Int(nil)
-	return n.String()
-}
-
-func bigMax(n *big.Int, floor int64) *big.Int {
-	if n.Cmp(big.NewInt(floor)) < 0 {
-		return big.NewInt(floor)
-	}
-	return n
-}
-
-// fallbackPrice prices a token Tenero cannot: it still trades, at a fixed
-// price derived from its address.
-func fallbackPrice(t Token) float64 {
-	if t.Peg {
-		return 1
-	}
-	h := fnv.New64a()
-	_, _ = h.Write([]byte(t.Address))
-	u := float64(h.Sum64()>>11) / (1 << 53)
-	return math.Exp(math.Log(1e-4) + u*(math.Log(10)-math.Log(1e-4)))
+	return status == statusPending || strings.HasPrefix(status, "dropped_")
 }

@@ -59,10 +59,10 @@ func TestHiroWorldCoversEveryOutcome(t *testing.T) {
 				cases[tx.Case] = true
 			}
 			for _, c := range []TxCase{
-				CaseSwap, CaseMultiHop, CaseProvider, CaseHuge, CaseAtStart, CaseConfirmsLater,
+				CaseSwap, CaseMultiHop, CaseProvider, CaseHuge, CaseAtStart, CaseThroughAgent, CaseManyEvents, CaseConfirmsLater,
 				CasePending, CaseFailed, CaseDropped, CaseBeforeStart, CaseNotGenesis, CaseNoERC8004,
 				CaseOutsider, CaseOneWay, CaseNoTransfers, CaseBadAmount, CaseNotFound, CaseFetchFails,
-				CaseUnknownStatus, CaseOffList, CaseTransfer, CaseDeploy,
+				CaseUnknownStatus, CaseFork, CaseOffList, CaseTransfer, CaseDeploy,
 			} {
 				require.True(t, cases[c], "seed %d, %d agents: no %s", seed, agents, c)
 			}
@@ -110,6 +110,8 @@ func TestHiroWorldOutcomesByCase(t *testing.T) {
 		CaseProvider:      {Found: true, Status: competition.StatusInserted},
 		CaseHuge:          {Found: true, Status: competition.StatusInserted},
 		CaseAtStart:       {Found: true, Status: competition.StatusInserted},
+		CaseThroughAgent:  {Found: true, Status: competition.StatusInserted},
+		CaseManyEvents:    {Found: true, Status: competition.StatusInserted},
 		CaseConfirmsLater: {Found: true, Status: competition.StatusInserted},
 		CasePending:       {Found: true, Status: competition.StatusPending},
 		CaseFailed:        {Found: true, Status: competition.StatusRejected, Reason: competition.ReasonTxFailed},
@@ -124,6 +126,7 @@ func TestHiroWorldOutcomesByCase(t *testing.T) {
 		CaseNotFound:      {Found: true, Status: competition.StatusRejected, Reason: competition.ReasonTxNotFound},
 		CaseFetchFails:    {Found: true, Status: competition.StatusRejected, Reason: competition.ReasonTxFetchFailed},
 		CaseUnknownStatus: {Found: true, Status: competition.StatusRejected, Reason: competition.ReasonMalformedTx},
+		CaseFork:          {Found: true, Status: competition.StatusRejected, Reason: competition.ReasonNotCanonical},
 		CaseTransfer:      {Found: false, Status: competition.StatusRejected, Reason: competition.ReasonMalformedTx},
 		CaseDeploy:        {Found: false, Status: competition.StatusRejected, Reason: competition.ReasonMalformedTx},
 	}

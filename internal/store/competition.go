@@ -13,32 +13,6 @@ import (
 // The verifier reads and writes the ledger through this interface only.
 var _ competition.Ledger = (*Store)(nil)
 
-// AgentsPage returns up to limit registered STX addresses that sort strictly
-// after after, in byte order; "" starts from the beginning. The sweep walks
-// the agents with it and keeps the last address as its cursor (SPEC §5.2).
-//
-// Both the filter and the order use the "C" collation: under a locale's
-// collation the order could differ from the comparison a cursor relies on,
-// and a page could skip or repeat an agent.
-func (s *Store) AgentsPage(ctx context.Context, after string, limit int) ([]string, error) {
-	if limit < 1 {
-		return nil, fmt.Errorf("agents page: limit %d is not positive", limit)
-	}
-	rows, err := s.pool.Query(ctx, `
-select stx_address from agents
-where stx_address collate "C" > $1
-order by stx_address collate "C"
-limit $2`, after, limit)
-	if err != nil {
-		return nil, fmt.Errorf("agents page after %q: %w", after, err)
-	}
-	addresses, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, fmt.Errorf("agents page after %q: %w", after, err)
-	}
-	return addresses, nil
-}
-
 // SwapExists reports whether the ledger already holds txid.
 func (s *Store) SwapExists(ctx context.Context, txid string) (bool, error) {
 	var exists bool
@@ -74,22 +48,29 @@ where a.stx_address = $1`, stx).Scan(&a.STXAddress, &btc, &a.ERC8004AgentID, &a.
 }
 
 // InsertSwap records a verified swap unless its txid is already there;
-// inserted is false when another writer got there first. Amounts travel as
-// text so that numeric keeps every digit, however far past 2^64.
+// inserted is false when another writer got there first. Either way the
+// transaction is no longer pending, in the same statement. Amounts travel
+// as text so that numeric keeps every digit, however far past 2^64.
 func (s *Store) InsertSwap(ctx context.Context, sw competition.Swap) (inserted bool, err error) {
-	tag, err := s.pool.Exec(ctx, `
-insert into swaps (txid, sender, contract_id, function_name,
-                   token_in, amount_in, token_out, amount_out,
-                   burn_block_time, tx_status, source, raw_event_json)
-values ($1, $2, $3, $4, $5, $6::text::numeric, $7, $8::text::numeric, $9, $10, $11, $12::text::jsonb)
-on conflict (txid) do nothing`,
+	err = s.pool.QueryRow(ctx, `
+with ins as (
+    insert into swaps (txid, sender, contract_id, function_name,
+                       token_in, amount_in, token_out, amount_out,
+                       burn_block_time, tx_status, source, raw_event_json)
+    values ($1, $2, $3, $4, $5, $6::text::numeric, $7, $8::text::numeric, $9, $10, $11, $12::text::jsonb)
+    on conflict (txid) do nothing
+    returning 1
+), unpend as (
+    delete from pending_txs where txid = $1
+)
+select count(*) = 1 from ins`,
 		sw.TxID, sw.Sender, sw.ContractID, sw.FunctionName,
 		sw.TokenIn, sw.AmountIn, sw.TokenOut, sw.AmountOut,
-		sw.BurnBlockTime, sw.TxStatus, sw.Source, rawJSON(sw.RawEventJSON))
+		sw.BurnBlockTime, sw.TxStatus, sw.Source, rawJSON(sw.RawEventJSON)).Scan(&inserted)
 	if err != nil {
 		return false, fmt.Errorf("insert swap %s: %w", sw.TxID, err)
 	}
-	return tag.RowsAffected() == 1, nil
+	return inserted, nil
 }
 
 // rawJSON turns a missing document into SQL null rather than invalid JSON.

@@ -26,10 +26,23 @@ const versionTable = "schema_version"
 // the version table and again while it migrates, and a migrator that waited
 // finds the work done. Each migration runs in its own transaction.
 func (s *Store) Migrate(ctx context.Context) error {
+	return s.migrateTo(ctx, -1)
+}
+
+// migrateTo migrates to version, or to the newest when version is
+// negative. Tests use it to put data in an older schema and watch a
+// migration carry it forward.
+func (s *Store) migrateTo(ctx context.Context, version int32) error {
 	// A dedicated connection rather than one from the pool: closing it is what
 	// guarantees the advisory lock is released, however the migration ends, and
 	// the pool's connections are not tied up meanwhile.
-	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig)
+	cfg := s.pool.Config().ConnConfig // a copy
+	if s.ownStatementTimeout {
+		// A migration may rewrite a large table: pacer's guard against
+		// runaway queries is not meant for it (an operator's URL setting is).
+		delete(cfg.RuntimeParams, statementTimeout)
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
@@ -51,7 +64,12 @@ func (s *Store) Migrate(ctx context.Context) error {
 	if err := m.LoadMigrations(files); err != nil {
 		return fmt.Errorf("migrate: load: %w", err)
 	}
-	if err := m.Migrate(ctx); err != nil {
+	if version < 0 {
+		err = m.Migrate(ctx)
+	} else {
+		err = m.MigrateTo(ctx, version)
+	}
+	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	return nil

@@ -24,9 +24,11 @@ type Price struct {
 	Source   string // SourceTenero or SourcePeg
 	// FetchedAt is when the price was read upstream; UpdatedAt when the row
 	// was last written (set by the database, ignored by UpsertPrice).
-	FetchedAt       time.Time
-	MinuteRemaining *int
-	MonthRemaining  *int
+	FetchedAt time.Time
+	// MinuteRemaining and MonthRemaining are what the quota headers said,
+	// bigint columns: an upstream's month may not fit in 32 bits.
+	MinuteRemaining *int64
+	MonthRemaining  *int64
 	UpdatedAt       time.Time
 }
 

@@ -21,7 +21,7 @@ func TestUpsertPrice(t *testing.T) {
 
 	price := func(usd *string, decimals *int, source string, fetchedAt time.Time) store.Price {
 		return store.Price{PriceUSD: usd, Decimals: decimals, Source: source, FetchedAt: fetchedAt,
-			MinuteRemaining: ptr(9), MonthRemaining: ptr(9000)}
+			MinuteRemaining: ptr[int64](9), MonthRemaining: ptr[int64](9000)}
 	}
 	tenero := func(usd string, at time.Time) store.Price {
 		return price(ptr(usd), ptr(6), store.SourceTenero, at)
@@ -153,7 +153,7 @@ func TestUpsertPriceRoundTrip(t *testing.T) {
 		Decimals:        ptr(6),
 		Source:          store.SourceTenero,
 		FetchedAt:       t0,
-		MinuteRemaining: ptr(0),
+		MinuteRemaining: ptr[int64](0),
 		MonthRemaining:  nil,
 	}
 	written, err := s.UpsertPrice(t.Context(), give)
@@ -167,6 +167,31 @@ func TestUpsertPriceRoundTrip(t *testing.T) {
 	p.UpdatedAt = time.Time{}
 	p.FetchedAt = p.FetchedAt.UTC()
 	require.Equal(t, give, p)
+}
+
+// Quota headers are the upstream's numbers: an "unlimited" sentinel such as
+// 2^32-1, or a large plan, must be stored as sent, not fail the write.
+func TestUpsertPriceKeepsQuotasPast32Bits(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	for _, tt := range []struct {
+		name       string
+		giveMinute int64
+		giveMonth  int64
+	}{
+		{name: "3e9 month", giveMinute: 99, giveMonth: 3_000_000_000},
+		{name: "uint32 sentinel", giveMinute: 1<<32 - 1, giveMonth: 1<<32 - 1},
+		{name: "the clamp ceiling", giveMinute: 1<<53 - 1, giveMonth: 1<<53 - 1},
+	} {
+		give := store.Price{TokenID: tt.name, PriceUSD: ptr("1.5"), Source: store.SourceTenero,
+			FetchedAt: t0, MinuteRemaining: &tt.giveMinute, MonthRemaining: &tt.giveMonth}
+		_, err := s.UpsertPrice(t.Context(), give)
+		require.NoError(t, err, tt.name)
+		got, err := s.Prices(t.Context(), []string{tt.name})
+		require.NoError(t, err)
+		require.Equal(t, tt.giveMinute, *got[tt.name].MinuteRemaining, tt.name)
+		require.Equal(t, tt.giveMonth, *got[tt.name].MonthRemaining, tt.name)
+	}
 }
 
 func TestUpsertPriceRejectsGarbage(t *testing.T) {

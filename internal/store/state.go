@@ -10,7 +10,8 @@ import (
 
 // Keys of competition_state.
 const (
-	// StateSweepCursor is the last STX address of the sweep's previous page.
+	// StateSweepCursor was the round-robin sweep's place in the agent walk;
+	// migration 006 removes it (each agent has its own cursor now).
 	StateSweepCursor = "competition_sweep_cursor"
 )
 

@@ -9,6 +9,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -19,7 +21,20 @@ import (
 // Store holds the connection pool. It is safe for concurrent use.
 type Store struct {
 	pool *pgxpool.Pool
+	// ownStatementTimeout says the pool's statement_timeout is pacer's
+	// default, not the URL's: migrations run without it.
+	ownStatementTimeout bool
 }
+
+// DefaultMaxConns is the pool size unless the URL sets pool_max_conns.
+const DefaultMaxConns = 16
+
+// DefaultStatementTimeout ends any statement that runs longer, server-side,
+// even when the client that sent it is gone or cannot cancel it (a network
+// partition): a runaway query must not hold a connection of the pool the
+// API and the activities share. A request's own deadline ends its queries
+// sooner. A URL's statement_timeout parameter wins.
+const DefaultStatementTimeout = 30 * time.Second
 
 // Open builds a pool for url without connecting: the API must be able to start
 // and report itself unready while Postgres is down. Call Ping to check.
@@ -40,16 +55,28 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		// context ends; a URL's connect_timeout still wins.
 		cfg.ConnConfig.ConnectTimeout = 5 * time.Second
 	}
+	if !strings.Contains(url, "pool_max_conns") {
+		// pgxpool's default (4 on a small host) would queue the deliver
+		// task's concurrent attempts, each recorded at once, behind each
+		// other; a URL's pool_max_conns still wins.
+		cfg.MaxConns = max(cfg.MaxConns, DefaultMaxConns)
+	}
 	if _, ok := cfg.ConnConfig.RuntimeParams["application_name"]; !ok {
 		// Lets an operator find pacer's sessions in pg_stat_activity.
 		cfg.ConnConfig.RuntimeParams["application_name"] = "pacer"
+	}
+	_, urlTimeout := cfg.ConnConfig.RuntimeParams[statementTimeout]
+	if !urlTimeout {
+		cfg.ConnConfig.RuntimeParams[statementTimeout] = strconv.FormatInt(DefaultStatementTimeout.Milliseconds(), 10)
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
-	return &Store{pool: pool}, nil
+	return &Store{pool: pool, ownStatementTimeout: !urlTimeout}, nil
 }
+
+const statementTimeout = "statement_timeout"
 
 // Close waits for connections in use to be released, then closes the pool.
 func (s *Store) Close() { s.pool.Close() }

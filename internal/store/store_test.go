@@ -40,6 +40,24 @@ func TestOpenPing(t *testing.T) {
 	require.NotNil(t, s.Pool())
 }
 
+// Every pooled connection carries a statement_timeout, so a runaway query
+// ends server-side whatever its client does; a URL's own setting wins.
+func TestStatementTimeout(t *testing.T) {
+	t.Parallel()
+	url := testenv.PostgresURL(t)
+	var got string
+	require.NoError(t, openStore(t, url).Pool().QueryRow(t.Context(), "show statement_timeout").Scan(&got))
+	require.Equal(t, "30s", got)
+
+	short := openStore(t, url+"&statement_timeout=200")
+	require.NoError(t, short.Pool().QueryRow(t.Context(), "show statement_timeout").Scan(&got))
+	require.Equal(t, "200ms", got)
+	_, err := short.Pool().Exec(t.Context(), "select pg_sleep(30)")
+	var pgErr *pgconn.PgError
+	require.ErrorAs(t, err, &pgErr)
+	require.Equal(t, "57014", pgErr.Code, "query_canceled by the statement timeout")
+}
+
 func TestOpenBadURL(t *testing.T) {
 	t.Parallel()
 	_, err := store.Open(t.Context(), "postgres://user:secret@127.0.0.1:5432/db?sslmode=bogus")
@@ -110,6 +128,24 @@ order by table_name, ordinal_position`)
 
 	const tz = "timestamp with time zone"
 	want := []column{
+		{"agent_ingest", "stx_address", "text", false, ""},
+		{"agent_ingest", "tier", "text", false, "'cold'::text"},
+		{"agent_ingest", "cursor", "jsonb", true, ""},
+		{"agent_ingest", "last_visit_at", tz, true, ""},
+		{"agent_ingest", "last_success_at", tz, true, ""},
+		{"agent_ingest", "last_swap_at", tz, true, ""},
+		{"agent_ingest", "swap_rate", "double precision", false, "0"},
+		{"agent_ingest", "status", "text", false, "'ok'::text"},
+		{"agent_ingest", "error_count", "integer", false, "0"},
+		{"agent_ingest", "next_run_at", tz, false, "now()"},
+		{"agent_ingest", "visit_from", "text", true, ""},
+		{"agent_ingest", "visit_top", "jsonb", true, ""},
+		{"agent_ingest", "last_error", "text", true, ""},
+		{"agent_ingest", "hinted_at", tz, true, ""},
+		{"agent_ingest", "visits", "bigint", false, "0"},
+		{"agent_ingest", "swaps_found", "bigint", false, "0"},
+		{"agent_ingest", "version", "bigint", false, "0"},
+		{"agent_ingest", "created_at", tz, false, "now()"},
 		{"agents", "stx_address", "text", false, ""},
 		{"agents", "btc_address", "text", true, ""},
 		{"agents", "display_name", "text", true, ""},
@@ -121,6 +157,52 @@ order by table_name, ordinal_position`)
 		{"competition_state", "key", "text", false, ""},
 		{"competition_state", "value", "text", false, ""},
 		{"competition_state", "updated_at", tz, false, "now()"},
+		{"deliveries", "id", "text", false, ""},
+		{"deliveries", "subscriber_id", "text", false, ""},
+		{"deliveries", "event", "text", false, ""},
+		{"deliveries", "period_start", tz, false, ""},
+		{"deliveries", "payload", "jsonb", false, ""},
+		{"deliveries", "status", "text", false, ""},
+		{"deliveries", "attempts", "integer", false, ""},
+		{"deliveries", "next_attempt_at", tz, true, ""},
+		{"deliveries", "last_status", "integer", true, ""},
+		{"deliveries", "last_error", "text", true, ""},
+		{"deliveries", "created_at", tz, false, ""},
+		{"deliveries", "delivered_at", tz, true, ""},
+		{"deliveries", "period_end", tz, false, ""},
+		{"deliveries", "last_attempt_at", tz, true, ""},
+		{"deliveries", "claimed_until", tz, true, ""},
+		{"pending_txs", "txid", "text", false, ""},
+		{"pending_txs", "sender", "text", false, ""},
+		{"pending_txs", "first_seen_at", tz, false, ""},
+		{"price_observations", "token_id", "text", false, ""},
+		{"price_observations", "observed_at", tz, false, ""},
+		{"price_observations", "price_usd", "numeric", true, ""},
+		{"rollups", "period", "text", false, ""},
+		{"rollups", "period_start", tz, false, ""},
+		{"rollups", "subject_kind", "text", false, ""},
+		{"rollups", "subject", "text", false, ""},
+		{"rollups", "data", "jsonb", false, ""},
+		{"rollups", "complete", "boolean", false, ""},
+		{"rollups", "computed_at", tz, false, ""},
+		{"rollups", "period_end", tz, false, ""},
+		{"subscribers", "id", "text", false, ""},
+		{"subscribers", "url", "text", false, ""},
+		{"subscribers", "secret", "text", false, ""},
+		{"subscribers", "events", "ARRAY", false, ""},
+		{"subscribers", "tokens", "ARRAY", true, ""},
+		{"subscribers", "agents", "ARRAY", true, ""},
+		{"subscribers", "status", "text", false, ""},
+		{"subscribers", "created_at", tz, false, "now()"},
+		{"subscribers", "disabled_at", tz, true, ""},
+		{"subscribers", "disabled_reason", "text", true, ""},
+		{"subscribers", "failing_since", tz, true, ""},
+		{"swap_rejections", "txid", "text", false, ""},
+		{"swap_rejections", "sender", "text", true, ""},
+		{"swap_rejections", "reason", "text", false, ""},
+		{"swap_rejections", "detail", "text", true, ""},
+		{"swap_rejections", "first_seen_at", tz, false, ""},
+		{"swap_rejections", "last_seen_at", tz, false, ""},
 		{"swaps", "txid", "text", false, ""},
 		{"swaps", "sender", "text", false, ""},
 		{"swaps", "contract_id", "text", false, ""},
@@ -134,17 +216,31 @@ order by table_name, ordinal_position`)
 		{"swaps", "source", "text", false, ""},
 		{"swaps", "raw_event_json", "jsonb", true, ""},
 		{"swaps", "inserted_at", tz, false, "now()"},
+		{"task_runs", "task", "text", false, ""},
+		{"task_runs", "nominal_at", tz, false, ""},
+		{"task_runs", "status", "text", false, ""},
+		{"task_runs", "reason", "text", true, ""},
+		{"task_runs", "started_at", tz, true, ""},
+		{"task_runs", "finished_at", tz, true, ""},
+		{"task_runs", "coalesced_into", tz, true, ""},
+		{"task_runs", "missed_count", "integer", true, ""},
+		{"task_runs", "attempts", "integer", false, "0"},
+		{"task_runs", "error_class", "text", true, ""},
+		{"task_runs", "result", "jsonb", true, ""},
 		{"token_prices", "token_id", "text", false, ""},
 		{"token_prices", "price_usd", "numeric", true, ""},
 		{"token_prices", "decimals", "integer", true, ""},
 		{"token_prices", "source", "text", false, ""},
 		{"token_prices", "fetched_at", tz, false, ""},
-		{"token_prices", "minute_remaining", "integer", true, ""},
-		{"token_prices", "month_remaining", "integer", true, ""},
+		{"token_prices", "minute_remaining", "bigint", true, ""},
+		{"token_prices", "month_remaining", "bigint", true, ""},
 		{"token_prices", "updated_at", tz, false, "now()"},
 		{"upstream_budget", "upstream", "text", false, ""},
 		{"upstream_budget", "window_start", tz, false, ""},
 		{"upstream_budget", "used", "integer", false, ""},
+		{"upstream_budget_state", "upstream", "text", false, ""},
+		{"upstream_budget_state", "state", "jsonb", false, ""},
+		{"upstream_budget_state", "updated_at", tz, false, "now()"},
 	}
 	require.Equal(t, want, got)
 }
@@ -157,6 +253,7 @@ func TestSchemaConstraints(t *testing.T) {
 		token_out, amount_out, burn_block_time, tx_status, source) values
 		('0x01', 'SP1', 'SP2.c', 'f', 'stx', $1, 'x', 1, 1, 'success', $2)`
 	const price = `insert into token_prices (token_id, price_usd, source, fetched_at) values ('t', $1, $2, now())`
+	const rejection = `insert into swap_rejections (txid, reason, first_seen_at, last_seen_at) values ('0x01', $1, now(), now())`
 	tests := []struct {
 		name     string
 		giveSQL  string
@@ -174,6 +271,8 @@ func TestSchemaConstraints(t *testing.T) {
 		{name: "zero price", giveSQL: price, giveArgs: []any{"0", "tenero"}, wantCode: "23514"},
 		{name: "NaN price", giveSQL: price, giveArgs: []any{"NaN", "tenero"}, wantCode: "23514"},
 		{name: "infinite price", giveSQL: price, giveArgs: []any{"Infinity", "tenero"}, wantCode: "23514"},
+		{name: "final rejection", giveSQL: rejection, giveArgs: []any{"not_canonical"}},
+		{name: "a failure is not a verdict", giveSQL: rejection, giveArgs: []any{"tx_fetch_failed"}, wantCode: "23514"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

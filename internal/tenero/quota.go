@@ -1,6 +1,7 @@
 package tenero
 
 import (
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -21,12 +22,19 @@ const (
 // Duration cannot overflow; anything this long means "not in this run" anyway.
 const maxRetryAfterHeader = 366 * 24 * time.Hour
 
+// MaxCount is the ceiling of a parsed count. A count above it (a plan past
+// 2^31, an "unlimited" sentinel, twenty digits of nonsense) is "plenty", not
+// unknown and not an error: it is clamped here, so it fits a bigint column,
+// keeps the pacing arithmetic far from overflow, and reads exactly as a
+// JavaScript number in the status document.
+const MaxCount = 1<<53 - 1
+
 // Quota is what the rate-limit headers said on one response. A nil counter
 // means the header was absent or unreadable: callers must treat it as unknown,
 // never as zero, or a proxy that strips headers would stop every refresh.
 type Quota struct {
-	MinuteRemaining *int   `json:"minuteRemaining"`
-	MonthRemaining  *int   `json:"monthRemaining"`
+	MinuteRemaining *int64 `json:"minuteRemaining"`
+	MonthRemaining  *int64 `json:"monthRemaining"`
 	Type            string `json:"type,omitempty"`
 	// RetryAfter is zero when the header was absent or unreadable. It is kept
 	// out of JSON because a Duration would encode as opaque nanoseconds.
@@ -34,8 +42,9 @@ type Quota struct {
 }
 
 // ParseQuota reads Tenero's rate-limit headers. It never fails: a header it
-// cannot read is left unknown, and a negative count is treated as unreadable
-// (some gateways use -1 for "unlimited"). Retry-After is read as whole
+// cannot read is left unknown, a negative count is treated as unreadable
+// (some gateways use -1 for "unlimited"), and a count past MaxCount is
+// MaxCount. Retry-After is read as whole
 // seconds only; Tenero does not send HTTP dates and reading one would need a
 // clock, which would make this function impure.
 func ParseQuota(h http.Header) Quota {
@@ -61,11 +70,15 @@ func (q Quota) Exhausted() (time.Duration, bool) {
 	}
 }
 
-func parseCount(s string) *int {
-	n, err := strconv.Atoi(strings.TrimSpace(s))
+func parseCount(s string) *int64 {
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if errors.Is(err, strconv.ErrRange) && n > 0 {
+		err = nil // too large for int64 is still a count: clamped below
+	}
 	if err != nil || n < 0 {
 		return nil
 	}
+	n = min(n, MaxCount)
 	return &n
 }
 

@@ -26,12 +26,12 @@ func TestParseQuota(t *testing.T) {
 				HeaderType:            "web-ui-ip",
 				HeaderRetryAfter:      "12",
 			},
-			want: Quota{MinuteRemaining: ptr(99), MonthRemaining: ptr(49000), Type: "web-ui-ip", RetryAfter: 12 * time.Second},
+			want: Quota{MinuteRemaining: ptr[int64](99), MonthRemaining: ptr[int64](49000), Type: "web-ui-ip", RetryAfter: 12 * time.Second},
 		},
 		{
 			name: "zeros are kept",
 			give: map[string]string{HeaderMinuteRemaining: "0", HeaderMonthRemaining: " 0 "},
-			want: Quota{MinuteRemaining: ptr(0), MonthRemaining: ptr(0)},
+			want: Quota{MinuteRemaining: ptr[int64](0), MonthRemaining: ptr[int64](0)},
 		},
 		{
 			name: "garbage is unknown",
@@ -49,9 +49,19 @@ func TestParseQuota(t *testing.T) {
 			want: Quota{},
 		},
 		{
-			name: "overflow is unknown, huge Retry-After is clamped",
-			give: map[string]string{HeaderMonthRemaining: "99999999999999999999", HeaderRetryAfter: "99999999999999"},
-			want: Quota{RetryAfter: maxRetryAfterHeader},
+			name: "past 32 bits is read exactly",
+			give: map[string]string{HeaderMinuteRemaining: "4294967295", HeaderMonthRemaining: "3000000000"},
+			want: Quota{MinuteRemaining: ptr[int64](4294967295), MonthRemaining: ptr[int64](3_000_000_000)},
+		},
+		{
+			name: "overflow and huge Retry-After are clamped",
+			give: map[string]string{HeaderMinuteRemaining: "9223372036854775807", HeaderMonthRemaining: "99999999999999999999", HeaderRetryAfter: "99999999999999"},
+			want: Quota{MinuteRemaining: ptr[int64](MaxCount), MonthRemaining: ptr[int64](MaxCount), RetryAfter: maxRetryAfterHeader},
+		},
+		{
+			name: "negative overflow is unknown",
+			give: map[string]string{HeaderMonthRemaining: "-99999999999999999999"},
+			want: Quota{},
 		},
 	}
 	for _, tt := range tests {
@@ -71,11 +81,11 @@ func TestQuotaExhausted(t *testing.T) {
 		wantSpent bool
 	}{
 		{name: "unknown", give: Quota{}},
-		{name: "plenty", give: Quota{MinuteRemaining: ptr(5), MonthRemaining: ptr(100)}},
-		{name: "last request of the minute", give: Quota{MinuteRemaining: ptr(1)}},
-		{name: "minute spent", give: Quota{MinuteRemaining: ptr(0), MonthRemaining: ptr(100)}, wantDelay: pacer.MinuteQuotaBackoff, wantSpent: true},
-		{name: "month spent", give: Quota{MinuteRemaining: ptr(7), MonthRemaining: ptr(0)}, wantDelay: pacer.MonthQuotaBackoff, wantSpent: true},
-		{name: "month wins over minute", give: Quota{MinuteRemaining: ptr(0), MonthRemaining: ptr(0)}, wantDelay: pacer.MonthQuotaBackoff, wantSpent: true},
+		{name: "plenty", give: Quota{MinuteRemaining: ptr[int64](5), MonthRemaining: ptr[int64](100)}},
+		{name: "last request of the minute", give: Quota{MinuteRemaining: ptr[int64](1)}},
+		{name: "minute spent", give: Quota{MinuteRemaining: ptr[int64](0), MonthRemaining: ptr[int64](100)}, wantDelay: pacer.MinuteQuotaBackoff, wantSpent: true},
+		{name: "month spent", give: Quota{MinuteRemaining: ptr[int64](7), MonthRemaining: ptr[int64](0)}, wantDelay: pacer.MonthQuotaBackoff, wantSpent: true},
+		{name: "month wins over minute", give: Quota{MinuteRemaining: ptr[int64](0), MonthRemaining: ptr[int64](0)}, wantDelay: pacer.MonthQuotaBackoff, wantSpent: true},
 		{name: "Retry-After alone is not a spent quota", give: Quota{RetryAfter: time.Minute}},
 	}
 	for _, tt := range tests {
@@ -100,11 +110,11 @@ func FuzzParseQuota(f *testing.F) {
 		h.Set(HeaderRetryAfter, retryAfter)
 
 		q := ParseQuota(h)
-		if q.MinuteRemaining != nil {
-			require.GreaterOrEqual(t, *q.MinuteRemaining, 0)
-		}
-		if q.MonthRemaining != nil {
-			require.GreaterOrEqual(t, *q.MonthRemaining, 0)
+		for _, n := range []*int64{q.MinuteRemaining, q.MonthRemaining} {
+			if n != nil {
+				require.GreaterOrEqual(t, *n, int64(0))
+				require.LessOrEqual(t, *n, int64(MaxCount))
+			}
 		}
 		require.GreaterOrEqual(t, q.RetryAfter, time.Duration(0))
 		require.LessOrEqual(t, q.RetryAfter, maxRetryAfterHeader)

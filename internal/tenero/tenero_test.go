@@ -126,7 +126,7 @@ func TestPriceFixture(t *testing.T) {
 	require.Equal(t, Price{
 		TokenID:  "stx",
 		PriceUSD: ptr("1.85"),
-		Quota:    Quota{MinuteRemaining: ptr(99), MonthRemaining: ptr(49000)},
+		Quota:    Quota{MinuteRemaining: ptr[int64](99), MonthRemaining: ptr[int64](49000)},
 	}, got)
 
 	req := fake.lastRequest()
@@ -326,7 +326,7 @@ func TestPriceRecoversAfterRetries(t *testing.T) {
 	got, err := c.Price(t.Context(), "stx")
 	require.NoError(t, err)
 	require.Equal(t, ptr("1.90"), got.PriceUSD)
-	require.Equal(t, Quota{MinuteRemaining: ptr(1), MonthRemaining: ptr(900), Type: "web-ui-ip"}, got.Quota)
+	require.Equal(t, Quota{MinuteRemaining: ptr[int64](1), MonthRemaining: ptr[int64](900), Type: "web-ui-ip"}, got.Quota)
 	// The two budgets are spent independently: two 429s and two 5xx.
 	require.Equal(t, []time.Duration{
 		2 * time.Second, 500 * time.Millisecond, 3 * time.Second, time.Second,

@@ -44,8 +44,10 @@ func TestBenchArithmetic(t *testing.T) {
 	require.NotNil(t, hourly.DryAfter)
 	require.Equal(t, 188*time.Hour, hourly.DryAfter.Truncate(time.Hour))
 	require.Equal(t, 0, hourly.MonthLeft)
-	// One run an hour, 53 requests 6 s apart: 318 s, 20 heartbeats.
-	require.InDelta(t, 24*(2+20)+24*11/2000.0, hourly.ActionsPerDay, 0.01)
+	// One run an hour, 53 requests 6 s apart: 318 s, 3 heartbeats (one per
+	// 96 s); a timer, an activity and the heartbeats, 24 times a day.
+	require.InDelta(t, 24*(1+1+3)+24*11/2000.0, hourly.ActionsPerDay, 0.01)
+	require.InDelta(t, 24*(1+1+3), hourly.FloorPerDay, 0.01)
 	require.Equal(t, 11, hourly.EventsPerTick)
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -33,15 +34,22 @@ type Result struct {
 	HasMonth  bool
 	MonthLeft int
 	DryAfter  *time.Duration
-	// ActionsPerDay and EventsPerDay price the runs by pacing.Cost;
+	// ActionsPerDay and EventsPerDay price the runs by pacing.Cost, with
+	// one timer per wake-up (TimersPerDay); FloorPerDay is what they cannot
+	// go below: a timer per wake-up, an activity a run and its heartbeats.
 	// EventsPerTick is the history one run writes.
 	ActionsPerDay float64
+	FloorPerDay   float64
+	TimersPerDay  float64
 	EventsPerTick int
 	EventsPerDay  float64
 	// FinishedAfter is when a finite crawl was done.
 	FinishedAfter *time.Duration
 	// PerTask splits the actions of a scenario with several tasks.
 	PerTask []TaskActions
+	// ReducedRuns is what one bad run cost: the runs its cadence had room
+	// for after it that did not happen on time and in full.
+	ReducedRuns int
 }
 
 // TaskActions is one task's share of a result's actions.
@@ -97,6 +105,10 @@ func measure(sims []*taskSim, cost pacing.Cost) Result {
 	var used, capacity float64
 	var actions, days float64
 	perTask := make([]float64, len(sims))
+	// floor is what liveness needs: an activity a run, its heartbeats and,
+	// below, one timer per wake-up.
+	var floor float64
+	wakeups := map[int64]bool{}
 	for i, s := range sims {
 		r.Requests += s.requests
 		r.Rejected += float64(s.rejected)
@@ -124,7 +136,11 @@ func measure(sims []*taskSim, cost pacing.Cost) Result {
 			used -= float64(sum(s.okPerMinute[:minutes]))
 		}
 		for _, run := range s.runs {
-			perTask[i] += float64(cost.RunActions(run.end.Sub(run.start)))
+			hb := cost.Heartbeats(run.end.Sub(run.start))
+			perTask[i] += float64(1 + hb)
+			floor += float64(1 + hb)
+			// One timer wakes the workflow for every task due then.
+			wakeups[run.start.Unix()] = true
 		}
 		perTask[i] += float64(len(s.runs)*cost.EventsPerRun) / float64(cost.ContinueAsNewEvents)
 		actions += perTask[i]
@@ -146,13 +162,16 @@ func measure(sims []*taskSim, cost pacing.Cost) Result {
 		}
 	}
 	r.Steps = steps(sims[0])
+	r.ReducedRuns = reducedRuns(sims[0])
 	if capacity > 0 {
 		r.CapacityUsed = used / capacity
 	}
 	if r.Requests > 0 {
 		r.Rejected /= float64(r.Requests)
 	}
-	r.ActionsPerDay = actions / days
+	actions += float64(len(wakeups))
+	floor += float64(len(wakeups))
+	r.ActionsPerDay, r.FloorPerDay, r.TimersPerDay = actions/days, floor/days, float64(len(wakeups))/days
 	if len(sims) > 1 {
 		for i, s := range sims {
 			r.PerTask = append(r.PerTask, TaskActions{Task: s.task.Name, ActionsPerDay: perTask[i] / days})
@@ -225,6 +244,28 @@ func steps(s *taskSim) []Step {
 	return out
 }
 
+// reducedRuns counts what the first bad run (no request answered well,
+// some failed) cost: of the runs the configured cadence has room for
+// between it and the horizon, those that did not happen on time and as
+// large as the last run before it.
+func reducedRuns(s *taskSim) int {
+	runs := s.runs
+	bad := slices.IndexFunc(runs, func(r runResult) bool { return r.ok == 0 && r.failed > 0 })
+	if bad < 1 {
+		return 0
+	}
+	every := s.task.CronEvery
+	slots := int(s.end.Sub(runs[bad].start.Add(time.Second)) / every)
+	normal, full := runs[bad-1].requests, 0
+	for i := bad + 1; i < len(runs); i++ {
+		onTime := runs[i].start.Sub(runs[i-1].start) <= every+time.Second
+		if onTime && runs[i].requests >= normal {
+			full++
+		}
+	}
+	return max(slots-full, 0)
+}
+
 // onTarget is a minute that used at least 90% of its capacity with at most
 // 1% of it refused.
 func (s *taskSim) onTarget(m int) bool {
@@ -260,6 +301,14 @@ func WriteTables(w io.Writer, outcomes []Outcome) {
 		}
 		if notes := finishNotes(o.Results); notes != "" {
 			fmt.Fprintf(w, "\n%s\n", notes)
+		}
+		if o.Scenario.Blip {
+			parts := make([]string, len(o.Results))
+			for i, r := range o.Results {
+				parts[i] = fmt.Sprintf("%s %d", r.Strategy, r.ReducedRuns)
+			}
+			fmt.Fprintf(w, "\nRuns at a reduced pace after the bad run (of the runs the cadence has room for until the horizon, those not on time or not in full): %s.\n",
+				strings.Join(parts, ", "))
 		}
 		if notes := perTaskNotes(o.Results); notes != "" {
 			fmt.Fprintf(w, "\n%s\n", notes)
@@ -379,6 +428,7 @@ func perTaskNotes(rs []Result) string {
 		for i, t := range r.PerTask {
 			split[i] = fmt.Sprintf("%s %s", t.Task, count(t.ActionsPerDay))
 		}
+		split = append(split, "timers "+count(r.TimersPerDay))
 		parts = append(parts, fmt.Sprintf("%s: %s", r.Strategy, strings.Join(split, " + ")))
 	}
 	if len(parts) == 0 {

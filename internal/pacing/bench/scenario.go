@@ -13,6 +13,7 @@ package bench
 import (
 	"time"
 
+	"github.com/pacer-dev/pacer"
 	"github.com/pacer-dev/pacer/internal/pacing"
 )
 
@@ -66,6 +67,9 @@ type Scenario struct {
 	Strategies []Strategy
 	// Crawl marks the scenarios the crawl goals apply to.
 	Crawl bool
+	// Blip marks the scenario of one bad run: the goal is the runs it
+	// costs at a reduced pace.
+	Blip bool
 }
 
 // start is a Monday at midnight on the first of a 30-day month, so that the
@@ -85,8 +89,8 @@ func hiroCrawl(items int, phases ...Phase) Task {
 		CronPage:   100,
 		Pacing: pacing.ControllerConfig{
 			MinBatch: 5, MaxBatch: 200,
-			MinInterval: time.Minute, MaxInterval: 10 * time.Minute,
-			InitialBatch: 50, InitialInterval: time.Minute,
+			MinInterval: pacer.Duration(time.Minute), MaxInterval: pacer.Duration(10 * time.Minute),
+			InitialBatch: 50, InitialInterval: pacer.Duration(time.Minute),
 		},
 	}
 }
@@ -104,8 +108,8 @@ func teneroPrices(hidden Hidden, documented int, every time.Duration) Task {
 		CronEvery:  every,
 		Pacing: pacing.ControllerConfig{
 			MinBatch: 5, MaxBatch: 53,
-			MinInterval: every, MaxInterval: 6 * time.Hour,
-			InitialBatch: 53, InitialInterval: every,
+			MinInterval: pacer.Duration(every), MaxInterval: pacer.Duration(6 * time.Hour),
+			InitialBatch: 53, InitialInterval: pacer.Duration(every),
 		},
 	}
 }
@@ -153,6 +157,18 @@ func Scenarios() []Scenario {
 			Strategies: all,
 		},
 		{
+			Name: "blip",
+			About: "tenero every 5 min on a plan without a month quota (hidden 100/min); at 30 min one run meets " +
+				"nothing but 503s (the upstream fails for 30 s); 2 hours",
+			Start:    start,
+			Duration: 2 * time.Hour,
+			Tasks: []Task{teneroPrices(Hidden{Phases: []Phase{
+				{PerMinute: 100}, {At: 30 * time.Minute, PerMinute: 100, Failing: 100}, {At: 30*time.Minute + 30*time.Second, PerMinute: 100},
+			}}, 100, 5*time.Minute)},
+			Strategies: []Strategy{FixedCron(0), Seed(), Pacer()},
+			Blip:       true,
+		},
+		{
 			Name:     "crawl-10k",
 			About:    "a crawl of 10,000 items at a hidden 50/min (ideal: 200 min); horizon 1 day",
 			Start:    start,
@@ -173,7 +189,7 @@ func Scenarios() []Scenario {
 		},
 		{
 			Name:     "default",
-			About:    "the default cadence for 30 days (June): tenero every 5 min on the keyless plan (hidden 100/min, 50,000/month) + a sweep of 30 agents every 15 min on Hiro (50/min)",
+			About:    "the default cadence for 30 days (June): tenero every 5 min on the keyless plan (hidden 100/min, 50,000/month) + a sweep of 30 agents every minute on Hiro (50/min)",
 			Start:    start,
 			Duration: 30 * 24 * time.Hour,
 			Tasks: []Task{
@@ -184,11 +200,11 @@ func Scenarios() []Scenario {
 					Documented: 50,
 					Latency:    300 * time.Millisecond,
 					Work:       Work{Kind: Walk, Items: 30},
-					CronEvery:  15 * time.Minute,
+					CronEvery:  time.Minute,
 					Pacing: pacing.ControllerConfig{
 						MinBatch: 5, MaxBatch: 100,
-						MinInterval: 15 * time.Minute, MaxInterval: 2 * time.Hour,
-						InitialBatch: 100, InitialInterval: 15 * time.Minute,
+						MinInterval: pacer.Duration(time.Minute), MaxInterval: pacer.Duration(2 * time.Hour),
+						InitialBatch: 100, InitialInterval: pacer.Duration(time.Minute),
 					},
 				},
 			},

@@ -136,7 +136,9 @@ func (s *seed) finished(r runResult) {
 // chooses, and stops when a header says a window is spent.
 func Pacer() Strategy {
 	return Strategy{Name: "pacer", build: func(t Task, start time.Time) strategy {
-		c, err := pacing.NewController(t.Pacing)
+		cfg := t.Pacing
+		cfg.Judge = pacing.JudgeRuns // as the workflow runs it
+		c, err := pacing.NewController(cfg)
 		if err != nil {
 			panic(err)
 		}
@@ -174,6 +176,8 @@ func (p *pacerStrategy) next(now, until time.Time) (time.Time, plan, bool) {
 	if p.last != nil {
 		at = p.last.Add(p.d.Interval)
 	}
+	// Pacing by need (SPEC §4.7): the run waits for the requests it will
+	// make, which its batch and the work bound, never more.
 	at = latest(latest(at, now), latest(p.nextRunAfter, p.budget.ReadyAt(now, want)))
 	n := p.budget.Cap(at, want)
 	for n == 0 {

@@ -1,20 +1,38 @@
-// Command bench prints pacer's pacing benchmark (`make bench`): every
-// scenario of internal/pacing/bench with its strategies side by side, then
-// pacer's goals, as Markdown on stdout. It runs in virtual time and needs
+// Command bench prints pacer's benchmarks (`make bench`) as Markdown on
+// stdout: every scenario of internal/pacing/bench with its strategies side
+// by side, then pacer's pacing goals, then the discovery benchmark of
+// internal/ingest/bench (how soon the sweep finds each swap, per policy,
+// world and Hiro budget) with its goals. Both run in virtual time and need
 // nothing running; the output is the same on every run.
 package main
 
 import (
+	"flag"
 	"fmt"
 	"os"
 
+	discovery "github.com/pacer-dev/pacer/internal/ingest/bench"
 	"github.com/pacer-dev/pacer/internal/pacing/bench"
 )
 
 func main() {
-	outcomes := bench.RunAll()
-	bench.WriteTables(os.Stdout, outcomes)
-	fmt.Println("### Goals")
-	fmt.Println()
-	bench.WriteGoals(os.Stdout, bench.Goals(outcomes))
+	section := flag.String("section", "all", "which benchmark to run: all, pacing or discovery")
+	flag.Parse()
+	switch *section {
+	case "all", "pacing", "discovery":
+	default:
+		fmt.Fprintf(os.Stderr, "bench: -section %q must be all, pacing or discovery\n", *section)
+		os.Exit(2)
+	}
+	if *section != "discovery" {
+		outcomes := bench.RunAll()
+		bench.WriteTables(os.Stdout, outcomes)
+		fmt.Println("### Goals")
+		fmt.Println()
+		bench.WriteGoals(os.Stdout, bench.Goals(outcomes))
+		fmt.Println()
+	}
+	if *section != "pacing" {
+		discovery.RunAll().Write(os.Stdout)
+	}
 }

@@ -1,0 +1,453 @@
+package activities
+
+import (
+	"context"
+	"math/rand/v2"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/rollup"
+	"github.com/pacer-dev/pacer/internal/store"
+	"github.com/pacer-dev/pacer/internal/webhook"
+)
+
+// Per-run bounds of the deliver task (SPEC §10.3).
+const (
+	// MaxAttemptsPerRun and MaxRetriesPerRun cap one run; what is left is
+	// due at once, and the result asks to run again soon.
+	MaxAttemptsPerRun = 500
+	MaxRetriesPerRun  = 50
+	// DefaultDeliveryConcurrency bounds the attempts in flight. Endpoints
+	// that are failing may use at most half of it, and one subscriber at
+	// most perSubscriber, so that slow or dead endpoints never hold up
+	// the healthy ones.
+	DefaultDeliveryConcurrency = 32
+	perSubscriber              = 4
+	// maxRunTime ends a run's picking of new work; attempts in flight then
+	// finish within their timeout. It keeps a run, and so the new
+	// deliveries the next run emits, from waiting on a long stream of slow
+	// endpoints.
+	maxRunTime = 60 * time.Second
+	// soon is how far ahead the next run is asked for while deliveries are
+	// due (SPEC: at least 1 s).
+	soon = time.Second
+	// duePage is the keyset page of the due set.
+	duePage = 100
+	// leaseMargin is added to the attempt timeout to make a claim's lease.
+	leaseMargin = 30 * time.Second
+)
+
+// Lookbacks of emission: the periods whose deliveries a run may still
+// create. An hourly delivery older than two days is news no longer; a day
+// is delivered once complete, which can take a while after a long outage.
+const (
+	hourlyLookback = 48 * time.Hour
+	dailyLookback  = (DayLookback + 1) * 24 * time.Hour
+)
+
+// DeliveryConfig configures the deliver task.
+type DeliveryConfig struct {
+	// Ladder is PACER_DELIVERY_LADDER.
+	Ladder webhook.Ladder
+	// Sender makes the signed POSTs.
+	Sender *webhook.Sender
+	// Concurrency bounds the attempts in flight.
+	Concurrency int
+}
+
+func newDeliveryConfig(o Options) DeliveryConfig {
+	ladder := o.DeliveryLadder
+	if len(ladder) == 0 {
+		ladder, _ = webhook.ParseLadder(webhook.DefaultLadder)
+	}
+	return DeliveryConfig{
+		Ladder:      ladder,
+		Sender:      webhook.NewSender(webhook.SenderOptions{Timeout: o.DeliveryTimeout}),
+		Concurrency: DefaultDeliveryConcurrency,
+	}
+}
+
+// Deliver runs one round of webhook deliveries (SPEC §10.3), in this one
+// activity whatever the number of subscribers: it creates the deliveries
+// that new rollups call for, then attempts what is due, concurrently and
+// within the per-run caps, persisting each outcome the moment it is known.
+// While attempts are in flight it keeps picking up deliveries that fall
+// due, so a retry is sent on time even when a slow endpoint holds the run.
+// The result's NextDueAt says when to run again.
+//
+// A worker killed between a POST and its record leaves the delivery
+// claimed; once the lease runs out a later run sends it again under the
+// same webhook-id, which receivers use to drop the repeat (Standard
+// Webhooks' idempotency key). Nothing is lost, and no period ever gets a
+// second id.
+func (a *Activities) Deliver(ctx context.Context, in pacer.DeliverInput) (pacer.DeliverResult, error) {
+	return ledgered(ctx, a, in.Occurrence, func(ctx context.Context) (pacer.DeliverResult, error) {
+		return a.deliver(ctx)
+	})
+}
+
+func (a *Activities) deliver(ctx context.Context) (res pacer.DeliverResult, err error) {
+	started := time.Now()
+	defer func() { a.Metrics.ObserveDeliver(time.Since(started), res, err) }()
+	res = pacer.DeliverResult{Run: pacer.Run{StartedAt: started.UTC()}}
+	log := a.Logger.With(zap.String("task", pacer.TaskDeliver))
+	fail := func(err error) (pacer.DeliverResult, error) {
+		res.DurationMs = time.Since(started).Milliseconds()
+		res.ErrorClass, res.Error = pacer.ClassTransport, err.Error()
+		log.Error("deliver.failed", zap.Error(err))
+		return res, runError(pacer.ClassTransport, err.Error(), res)
+	}
+
+	d := &dispatcher{a: a, log: log, res: &res, done: make(chan attempt), perSub: map[string]int{}}
+	if err := d.emit(ctx); err != nil {
+		return fail(err)
+	}
+	now := a.now()
+	if _, err := a.Store.PruneDeliveries(ctx, now.Add(-store.DeliveryRetention)); err != nil {
+		log.Warn("deliver.prune_failed", zap.Error(err))
+	}
+
+	var progress atomic.Int64
+	stop := keepHeartbeating(ctx, func() any { return progress.Load() })
+	runErr := d.run(ctx, &progress)
+	stop()
+	if runErr != nil {
+		return fail(runErr)
+	}
+
+	counts, err := a.Store.DeliveryCounts(ctx)
+	if err != nil {
+		return fail(err)
+	}
+	res.Pending, res.Retrying, res.ExhaustedTotal = counts[store.DeliveryPending], counts[store.DeliveryRetrying], counts[store.DeliveryExhausted]
+	next, err := a.Store.NextDeliveryDue(ctx)
+	if err != nil {
+		return fail(err)
+	}
+	if next != nil || res.Capped {
+		at := a.now().Add(soon)
+		if next != nil && next.After(at) && !res.Capped {
+			at = *next
+		}
+		res.NextDueAt = &at
+	}
+	res.DurationMs = time.Since(started).Milliseconds()
+	log.Info("deliver.run_completed",
+		zap.Int("emitted", res.Emitted), zap.Int("attempted", res.Attempted), zap.Int("retries", res.Retries),
+		zap.Int("delivered", res.Delivered), zap.Int("failed", res.Failed), zap.Int("exhausted", res.Exhausted),
+		zap.Int("disabled", res.Disabled), zap.Bool("capped", res.Capped),
+		zap.Int("pending", res.Pending), zap.Int("retrying", res.Retrying),
+		zap.Timep("nextDueAt", res.NextDueAt), zap.Int64("durationMs", res.DurationMs))
+	return res, nil
+}
+
+// attempt is one finished attempt, as the dispatcher's loop learns of it.
+type attempt struct {
+	due     store.DueDelivery
+	outcome webhook.Outcome
+	// exhausted and disabled are what recording the outcome did.
+	exhausted int
+	disabled  bool
+	err       error // recording failed
+}
+
+// dispatcher runs the attempts of one deliver run. Only its loop
+// goroutine touches its fields; attempts report back on done.
+type dispatcher struct {
+	a   *Activities
+	log *zap.Logger
+	res *pacer.DeliverResult
+
+	done            chan attempt
+	emittedAt       time.Time
+	inFlight        int
+	suspectInFlight int
+	perSub          map[string]int
+	recordErr       error
+}
+
+func (d *dispatcher) run(ctx context.Context, progress *atomic.Int64) error {
+	deadline := time.Now().Add(maxRunTime)
+	for {
+		picking := ctx.Err() == nil && time.Now().Before(deadline) && d.recordErr == nil
+		launched := 0
+		var next *time.Time
+		if picking {
+			n, err := d.fill(ctx)
+			if err != nil {
+				// Stop picking; the attempts in flight still finish and
+				// are recorded.
+				d.recordErr = err
+			}
+			launched = n
+			if time.Since(d.emittedAt) >= soon && d.recordErr == nil {
+				// Rollups computed while this run goes on are delivered
+				// by it (after what was due: a retry never waits on this).
+				if err := d.emit(ctx); err != nil {
+					d.recordErr = err
+				} else if m, err := d.fill(ctx); err == nil {
+					launched += m
+				} else {
+					d.recordErr = err
+				}
+			}
+			// Rows due now that fill could not start (caps, a busy
+			// subscriber) wait for an attempt to finish; only later ones
+			// set the timer, and only while there is room to start them.
+			now := d.a.now()
+			if d.inFlight < d.concurrency() {
+				if next, err = d.a.Store.NextDeliveryDueAfter(ctx, now); err != nil {
+					next = nil
+				}
+			}
+			if d.inFlight == 0 && launched == 0 && (next == nil || next.Sub(now) > soon || d.res.Capped) {
+				return d.recordErr
+			}
+			// Something falls due within the second: the next run could
+			// not start sooner, so this one waits for it.
+		} else if d.inFlight == 0 {
+			return d.recordErr
+		}
+		progress.Store(int64(d.res.Attempted))
+
+		var wake <-chan time.Time
+		var timer *time.Timer
+		if picking {
+			in := time.Until(d.emittedAt.Add(soon))
+			if next != nil {
+				in = min(in, next.Sub(d.a.now()))
+			}
+			timer = time.NewTimer(in)
+			wake = timer.C
+		}
+		select {
+		case at := <-d.done:
+			d.finish(at)
+			// Take every other attempt that has finished too, so that the
+			// next fill starts them in one page.
+			for more := true; more; {
+				select {
+				case at := <-d.done:
+					d.finish(at)
+				default:
+					more = false
+				}
+			}
+		case <-wake:
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+	}
+}
+
+// emit creates the deliveries that the rollups computed so far call for
+// (SPEC §10.3): hourly ones once an hour's rollups exist, daily ones once
+// a day is complete.
+func (d *dispatcher) emit(ctx context.Context) error {
+	now := d.a.now()
+	for _, e := range []struct {
+		event    string
+		lookback time.Duration
+	}{{rollup.EventHourly, hourlyLookback}, {rollup.EventDaily, dailyLookback}} {
+		n, err := d.a.Store.EmitDeliveries(ctx, e.event, now, now.Add(-e.lookback))
+		if err != nil {
+			return err
+		}
+		d.res.Emitted += n
+	}
+	d.emittedAt = time.Now()
+	return nil
+}
+
+// fill starts every due attempt that the run's caps and the concurrency
+// allow, reading the due set page by page in keyset order and claiming
+// each page's picks in one statement.
+func (d *dispatcher) fill(ctx context.Context) (int, error) {
+	conc := d.concurrency()
+	suspectSlots := max(1, conc/2)
+	lease := d.a.Deliveries.Sender.Timeout() + leaseMargin
+	launched := 0
+	var after *store.DueKey
+	for d.inFlight < conc {
+		var busy []string
+		for sub, n := range d.perSub {
+			if n >= perSubscriber {
+				busy = append(busy, sub)
+			}
+		}
+		now := d.a.now()
+		// A page a little larger than the room left: rows of busy
+		// subscribers or spent caps may be skipped.
+		limit := min(duePage, 2*(conc-d.inFlight)+8)
+		page, err := d.a.Store.DueDeliveries(ctx, store.DueQuery{
+			Now: now, After: after, Busy: busy, Limit: limit,
+			FirstAttemptsOnly: d.res.Retries >= MaxRetriesPerRun,
+		})
+		if err != nil {
+			return launched, err
+		}
+		var picks []store.DueDelivery
+		full := false
+	pick:
+		for _, due := range page {
+			after = &due.DueKey
+			retry := due.Attempts > 0
+			switch {
+			case d.res.Attempted >= MaxAttemptsPerRun:
+				d.res.Capped, full = true, true
+				break pick
+			case retry && d.res.Retries >= MaxRetriesPerRun:
+				d.res.Capped = true
+				continue
+			case d.inFlight >= conc:
+				full = true
+				break pick
+			case due.Suspect && d.suspectInFlight >= suspectSlots:
+				// Suspects sort last: nothing after this one can go.
+				full = true
+				break pick
+			case d.perSub[due.SubscriberID] >= perSubscriber:
+				continue
+			}
+			d.reserve(due, 1)
+			picks = append(picks, due)
+		}
+		if len(picks) > 0 {
+			claimed, err := d.a.Store.ClaimDeliveries(ctx, picks, now, now.Add(lease))
+			if err != nil {
+				for _, p := range picks {
+					d.reserve(p, -1)
+				}
+				return launched, err
+			}
+			for _, p := range claimed {
+				d.start(ctx, p)
+				launched++
+			}
+			// The others changed since they were read, or another run
+			// holds them.
+			for _, p := range picks {
+				if !slices.ContainsFunc(claimed, func(c store.DueDelivery) bool { return c.ID == p.ID }) {
+					d.reserve(p, -1)
+				}
+			}
+		}
+		if full || len(page) < limit {
+			return launched, nil
+		}
+	}
+	return launched, nil
+}
+
+func (d *dispatcher) concurrency() int {
+	if c := d.a.Deliveries.Concurrency; c > 0 {
+		return c
+	}
+	return DefaultDeliveryConcurrency
+}
+
+// reserve counts an attempt in (n = 1) or back out (n = -1) of the run's
+// caps and its concurrency, before it starts.
+func (d *dispatcher) reserve(due store.DueDelivery, n int) {
+	d.hold(due, n)
+	d.res.Attempted += n
+	if due.Attempts > 0 {
+		d.res.Retries += n
+	}
+}
+
+// hold takes (n = 1) or gives back (n = -1) an attempt's place in the
+// concurrency bounds.
+func (d *dispatcher) hold(due store.DueDelivery, n int) {
+	d.inFlight += n
+	if due.Suspect {
+		d.suspectInFlight += n
+	}
+	if d.perSub[due.SubscriberID] += n; d.perSub[due.SubscriberID] <= 0 {
+		delete(d.perSub, due.SubscriberID)
+	}
+}
+
+// start sends one claimed delivery in its own goroutine and records the
+// outcome there, at once, whatever happens to the rest of the run.
+func (d *dispatcher) start(ctx context.Context, due store.DueDelivery) {
+	go func() {
+		out := d.a.Deliveries.Sender.Send(ctx, webhook.Message{ID: due.ID, URL: due.URL, Secret: due.Secret, Body: due.Body})
+		at := attempt{due: due, outcome: out}
+		// Record even if the run is being cancelled: the POST happened.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if ctx.Err() != nil && out.Result != webhook.Delivered {
+			// Cut short by the run's end, not by the endpoint: this is no
+			// failure of the subscriber's. The claim lapses and a later
+			// run sends it again.
+			at.err = d.a.Store.ReleaseDelivery(rctx, due.ID)
+			at.outcome.Result = ""
+		} else {
+			at.exhausted, at.disabled, at.err = d.record(rctx, due, out)
+		}
+		d.done <- at
+	}()
+}
+
+// record persists one outcome.
+func (d *dispatcher) record(ctx context.Context, due store.DueDelivery, out webhook.Outcome) (exhausted int, disabled bool, err error) {
+	now := d.a.now()
+	log := d.log.With(zap.String("delivery", due.ID), zap.String("subscriber", due.SubscriberID),
+		zap.Int("attempt", due.Attempts+1), zap.String("result", string(out.Result)), zap.Int("status", out.Status),
+		zap.Duration("took", out.Took))
+	switch out.Result {
+	case webhook.Delivered:
+		log.Debug("deliver.delivered")
+		return 0, false, d.a.Store.RecordDelivered(ctx, due.ID, now, out.Status)
+	case webhook.Gone:
+		n, disabled, err := d.a.Store.DisableSubscriber(ctx, store.Failure{
+			ID: due.ID, SubscriberID: due.SubscriberID, At: now, Status: out.Status, Error: out.Error,
+		})
+		if err == nil && disabled {
+			log.Warn("deliver.subscriber_disabled", zap.Int("exhausted", n))
+		}
+		return n, disabled, err
+	}
+	f := store.Failure{ID: due.ID, SubscriberID: due.SubscriberID, At: now, Status: out.Status, Error: out.Error}
+	wait, ok := d.a.Deliveries.Ladder.Next(due.Attempts+1, out.RetryAfter, rand.Float64())
+	if ok {
+		next := now.Add(wait)
+		f.Next = &next
+		log.Info("deliver.attempt_failed", zap.String("error", out.Error), zap.Duration("retryIn", wait))
+	} else {
+		exhausted = 1
+		log.Error("deliver.exhausted", zap.String("error", out.Error))
+	}
+	return exhausted, false, d.a.Store.RecordFailed(ctx, f)
+}
+
+// finish accounts for a finished attempt in the loop goroutine.
+func (d *dispatcher) finish(at attempt) {
+	d.hold(at.due, -1)
+	if at.err != nil {
+		d.log.Error("deliver.record_failed", zap.String("delivery", at.due.ID), zap.Error(at.err))
+		if d.recordErr == nil {
+			d.recordErr = at.err
+		}
+	}
+	switch at.outcome.Result {
+	case "":
+		return
+	case webhook.Delivered:
+		d.res.Delivered++
+		d.a.Metrics.ObserveDeliveryDelay(d.a.now().Sub(at.due.PeriodEnd))
+	default:
+		d.res.Failed++
+	}
+	d.res.Exhausted += at.exhausted
+	if at.disabled {
+		d.res.Disabled++
+	}
+	d.a.Metrics.ObserveDeliveryAttempt(string(at.outcome.Result), at.due.Attempts > 0)
+}

@@ -1,0 +1,126 @@
+package activities
+
+import (
+	"context"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/catalog"
+	"github.com/pacer-dev/pacer/internal/rollup"
+	"github.com/pacer-dev/pacer/internal/store"
+)
+
+// DayLookback is how many days back a rollup run recomputes days that are
+// not complete yet. A day that is still incomplete after a week (an agent
+// the sweep cannot list, a token Tenero stopped answering for) stays as it
+// is, and undelivered; the rollup.day_incomplete log line names it.
+const DayLookback = 7
+
+// Rollup computes the rollups of SPEC §10.1 for the occurrence's nominal
+// time T: the hour that closed at or before T, and every day of the last
+// DayLookback that closed at or before T and is not complete yet. Each
+// period is recomputed from scratch, so a repeated or backfilled run writes
+// the same rows. It also prunes price observations past their retention.
+func (a *Activities) Rollup(ctx context.Context, in pacer.RollupInput) (pacer.RollupResult, error) {
+	return ledgered(ctx, a, in.Occurrence, func(ctx context.Context) (pacer.RollupResult, error) {
+		return a.rollup(ctx, in)
+	})
+}
+
+func (a *Activities) rollup(ctx context.Context, in pacer.RollupInput) (res pacer.RollupResult, err error) {
+	started := time.Now()
+	defer func() { a.Metrics.ObserveRollup(time.Since(started), res, err) }()
+	res = pacer.RollupResult{Run: pacer.Run{StartedAt: started.UTC()}, Hours: []time.Time{}, Days: []pacer.RollupDay{}}
+	log := a.Logger.With(zap.String("task", pacer.TaskRollup))
+	at := in.Occurrence.NominalAt
+	if at.IsZero() {
+		at = a.now()
+	}
+	fail := func(err error) (pacer.RollupResult, error) {
+		res.DurationMs = time.Since(started).Milliseconds()
+		res.ErrorClass, res.Error = pacer.ClassTransport, err.Error()
+		log.Error("rollup.failed", zap.Error(err))
+		return res, runError(pacer.ClassTransport, err.Error(), res)
+	}
+
+	traded, err := a.Store.TradedTokens(ctx, catalog.MaxTraded)
+	if err != nil {
+		return fail(err)
+	}
+	spec := store.RollupSpec{
+		Tracked:       a.Catalog.TokenSet(traded),
+		KnownDecimals: a.Catalog.KnownDecimals(),
+	}
+	compute := func(p rollup.Period) (store.RollupOutcome, error) {
+		spec.Period, spec.ComputedAt = p, a.now()
+		out, err := a.Store.ComputeRollup(ctx, spec)
+		res.Rows += out.Rows
+		return out, err
+	}
+
+	hour := rollup.HourBefore(at)
+	if _, err := compute(hour); err != nil {
+		return fail(err)
+	}
+	res.Hours = append(res.Hours, hour.Start)
+
+	for _, day := range rollup.DaysBefore(at, a.dayZone(), DayLookback) {
+		_, complete, err := a.Store.RollupState(ctx, rollup.Day, day.Start)
+		if err != nil {
+			return fail(err)
+		}
+		if complete {
+			continue // complete days are final: recomputing them is never needed
+		}
+		out, err := compute(day)
+		if err != nil {
+			return fail(err)
+		}
+		res.Days = append(res.Days, pacer.RollupDay{Start: day.Start, End: day.End, Complete: out.Complete})
+		if !out.Complete && at.Sub(day.End) > 24*time.Hour {
+			log.Warn("rollup.day_incomplete", zap.Time("dayStart", day.Start), zap.Duration("endedAgo", at.Sub(day.End)))
+		}
+	}
+
+	pruned, err := a.Store.PruneObservations(ctx, a.now().Add(-store.ObservationRetention))
+	if err != nil {
+		// Pruning can wait for the next hour; the rollups are written.
+		log.Warn("rollup.prune_failed", zap.Error(err))
+	}
+	res.PrunedObservations = pruned
+	res.DurationMs = time.Since(started).Milliseconds()
+	log.Info("rollup.completed", zap.Time("nominalAt", at), zap.Time("hour", hour.Start),
+		zap.Int("days", len(res.Days)), zap.Int("rows", res.Rows), zap.Int64("pruned", pruned),
+		zap.Int64("durationMs", res.DurationMs))
+	return res, nil
+}
+
+// recordObservations writes a tenero run's observations in one statement.
+// A failure costs the rollups some samples, not the run its prices: it is
+// logged, and the run goes on as it was.
+func (a *Activities) recordObservations(ctx context.Context, obs []store.Observation) {
+	if len(obs) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if _, err := a.Store.InsertObservations(ctx, obs); err != nil {
+		a.Logger.Warn("tenero.observations_not_recorded", zap.Int("observations", len(obs)), zap.Error(err))
+	}
+}
+
+func (a *Activities) now() time.Time {
+	if a.Clock != nil {
+		return a.Clock()
+	}
+	return time.Now()
+}
+
+func (a *Activities) dayZone() *time.Location {
+	if a.DayZone != nil {
+		return a.DayZone
+	}
+	return time.UTC
+}

@@ -1,0 +1,145 @@
+package activities_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/pacer-dev/pacer/internal/budget"
+	"github.com/pacer-dev/pacer/internal/ingest"
+	"github.com/pacer-dev/pacer/internal/store"
+)
+
+// TestSweepVisitsCutShortResume sweeps the fault world on a budget of a
+// few requests a second whose sweep lane never waits: runs end as soon as
+// their share is spent, visits stop mid-way, and the next runs go on from
+// there. The ledger ends exactly the world's, each swap inserted once.
+func TestSweepVisitsCutShortResume(t *testing.T) {
+	t.Parallel()
+	f := newFaultStack(t)
+	ctx := context.Background()
+	log := zaptest.NewLogger(t, zaptest.Level(zap.ErrorLevel))
+	small := budget.Config{PerMinute: 8, Window: time.Second}
+	// The frozen simulator says its window resets in 60 s, every time: a
+	// budget that follows it (as it must) would make this test a minute
+	// per run, so its reset header is dropped.
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.sim.ServeHTTP(dropReset{w}, r)
+	}))
+	t.Cleanup(hs.Close)
+	acts := wireActivities(f.st, "hiro-small", hs.URL, log, 0, small, 0)
+
+	want := len(f.sim.World().ExpectedSwaps(faultAt))
+	inserted, runs, cutShort := 0, 0, 0
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		res, err := runSweep(t, acts)
+		require.NoError(t, err)
+		runs++
+		inserted += res.Inserted
+		// A run spends at most what the windows it touched held: a run of
+		// d seconds touches at most ⌊d⌋+2 one-second windows (it may start
+		// at the end of one and cross into the next).
+		windows := int(res.DurationMs/1000) + 2
+		require.LessOrEqual(t, res.Requests, 8*windows, "a run spends at most the windows it spanned (%d ms)", res.DurationMs)
+		var n int
+		require.NoError(t, f.st.Pool().QueryRow(ctx, `select count(*) from agent_ingest where visit_top is not null`).Scan(&n))
+		cutShort = max(cutShort, n)
+		if res.AgentsDue == 0 {
+			require.NotNil(t, res.NextDueAt)
+			require.True(t, res.NextDueAt.After(time.Now()), "nobody due: the next run is for later")
+			require.False(t, res.NextDueAt.After(time.Now().Add(5*time.Minute)), "a hint waits at most 5 minutes")
+			break
+		}
+		require.NotNil(t, res.NextDueAt)
+		require.False(t, res.NextDueAt.After(time.Now().Add(5*time.Second)), "agents wait for the budget (and a batch worth running), not longer: %+v", res)
+		require.True(t, time.Now().Before(deadline), "the sweep did not finish within 90 s (%d runs)", runs)
+	}
+	require.Positive(t, cutShort, "some visit was cut short by the budget")
+	require.Greater(t, runs, 2)
+	require.Equal(t, want, inserted, "each swap inserted once")
+	f.requireLedger(t, true)
+
+	rows, err := f.st.ListAgentIngest(ctx, "")
+	require.NoError(t, err)
+	for _, a := range rows {
+		require.Empty(t, a.VisitFrom, "%s finished its visit", a.Address)
+		require.Nil(t, a.VisitTop)
+		require.NotNil(t, a.LastVisitAt)
+		require.Equal(t, store.IngestOK, a.Status)
+	}
+	t.Logf("figures: %d swaps in %d runs of at most 8 requests", want, runs)
+}
+
+// dropReset drops the ratelimit-reset header of a response.
+type dropReset struct{ http.ResponseWriter }
+
+func (d dropReset) WriteHeader(code int) {
+	d.Header().Del("ratelimit-reset")
+	d.ResponseWriter.WriteHeader(code)
+}
+
+func (d dropReset) Write(b []byte) (int, error) {
+	d.Header().Del("ratelimit-reset")
+	return d.ResponseWriter.Write(b)
+}
+
+// TestSweepHintMakesAnAgentDue checks the due set end to end: after a
+// complete sweep nobody is due; a hint makes one agent due, and the next
+// run visits it alone.
+func TestSweepHintMakesAnAgentDue(t *testing.T) {
+	t.Parallel()
+	f := newFaultStack(t)
+	f.sweepUntilDone(t, f.acts)
+	res, err := runSweep(t, f.acts)
+	require.NoError(t, err)
+	require.Zero(t, res.Scanned, "nobody is due")
+	require.Zero(t, res.AgentsDue)
+	total := 0
+	for _, n := range res.Tiers {
+		total += n
+	}
+	require.Equal(t, len(f.sim.World().Agents()), total)
+
+	agent := f.sim.World().Agents()[0].STXAddress
+	found, err := f.st.HintAgent(context.Background(), agent)
+	require.NoError(t, err)
+	require.True(t, found)
+	res, err = runSweep(t, f.acts)
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Scanned)
+	require.Zero(t, res.Inserted)
+}
+
+// TestSweepPoliciesPlanFromTheBudget runs both policies over the same
+// world: every agent ends visited with its next visit within the
+// staleness cap.
+func TestSweepPoliciesPlanFromTheBudget(t *testing.T) {
+	t.Parallel()
+	for _, policy := range []ingest.Policy{ingest.PolicyOptimal, ingest.PolicyTiers} {
+		t.Run(string(policy), func(t *testing.T) {
+			t.Parallel()
+			f := newFaultStack(t)
+			f.acts.Ingest.Policy = policy
+			f.sweepUntilDone(t, f.acts)
+			rows, err := f.st.ListAgentIngest(context.Background(), "")
+			require.NoError(t, err)
+			cfg := f.acts.Ingest
+			for _, a := range rows {
+				require.NotNil(t, a.LastVisitAt)
+				wait := a.NextRunAt.Sub(*a.LastVisitAt)
+				require.GreaterOrEqual(t, wait, cfg.HotEvery, a.Address)
+				require.LessOrEqual(t, wait, cfg.StalenessCap(), a.Address)
+				if policy == ingest.PolicyTiers {
+					require.Equal(t, cfg.Interval(a.Agent, *a.LastVisitAt, ingest.Allocation{}), wait, a.Address)
+				}
+			}
+		})
+	}
+}

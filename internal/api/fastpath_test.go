@@ -1,0 +1,130 @@
+package api_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pacer-dev/pacer/internal/budget"
+	"github.com/pacer-dev/pacer/internal/competition"
+	"github.com/pacer-dev/pacer/internal/sim"
+)
+
+// madeUp is a txid Hiro has never heard of.
+func madeUp(t *testing.T) string {
+	t.Helper()
+	b := make([]byte, 32)
+	_, err := rand.Read(b)
+	require.NoError(t, err)
+	return "0x" + hex.EncodeToString(b)
+}
+
+// postRaw posts one txid and returns the status and Retry-After (0 if none).
+func (f *tradeFixture) postRaw(t *testing.T, txid string) (int, int) {
+	t.Helper()
+	resp, err := http.Post(f.srv.URL+"/api/competition/trades", "application/json", strings.NewReader(`{"txid":"`+txid+`"}`))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	ra := 0
+	if h := resp.Header.Get("Retry-After"); h != "" {
+		ra, err = strconv.Atoi(h)
+		require.NoError(t, err)
+	}
+	return resp.StatusCode, ra
+}
+
+func TestFastPathLimitsEachClient(t *testing.T) {
+	t.Parallel()
+	f := newTradeFixtureWith(t, 1<<20, 3)
+	for range 3 {
+		code, _ := f.postRaw(t, madeUp(t))
+		require.Equal(t, http.StatusNotFound, code)
+	}
+	code, tr, _ := f.post(t, `{"txid":"`+madeUp(t)+`"}`)
+	require.Equal(t, http.StatusTooManyRequests, code)
+	require.Equal(t, "rate_limited", tr.Status)
+	require.True(t, tr.Retryable)
+	code, ra := f.postRaw(t, madeUp(t))
+	require.Equal(t, http.StatusTooManyRequests, code)
+	require.InDelta(t, 20, ra, 1, "one request every 20 s at 3 a minute")
+}
+
+func TestFastPathKeepsToItsShareOfTheBudget(t *testing.T) {
+	t.Parallel()
+	// 10 a minute: the fast lane may use 2 of them.
+	f := newTradeFixtureWith(t, 10, 1000)
+	for range 2 {
+		code, _ := f.postRaw(t, madeUp(t))
+		require.Equal(t, http.StatusNotFound, code)
+	}
+	code, ra := f.postRaw(t, madeUp(t))
+	require.Equal(t, http.StatusTooManyRequests, code)
+	require.Positive(t, ra)
+	require.LessOrEqual(t, ra, 60)
+	require.Equal(t, 2, f.sim.Stats().Routes[sim.HiroTxRoute].Total, "the refused request never reached Hiro")
+
+	// The sweep still has its share of the window.
+	for range 7 {
+		d, err := f.acts.Budget.Take(context.Background(), budget.LaneSweep, 1)
+		require.NoError(t, err)
+		require.True(t, d.OK, "the sweep's share is whole")
+	}
+}
+
+func TestFastPathMakesOneCallPerTxid(t *testing.T) {
+	t.Parallel()
+	f := newTradeFixture(t)
+	// Slow answers keep the first call in flight while the others arrive.
+	require.NoError(t, f.sim.SetFaults(sim.Faults{PathPrefix: "/extended/v1/tx/", Slow: 1, SlowDelay: sim.Duration(500 * time.Millisecond)}))
+	txid := madeUp(t)
+	codes := make([]int, 12)
+	var wg sync.WaitGroup
+	for i := range codes {
+		wg.Go(func() { codes[i], _ = f.postRaw(t, txid) })
+	}
+	wg.Wait()
+	for _, c := range codes {
+		require.Equal(t, http.StatusNotFound, c)
+	}
+	require.Equal(t, 1, f.sim.Stats().Routes[sim.HiroTxRoute].Total, "concurrent requests for one txid share one Hiro call")
+}
+
+func TestFastPathAnswersKnownRejectionsFromTheLedger(t *testing.T) {
+	t.Parallel()
+	f := newTradeFixture(t)
+	failed := f.txOf(t, sim.CaseFailed)
+	code, tr, _ := f.post(t, `{"txid":"`+failed+`"}`)
+	require.Equal(t, http.StatusUnprocessableEntity, code)
+	require.Equal(t, string(competition.ReasonTxFailed), tr.Reason)
+	f.sim.ResetStats()
+	code, tr, _ = f.post(t, `{"txid":"`+failed+`"}`)
+	require.Equal(t, http.StatusUnprocessableEntity, code)
+	require.Equal(t, string(competition.ReasonTxFailed), tr.Reason)
+	require.Zero(t, f.sim.Stats().Routes[sim.HiroTxRoute].Total, "a kept rejection costs no Hiro call")
+}
+
+func TestFastPathMakesTheSenderDue(t *testing.T) {
+	t.Parallel()
+	f := newTradeFixture(t)
+	ctx := context.Background()
+	_, err := f.st.Pool().Exec(ctx, `update agent_ingest set next_run_at = now() + interval '1 hour'`)
+	require.NoError(t, err)
+	swap := f.txOf(t, sim.CaseSwap)
+	code, tr, _ := f.post(t, `{"txid":"`+swap+`"}`)
+	require.Equal(t, http.StatusOK, code)
+	row, found, err := f.st.AgentIngestRow(ctx, tr.Swap.Sender)
+	require.NoError(t, err)
+	require.True(t, found)
+	require.False(t, row.NextRunAt.After(time.Now()), "the sender is due now")
+	var due int
+	require.NoError(t, f.st.Pool().QueryRow(ctx, `select count(*) from agent_ingest where next_run_at <= now()`).Scan(&due))
+	require.Equal(t, 1, due, "only the sender")
+}

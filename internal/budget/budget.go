@@ -1,0 +1,483 @@
+// Package budget is the one Hiro budget every pacer process shares (SPEC
+// §5.4), as a pure state machine: State.Take decides whether a request may
+// go out now, State.Observe follows what the response's rate-limit headers
+// said. The store keeps one State in Postgres and applies each Take and
+// Observe inside a transaction, so all processes see one budget; the
+// discovery benchmark drives the same code in virtual time.
+//
+// Two windows bind:
+//
+//   - the minute window: at most Config.PerMinute a window, lowered to what
+//     the upstream says. Its remaining count (ratelimit-remaining) caps what
+//     is left of the current window and teaches the window's capacity, so a
+//     hidden limit below the configured one is followed from the first
+//     answer of each window instead of being found by a wall of 429s. Its
+//     reset (ratelimit-reset) aligns the window's end with the upstream's.
+//   - the month quota (x-ratelimit-*-stacks-month, when sent): paced, not
+//     spent: credit accrues at what is left of the month over what is left
+//     of the month's time, so the month never runs dry early, and a lane
+//     may bank at most CreditHorizon of it.
+//
+// Two lanes share them. The agents' fast path (LaneFast) may use at most
+// FastShare of a window and of the month's pace, and never waits; the sweep
+// (LaneSweep) gets the rest, and may use the fast lane's unused share of a
+// window too, except for a small FastReserve kept for it. So the sweep is
+// never starved by the fast path, and an idle fast path costs the sweep
+// little. Each request is debited its cost (x-ratelimit-cost-stacks).
+package budget
+
+import (
+	"cmp"
+	"math"
+	"time"
+)
+
+// Lane is who takes from the budget.
+type Lane string
+
+// Lanes.
+const (
+	LaneSweep Lane = "sweep"
+	LaneFast  Lane = "fast"
+)
+
+// Defaults.
+const (
+	DefaultFastShare     = 0.2
+	DefaultFastReserve   = 0.05
+	DefaultMonthReserve  = 0.005
+	DefaultCreditHorizon = time.Hour
+	DefaultWindow        = time.Minute
+	// alignTolerance is how far an upstream reset may be from the window's
+	// end and still name the same window (resets come in whole seconds).
+	alignTolerance = 1500 * time.Millisecond
+)
+
+// Config is the configured plan.
+type Config struct {
+	// PerMinute is the most requests a window, all lanes together.
+	PerMinute int64
+	// FastShare is the share of a window and of the month's pace the fast
+	// lane may use.
+	FastShare float64
+	// FastReserve is the share of a window the sweep leaves to the fast
+	// lane while the fast lane has not used it.
+	FastReserve float64
+	// MonthReserve is the share of the month quota never paced out: what
+	// an operator's refresh can still spend at the month's end.
+	MonthReserve float64
+	// CreditHorizon bounds how much unspent month pace a lane banks.
+	CreditHorizon time.Duration
+	// Window is the minute window's length.
+	Window time.Duration
+}
+
+// WithDefaults fills the zero fields.
+func (c Config) WithDefaults() Config {
+	c.FastShare = cmp.Or(c.FastShare, DefaultFastShare)
+	c.FastReserve = cmp.Or(c.FastReserve, DefaultFastReserve)
+	c.MonthReserve = cmp.Or(c.MonthReserve, DefaultMonthReserve)
+	c.CreditHorizon = cmp.Or(c.CreditHorizon, DefaultCreditHorizon)
+	c.Window = cmp.Or(c.Window, DefaultWindow)
+	c.PerMinute = max(c.PerMinute, 1)
+	return c
+}
+
+// Observation is what one response's headers said; nil is unknown.
+type Observation struct {
+	// Status is the HTTP status (429 is a refusal).
+	Status int
+	// Cost is what the request cost (x-ratelimit-cost-stacks), 1 if unsaid.
+	Cost int64
+	// Limit and Remaining are the minute window's (ratelimit-limit,
+	// ratelimit-remaining, or the lower of it and
+	// x-ratelimit-remaining-stacks-minute); Reset is the time until it
+	// ends.
+	Limit, Remaining *int64
+	Reset            *time.Duration
+	RetryAfter       *time.Duration
+	MonthLimit       *int64
+	MonthRemaining   *int64
+}
+
+// State is the budget as every process shares it. The zero State is a
+// fresh budget.
+type State struct {
+	// WindowEnd is when the current minute window ends; WindowStart when
+	// it began for us.
+	WindowEnd   time.Time `json:"windowEnd"`
+	WindowStart time.Time `json:"windowStart"`
+	// SweepUsed and FastUsed are the lanes' spend in the window.
+	SweepUsed int64 `json:"sweepUsed"`
+	FastUsed  int64 `json:"fastUsed"`
+	// Left is what the upstream said is left of the window, less what was
+	// spent since; nil until the window's first answer.
+	Left *int64 `json:"left,omitempty"`
+	// WindowCapacity is what the upstream's answers in this window say one
+	// window holds for us (our spend plus what it said was left); Capacity
+	// is the last window's, which sizes a window until its first answer.
+	WindowCapacity *int64 `json:"windowCapacity,omitempty"`
+	Capacity       *int64 `json:"capacity,omitempty"`
+	// BlockedUntil holds every request after a 429 with Retry-After.
+	BlockedUntil time.Time `json:"blockedUntil"`
+	Month        Month     `json:"month"`
+}
+
+// Month is the month quota's state; Remaining nil means no quota is known.
+type Month struct {
+	Start       time.Time `json:"start"`
+	Limit       *int64    `json:"limit,omitempty"`
+	Remaining   *int64    `json:"remaining,omitempty"`
+	SweepCredit float64   `json:"sweepCredit"`
+	FastCredit  float64   `json:"fastCredit"`
+	CreditAt    time.Time `json:"creditAt"`
+}
+
+// Decision is the answer to a Take.
+type Decision struct {
+	OK bool
+	// RetryIn is how long until the lane may try again, when refused.
+	RetryIn time.Duration
+	// Why names the window that refused: "minute", "month" or "blocked".
+	Why string
+}
+
+// Why values.
+const (
+	WhyMinute  = "minute"
+	WhyMonth   = "month"
+	WhyBlocked = "blocked"
+)
+
+// Take spends cost for lane at now if the budget allows it.
+func (s *State) Take(c Config, lane Lane, cost int64, now time.Time) Decision {
+	c = c.WithDefaults()
+	cost = max(cost, 1)
+	s.roll(c, now)
+	if now.Before(s.BlockedUntil) {
+		return Decision{RetryIn: s.BlockedUntil.Sub(now), Why: WhyBlocked}
+	}
+	untilWindow := Decision{RetryIn: s.WindowEnd.Sub(now), Why: WhyMinute}
+
+	capacity := s.capacity(c)
+	fastCap, keep := s.fastShare(c, capacity)
+	used := s.SweepUsed + s.FastUsed
+	switch lane {
+	case LaneFast:
+		keep = 0
+		if s.FastUsed+cost > fastCap {
+			return untilWindow
+		}
+	default:
+		lane = LaneSweep
+	}
+	if used+cost+keep > capacity || (s.Left != nil && *s.Left-cost < keep) {
+		return untilWindow
+	}
+
+	if s.Month.Remaining != nil {
+		s.accrue(c, now)
+		credit := &s.Month.SweepCredit
+		if lane == LaneFast {
+			credit = &s.Month.FastCredit
+		}
+		_, end := monthOf(now)
+		switch {
+		case float64(*s.Month.Remaining-cost) < s.monthReserve(c):
+			return Decision{RetryIn: end.Sub(now), Why: WhyMonth}
+		case *credit < float64(cost):
+			rate := s.monthPace(c, now) * laneShare(c, lane)
+			wait := end.Sub(now)
+			if rate > 0 {
+				wait = min(wait, time.Duration((float64(cost)-*credit)/rate*float64(time.Second))+time.Millisecond)
+			}
+			return Decision{RetryIn: wait, Why: WhyMonth}
+		}
+		*credit -= float64(cost)
+		*s.Month.Remaining -= cost
+	}
+	if lane == LaneFast {
+		s.FastUsed += cost
+	} else {
+		s.SweepUsed += cost
+	}
+	if s.Left != nil {
+		*s.Left -= cost
+	}
+	return Decision{OK: true}
+}
+
+// Observe follows one response to a request lane took.
+func (s *State) Observe(c Config, lane Lane, o Observation, now time.Time) {
+	c = c.WithDefaults()
+	s.roll(c, now)
+	extra := max(o.Cost, 1) - 1
+	if o.Reset != nil && *o.Reset >= 0 {
+		end := now.Add(*o.Reset)
+		switch d := end.Sub(s.WindowEnd); {
+		case d < -alignTolerance:
+			// The upstream's window ends sooner: follow it, keeping this
+			// window's counts (a conservative reading).
+			s.WindowEnd = later(end, now)
+		case d > alignTolerance:
+			// Later: follow it, but never past one window from when this
+			// one began, so a reset that keeps saying "a minute" (a
+			// stopped clock, a broken proxy) cannot hold a window open
+			// for good.
+			s.WindowEnd = earliest(end, s.WindowStart.Add(c.Window+alignTolerance))
+		}
+	}
+	if lane == LaneFast {
+		s.FastUsed += extra
+	} else {
+		s.SweepUsed += extra
+	}
+	switch {
+	case o.Remaining != nil:
+		r := *o.Remaining
+		if s.Left == nil || r < *s.Left {
+			s.Left = &r
+		}
+		learned := s.SweepUsed + s.FastUsed + r
+		if s.WindowCapacity == nil || learned < *s.WindowCapacity {
+			s.WindowCapacity = &learned
+		}
+	case s.Left != nil:
+		*s.Left -= extra
+	}
+	if o.Limit != nil && (s.WindowCapacity == nil || *o.Limit < *s.WindowCapacity) {
+		l := *o.Limit
+		s.WindowCapacity = &l
+	}
+	if o.Status == 429 {
+		// Refused: nothing more until Hiro's Retry-After, or until the
+		// window ends when it names none.
+		zero := int64(0)
+		s.Left = &zero
+		until := s.WindowEnd
+		if o.RetryAfter != nil && *o.RetryAfter > 0 {
+			until = now.Add(*o.RetryAfter)
+		}
+		s.BlockedUntil = later(s.BlockedUntil, until)
+	}
+	s.observeMonth(c, lane, o, extra, now)
+}
+
+func (s *State) observeMonth(c Config, lane Lane, o Observation, extra int64, now time.Time) {
+	m := &s.Month
+	if o.MonthRemaining == nil {
+		if m.Remaining != nil {
+			*m.Remaining -= extra
+		}
+		s.debitCredit(lane, extra)
+		return
+	}
+	start, _ := monthOf(now)
+	fresh := m.Remaining == nil || !m.Start.Equal(start) ||
+		(o.MonthLimit != nil && (m.Limit == nil || *m.Limit != *o.MonthLimit))
+	r := *o.MonthRemaining
+	switch {
+	case fresh:
+		limit := m.Limit
+		if o.MonthLimit != nil {
+			l := *o.MonthLimit
+			limit = &l
+		}
+		s.startMonth(c, start, limit, r, now)
+	case r < *m.Remaining:
+		m.Remaining = &r
+		s.debitCredit(lane, extra)
+	default:
+		s.debitCredit(lane, extra)
+	}
+}
+
+func (s *State) debitCredit(lane Lane, n int64) {
+	if s.Month.Remaining == nil || n == 0 {
+		return
+	}
+	if lane == LaneFast {
+		s.Month.FastCredit -= float64(n)
+	} else {
+		s.Month.SweepCredit -= float64(n)
+	}
+}
+
+// roll moves to the window holding now, keeping the upstream's alignment.
+func (s *State) roll(c Config, now time.Time) {
+	if s.WindowEnd.IsZero() {
+		s.WindowEnd, s.WindowStart = now.Truncate(c.Window).Add(c.Window), now
+	}
+	if now.Before(s.WindowEnd) {
+		return
+	}
+	n := now.Sub(s.WindowEnd)/c.Window + 1
+	s.WindowEnd = s.WindowEnd.Add(n * c.Window)
+	s.WindowStart = now
+	if s.WindowCapacity != nil {
+		s.Capacity = s.WindowCapacity
+	}
+	s.SweepUsed, s.FastUsed, s.Left, s.WindowCapacity = 0, 0, nil, nil
+
+	if m := &s.Month; m.Remaining != nil {
+		if start, _ := monthOf(now); !m.Start.Equal(start) {
+			// A new month: the quota is whole again until a header says
+			// otherwise.
+			full := *m.Remaining
+			if m.Limit != nil {
+				full = *m.Limit
+			}
+			s.startMonth(c, start, m.Limit, full, now)
+		}
+	}
+}
+
+// startMonth starts a month with remaining left of its quota, and one
+// window's worth of pace as credit, so a new month does not wait for credit
+// before its first request.
+func (s *State) startMonth(c Config, start time.Time, limit *int64, remaining int64, now time.Time) {
+	s.Month = Month{Start: start, Limit: limit, Remaining: &remaining, CreditAt: now}
+	pace := s.monthPace(c, now) * c.Window.Seconds()
+	s.Month.SweepCredit, s.Month.FastCredit = pace*laneShare(c, LaneSweep), pace*laneShare(c, LaneFast)
+}
+
+// capacity is what the current window holds for us.
+func (s *State) capacity(c Config) int64 {
+	capacity := c.PerMinute
+	if s.WindowCapacity != nil {
+		capacity = min(capacity, *s.WindowCapacity)
+	} else if s.Capacity != nil {
+		capacity = min(capacity, *s.Capacity)
+	}
+	return max(capacity, 0)
+}
+
+// fastShare is the fast lane's cap in a window of capacity, and what the
+// sweep must still leave it.
+func (s *State) fastShare(c Config, capacity int64) (fastCap, keep int64) {
+	if capacity < 2 {
+		return 0, 0
+	}
+	fastCap = max(1, int64(math.Floor(float64(capacity)*c.FastShare)))
+	reserve := min(fastCap, int64(math.Ceil(float64(capacity)*c.FastReserve)))
+	return fastCap, max(0, reserve-s.FastUsed)
+}
+
+func laneShare(c Config, lane Lane) float64 {
+	if lane == LaneFast {
+		return c.FastShare
+	}
+	return 1 - c.FastShare
+}
+
+func (s *State) monthReserve(c Config) float64 {
+	if s.Month.Limit == nil {
+		return 0
+	}
+	return float64(*s.Month.Limit) * c.MonthReserve
+}
+
+// monthPace is the month's requests a second that spend what is left
+// above the reserve evenly over what is left of the month.
+func (s *State) monthPace(c Config, now time.Time) float64 {
+	if s.Month.Remaining == nil {
+		return math.Inf(1)
+	}
+	_, end := monthOf(now)
+	left := float64(*s.Month.Remaining) - s.monthReserve(c)
+	secs := end.Sub(now).Seconds()
+	if left <= 0 || secs <= 0 {
+		return 0
+	}
+	return left / secs
+}
+
+// accrue adds the month credit earned since the last take. The fast lane
+// banks at most CreditHorizon of its share; what it would bank beyond
+// spills to the sweep.
+func (s *State) accrue(c Config, now time.Time) {
+	m := &s.Month
+	dt := now.Sub(m.CreditAt).Seconds()
+	if dt <= 0 {
+		return
+	}
+	pace := s.monthPace(c, now)
+	horizon := c.CreditHorizon.Seconds()
+	fastCap := pace * c.FastShare * horizon
+	m.FastCredit += pace * c.FastShare * dt
+	spill := max(0, m.FastCredit-fastCap)
+	m.FastCredit = min(m.FastCredit, fastCap)
+	m.SweepCredit = min(m.SweepCredit+pace*(1-c.FastShare)*dt+spill, pace*horizon)
+	m.CreditAt = now
+}
+
+// Rate is the lane's sustainable requests a minute at now: the lower of
+// its share of a window and its share of the month's pace.
+func (s *State) Rate(c Config, lane Lane, now time.Time) float64 {
+	c = c.WithDefaults()
+	probe := *s
+	probe.roll(c, now)
+	capacity := probe.capacity(c)
+	fastCap, _ := probe.fastShare(c, capacity)
+	perWindow := float64(fastCap)
+	if lane != LaneFast {
+		reserve := min(fastCap, int64(math.Ceil(float64(capacity)*c.FastReserve)))
+		perWindow = float64(capacity - reserve)
+	}
+	perMinute := perWindow * float64(time.Minute) / float64(c.Window)
+	if s.Month.Remaining != nil {
+		share := laneShare(c, lane)
+		if lane != LaneFast {
+			share = 1 // an idle fast lane spills its month share to the sweep
+		}
+		perMinute = min(perMinute, probe.monthPace(c, now)*share*60)
+	}
+	return perMinute
+}
+
+// Remaining is what is left of the minute window and of the month (nil
+// when unknown), for status and metrics.
+func (s *State) Remaining(c Config, now time.Time) (minute int64, month *int64) {
+	c = c.WithDefaults()
+	probe := *s
+	probe.roll(c, now)
+	minute = max(0, probe.capacity(c)-probe.SweepUsed-probe.FastUsed)
+	if probe.Left != nil {
+		minute = min(minute, max(0, *probe.Left))
+	}
+	if probe.Month.Remaining != nil {
+		m := *probe.Month.Remaining
+		month = &m
+	}
+	return minute, month
+}
+
+// MinuteCapacity is what the minute window at now holds, all lanes
+// together: the configured rate, lowered to what the upstream taught.
+func (s *State) MinuteCapacity(c Config, now time.Time) int64 {
+	c = c.WithDefaults()
+	probe := *s
+	probe.roll(c, now)
+	return probe.capacity(c)
+}
+
+// monthOf is the calendar month (UTC) holding t.
+func monthOf(t time.Time) (start, end time.Time) {
+	t = t.UTC()
+	start = time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.UTC)
+	return start, start.AddDate(0, 1, 0)
+}
+
+func earliest(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}

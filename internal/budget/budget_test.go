@@ -1,0 +1,251 @@
+package budget
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+var t0 = time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+
+func i64(n int64) *int64 { return &n }
+
+// upstream is a Hiro-like limiter the test drives the budget against: fixed
+// windows (offset from the minute by phase), a hidden per-window limit it
+// reports through its headers, an optional month quota and a neighbour who
+// spends at the start of every window.
+type upstream struct {
+	documented, hidden, neighbour int64
+	month                         int64 // 0 = none
+	cost                          int64
+	phase                         time.Duration
+
+	windowStart time.Time
+	used        int64
+	monthUsed   int64
+
+	served, refused, spent int64
+	perWindow              map[time.Time]int64
+}
+
+func (u *upstream) call(now time.Time) Observation {
+	start := now.Add(-u.phase).Truncate(time.Minute).Add(u.phase)
+	if !start.Equal(u.windowStart) {
+		u.windowStart, u.used = start, u.neighbour
+	}
+	cost := max(u.cost, 1)
+	ok := u.used+cost <= u.hidden && (u.month == 0 || u.monthUsed+cost <= u.month)
+	o := Observation{Status: 200, Cost: cost, Limit: i64(u.documented)}
+	if ok {
+		u.used += cost
+		u.monthUsed += cost
+		u.served++
+		u.spent += cost
+		if u.perWindow == nil {
+			u.perWindow = map[time.Time]int64{}
+		}
+		u.perWindow[start] += cost
+	} else {
+		u.refused++
+		o.Status = 429
+	}
+	reset := start.Add(time.Minute).Sub(now)
+	reset = (reset + time.Second - 1).Truncate(time.Second)
+	o.Reset = &reset
+	o.Remaining = i64(max(0, u.hidden-u.used))
+	if !ok {
+		o.RetryAfter = &reset
+	}
+	if u.month > 0 {
+		o.MonthLimit, o.MonthRemaining = i64(u.month), i64(u.month-u.monthUsed)
+	}
+	return o
+}
+
+// drive runs lane greedily against u from start to end: each request takes
+// 50 ms to reach the upstream and 100 ms to answer.
+func drive(s *State, c Config, u *upstream, lane Lane, start, end time.Time) {
+	now := start
+	for now.Before(end) {
+		d := s.Take(c, lane, 1, now) // as the client does: Observe debits the rest
+		if !d.OK {
+			now = now.Add(max(d.RetryIn, time.Millisecond))
+			continue
+		}
+		o := u.call(now.Add(50 * time.Millisecond))
+		now = now.Add(100 * time.Millisecond)
+		s.Observe(c, lane, o, now)
+	}
+}
+
+func TestHiddenMinuteLimitIsFollowedWithoutRefusals(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		give upstream
+		// wantShare is the least share of the hidden capacity used.
+		wantShare float64
+	}{
+		{"hidden 30 under a configured 45", upstream{documented: 50, hidden: 30}, 0.9},
+		{"hidden 30, upstream windows start at :23", upstream{documented: 50, hidden: 30, phase: 23 * time.Second}, 0.9},
+		{"a neighbour spends 15 of 45 at every window start", upstream{documented: 50, hidden: 45, neighbour: 15}, 0.9},
+		{"each request costs 3", upstream{documented: 50, hidden: 45, cost: 3}, 0.85},
+		{"configured above Hiro: 45 of 50", upstream{documented: 50, hidden: 50}, 0.85},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			u := tt.give
+			c := Config{PerMinute: 45}
+			var s State
+			drive(&s, c, &u, LaneSweep, t0, t0.Add(5*time.Minute))
+			capacity := float64((u.hidden - u.neighbour) * 5)
+			if u.hidden > 45 {
+				capacity = 45 * 5
+			}
+			require.GreaterOrEqual(t, float64(u.spent)/capacity, tt.wantShare, "spent %d of %v", u.spent, capacity)
+			// The first answer of each window teaches what is left; a
+			// refusal may only come in the first window, before any.
+			require.LessOrEqual(t, u.refused, int64(1))
+			for w, n := range u.perWindow {
+				require.LessOrEqual(t, n, u.hidden-u.neighbour, "window %s", w)
+			}
+		})
+	}
+}
+
+func TestFastLaneIsCappedAndNeverStarvesTheSweep(t *testing.T) {
+	t.Parallel()
+	c := Config{PerMinute: 45}
+	var s State
+	now := t0
+	var fast, sweep int
+	// Within one window the fast lane asks first, for everything.
+	for range 100 {
+		if s.Take(c, LaneFast, 1, now).OK {
+			fast++
+		}
+	}
+	for range 100 {
+		if s.Take(c, LaneSweep, 1, now).OK {
+			sweep++
+		}
+	}
+	require.Equal(t, 9, fast, "20%% of 45")
+	require.Equal(t, 36, sweep, "the sweep keeps the rest")
+
+	// Next window: the sweep asks first, and leaves the fast lane its
+	// reserve (5% of 45, rounded up: 3).
+	now = now.Add(time.Minute)
+	fast, sweep = 0, 0
+	for range 100 {
+		if s.Take(c, LaneSweep, 1, now).OK {
+			sweep++
+		}
+	}
+	d := s.Take(c, LaneSweep, 1, now)
+	require.False(t, d.OK)
+	require.Equal(t, WhyMinute, d.Why)
+	require.Equal(t, time.Minute, d.RetryIn)
+	for range 100 {
+		if s.Take(c, LaneFast, 1, now).OK {
+			fast++
+		}
+	}
+	require.Equal(t, 42, sweep)
+	require.Equal(t, 3, fast)
+	require.InDelta(t, 42, s.Rate(c, LaneSweep, now), 0.01)
+	require.InDelta(t, 9, s.Rate(c, LaneFast, now), 0.01)
+}
+
+// TestStoppedResetCannotHoldAWindowOpen: a reset header that always says
+// "a minute" (a stopped clock) may not keep one window open for good.
+func TestStoppedResetCannotHoldAWindowOpen(t *testing.T) {
+	t.Parallel()
+	c := Config{PerMinute: 10}
+	var s State
+	minute := time.Minute
+	now := t0.Add(5 * time.Second)
+	granted := 0
+	for range 3 * 60 * 10 { // three minutes, ten tries a second
+		if s.Take(c, LaneSweep, 1, now).OK {
+			granted++
+			s.Observe(c, LaneSweep, Observation{Status: 200, Cost: 1, Reset: &minute}, now)
+		}
+		now = now.Add(100 * time.Millisecond)
+	}
+	require.GreaterOrEqual(t, granted, 2*9, "windows still roll, about once a minute")
+	require.LessOrEqual(t, granted, 4*9)
+}
+
+func TestRefusalBlocksUntilRetryAfter(t *testing.T) {
+	t.Parallel()
+	c := Config{PerMinute: 45}
+	var s State
+	require.True(t, s.Take(c, LaneSweep, 1, t0).OK)
+	ra := 20 * time.Second
+	s.Observe(c, LaneSweep, Observation{Status: 429, RetryAfter: &ra}, t0.Add(time.Second))
+	d := s.Take(c, LaneSweep, 1, t0.Add(2*time.Second))
+	require.False(t, d.OK)
+	require.Equal(t, WhyBlocked, d.Why)
+	require.Equal(t, 19*time.Second, d.RetryIn)
+	// Blocked, then the window's Left is 0 until it ends.
+	require.False(t, s.Take(c, LaneSweep, 1, t0.Add(30*time.Second)).OK)
+	require.True(t, s.Take(c, LaneSweep, 1, t0.Add(time.Minute)).OK)
+}
+
+func TestMonthIsPacedAndNeverRunsDry(t *testing.T) {
+	t.Parallel()
+	// A keyed plan: 450 a minute, 150,000 a month; a sweep that would spend
+	// the minute every minute, over the whole of June.
+	u := upstream{documented: 500, hidden: 500, month: 150_000}
+	c := Config{PerMinute: 450}
+	var s State
+	drive(&s, c, &u, LaneSweep, t0, t0.AddDate(0, 1, 0).Add(-time.Second))
+	require.Zero(t, u.refused, "the month never ran dry")
+	left := u.month - u.monthUsed
+	require.Positive(t, left)
+	require.LessOrEqual(t, float64(left), 0.02*float64(u.month), "the month is spent, less its reserve")
+
+	// Halfway through, the spend is about half the month.
+	u2 := upstream{documented: 500, hidden: 500, month: 150_000}
+	var s2 State
+	drive(&s2, c, &u2, LaneSweep, t0, t0.Add(15*24*time.Hour))
+	require.InEpsilon(t, 75_000, float64(u2.monthUsed), 0.02)
+	require.InDelta(t, 150_000.0/30/24/60, s2.Rate(c, LaneSweep, t0.Add(15*24*time.Hour)), 0.2)
+}
+
+func TestObserveFollowsHeaders(t *testing.T) {
+	t.Parallel()
+	c := Config{PerMinute: 45}
+	var s State
+	now := t0.Add(10 * time.Second)
+	require.True(t, s.Take(c, LaneSweep, 1, now).OK)
+	// The upstream's window ends in 13 s, not at the minute, and it says
+	// 18 are left of a limit of 20.
+	reset := 13 * time.Second
+	s.Observe(c, LaneSweep, Observation{Status: 200, Cost: 2, Limit: i64(20), Remaining: i64(18), Reset: &reset}, now)
+	require.Equal(t, now.Add(reset), s.WindowEnd)
+	require.Equal(t, int64(2), s.SweepUsed, "cost 2: one more than the take")
+	minute, month := s.Remaining(c, now)
+	require.Equal(t, int64(18), minute)
+	require.Nil(t, month)
+	// The next window starts with the capacity learned: 20, not 45.
+	next := now.Add(reset)
+	require.InDelta(t, 20-1, s.Rate(c, LaneSweep, next), 0.01)
+	n := 0
+	for s.Take(c, LaneSweep, 1, next).OK {
+		n++
+	}
+	require.Equal(t, 19, n, "20 less the fast lane's reserve of 1")
+
+	// Month headers: limit 1,000 with 900 left; a request costing 3 debits
+	// the month too.
+	s.Observe(c, LaneFast, Observation{Status: 200, Cost: 1, MonthLimit: i64(1000), MonthRemaining: i64(900)}, next)
+	_, month = s.Remaining(c, next)
+	require.Equal(t, int64(900), *month)
+	s.Observe(c, LaneSweep, Observation{Status: 200, Cost: 3}, next)
+	_, month = s.Remaining(c, next)
+	require.Equal(t, int64(898), *month)
+}

@@ -1,0 +1,409 @@
+package cron
+
+import (
+	"slices"
+	"time"
+
+	"github.com/pacer-dev/pacer"
+)
+
+// OnTime is how long after its due time an occurrence still counts as on
+// time: a timer that fires a little late, a worker restart that takes a
+// few seconds, do not make it "missed". Only the latest due occurrence can
+// be on time.
+const OnTime = 30 * time.Second
+
+// Horizon is how far back a late wake-up looks. It is the task_runs
+// ledger's retention: an occurrence older than that would be deleted as
+// soon as it was recorded, so it is neither run nor listed, and Plan
+// reports the stretch it left out instead.
+const Horizon = 35 * 24 * time.Hour
+
+// Window is a stretch of time [From, Until).
+type Window struct {
+	From  time.Time `json:"from"`
+	Until time.Time `json:"until"`
+}
+
+// Holds reports whether t lies in w.
+func (w Window) Holds(t time.Time) bool { return !t.Before(w.From) && t.Before(w.Until) }
+
+// Counts are a task's occurrence tallies since its schedule began, for the
+// status document.
+type Counts struct {
+	// Missed counts occurrences that came due while the scheduler could
+	// not run them on time (workers or Temporal down, a pause, the task
+	// still busy), whatever their policy then did with them.
+	Missed int64 `json:"missed"`
+	// Skipped counts occurrences passed without a run (paused,
+	// catchup_skip, dst_gap); Coalesced those folded into a coalesced run.
+	Skipped   int64 `json:"skipped"`
+	Coalesced int64 `json:"coalesced"`
+}
+
+// State is what the scheduler keeps per cron task between wake-ups, and
+// carries across continue-as-new (every field survives a JSON round trip).
+type State struct {
+	// Last is the nominal time of the newest occurrence decided (run,
+	// queued or passed); zero before the first Plan.
+	Last time.Time `json:"last"`
+	// Queue holds the runs Plan decided and the task has not started yet,
+	// oldest first: Take hands them out one at a time.
+	Queue []pacer.Occurrence `json:"queue,omitempty"`
+	// Pending holds passed occurrences no run has carried to the ledger
+	// yet; the next run decided carries them.
+	Pending []pacer.PassedOccurrence `json:"pending,omitempty"`
+	// Pauses are the scheduler's pauses that may still cover an
+	// occurrence after Last.
+	Pauses []Window `json:"pauses,omitempty"`
+	Counts Counts   `json:"counts"`
+}
+
+// Pause records a pause from at until `until`. A pause given while one is
+// in force replaces its end, as the pause signal does.
+func (st *State) Pause(at, until time.Time) {
+	if n := len(st.Pauses); n > 0 && st.Pauses[n-1].Until.After(at) {
+		st.Pauses[n-1].Until = until
+		return
+	}
+	st.Pauses = append(st.Pauses, Window{From: at, Until: until})
+}
+
+// Resume ends a pause in force at `at`.
+func (st *State) Resume(at time.Time) {
+	n := len(st.Pauses)
+	if n == 0 || !st.Pauses[n-1].Until.After(at) {
+		return
+	}
+	if st.Pauses[n-1].From.Before(at) {
+		st.Pauses[n-1].Until = at
+	} else {
+		st.Pauses = st.Pauses[:n-1]
+	}
+}
+
+// pausedAt returns the pause in force at t.
+func (st *State) pausedAt(t time.Time) (Window, bool) {
+	for _, w := range st.Pauses {
+		if w.Holds(t) {
+			return w, true
+		}
+	}
+	return Window{}, false
+}
+
+// notPaused moves t to the end of any pause in force at t.
+func (st *State) notPaused(t time.Time) time.Time {
+	for {
+		w, ok := st.pausedAt(t)
+		if !ok {
+			return t
+		}
+		t = w.Until
+	}
+}
+
+// Take hands out the oldest queued run, unless a pause is in force at now:
+// a decided run then waits for the pause to end.
+func (st *State) Take(now time.Time) (pacer.Occurrence, bool) {
+	if len(st.Queue) == 0 {
+		return pacer.Occurrence{}, false
+	}
+	if _, paused := st.pausedAt(now); paused {
+		return pacer.Occurrence{}, false
+	}
+	occ := st.Queue[0]
+	st.Queue = slices.Delete(slices.Clone(st.Queue), 0, 1)
+	return occ, true
+}
+
+func (st State) clone() State {
+	st.Queue = slices.Clone(st.Queue)
+	st.Pending = slices.Clone(st.Pending)
+	st.Pauses = slices.Clone(st.Pauses)
+	return st
+}
+
+// Report says what one Plan decided, for logs.
+type Report struct {
+	Queued    int `json:"queued"`
+	Missed    int `json:"missed"`
+	Skipped   int `json:"skipped"`
+	Coalesced int `json:"coalesced"`
+	// Unrecorded is the stretch of a very late wake-up older than
+	// Horizon, whose occurrences were neither run nor listed.
+	Unrecorded *Window `json:"unrecorded,omitempty"`
+}
+
+// Plan decides every occurrence of the task that is due at now and not
+// decided yet (after st.Last), oldest first, and returns the new state:
+// runs to start in Queue, passed occurrences attached to the run after
+// them (Occurrence.Passed) or kept in Pending.
+//
+// An occurrence is due once its due time (nominal time plus jitter) has
+// come; the latest due one is on time if now is within OnTime of its due
+// time, and runs. Every other due occurrence was missed, and the catch-up
+// policy decides its fate:
+//
+//   - skip: none runs; each is skipped (catchup_skip, or paused when a
+//     pause was in force at its due time);
+//   - latest: the latest missed runs, the others are skipped;
+//   - all, backfill: the most recent MaxCatchup run, oldest first, the
+//     older ones are skipped;
+//   - coalesce: the latest missed runs for all of them, its Occurrence
+//     carrying their first and last nominal times and count; the others
+//     are passed as coalesced into it.
+//
+// Under GapSkip, an occurrence whose wall-clock time did not exist is
+// passed as skipped (dst_gap) once its instant has come. So every nominal
+// time after st.Last up to now ends up exactly once as a run or passed.
+//
+// Plan changes nothing while a pause is in force at now, or while runs it
+// decided earlier are still queued: call it when the task is idle and its
+// queue is empty, so a task that overruns its schedule has its missed
+// occurrences decided by its policy instead of queued without end. The
+// first Plan of a task (zero st.Last) only starts the schedule at now.
+func (s *Schedule) Plan(task string, st State, now time.Time) (State, Report) {
+	st = st.clone()
+	var rep Report
+	if _, paused := st.pausedAt(now); paused || len(st.Queue) > 0 {
+		return st, rep
+	}
+	if st.Last.IsZero() {
+		st.Last = now
+		return st, rep
+	}
+	from := st.Last
+	if floor := now.Add(-Horizon); from.Before(floor) {
+		rep.Unrecorded = &Window{From: from, Until: floor}
+		from = floor
+	}
+	due := s.due(task, from, now)
+	if len(due) == 0 {
+		st.prunePauses()
+		return st, rep
+	}
+	events := s.decide(task, due, &st, now, &rep)
+	pending := st.Pending
+	for _, e := range events {
+		if e.run == nil {
+			pending = append(pending, e.passed)
+			continue
+		}
+		e.run.Passed = Compact(pending)
+		pending = nil
+		st.Queue = append(st.Queue, *e.run)
+	}
+	st.Pending = Compact(pending)
+	st.Last = due[len(due)-1].At
+	st.Counts.Missed += int64(rep.Missed)
+	st.Counts.Skipped += int64(rep.Skipped)
+	st.Counts.Coalesced += int64(rep.Coalesced)
+	rep.Queued = len(st.Queue)
+	st.prunePauses()
+	return st, rep
+}
+
+// due lists the fires after `from` that are due at now, in nominal-time
+// order, stopping at the first that is not: jitter never lets a later
+// occurrence overtake an earlier one.
+func (s *Schedule) due(task string, from, now time.Time) []Fire {
+	var due []Fire
+	it := s.iterAfter(from)
+	for {
+		f, ok := it.next()
+		if !ok {
+			return due
+		}
+		if s.DueAt(task, f).After(now) {
+			return due
+		}
+		if f.At.After(from) {
+			due = append(due, f)
+		}
+	}
+}
+
+// event is one decided occurrence: a run, or passed.
+type event struct {
+	run    *pacer.Occurrence
+	passed pacer.PassedOccurrence
+}
+
+// decide applies the catch-up policy to the due fires.
+func (s *Schedule) decide(task string, due []Fire, st *State, now time.Time, rep *Report) []event {
+	var runnable []int // indexes into due of the fires that may run
+	for i, f := range due {
+		if !f.Skip {
+			runnable = append(runnable, i)
+		}
+	}
+	missed := runnable
+	var onTime = -1
+	if n := len(runnable); n > 0 {
+		latest := runnable[n-1]
+		if now.Before(s.DueAt(task, due[latest]).Add(OnTime)) {
+			onTime, missed = latest, runnable[:n-1]
+		}
+	}
+	rep.Missed = len(missed)
+
+	// What happens to each missed fire: run (with or without a coalesced
+	// range), or passed with a status.
+	run := make(map[int]*pacer.CoalescedRange, len(missed))
+	var into *time.Time
+	switch m := len(missed); {
+	case m == 0:
+	case s.spec.Catchup == CatchupLatest:
+		run[missed[m-1]] = nil
+	case s.spec.Catchup == CatchupAll || s.spec.Catchup == CatchupBackfill:
+		for _, i := range missed[max(0, m-s.spec.MaxCatchup):] {
+			run[i] = nil
+		}
+	case s.spec.Catchup == CatchupCoalesce:
+		last := due[missed[m-1]].At
+		run[missed[m-1]] = &pacer.CoalescedRange{First: due[missed[0]].At, Last: last, Count: m}
+		into = &last
+	}
+	if onTime >= 0 {
+		run[onTime] = nil
+	}
+
+	events := make([]event, 0, len(due))
+	for i, f := range due {
+		if coalesced, ok := run[i]; ok {
+			events = append(events, event{run: &pacer.Occurrence{Task: task, NominalAt: f.At, Coalesced: coalesced}})
+			continue
+		}
+		p := pacer.PassedOccurrence{NominalAt: f.At, Status: pacer.RunSkipped}
+		switch {
+		case f.Skip:
+			p.Reason = pacer.SkipDSTGap
+			rep.Skipped++
+		case into != nil:
+			p.Status, p.CoalescedInto = pacer.RunCoalesced, into
+			rep.Coalesced++
+		default:
+			p.Reason = pacer.SkipCatchup
+			if _, paused := st.pausedAt(s.DueAt(task, f)); paused {
+				p.Reason = pacer.SkipPaused
+			}
+			rep.Skipped++
+		}
+		events = append(events, event{passed: p})
+	}
+	return events
+}
+
+// prunePauses forgets pauses that ended by st.Last: no occurrence still to
+// decide can fall in them.
+func (st *State) prunePauses() {
+	st.Pauses = slices.DeleteFunc(st.Pauses, func(w Window) bool { return !w.Until.After(st.Last) })
+}
+
+// Wake is when the scheduler should next look at the task: at once when
+// runs are queued (after any pause), else at the due time of its next
+// occurrence that runs, moved past any pause. ok is false when the
+// schedule fires no more.
+func (s *Schedule) Wake(task string, st State, now time.Time) (time.Time, bool) {
+	if len(st.Queue) > 0 {
+		return st.notPaused(now), true
+	}
+	after := st.Last
+	if after.IsZero() {
+		after = now
+	}
+	it := s.iterAfter(after)
+	for {
+		f, ok := it.next()
+		if !ok {
+			return time.Time{}, false
+		}
+		if f.At.After(after) && !f.Skip {
+			return st.notPaused(s.DueAt(task, f)), true
+		}
+	}
+}
+
+// Compact folds runs of passed occurrences that differ only by a constant
+// step in nominal time into one entry each (PassedOccurrence.Count and
+// StepSeconds); Times expands them again.
+func Compact(passed []pacer.PassedOccurrence) []pacer.PassedOccurrence {
+	var out []pacer.PassedOccurrence
+	for _, p := range passed {
+		for _, at := range p.Times() {
+			single := p
+			single.NominalAt, single.Count, single.StepSeconds = at, 0, 0
+			if n := len(out); n > 0 && extends(&out[n-1], single) {
+				continue
+			}
+			out = append(out, single)
+		}
+	}
+	return out
+}
+
+// extends appends p to span when p is alike and one step after its last
+// occurrence, and reports whether it did.
+func extends(span *pacer.PassedOccurrence, p pacer.PassedOccurrence) bool {
+	if span.Status != p.Status || span.Reason != p.Reason || !sameTime(span.CoalescedInto, p.CoalescedInto) {
+		return false
+	}
+	last := span.NominalAt.Add(time.Duration(max(span.Count-1, 0)) * time.Duration(span.StepSeconds) * time.Second)
+	gap := p.NominalAt.Sub(last)
+	if gap <= 0 || gap%time.Second != 0 {
+		return false
+	}
+	switch {
+	case span.Count <= 1:
+		span.Count, span.StepSeconds = 2, int64(gap/time.Second)
+	case int64(gap/time.Second) == span.StepSeconds:
+		span.Count++
+	default:
+		return false
+	}
+	return true
+}
+
+func sameTime(a, b *time.Time) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Equal(*b)
+}
+
+// Status is a cron task's schedule as the status document shows it
+// (SPEC §3.2): its spec, its next occurrence and the tallies.
+type Status struct {
+	Schedule Spec `json:"schedule"`
+	// NextAt is the nominal time of the next occurrence not decided yet,
+	// NextDueAt when its run is due (jitter and pauses applied); null when
+	// the schedule fires no more.
+	NextAt    *time.Time `json:"nextAt"`
+	NextDueAt *time.Time `json:"nextDueAt"`
+	// Queued counts runs decided and not started; Pending passed
+	// occurrences waiting for a run to record them.
+	Queued  int `json:"queued"`
+	Pending int `json:"pending"`
+	Counts
+}
+
+// Status reports the task's schedule at now.
+func (s *Schedule) Status(task string, st State, now time.Time) Status {
+	out := Status{Schedule: s.spec, Queued: len(st.Queue), Counts: st.Counts}
+	for _, p := range st.Pending {
+		out.Pending += max(p.Count, 1)
+	}
+	after := st.Last
+	if after.IsZero() {
+		after = now
+	}
+	if f, ok := s.Next(after); ok {
+		at := f.At
+		out.NextAt = &at
+	}
+	if due, ok := s.Wake(task, st, now); ok {
+		out.NextDueAt = &due
+	}
+	return out
+}

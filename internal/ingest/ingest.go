@@ -1,0 +1,609 @@
+// Package ingest decides when each agent's transactions are read again
+// (SPEC §5.1–5.3). It is pure: time is an argument, nothing is read or
+// written, so the sweep activity and the discovery benchmark run the same
+// code.
+//
+// Two policies share one agent state (Agent) and one order for the due set
+// (Less):
+//
+//   - tiers, the wallet-ingestion scheduler this design comes from: hot (a
+//     swap in the last 24 h) every HotEvery, warm (7 days) every WarmEvery,
+//     cold otherwise every ColdEvery; when the budget is short hot comes
+//     before warm before cold.
+//   - optimal: each agent's visit rate set from its own smoothed swap rate
+//     so that the mean time from a swap being mined to its row existing is
+//     as small as the budget allows.
+//
+// Under both, an agent that failed backs off (its interval × 2^errors, at
+// most an hour or its interval if longer), and no agent waits longer than
+// MaxStaleness: intervals are capped below it and an agent about to pass it
+// comes first in the due order whatever its tier or rate.
+//
+// # Why the square root
+//
+// Let agent i swap as a Poisson process of rate λ_i and be visited every
+// T_i = 1/f_i. A swap is discovered at the first visit after it is mined;
+// it lands uniformly inside a visit interval, so it waits T_i/2 on average.
+// Swaps arrive at Σλ_i, so the delay accrued per unit time is
+//
+//	D(f) = Σ_i λ_i / (2 f_i).
+//
+// A visit costs c_i requests (one listing page; the detail request of each
+// swap and the extra pages of a busy agent are paid per transaction, however
+// often the agent is visited, so they come off the budget first, see
+// VisitBudget). With B requests per unit time left for visits:
+//
+//	minimise D(f)  subject to  Σ_i c_i f_i = B,  f_min ≤ f_i ≤ f_max.
+//
+// D is convex in f (each λ/f is, for f > 0) and the constraint is linear,
+// so the KKT conditions give the optimum. Without the bounds the
+// Lagrangian Σ λ_i/(2f_i) + μ(Σ c_i f_i − B) is stationary where
+// −λ_i/(2f_i²) + μc_i = 0, that is
+//
+//	f_i = √(λ_i / (2μ c_i)) ∝ √(λ_i / c_i),
+//
+// and the budget fixes the constant: f_i = S·√(λ_i/c_i) with
+// S = B / Σ_j √(λ_j c_j), giving D* = (Σ_i √(λ_i c_i))² / (2B). With the
+// bounds (f_max = 1/HotEvery: the sweep wakes at most that often;
+// f_min = 1/MaxStaleness) each f_i is S·√(λ_i/c_i) clamped to
+// [f_min, f_max], with S raised until the clamped rates spend B exactly
+// ("water-filling"; Allocate finds S by bisection). A smaller budget
+// lowers S and so every rate together.
+//
+// Compared with equal visits for all (round robin, f_i = B/N), the mean
+// delay ratio is (Σ√λ_i)² / (N Σλ_i) ≤ 1 by Cauchy–Schwarz, far below 1
+// when a few agents do most of the swapping. Tiers sits in between: it
+// visits by recency, which spends hot-tier rates on agents that swapped once
+// yesterday and starves nothing but cannot trade a little of the busiest
+// agents' freshness for a lot of everyone else's.
+//
+// The swap rate is estimated from the swaps themselves (the burn times of
+// the allowlisted calls a visit finds), each counting exp(−age/RateWindow)
+// / RateWindow: a rate that decays when an agent goes quiet and, for a
+// steady agent, converges on its true rate whatever the visit pattern.
+package ingest
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Tier is an agent's activity class (SPEC §5.3).
+type Tier string
+
+// Tiers, in the order the tiers policy serves them.
+const (
+	Hot  Tier = "hot"
+	Warm Tier = "warm"
+	Cold Tier = "cold"
+)
+
+// Tiers lists every tier, hot first.
+var Tiers = []Tier{Hot, Warm, Cold}
+
+// Rank is the tier's place in the tiers policy's order: 0 for hot.
+func (t Tier) Rank() int {
+	switch t {
+	case Hot:
+		return 0
+	case Warm:
+		return 1
+	}
+	return 2
+}
+
+// ParseTier reads a tier name.
+func ParseTier(s string) (Tier, error) {
+	switch t := Tier(strings.ToLower(strings.TrimSpace(s))); t {
+	case Hot, Warm, Cold:
+		return t, nil
+	}
+	return "", fmt.Errorf("%w: tier %q (want hot, warm or cold)", ErrInvalidConfig, s)
+}
+
+// Tier thresholds (the seed design): a swap within HotWithin makes an agent
+// hot, within WarmWithin warm.
+const (
+	HotWithin  = 24 * time.Hour
+	WarmWithin = 7 * 24 * time.Hour
+)
+
+// TierOf is the tier of an agent whose newest swap was at lastSwap (nil:
+// none seen).
+func TierOf(lastSwap *time.Time, now time.Time) Tier {
+	switch {
+	case lastSwap == nil:
+		return Cold
+	case now.Sub(*lastSwap) < HotWithin:
+		return Hot
+	case now.Sub(*lastSwap) < WarmWithin:
+		return Warm
+	}
+	return Cold
+}
+
+// Policy names the visit policy (PACER_SWEEP_POLICY).
+type Policy string
+
+// Policies.
+const (
+	PolicyOptimal Policy = "optimal"
+	PolicyTiers   Policy = "tiers"
+)
+
+// ErrInvalidConfig is returned for a configuration the policies cannot
+// run with.
+var ErrInvalidConfig = errors.New("invalid ingestion config")
+
+// ParsePolicy reads a policy name.
+func ParsePolicy(s string) (Policy, error) {
+	switch p := Policy(strings.ToLower(strings.TrimSpace(s))); p {
+	case PolicyOptimal, PolicyTiers:
+		return p, nil
+	}
+	return "", fmt.Errorf("%w: policy %q (want optimal or tiers)", ErrInvalidConfig, s)
+}
+
+// Defaults (SPEC §2).
+const (
+	DefaultHotEvery     = time.Minute
+	DefaultWarmEvery    = 15 * time.Minute
+	DefaultColdEvery    = time.Hour
+	DefaultMaxStaleness = 6 * time.Hour
+	// MaxBackoff caps the back-off of a failing agent (unless its own
+	// interval is longer).
+	MaxBackoff = time.Hour
+	// RateWindow is the time constant of the smoothed swap rate.
+	RateWindow = 3 * 24 * time.Hour
+	// Headroom is the share of the visit budget the optimal policy plans
+	// to spend: a due set served at 100% of capacity would queue without
+	// bound at the first burst of swaps (each costs a detail request).
+	Headroom = 0.95
+)
+
+// Config configures both policies.
+type Config struct {
+	Policy    Policy
+	HotEvery  time.Duration
+	WarmEvery time.Duration
+	ColdEvery time.Duration
+	// MaxStaleness is the longest any agent waits between visits.
+	MaxStaleness time.Duration
+}
+
+// DefaultConfig is SPEC §2's defaults.
+func DefaultConfig() Config {
+	return Config{Policy: PolicyOptimal, HotEvery: DefaultHotEvery, WarmEvery: DefaultWarmEvery,
+		ColdEvery: DefaultColdEvery, MaxStaleness: DefaultMaxStaleness}
+}
+
+// WithDefaults fills the zero fields from DefaultConfig.
+func (c Config) WithDefaults() Config {
+	d := DefaultConfig()
+	c.Policy = cmp.Or(c.Policy, d.Policy)
+	c.HotEvery = cmp.Or(c.HotEvery, d.HotEvery)
+	c.WarmEvery = cmp.Or(c.WarmEvery, d.WarmEvery)
+	c.ColdEvery = cmp.Or(c.ColdEvery, d.ColdEvery)
+	c.MaxStaleness = cmp.Or(c.MaxStaleness, d.MaxStaleness)
+	return c
+}
+
+// Validate checks a configuration after WithDefaults.
+func (c Config) Validate() error {
+	if _, err := ParsePolicy(string(c.Policy)); err != nil {
+		return err
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"hot-every", c.HotEvery}, {"warm-every", c.WarmEvery}, {"cold-every", c.ColdEvery}, {"max-staleness", c.MaxStaleness}} {
+		if d.v < time.Second {
+			return fmt.Errorf("%w: %s %s is below 1s", ErrInvalidConfig, d.name, d.v)
+		}
+	}
+	if c.HotEvery > c.WarmEvery || c.WarmEvery > c.ColdEvery {
+		return fmt.Errorf("%w: hot-every %s ≤ warm-every %s ≤ cold-every %s does not hold", ErrInvalidConfig, c.HotEvery, c.WarmEvery, c.ColdEvery)
+	}
+	if c.MaxStaleness < 2*c.HotEvery {
+		return fmt.Errorf("%w: max-staleness %s must be at least twice hot-every %s", ErrInvalidConfig, c.MaxStaleness, c.HotEvery)
+	}
+	return nil
+}
+
+// StalenessCap is the longest interval either policy gives an agent: a
+// little under MaxStaleness, so that an agent due at its cap is visited
+// before MaxStaleness has passed even when the sweep wakes only every
+// HotEvery and others are due at the same moment.
+func (c Config) StalenessCap() time.Duration {
+	return c.MaxStaleness - max(c.HotEvery, c.MaxStaleness/12)
+}
+
+// Agent is an agent's ingestion state as the policies see it: the columns
+// of agent_ingest that decide when it is visited.
+type Agent struct {
+	Address string `json:"address"`
+	Tier    Tier   `json:"tier"`
+	// LastVisitAt is nil before the first visit.
+	LastVisitAt *time.Time `json:"lastVisitAt"`
+	// LastSwapAt is the burn time of the newest allowlisted call seen.
+	LastSwapAt *time.Time `json:"lastSwapAt"`
+	// SwapRate is the smoothed swap rate, swaps a day, as of LastVisitAt.
+	SwapRate   float64   `json:"swapRate"`
+	ErrorCount int       `json:"errorCount"`
+	NextRunAt  time.Time `json:"nextRunAt"`
+}
+
+// RateAt is the agent's smoothed swap rate at now: SwapRate decayed over
+// the time since the last visit.
+func (a Agent) RateAt(now time.Time) float64 {
+	if a.LastVisitAt == nil {
+		return a.SwapRate
+	}
+	return decay(a.SwapRate, now.Sub(*a.LastVisitAt))
+}
+
+func decay(rate float64, elapsed time.Duration) float64 {
+	if elapsed <= 0 || rate <= 0 {
+		return max(rate, 0)
+	}
+	return rate * math.Exp(-float64(elapsed)/float64(RateWindow))
+}
+
+// perDay is a rate in events a day of one event every d.
+func perDay(d time.Duration) float64 { return float64(24*time.Hour) / float64(d) }
+
+// every is the interval of a rate in events a day.
+func every(ratePerDay float64) time.Duration {
+	return time.Duration(float64(24*time.Hour) / ratePerDay)
+}
+
+// WaitingSince is when the agent began waiting for its next visit: its
+// last visit, or, never visited, when it became due.
+func (a Agent) WaitingSince() time.Time {
+	if a.LastVisitAt != nil {
+		return *a.LastVisitAt
+	}
+	return a.NextRunAt
+}
+
+// Critical reports whether a must be visited now, ahead of the policy's
+// own order: it has waited so long that MaxStaleness is near, or it was
+// never visited at all (its staleness is unbounded: a new agent, or every
+// agent right after the migration, whose first visits would otherwise wait
+// behind the busiest agents' revisits).
+func (c Config) Critical(a Agent, now time.Time) bool {
+	return a.LastVisitAt == nil || now.Sub(*a.LastVisitAt) >= c.StalenessCap()
+}
+
+// Less orders due agents: critical agents first, the longest-waiting
+// first; then, under tiers, hot before warm before cold; then the earliest
+// due; ties by address. The store's due-set query sorts the same way
+// (store.DueAgents; a test holds the two together).
+func (c Config) Less(a, b Agent, now time.Time) bool {
+	// Critical(x, now) ⇔ never visited, or last visited at now − StalenessCap
+	// or before.
+	cut := now.Add(-c.StalenessCap())
+	wa, wb := a.WaitingSince(), b.WaitingSince()
+	ca, cb := a.LastVisitAt == nil || !wa.After(cut), b.LastVisitAt == nil || !wb.After(cut)
+	if ca != cb {
+		return ca
+	}
+	if ca {
+		if o := wa.Compare(wb); o != 0 {
+			return o < 0
+		}
+	}
+	if c.Policy == PolicyTiers && a.Tier != b.Tier {
+		return a.Tier.Rank() < b.Tier.Rank()
+	}
+	if o := a.NextRunAt.Compare(b.NextRunAt); o != 0 {
+		return o < 0
+	}
+	return a.Address < b.Address
+}
+
+// Allocation is the optimal policy's solution for one budget: visits a day
+// of an agent with swap rate λ (a day) are clamp(Scale·√λ', the staleness
+// floor, 1/HotEvery), λ' being λ smoothed by Prior.
+type Allocation struct {
+	// Prior is the population's rate distribution the rates are smoothed
+	// toward.
+	Prior Prior
+	// Scale is S of the package doc; +Inf when the budget covers every
+	// agent at HotEvery.
+	Scale float64
+	// Short is true when the budget cannot even visit every agent within
+	// MaxStaleness: every agent then gets the staleness floor and the due
+	// order decides who waits.
+	Short bool
+}
+
+// VisitBudget is how many visits a day the sweep can plan: its requests a
+// day, less what the swaps themselves cost (one detail request each,
+// whenever they are found), times Headroom.
+func VisitBudget(requestsPerDay, swapsPerDay float64) float64 {
+	return max(0, (requestsPerDay-swapsPerDay)*Headroom)
+}
+
+// Prior is a gamma distribution over the agents' swap rates, fitted to the
+// population (empirical Bayes). An agent's own smoothed rate is a noisy
+// measure of its true rate over about 2·RateWindow of exposure; smoothing
+// it toward the population gives the posterior mean
+//
+//	λ' = (Shape + λ·E) / (Scale + E),  E = 2·RateWindow in days,
+//
+// so that an agent seen to swap rarely or never keeps the rate agents like
+// it have on average instead of none: the square-root allocation is only as
+// good as the rates it is given, and a rate of zero would leave every quiet
+// agent at the staleness cap however often quiet agents do swap. The zero
+// Prior smooths nothing.
+type Prior struct {
+	Shape, Scale float64
+}
+
+// exposureDays is E: the variance of the exponentially weighted rate is
+// λ/(2·RateWindow), that of a count over 2·RateWindow.
+func exposureDays() float64 { return 2 * RateWindow.Hours() / 24 }
+
+// FitPrior fits the prior by the method of moments: the rates' mean m is
+// the prior's mean Shape/Scale, and their variance, less the sampling noise
+// m/E, its variance Shape/Scale².
+func FitPrior(rates []float64) Prior {
+	if len(rates) < 2 {
+		return Prior{}
+	}
+	mean, sq := 0.0, 0.0
+	for _, r := range rates {
+		mean += max(r, 0)
+	}
+	mean /= float64(len(rates))
+	for _, r := range rates {
+		sq += (max(r, 0) - mean) * (max(r, 0) - mean)
+	}
+	spread := sq/float64(len(rates)-1) - mean/exposureDays()
+	if mean <= 0 || spread <= 0 {
+		// No rate seen, or no more spread than noise: nothing to learn
+		// from the population.
+		return Prior{}
+	}
+	scale := mean / spread
+	return Prior{Shape: mean * scale, Scale: scale}
+}
+
+// Smooth is the posterior mean of a rate measured as rate.
+func (p Prior) Smooth(rate float64) float64 {
+	e := exposureDays()
+	return (p.Shape + max(rate, 0)*e) / (p.Scale + e)
+}
+
+// AllocationTTL is how long an allocation stands before it is solved
+// again: swap rates and budgets move slowly, and solving sorts every
+// agent's rate.
+const AllocationTTL = 10 * time.Minute
+
+// Allocate solves the optimal policy's water-filling for agents with the
+// given swap rates (a day) and a budget of visitsPerDay (one request a
+// visit).
+func (c Config) Allocate(rates []float64, visitsPerDay float64) Allocation {
+	lo, hi := perDay(c.StalenessCap()), perDay(c.HotEvery)
+	n := float64(len(rates))
+	prior := FitPrior(rates)
+	switch {
+	case n == 0 || n*hi <= visitsPerDay:
+		return Allocation{Scale: math.Inf(1), Prior: prior}
+	case n*lo >= visitsPerDay:
+		return Allocation{Short: true, Prior: prior}
+	}
+	// With q = √λ' sorted, spend(S) = lo·#{q ≤ lo/S} + hi·#{q ≥ hi/S}
+	// + S·Σ(the q in between): continuous and nondecreasing in S, so a
+	// bisection on S finds the budget, each step a pair of binary searches.
+	q := make([]float64, len(rates))
+	for i, r := range rates {
+		q[i] = math.Sqrt(prior.Smooth(r))
+	}
+	slices.Sort(q)
+	prefix := make([]float64, len(q)+1)
+	for i, v := range q {
+		prefix[i+1] = prefix[i] + v
+	}
+	spend := func(scale float64) float64 {
+		low, _ := slices.BinarySearch(q, lo/scale)  // q < lo/S: at the floor
+		high, _ := slices.BinarySearch(q, hi/scale) // q ≥ hi/S: at the ceiling
+		high = max(high, low)
+		return lo*float64(low) + hi*float64(len(q)-high) + scale*(prefix[high]-prefix[low])
+	}
+	minRate := math.Inf(1)
+	for _, v := range q {
+		if v > 0 {
+			minRate = v * v
+			break
+		}
+	}
+	if math.IsInf(minRate, 1) {
+		// Nobody swaps: everyone at the floor already fits.
+		return Allocation{Scale: 0, Prior: prior}
+	}
+	lower, upper := 0.0, hi/math.Sqrt(minRate)
+	if spend(upper) <= visitsPerDay {
+		return Allocation{Scale: math.Inf(1), Prior: prior}
+	}
+	for range 100 {
+		mid := (lower + upper) / 2
+		if spend(mid) <= visitsPerDay {
+			lower = mid
+		} else {
+			upper = mid
+		}
+	}
+	return Allocation{Scale: lower, Prior: prior}
+}
+
+// Interval is how long after a successful visit the agent is due again.
+func (c Config) Interval(a Agent, now time.Time, alloc Allocation) time.Duration {
+	var d time.Duration
+	switch c.Policy {
+	case PolicyTiers:
+		switch TierOf(a.LastSwapAt, now) {
+		case Hot:
+			d = c.HotEvery
+		case Warm:
+			d = c.WarmEvery
+		default:
+			d = c.ColdEvery
+		}
+	default:
+		d = c.optimalInterval(alloc.Prior.Smooth(a.RateAt(now)), alloc)
+	}
+	return min(d, c.StalenessCap())
+}
+
+func (c Config) optimalInterval(rate float64, alloc Allocation) time.Duration {
+	switch {
+	case alloc.Short || rate <= 0:
+		return c.StalenessCap()
+	case math.IsInf(alloc.Scale, 1):
+		return c.HotEvery
+	}
+	f := alloc.Scale * math.Sqrt(rate)
+	if f <= 0 {
+		return c.StalenessCap()
+	}
+	d := min(max(every(f), c.HotEvery), c.StalenessCap())
+	// The sweep runs at most every HotEvery: an interval is kept on that
+	// grid, rounded to the nearest step, or an agent due 1.2 steps after a
+	// visit would wait for the second run after it, and the plan's spend
+	// and delays would both be off.
+	if d < 20*c.HotEvery {
+		d = (d + c.HotEvery/2).Truncate(c.HotEvery)
+	}
+	return max(d, c.HotEvery)
+}
+
+func earliest(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// MinRunRequests is the least a sweep run should have to spend when the
+// budget paces it: a run that ends with its share spent usually cuts a
+// visit short, and the visit's next part reads its page again, so many
+// tiny runs would spend much of a slow budget (a month quota's 3.5
+// requests a minute) on pages read twice.
+const MinRunRequests = 20
+
+// BudgetWait is how long after a run that its budget share ended the next
+// run should start: when the budget has room again (retryIn), and not
+// before it can pay MinRunRequests at its rate (requests a minute).
+func BudgetWait(retryIn time.Duration, ratePerMinute float64) time.Duration {
+	wait := max(retryIn, 0)
+	if ratePerMinute > 0 && !math.IsInf(ratePerMinute, 1) {
+		wait = max(wait, time.Duration(MinRunRequests/ratePerMinute*float64(time.Minute)))
+	}
+	return wait
+}
+
+// NextDueCap is the latest a sweep run reports its next run: a hint (the
+// fast path, a chainhook delivery) that makes an agent due waits at most
+// this long.
+const NextDueCap = 5 * time.Minute
+
+// NextDue is when the next sweep run should start, as a run ending at now
+// reports it: when the earliest agent is due (nil: no agent); or, when
+// agents are still due because the run's budget share is spent, after
+// BudgetWait(retryIn, rate); never before now nor after now + NextDueCap.
+func NextDue(now time.Time, earliest *time.Time, budgetStopped bool, retryIn time.Duration, rate float64) *time.Time {
+	if earliest == nil {
+		return nil
+	}
+	at := *earliest
+	if budgetStopped {
+		at = now.Add(BudgetWait(retryIn, rate))
+	}
+	switch {
+	case at.Before(now):
+		at = now
+	case at.After(now.Add(NextDueCap)):
+		at = now.Add(NextDueCap)
+	}
+	return &at
+}
+
+// Backoff is the wait after the errors-th failure in a row: the agent's
+// interval × 2^errors, at most MaxBackoff (or the interval itself when
+// longer), and never past the staleness cap.
+func (c Config) Backoff(interval time.Duration, errors int) time.Duration {
+	ceiling := max(interval, MaxBackoff)
+	d := interval
+	for range min(errors, 32) {
+		if d >= ceiling {
+			break
+		}
+		d *= 2
+	}
+	return min(d, ceiling, c.StalenessCap())
+}
+
+// Visit is what one visit of an agent did.
+type Visit struct {
+	At time.Time
+	// Complete is true when the visit reached the agent's cursor (or the
+	// competition start): every transaction newer is processed.
+	Complete bool
+	// Failed is true when upstream trouble stopped the visit. A visit that
+	// stopped because the run's budget share was spent is neither Failed
+	// nor Complete: the agent stays due and goes on at the next run.
+	Failed bool
+	// Swaps are the burn times of the allowlisted calls the visit saw for
+	// the first time.
+	Swaps []time.Time
+}
+
+// AfterVisit is the agent's state after a visit: its swap rate, newest
+// swap, tier, error count and next due time.
+func (c Config) AfterVisit(a Agent, v Visit, alloc Allocation) Agent {
+	rate := a.RateAt(v.At)
+	for _, s := range v.Swaps {
+		rate += decay(1, v.At.Sub(s)) * perDay(RateWindow)
+		if a.LastSwapAt == nil || s.After(*a.LastSwapAt) {
+			s := s
+			a.LastSwapAt = &s
+		}
+	}
+	switch {
+	case v.Complete || v.Failed:
+		a.SwapRate = rate
+		at := v.At
+		a.LastVisitAt = &at
+	case a.LastVisitAt == nil:
+		a.SwapRate = rate
+	default:
+		// A visit cut short by the budget has not read the agent up to
+		// date: its staleness clock (LastVisitAt, or NextRunAt when never
+		// visited) keeps running, so an agent that was critical stays
+		// first in line. The rate is kept as of the last visit, so that
+		// RateAt still gives this visit's estimate.
+		a.SwapRate = rate * math.Exp(min(float64(v.At.Sub(*a.LastVisitAt))/float64(RateWindow), 50))
+	}
+	a.Tier = TierOf(a.LastSwapAt, v.At)
+	interval := c.Interval(a, v.At, alloc)
+	switch {
+	case v.Failed:
+		a.ErrorCount++
+		a.NextRunAt = v.At.Add(c.Backoff(interval, a.ErrorCount))
+	case !v.Complete:
+		// Still due, since when it was due.
+		a.ErrorCount = 0
+		a.NextRunAt = earliest(a.NextRunAt, v.At)
+	default:
+		a.ErrorCount = 0
+		a.NextRunAt = v.At.Add(interval)
+	}
+	return a
+}

@@ -1,0 +1,377 @@
+package ingest
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+var t0 = time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+
+func ptr(t time.Time) *time.Time { return &t }
+
+func TestTierOf(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		giveLast *time.Time
+		want     Tier
+	}{
+		{"never swapped", nil, Cold},
+		{"just now", ptr(t0), Hot},
+		{"23h59m ago", ptr(t0.Add(-HotWithin + time.Minute)), Hot},
+		{"exactly 24h ago", ptr(t0.Add(-HotWithin)), Warm},
+		{"6 days ago", ptr(t0.Add(-6 * 24 * time.Hour)), Warm},
+		{"exactly 7 days ago", ptr(t0.Add(-WarmWithin)), Cold},
+		{"a month ago", ptr(t0.AddDate(0, -1, 0)), Cold},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			require.Equal(t, tt.want, TierOf(tt.giveLast, t0))
+		})
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	t.Parallel()
+	require.NoError(t, DefaultConfig().Validate())
+	require.NoError(t, Config{Policy: PolicyTiers}.WithDefaults().Validate())
+	tests := []struct {
+		name string
+		give Config
+	}{
+		{"unknown policy", Config{Policy: "fastest"}},
+		{"hot slower than warm", Config{HotEvery: time.Hour, WarmEvery: time.Minute}},
+		{"sub-second", Config{HotEvery: time.Millisecond}},
+		{"staleness under two hot intervals", Config{MaxStaleness: 90 * time.Second}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			require.ErrorIs(t, tt.give.WithDefaults().Validate(), ErrInvalidConfig)
+		})
+	}
+	_, err := ParsePolicy("Tiers ")
+	require.NoError(t, err)
+	_, err = ParseTier("lukewarm")
+	require.ErrorIs(t, err, ErrInvalidConfig)
+}
+
+func TestTiersIntervalsAndBackoff(t *testing.T) {
+	t.Parallel()
+	c := Config{Policy: PolicyTiers}.WithDefaults()
+	tests := []struct {
+		name       string
+		giveLast   *time.Time
+		giveErrors int
+		want       time.Duration
+	}{
+		{"hot", ptr(t0.Add(-time.Hour)), 0, time.Minute},
+		{"warm", ptr(t0.Add(-48 * time.Hour)), 0, 15 * time.Minute},
+		{"cold", nil, 0, time.Hour},
+		{"hot, 1 error", ptr(t0.Add(-time.Hour)), 1, 2 * time.Minute},
+		{"hot, 3 errors", ptr(t0.Add(-time.Hour)), 3, 8 * time.Minute},
+		{"hot, 10 errors: capped at 1h", ptr(t0.Add(-time.Hour)), 10, time.Hour},
+		{"warm, 2 errors", ptr(t0.Add(-48 * time.Hour)), 2, time.Hour},
+		{"cold, 5 errors: its own interval is the cap", nil, 5, time.Hour},
+		{"hot, 1000 errors: no overflow", ptr(t0.Add(-time.Hour)), 1000, time.Hour},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := Agent{LastSwapAt: tt.giveLast}
+			got := c.Backoff(c.Interval(a, t0, Allocation{}), tt.giveErrors)
+			require.Equal(t, tt.want, got)
+		})
+	}
+
+	// A cold interval beyond the staleness cap is held under MaxStaleness.
+	long := Config{Policy: PolicyTiers, ColdEvery: 12 * time.Hour}.WithDefaults()
+	require.Equal(t, long.StalenessCap(), long.Interval(Agent{}, t0, Allocation{}))
+	require.Less(t, long.StalenessCap(), long.MaxStaleness)
+	require.Equal(t, long.StalenessCap(), long.Backoff(long.StalenessCap(), 4))
+}
+
+// spend is what an allocation costs, in visits a day.
+func spend(c Config, rates []float64, a Allocation) float64 {
+	total := 0.0
+	for _, r := range rates {
+		total += perDay(c.Interval(Agent{SwapRate: r}, t0, a))
+	}
+	return total
+}
+
+func TestAllocateSpendsTheBudgetAndFollowsTheSquareRoot(t *testing.T) {
+	t.Parallel()
+	c := DefaultConfig()
+	rng := rand.New(rand.NewPCG(1, 2))
+	rates := make([]float64, 1000)
+	for i := range rates {
+		rates[i] = math.Exp(rng.Float64()*8 - 4) // 0.02 to 55 a day
+	}
+	floor, ceiling := float64(len(rates))*perDay(c.StalenessCap()), float64(len(rates))*perDay(c.HotEvery)
+
+	for _, budget := range []float64{floor * 1.01, floor * 2, floor * 10, ceiling / 2} {
+		a := c.Allocate(rates, budget)
+		require.False(t, a.Short)
+		// Intervals under 20 minutes are rounded to the minute grid.
+		require.InEpsilon(t, budget, spend(c, rates, a), 0.05, "budget %f", budget)
+		// Unclamped agents get visits in proportion to the square root of
+		// their smoothed rate.
+		checked := 0
+		for i, r := range rates {
+			d := c.Interval(Agent{SwapRate: r}, t0, a)
+			if d > 20*c.HotEvery && d < c.StalenessCap() {
+				require.InEpsilon(t, a.Scale*math.Sqrt(a.Prior.Smooth(r)), perDay(d), 1e-6, "agent %d", i)
+				checked++
+			}
+		}
+		if budget < ceiling/4 {
+			require.Positive(t, checked)
+		}
+	}
+
+	// Budgets below the floor or above the ceiling.
+	require.True(t, c.Allocate(rates, floor*0.9).Short)
+	require.True(t, math.IsInf(c.Allocate(rates, ceiling*2).Scale, 1))
+	require.Equal(t, c.HotEvery, c.Interval(Agent{SwapRate: 0.001}, t0, c.Allocate(rates, ceiling*2)))
+	require.True(t, math.IsInf(c.Allocate(nil, 1).Scale, 1))
+
+	// A smaller budget lowers every agent's rate (or leaves it clamped).
+	big, small := c.Allocate(rates, floor*10), c.Allocate(rates, floor*3)
+	require.Less(t, small.Scale, big.Scale)
+	for _, r := range rates {
+		require.GreaterOrEqual(t, c.Interval(Agent{SwapRate: r}, t0, small), c.Interval(Agent{SwapRate: r}, t0, big))
+	}
+}
+
+// TestSquareRootBeatsOtherSplits checks the derivation numerically: at
+// equal cost, the square-root split has a smaller expected delay than
+// splitting in proportion to the rate or equally.
+func TestFitPrior(t *testing.T) {
+	t.Parallel()
+	// The same rate everywhere: no spread beyond noise, nothing to smooth.
+	same := []float64{2, 2, 2, 2}
+	p := FitPrior(same)
+	require.Equal(t, Prior{}, p)
+	require.Equal(t, 2.0, p.Smooth(2))
+
+	// A few busy agents among many quiet ones, most seen never to swap:
+	// the quiet ones get a small rate instead of none, the busy ones keep
+	// theirs, and the prior's mean is the population's.
+	var mixed []float64
+	for i := range 100 {
+		switch {
+		case i < 5:
+			mixed = append(mixed, 20+float64(i))
+		case i < 20:
+			mixed = append(mixed, 0.5)
+		default:
+			mixed = append(mixed, 0)
+		}
+	}
+	p = FitPrior(mixed)
+	mean := 0.0
+	for _, r := range mixed {
+		mean += r
+	}
+	mean /= float64(len(mixed))
+	require.InEpsilon(t, mean, p.Shape/p.Scale, 1e-9)
+	quiet := p.Smooth(0)
+	require.Positive(t, quiet)
+	require.Less(t, quiet, 0.5)
+	require.InEpsilon(t, 22.0, p.Smooth(22), 0.05)
+	require.Equal(t, Prior{}, FitPrior([]float64{0, 0, 0}))
+}
+
+func TestSquareRootBeatsOtherSplits(t *testing.T) {
+	t.Parallel()
+	rates := []float64{100, 30, 5, 1, 0.5, 0.1, 0.1, 0.05}
+	budget := 200.0 // visits a day
+	delay := func(f func(r float64) float64) float64 {
+		total, weight := 0.0, 0.0
+		for _, r := range rates {
+			total += r / (2 * f(r))
+			weight += r
+		}
+		return total / weight
+	}
+	sumSqrt, sum := 0.0, 0.0
+	for _, r := range rates {
+		sumSqrt += math.Sqrt(r)
+		sum += r
+	}
+	optimal := delay(func(r float64) float64 { return budget * math.Sqrt(r) / sumSqrt })
+	linear := delay(func(r float64) float64 { return budget * r / sum })
+	equal := delay(func(float64) float64 { return budget / float64(len(rates)) })
+	require.Less(t, optimal, linear)
+	require.Less(t, optimal, equal)
+	// D* = (Σ√λ)² / (2B) per unit time, over Σλ per swap.
+	require.InEpsilon(t, sumSqrt*sumSqrt/(2*budget)/sum, optimal, 1e-9)
+}
+
+func TestLessOrdersTheDueSet(t *testing.T) {
+	t.Parallel()
+	now := t0
+	c := DefaultConfig()
+	stale := now.Add(-c.StalenessCap() - time.Minute)
+	staler := stale.Add(-time.Hour)
+	agents := []Agent{
+		{Address: "a", Tier: Cold, NextRunAt: now.Add(-3 * time.Minute), LastVisitAt: ptr(now.Add(-time.Hour))},
+		{Address: "b", Tier: Hot, NextRunAt: now.Add(-1 * time.Minute), LastVisitAt: ptr(now.Add(-time.Minute))},
+		{Address: "c", Tier: Warm, NextRunAt: now.Add(-2 * time.Minute)},
+		{Address: "d", Tier: Cold, NextRunAt: now.Add(-time.Minute), LastVisitAt: ptr(stale)},
+		{Address: "e", Tier: Hot, NextRunAt: now.Add(-time.Minute), LastVisitAt: ptr(staler)},
+		{Address: "f", Tier: Hot, NextRunAt: now.Add(-2 * time.Minute)},
+		// Never visited, due since before the cap: critical too.
+		{Address: "g", Tier: Cold, NextRunAt: staler.Add(-time.Hour)},
+	}
+	order := func(p Policy) string {
+		c := c
+		c.Policy = p
+		s := slices.Clone(agents)
+		slices.SortFunc(s, func(x, y Agent) int {
+			switch {
+			case c.Less(x, y, now):
+				return -1
+			case c.Less(y, x, now):
+				return 1
+			}
+			return 0
+		})
+		out := ""
+		for _, a := range s {
+			out += a.Address
+		}
+		return out
+	}
+	// c and f were never visited: critical, waiting since they were due.
+	require.Equal(t, "gedcfab", order(PolicyOptimal), "critical (longest waiting first), then earliest due, then address")
+	require.Equal(t, "gedfcba", order(PolicyTiers), "critical (hot first among equal waits), then hot, warm, cold")
+}
+
+func TestBudgetWait(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		giveRetry time.Duration
+		giveRate  float64
+		want      time.Duration
+	}{
+		{"a keyless window: its reset", 40 * time.Second, 42, 40 * time.Second},
+		{"a month quota's pace: enough for 20 requests", 17 * time.Second, 3.5, 342857142857},
+		{"a keyed window", time.Second, 420, 2857142857},
+		{"no rate known", 5 * time.Second, 0, 5 * time.Second},
+		{"no limit", 0, math.Inf(1), 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			require.Equal(t, tt.want, BudgetWait(tt.giveRetry, tt.giveRate))
+		})
+	}
+}
+
+func TestNextDue(t *testing.T) {
+	t.Parallel()
+	at := func(d time.Duration) *time.Time { x := t0.Add(d); return &x }
+	tests := []struct {
+		name        string
+		giveNext    *time.Time
+		giveStopped bool
+		giveRetry   time.Duration
+		giveRate    float64
+		want        *time.Time
+	}{
+		{"no agent", nil, false, 0, 0, nil},
+		{"the earliest agent", at(2 * time.Minute), false, 0, 0, at(2 * time.Minute)},
+		{"overdue: now", at(-time.Hour), false, 0, 0, at(0)},
+		{"far ahead: a hint waits 5 minutes at most", at(time.Hour), false, 0, 0, at(NextDueCap)},
+		{"budget stopped: its reset", at(-time.Minute), true, 30 * time.Second, 42, at(30 * time.Second)},
+		{"budget stopped on a slow month: a batch's worth", at(-time.Minute), true, 17 * time.Second, 3.5, at(NextDueCap)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			require.Equal(t, tt.want, NextDue(t0, tt.giveNext, tt.giveStopped, tt.giveRetry, tt.giveRate))
+		})
+	}
+}
+
+func TestAfterVisit(t *testing.T) {
+	t.Parallel()
+	c := DefaultConfig()
+	alloc := Allocation{Scale: 300} // an interval of about 15 minutes
+	a := Agent{Address: "x", NextRunAt: t0}
+
+	// First visit finds two swaps, one an hour ago and one two days ago.
+	a = c.AfterVisit(a, Visit{At: t0, Complete: true, Swaps: []time.Time{t0.Add(-time.Hour), t0.Add(-48 * time.Hour)}}, alloc)
+	require.Equal(t, Hot, a.Tier)
+	require.Equal(t, t0.Add(-time.Hour), *a.LastSwapAt)
+	wantRate := (math.Exp(-1.0/72) + math.Exp(-48.0/72)) / 3
+	require.InEpsilon(t, wantRate, a.SwapRate, 1e-9)
+	require.Equal(t, t0.Add(c.Interval(a, t0, alloc)), a.NextRunAt)
+	require.Zero(t, a.ErrorCount)
+
+	// A failed visit backs off; a second one backs off further.
+	at := t0.Add(10 * time.Minute)
+	f1 := c.AfterVisit(a, Visit{At: at, Failed: true}, alloc)
+	require.Equal(t, 1, f1.ErrorCount)
+	f2 := c.AfterVisit(f1, Visit{At: at, Failed: true}, alloc)
+	require.Equal(t, 2, f2.ErrorCount)
+	require.Greater(t, f2.NextRunAt.Sub(at), f1.NextRunAt.Sub(at))
+
+	// A visit cut short by the budget leaves the agent due, errors cleared.
+	p := c.AfterVisit(f2, Visit{At: at}, alloc)
+	require.Equal(t, at, p.NextRunAt)
+	require.Zero(t, p.ErrorCount)
+
+	// A visit cut short keeps the staleness clock running: a never-visited
+	// agent keeps its due time, a visited one its last visit; the rate
+	// still counts what the visit saw.
+	due := t0.Add(-time.Hour)
+	cut := c.AfterVisit(Agent{NextRunAt: due}, Visit{At: t0, Swaps: []time.Time{t0}}, alloc)
+	require.Nil(t, cut.LastVisitAt)
+	require.Equal(t, due, cut.NextRunAt)
+	require.InEpsilon(t, 1.0/3, cut.RateAt(t0), 1e-9)
+	hourOn := t0.Add(time.Hour)
+	cut = c.AfterVisit(a, Visit{At: hourOn, Swaps: []time.Time{hourOn}}, alloc)
+	require.Equal(t, t0, *cut.LastVisitAt)
+	require.Equal(t, a.NextRunAt, cut.NextRunAt, "still due since it was due")
+	require.InEpsilon(t, a.RateAt(hourOn)+1.0/3, cut.RateAt(hourOn), 1e-9)
+
+	// The rate decays while the agent is quiet.
+	later := c.AfterVisit(a, Visit{At: t0.Add(RateWindow), Complete: true}, alloc)
+	require.InEpsilon(t, a.SwapRate/math.E, later.SwapRate, 1e-9)
+	require.Equal(t, Warm, later.Tier)
+}
+
+// TestRateConverges feeds a steady agent's swaps through visits at a
+// varying pace: the smoothed rate settles near the true rate.
+func TestRateConverges(t *testing.T) {
+	t.Parallel()
+	c := DefaultConfig()
+	rng := rand.New(rand.NewPCG(3, 4))
+	const trueRate = 12.0 // a day
+	a := Agent{Address: "steady"}
+	now, next := t0, t0
+	var pending []time.Time
+	for now.Before(t0.Add(30 * 24 * time.Hour)) {
+		// Poisson arrivals.
+		next = next.Add(time.Duration(rng.ExpFloat64() / trueRate * float64(24*time.Hour)))
+		for now.Before(next) {
+			step := time.Duration(rng.IntN(120)+1) * time.Minute
+			now = now.Add(step)
+			var seen []time.Time
+			for _, s := range pending {
+				if !s.After(now) {
+					seen = append(seen, s)
+				}
+			}
+			pending = slices.DeleteFunc(pending, func(s time.Time) bool { return !s.After(now) })
+			a = c.AfterVisit(a, Visit{At: now, Complete: true, Swaps: seen}, Allocation{Scale: 10})
+		}
+		pending = append(pending, next)
+	}
+	require.InEpsilon(t, trueRate, a.SwapRate, 0.35)
+}

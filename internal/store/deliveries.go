@@ -1,0 +1,462 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pacer-dev/pacer/internal/rollup"
+)
+
+// Delivery statuses (SPEC §6).
+const (
+	DeliveryPending   = "pending"
+	DeliveryRetrying  = "retrying"
+	DeliveryDelivered = "delivered"
+	DeliveryExhausted = "exhausted"
+)
+
+// DeliveryStatuses lists every status, in lifecycle order.
+var DeliveryStatuses = []string{DeliveryPending, DeliveryRetrying, DeliveryDelivered, DeliveryExhausted}
+
+// DeliveryRetention is how long a delivered or exhausted delivery stays
+// pullable through GET /api/deliveries/{id}.
+const DeliveryRetention = 35 * 24 * time.Hour
+
+// Delivery is one row of deliveries.
+type Delivery struct {
+	ID            string          `json:"id"`
+	SubscriberID  string          `json:"subscriberId"`
+	Event         string          `json:"event"`
+	PeriodStart   time.Time       `json:"periodStart"`
+	PeriodEnd     time.Time       `json:"periodEnd"`
+	Status        string          `json:"status"`
+	Attempts      int             `json:"attempts"`
+	NextAttemptAt *time.Time      `json:"nextAttemptAt"`
+	LastAttemptAt *time.Time      `json:"lastAttemptAt"`
+	LastStatus    *int            `json:"lastStatus"`
+	LastError     string          `json:"lastError,omitempty"`
+	CreatedAt     time.Time       `json:"createdAt"`
+	DeliveredAt   *time.Time      `json:"deliveredAt"`
+	Payload       json.RawMessage `json:"payload,omitempty"`
+}
+
+const utcStamp = `'YYYY-MM-DD"T"HH24:MI:SS"Z"'`
+
+// emitSQL creates the deliveries of one event that are due to exist: one
+// per active subscriber that wants the event and period of the rollups
+// computed since Since (for daily, complete ones only) that ended after
+// the subscriber was created. A subscriber with a daily delivery still
+// retrying gets no new daily one (SPEC §10.3). The id is
+// webhook.DeliveryID, derived from (subscriber, event, period); the
+// payload is the period's rollups through the subscriber's filters, frozen
+// now so that every attempt and every pull sends the same bytes.
+const emitSQL = `
+with subs as (
+    select s.id, s.tokens, s.agents, s.created_at from subscribers s
+    where s.status = 'active' and $1::text = any(s.events)
+      and ($1::text <> 'daily' or not exists (
+          select 1 from deliveries r
+          where r.subscriber_id = s.id and r.event = 'daily' and r.status = 'retrying'))
+),
+periods as (
+    select c.period_start, c.period_end, c.complete from rollups c
+    where c.period = $2::text and c.subject_kind = 'competition' and c.subject = '` + rollup.CompetitionSubject + `'
+      and c.period_end > $4::timestamptz and c.period_end <= $3::timestamptz
+      and ($1::text <> 'daily' or c.complete)
+),
+todo as (
+    select subs.id, subs.tokens, subs.agents, p.period_start, p.period_end, p.complete
+    from subs cross join periods p
+    where p.period_end > subs.created_at
+      and not exists (select 1 from deliveries d
+                      where d.subscriber_id = subs.id and d.event = $1::text and d.period_start = p.period_start)
+)
+insert into deliveries (id, subscriber_id, event, period_start, period_end, payload, status, attempts, next_attempt_at, created_at)
+select t.id || '-' || $1::text || '-' || to_char(t.period_start at time zone 'UTC', 'YYYYMMDD"T"HH24MI"Z"'),
+    t.id, $1::text, t.period_start, t.period_end,
+    jsonb_build_object(
+        'type', 'rollup.' || $1::text,
+        'timestamp', to_char($3::timestamptz at time zone 'UTC', ` + utcStamp + `),
+        'data', jsonb_build_object(
+            'period', $2::text,
+            'periodStart', to_char(t.period_start at time zone 'UTC', ` + utcStamp + `),
+            'periodEnd', to_char(t.period_end at time zone 'UTC', ` + utcStamp + `),
+            'complete', t.complete,
+            'tokens', coalesce((
+                select jsonb_object_agg(r.subject, r.data) from rollups r
+                where r.period = $2::text and r.period_start = t.period_start and r.subject_kind = 'token'
+                  and (t.tokens is null or r.subject = any(t.tokens))), '{}'::jsonb),
+            'agents', coalesce((
+                select jsonb_object_agg(r.subject, r.data) from rollups r
+                where r.period = $2::text and r.period_start = t.period_start and r.subject_kind = 'agent'
+                  and (t.agents is null or r.subject = any(t.agents))), '{}'::jsonb),
+            'competition', (
+                select r.data from rollups r
+                where r.period = $2::text and r.period_start = t.period_start
+                  and r.subject_kind = 'competition' and r.subject = '` + rollup.CompetitionSubject + `'))),
+    'pending', 0, $3::timestamptz, $3::timestamptz
+from todo t
+on conflict (subscriber_id, event, period_start) do nothing`
+
+// EmitDeliveries creates the deliveries of event for periods that ended in
+// (since, now] and returns how many it created.
+func (s *Store) EmitDeliveries(ctx context.Context, event string, now, since time.Time) (int, error) {
+	period := rollup.Hour
+	if event == rollup.EventDaily {
+		period = rollup.Day
+	}
+	tag, err := s.pool.Exec(ctx, emitSQL, event, period, now, since)
+	if err != nil {
+		return 0, fmt.Errorf("emit %s deliveries: %w", event, err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+// DueKey is a position in the due set's keyset order: deliveries of
+// healthy subscribers first, then by next attempt time and id.
+type DueKey struct {
+	Suspect       bool
+	NextAttemptAt time.Time
+	ID            string
+}
+
+// DueQuery reads one page of the due set.
+type DueQuery struct {
+	Now time.Time
+	// After is the last key of the previous page (nil: from the start).
+	After *DueKey
+	// Busy are subscribers whose attempts already fill their share.
+	Busy []string
+	// FirstAttemptsOnly leaves retries out (the run's retries are spent).
+	FirstAttemptsOnly bool
+	Limit             int
+}
+
+// DueDelivery is a due delivery as the due set lists it. URL, Secret and
+// Body are filled in by ClaimDeliveries, for the ones claimed: a page of
+// the due set stays small however large the payloads.
+type DueDelivery struct {
+	DueKey
+	SubscriberID string
+	Event        string
+	PeriodEnd    time.Time
+	Attempts     int
+
+	URL    string
+	Secret string
+	Body   []byte
+}
+
+// dueSQL pages through the due set by keyset, never OFFSET: rows leave and
+// re-enter it as they are attempted. A suspect subscriber (one whose
+// endpoint is failing) sorts after every healthy one, so its attempts never
+// hold up theirs.
+const dueSQL = `
+select (s.failing_since is not null) as suspect, d.next_attempt_at, d.id,
+       d.subscriber_id, d.event, d.period_end, d.attempts
+from deliveries d join subscribers s on s.id = d.subscriber_id
+where d.status in ('pending', 'retrying') and d.next_attempt_at <= $1
+  and s.status = 'active'
+  and (d.claimed_until is null or d.claimed_until <= $1)
+  and d.subscriber_id <> all($2::text[])
+  and (not $3 or d.attempts = 0)
+  and ((s.failing_since is not null), d.next_attempt_at, d.id) > ($4::bool, $5::timestamptz, $6::text)
+order by (s.failing_since is not null), d.next_attempt_at, d.id
+limit $7`
+
+// DueDeliveries reads one page of deliveries due at q.Now.
+func (s *Store) DueDeliveries(ctx context.Context, q DueQuery) ([]DueDelivery, error) {
+	after := DueKey{NextAttemptAt: time.Unix(0, 0)}
+	if q.After != nil {
+		after = *q.After
+	}
+	busy := q.Busy
+	if busy == nil {
+		busy = []string{}
+	}
+	rows, _ := s.pool.Query(ctx, dueSQL, q.Now, busy, q.FirstAttemptsOnly,
+		after.Suspect, after.NextAttemptAt, after.ID, q.Limit)
+	due, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (DueDelivery, error) {
+		var d DueDelivery
+		err := row.Scan(&d.Suspect, &d.NextAttemptAt, &d.ID, &d.SubscriberID, &d.Event, &d.PeriodEnd, &d.Attempts)
+		return d, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read due deliveries: %w", err)
+	}
+	return due, nil
+}
+
+// ClaimDeliveries leases due deliveries until `until`, just before they
+// are sent, so that no other run sends them meanwhile (a worker that lost
+// its heartbeat may still be running), and fills in what sending them
+// needs. One is left out when it was delivered, rescheduled or claimed by
+// another run since it was read, or its subscriber disabled.
+func (s *Store) ClaimDeliveries(ctx context.Context, picks []DueDelivery, now, until time.Time) ([]DueDelivery, error) {
+	ids := make([]string, len(picks))
+	for i, p := range picks {
+		ids[i] = p.ID
+	}
+	rows, _ := s.pool.Query(ctx, `
+update deliveries d set claimed_until = $3
+from subscribers s
+where d.id = any($1) and s.id = d.subscriber_id and s.status = 'active'
+  and d.status in ('pending', 'retrying') and d.next_attempt_at <= $2
+  and (d.claimed_until is null or d.claimed_until <= $2)
+returning d.id, s.url, s.secret, d.payload::text`, ids, now, until)
+	type claim struct {
+		url, secret string
+		body        []byte
+	}
+	claimed := map[string]claim{}
+	var id, url, secret, body string
+	_, err := pgx.ForEachRow(rows, []any{&id, &url, &secret, &body}, func() error {
+		claimed[id] = claim{url, secret, []byte(body)}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim deliveries: %w", err)
+	}
+	out := make([]DueDelivery, 0, len(claimed))
+	for _, p := range picks {
+		if c, ok := claimed[p.ID]; ok {
+			p.URL, p.Secret, p.Body = c.url, c.secret, c.body
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// ReleaseDelivery gives a claim back unused (the run was cancelled before
+// the attempt had an outcome).
+func (s *Store) ReleaseDelivery(ctx context.Context, id string) error {
+	if _, err := s.pool.Exec(ctx, `update deliveries set claimed_until = null where id = $1`, id); err != nil {
+		return fmt.Errorf("release delivery %s: %w", id, err)
+	}
+	return nil
+}
+
+// RecordDelivered records a successful attempt and clears its subscriber's
+// failing mark. It applies whatever the delivery's status: a 2xx is the
+// truth even if the subscriber was disabled meanwhile.
+func (s *Store) RecordDelivered(ctx context.Context, id string, at time.Time, status int) error {
+	_, err := s.pool.Exec(ctx, `
+with d as (
+    update deliveries set status = 'delivered', attempts = attempts + 1, delivered_at = $2,
+        last_attempt_at = $2, last_status = $3, last_error = null, next_attempt_at = null, claimed_until = null
+    where id = $1
+    returning subscriber_id
+)
+update subscribers set failing_since = null
+where id = (select subscriber_id from d) and failing_since is not null`, id, at, status)
+	if err != nil {
+		return fmt.Errorf("record delivery %s: %w", id, err)
+	}
+	return nil
+}
+
+// Failure is a failed attempt to record.
+type Failure struct {
+	ID           string
+	SubscriberID string
+	At           time.Time
+	Status       int // 0: no answer
+	Error        string
+	// Next is when to try again; nil exhausts the delivery.
+	Next *time.Time
+}
+
+// RecordFailed records a failed attempt, at once (SPEC §10.3): the
+// delivery goes on the ladder (retrying) or is exhausted, and its
+// subscriber is marked failing.
+func (s *Store) RecordFailed(ctx context.Context, f Failure) error {
+	status := DeliveryRetrying
+	if f.Next == nil {
+		status = DeliveryExhausted
+	}
+	var code *int
+	if f.Status != 0 {
+		code = &f.Status
+	}
+	_, err := s.pool.Exec(ctx, `
+with d as (
+    update deliveries set status = $2, attempts = attempts + 1, last_attempt_at = $3,
+        last_status = $4, last_error = $5, next_attempt_at = $6, claimed_until = null
+    where id = $1 and status in ('pending', 'retrying')
+    returning subscriber_id
+)
+update subscribers set failing_since = $3
+where id = (select subscriber_id from d) and failing_since is null`, f.ID, status, f.At, code, f.Error, f.Next)
+	if err != nil {
+		return fmt.Errorf("record failed delivery %s: %w", f.ID, err)
+	}
+	return nil
+}
+
+// DisableSubscriber disables a subscriber whose endpoint answered 410 and
+// exhausts its undelivered deliveries (they stay pullable), recording the
+// attempt that got the 410. It returns how many deliveries it exhausted
+// and whether it disabled the subscriber (false: already disabled).
+func (s *Store) DisableSubscriber(ctx context.Context, f Failure) (exhausted int, disabled bool, err error) {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `
+update subscribers set status = 'disabled', disabled_at = $2, disabled_reason = $3
+where id = $1 and status = 'active'`, f.SubscriberID, f.At, f.Error)
+		if err != nil {
+			return err
+		}
+		disabled = tag.RowsAffected() == 1
+		if _, err := tx.Exec(ctx, `
+update deliveries set attempts = attempts + 1, last_attempt_at = $2, last_status = $3
+where id = $1 and status in ('pending', 'retrying')`, f.ID, f.At, f.Status); err != nil {
+			return err
+		}
+		tag, err = tx.Exec(ctx, `
+update deliveries set status = 'exhausted', next_attempt_at = null, claimed_until = null,
+    last_error = 'subscriber disabled: ' || $2
+where subscriber_id = $1 and status in ('pending', 'retrying')`, f.SubscriberID, f.Error)
+		if err != nil {
+			return err
+		}
+		exhausted = int(tag.RowsAffected())
+		return nil
+	})
+	if err != nil {
+		return 0, false, fmt.Errorf("disable subscriber %s: %w", f.SubscriberID, err)
+	}
+	return exhausted, disabled, nil
+}
+
+// NextDeliveryDue returns the earliest next attempt of an active
+// subscriber's undelivered delivery, nil when there is none.
+func (s *Store) NextDeliveryDue(ctx context.Context) (*time.Time, error) {
+	var next *time.Time
+	err := s.pool.QueryRow(ctx, `
+select min(d.next_attempt_at) from deliveries d join subscribers s on s.id = d.subscriber_id
+where d.status in ('pending', 'retrying') and s.status = 'active'`).Scan(&next)
+	if err != nil {
+		return nil, fmt.Errorf("next delivery due: %w", err)
+	}
+	return next, nil
+}
+
+// NextDeliveryDueAfter returns the earliest next attempt later than now,
+// nil when there is none.
+func (s *Store) NextDeliveryDueAfter(ctx context.Context, now time.Time) (*time.Time, error) {
+	var next *time.Time
+	err := s.pool.QueryRow(ctx, `
+select min(d.next_attempt_at) from deliveries d join subscribers s on s.id = d.subscriber_id
+where d.status in ('pending', 'retrying') and s.status = 'active' and d.next_attempt_at > $1`, now).Scan(&next)
+	if err != nil {
+		return nil, fmt.Errorf("next delivery due: %w", err)
+	}
+	return next, nil
+}
+
+// DeliveryCounts counts deliveries by status (every status present).
+func (s *Store) DeliveryCounts(ctx context.Context) (map[string]int, error) {
+	rows, _ := s.pool.Query(ctx, `select status, count(*) from deliveries group by status`)
+	counts := make(map[string]int, len(DeliveryStatuses))
+	for _, st := range DeliveryStatuses {
+		counts[st] = 0
+	}
+	var status string
+	var n int
+	_, err := pgx.ForEachRow(rows, []any{&status, &n}, func() error {
+		counts[status] = n
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("count deliveries: %w", err)
+	}
+	return counts, nil
+}
+
+// PruneDeliveries deletes delivered and exhausted deliveries created before
+// `before`.
+func (s *Store) PruneDeliveries(ctx context.Context, before time.Time) (int64, error) {
+	tag, err := s.pool.Exec(ctx, `
+delete from deliveries where status in ('delivered', 'exhausted') and created_at < $1`, before)
+	if err != nil {
+		return 0, fmt.Errorf("prune deliveries: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}
+
+// deliveryColumns reads a delivery aliased d.
+const deliveryColumns = `d.id, d.subscriber_id, d.event, d.period_start, d.period_end, d.status, d.attempts,
+    d.next_attempt_at, d.last_attempt_at, d.last_status, coalesce(d.last_error, ''), d.created_at, d.delivered_at`
+
+func scanDelivery(row pgx.CollectableRow) (Delivery, error) {
+	var d Delivery
+	err := row.Scan(&d.ID, &d.SubscriberID, &d.Event, &d.PeriodStart, &d.PeriodEnd, &d.Status, &d.Attempts,
+		&d.NextAttemptAt, &d.LastAttemptAt, &d.LastStatus, &d.LastError, &d.CreatedAt, &d.DeliveredAt)
+	return d, err
+}
+
+// Deliveries lists deliveries, newest first, optionally of one status, at
+// most limit of them. Payloads are left out.
+func (s *Store) Deliveries(ctx context.Context, status string, limit int) ([]Delivery, error) {
+	rows, _ := s.pool.Query(ctx, `select `+deliveryColumns+` from deliveries d
+where $1 = '' or d.status = $1
+order by d.created_at desc, d.id desc
+limit $2`, status, limit)
+	out, err := pgx.CollectRows(rows, scanDelivery)
+	if err != nil {
+		return nil, fmt.Errorf("list deliveries: %w", err)
+	}
+	return out, nil
+}
+
+// DeliveryWithSecret reads one delivery, its payload as it is sent, and
+// its subscriber's secret (to authenticate a pull).
+func (s *Store) DeliveryWithSecret(ctx context.Context, id string) (Delivery, string, bool, error) {
+	var d Delivery
+	var secret, payload string
+	err := s.pool.QueryRow(ctx, `select `+deliveryColumns+`, d.payload::text, s.secret
+from deliveries d join subscribers s on s.id = d.subscriber_id
+where d.id = $1`, id).Scan(&d.ID, &d.SubscriberID, &d.Event, &d.PeriodStart, &d.PeriodEnd, &d.Status, &d.Attempts,
+		&d.NextAttemptAt, &d.LastAttemptAt, &d.LastStatus, &d.LastError, &d.CreatedAt, &d.DeliveredAt, &payload, &secret)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Delivery{}, "", false, nil
+	}
+	if err != nil {
+		return Delivery{}, "", false, fmt.Errorf("read delivery %s: %w", id, err)
+	}
+	d.Payload = json.RawMessage(payload)
+	return d, secret, true, nil
+}
+
+// ErrSubscriberDisabled refuses a redelivery to a disabled subscriber.
+var ErrSubscriberDisabled = errors.New("its subscriber is disabled")
+
+// Redeliver puts a delivery back in the due set at `at` with a fresh
+// ladder, whatever its status; found is false when there is no such
+// delivery. The id, and so the webhook-id, stays the same.
+func (s *Store) Redeliver(ctx context.Context, id string, at time.Time) (found bool, err error) {
+	var subStatus string
+	err = s.pool.QueryRow(ctx, `
+select s.status from deliveries d join subscribers s on s.id = d.subscriber_id where d.id = $1`, id).Scan(&subStatus)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("redeliver %s: %w", id, err)
+	}
+	if subStatus != SubscriberActive {
+		return true, fmt.Errorf("redeliver %s: %w", id, ErrSubscriberDisabled)
+	}
+	_, err = s.pool.Exec(ctx, `
+update deliveries set status = 'pending', attempts = 0, next_attempt_at = $2, claimed_until = null,
+    delivered_at = null, last_error = null
+where id = $1`, id, at)
+	if err != nil {
+		return true, fmt.Errorf("redeliver %s: %w", id, err)
+	}
+	return true, nil
+}

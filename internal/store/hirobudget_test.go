@@ -1,0 +1,105 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/budget"
+	"github.com/pacer-dev/pacer/internal/hiro"
+	"github.com/pacer-dev/pacer/internal/store"
+	"github.com/pacer-dev/pacer/internal/testenv"
+)
+
+// dayWindow makes the minute window a day long, so that a test's takes
+// all fall in one window whatever the clock says.
+var dayWindow = budget.Config{PerMinute: 50, Window: 24 * time.Hour}
+
+func TestSharedBudgetIsOneBudgetForEveryProcess(t *testing.T) {
+	t.Parallel()
+	url := testenv.PostgresURL(t)
+	first := openStore(t, url)
+	require.NoError(t, first.Migrate(t.Context()))
+	// Two stores, as two processes would have.
+	budgets := []*store.SharedBudget{
+		first.SharedBudget(store.UpstreamHiro, dayWindow),
+		openStore(t, url).SharedBudget(store.UpstreamHiro, dayWindow),
+	}
+	var granted atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			for range 15 {
+				d, err := budgets[i%2].Take(t.Context(), budget.LaneSweep, 1)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if d.OK {
+					granted.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	// 50 a window less the fast lane's reserve (5% of 50, rounded up).
+	require.Equal(t, int64(47), granted.Load())
+}
+
+func TestLimiterFollowsHiroAndNeverWaitsInTheFastLane(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	b := s.SharedBudget(store.UpstreamHiro, dayWindow)
+	fast := b.Limiter(budget.LaneFast, 0)
+	for range 10 {
+		require.NoError(t, fast.Wait(t.Context()))
+	}
+	err := fast.Wait(t.Context())
+	var spent *hiro.BudgetSpentError
+	require.ErrorAs(t, err, &spent)
+	require.Positive(t, spent.RetryAfter)
+
+	// Hiro says 5 are left: the sweep gets those, less the fast lane's
+	// reserve it has already used, and no more.
+	five, cost := int64(5), int64(2)
+	sweep := b.Limiter(budget.LaneSweep, 0)
+	require.NoError(t, sweep.Wait(t.Context()))
+	sweep.Observe(t.Context(), hiro.Quota{StatusCode: 200, Cost: cost, Remaining: &five})
+	st, _, err := b.Snapshot(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, int64(5), *st.Left)
+	require.Equal(t, int64(2), st.SweepUsed, "the cost beyond the slot is debited")
+	n := 0
+	for sweep.Wait(t.Context()) == nil {
+		n++
+	}
+	require.Equal(t, 5, n)
+}
+
+func TestBudgetStoreFailureIsTransport(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	limiter := s.SharedBudget(store.UpstreamHiro, dayWindow).Limiter(budget.LaneSweep, time.Second)
+	var called atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { called.Store(true) }))
+	t.Cleanup(srv.Close)
+	c := hiro.New(hiro.Config{BaseURL: srv.URL, Limiter: limiter})
+	s.Close() // the database is gone
+
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	_, err := c.Tx(ctx, "0xabc")
+	require.Error(t, err)
+	require.Equal(t, pacer.ClassTransport, pacer.ClassOf(err), "%v", err)
+	var spent *hiro.BudgetSpentError
+	require.False(t, errors.As(err, &spent))
+	require.False(t, called.Load(), "no request without the budget's word")
+}

@@ -1,0 +1,104 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pacer-dev/pacer/internal/competition"
+)
+
+// KnownRejection returns the final rejection kept for txid and marks it seen
+// again (one round trip: the lookup is the write); found is false when
+// there is none (SPEC §5.5).
+func (s *Store) KnownRejection(ctx context.Context, txid string) (competition.Rejection, bool, error) {
+	var (
+		r              competition.Rejection
+		sender, detail *string
+	)
+	err := s.pool.QueryRow(ctx, `
+update swap_rejections set last_seen_at = now()
+where txid = $1
+returning txid, sender, reason, detail`, txid).Scan(&r.TxID, &sender, &r.Reason, &detail)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return competition.Rejection{}, false, nil
+	}
+	if err != nil {
+		return competition.Rejection{}, false, fmt.Errorf("known rejection %s: %w", txid, err)
+	}
+	r.Sender, r.Detail = deref(sender), deref(detail)
+	return r, true, nil
+}
+
+// RecordRejection keeps a final rejection, or marks a kept one seen again
+// (its first reason stands), and forgets the transaction as pending, in one
+// statement. A reason that is not final is refused before anything is
+// written: only verdicts about the transaction itself belong here.
+func (s *Store) RecordRejection(ctx context.Context, r competition.Rejection) error {
+	if !r.Reason.Final() {
+		return fmt.Errorf("record rejection %s: %q is not a final reason", r.TxID, r.Reason)
+	}
+	_, err := s.pool.Exec(ctx, `
+with kept as (
+    insert into swap_rejections as r (txid, sender, reason, detail, first_seen_at, last_seen_at)
+    values ($1, nullif($2, ''), $3, nullif($4, ''), now(), now())
+    on conflict (txid) do update set last_seen_at = excluded.last_seen_at
+    returning r.txid
+)
+delete from pending_txs where txid = (select txid from kept)`,
+		r.TxID, r.Sender, string(r.Reason), r.Detail)
+	if err != nil {
+		return fmt.Errorf("record rejection %s: %w", r.TxID, err)
+	}
+	return nil
+}
+
+// RecordPending keeps a transaction still in the mempool, so the next visit
+// of its sender looks at it again. Keeping it again changes nothing.
+func (s *Store) RecordPending(ctx context.Context, txid, sender string) error {
+	_, err := s.pool.Exec(ctx, `
+insert into pending_txs (txid, sender, first_seen_at) values ($1, $2, now())
+on conflict (txid) do nothing`, txid, sender)
+	if err != nil {
+		return fmt.Errorf("record pending %s: %w", txid, err)
+	}
+	return nil
+}
+
+// PendingTxs returns the transactions of sender kept as pending, oldest
+// first, at most limit of them: what a visit of the agent looks at again.
+func (s *Store) PendingTxs(ctx context.Context, sender string, limit int) ([]string, error) {
+	if limit < 1 {
+		return nil, fmt.Errorf("pending txs: limit %d is not positive", limit)
+	}
+	rows, err := s.pool.Query(ctx, `
+select txid from pending_txs where sender = $1
+order by first_seen_at, txid collate "C"
+limit $2`, sender, limit)
+	if err != nil {
+		return nil, fmt.Errorf("pending txs of %s: %w", sender, err)
+	}
+	txids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("pending txs of %s: %w", sender, err)
+	}
+	return txids, nil
+}
+
+// ForgetPending drops a pending transaction that will not be looked at again
+// through the verifier (one the listing shows dropped, say).
+func (s *Store) ForgetPending(ctx context.Context, txid string) error {
+	if _, err := s.pool.Exec(ctx, `delete from pending_txs where txid = $1`, txid); err != nil {
+		return fmt.Errorf("forget pending %s: %w", txid, err)
+	}
+	return nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}

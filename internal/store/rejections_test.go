@@ -1,0 +1,99 @@
+package store_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pacer-dev/pacer/internal/competition"
+)
+
+func TestRejections(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := t.Context()
+	const agent = "SP4DXVEC16FS6QR7RBKGWZYJKTXPC81W49W0ATJE"
+
+	_, found, err := s.KnownRejection(ctx, "0x01")
+	require.NoError(t, err)
+	require.False(t, found)
+
+	first := competition.Rejection{TxID: "0x01", Sender: agent, Reason: competition.ReasonTxFailed, Detail: "transaction ended with abort_by_response"}
+	require.NoError(t, s.RecordRejection(ctx, first))
+	got, found, err := s.KnownRejection(ctx, "0x01")
+	require.NoError(t, err)
+	require.True(t, found)
+	require.Equal(t, first, got)
+
+	// Seen again with another reason: the first verdict stands, only the
+	// time moves.
+	var firstSeen, lastSeen time.Time
+	read := func() {
+		require.NoError(t, s.Pool().QueryRow(ctx,
+			`select first_seen_at, last_seen_at from swap_rejections where txid = '0x01'`).Scan(&firstSeen, &lastSeen))
+	}
+	read()
+	before := lastSeen
+	require.NoError(t, s.RecordRejection(ctx, competition.Rejection{TxID: "0x01", Reason: competition.ReasonNotCanonical}))
+	got, _, err = s.KnownRejection(ctx, "0x01")
+	require.NoError(t, err)
+	require.Equal(t, first, got)
+	read()
+	require.True(t, lastSeen.After(before) || lastSeen.Equal(before))
+	require.True(t, !firstSeen.After(before))
+
+	// No sender, no detail: kept as nulls, read back empty.
+	require.NoError(t, s.RecordRejection(ctx, competition.Rejection{TxID: "0x02", Reason: competition.ReasonMalformedTx}))
+	got, found, err = s.KnownRejection(ctx, "0x02")
+	require.NoError(t, err)
+	require.True(t, found)
+	require.Equal(t, competition.Rejection{TxID: "0x02", Reason: competition.ReasonMalformedTx}, got)
+
+	for _, r := range []competition.Reason{competition.ReasonTxNotFound, competition.ReasonTxFetchFailed,
+		competition.ReasonDBUnavailable, competition.ReasonVerifyThrew, "no_such_reason"} {
+		require.Error(t, s.RecordRejection(ctx, competition.Rejection{TxID: "0x03", Reason: r}), string(r))
+	}
+	_, found, err = s.KnownRejection(ctx, "0x03")
+	require.NoError(t, err)
+	require.False(t, found, "a failure is never kept as a verdict")
+}
+
+func TestPendingTxs(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := t.Context()
+	const agent, other = "SP4DXVEC16FS6QR7RBKGWZYJKTXPC81W49W0ATJE", "SP1M8KHCJXB3SBRQRDBCG3J3859AA1CN0AWDHN17B"
+
+	for _, txid := range []string{"0x0a", "0x0b", "0x0c", "0x0d"} {
+		require.NoError(t, s.RecordPending(ctx, txid, agent))
+	}
+	require.NoError(t, s.RecordPending(ctx, "0x0a", agent), "keeping it again changes nothing")
+	require.NoError(t, s.RecordPending(ctx, "0x0e", other))
+
+	pending, err := s.PendingTxs(ctx, agent, 10)
+	require.NoError(t, err)
+	require.ElementsMatch(t, []string{"0x0a", "0x0b", "0x0c", "0x0d"}, pending)
+	pending, err = s.PendingTxs(ctx, agent, 2)
+	require.NoError(t, err)
+	require.Len(t, pending, 2)
+	_, err = s.PendingTxs(ctx, agent, 0)
+	require.Error(t, err)
+
+	// Mined into a swap, rejected, dropped: each stops being pending.
+	_, err = s.InsertSwap(ctx, testSwap("0x0a"))
+	require.NoError(t, err)
+	require.NoError(t, s.RecordRejection(ctx, competition.Rejection{TxID: "0x0b", Sender: agent, Reason: competition.ReasonTxFailed}))
+	require.NoError(t, s.ForgetPending(ctx, "0x0c"))
+	// A swap another writer inserted first still ends the pending state.
+	_, err = s.InsertSwap(ctx, testSwap("0x0f"))
+	require.NoError(t, err)
+	require.NoError(t, s.RecordPending(ctx, "0x0f", agent))
+	inserted, err := s.InsertSwap(ctx, testSwap("0x0f"))
+	require.NoError(t, err)
+	require.False(t, inserted)
+
+	pending, err = s.PendingTxs(ctx, agent, 10)
+	require.NoError(t, err)
+	require.Equal(t, []string{"0x0d"}, pending)
+}

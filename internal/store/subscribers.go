@@ -1,0 +1,92 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Subscriber statuses (SPEC §6).
+const (
+	SubscriberActive   = "active"
+	SubscriberDisabled = "disabled"
+)
+
+// Subscriber is one row of subscribers. Secret is never serialised: it is
+// shown once, by the command that creates it.
+type Subscriber struct {
+	ID     string   `json:"id"`
+	URL    string   `json:"url"`
+	Secret string   `json:"-"`
+	Events []string `json:"events"`
+	// Tokens and Agents filter what the deliveries carry; nil means all.
+	Tokens         []string   `json:"tokens"`
+	Agents         []string   `json:"agents"`
+	Status         string     `json:"status"`
+	CreatedAt      time.Time  `json:"createdAt"`
+	DisabledAt     *time.Time `json:"disabledAt,omitempty"`
+	DisabledReason string     `json:"disabledReason,omitempty"`
+	// FailingSince is when the endpoint began failing, nil while healthy.
+	FailingSince *time.Time `json:"failingSince,omitempty"`
+}
+
+// AddSubscriber stores a new, active subscriber. CreatedAt is when its
+// deliveries start: only periods that end after it are delivered.
+func (s *Store) AddSubscriber(ctx context.Context, sub Subscriber) error {
+	_, err := s.pool.Exec(ctx, `
+insert into subscribers (id, url, secret, events, tokens, agents, status, created_at)
+values ($1, $2, $3, $4, $5, $6, 'active', $7)`,
+		sub.ID, sub.URL, sub.Secret, sub.Events, sub.Tokens, sub.Agents, sub.CreatedAt)
+	if err != nil {
+		// A Postgres error's text names the constraint, never the row's
+		// values (those are in its Detail), so the secret stays out of it.
+		return fmt.Errorf("add subscriber %s: %w", sub.ID, err)
+	}
+	return nil
+}
+
+const subscriberColumns = `id, url, secret, events, tokens, agents, status, created_at, disabled_at,
+    coalesce(disabled_reason, ''), failing_since`
+
+func scanSubscriber(row pgx.CollectableRow) (Subscriber, error) {
+	var sub Subscriber
+	err := row.Scan(&sub.ID, &sub.URL, &sub.Secret, &sub.Events, &sub.Tokens, &sub.Agents, &sub.Status,
+		&sub.CreatedAt, &sub.DisabledAt, &sub.DisabledReason, &sub.FailingSince)
+	return sub, err
+}
+
+// Subscribers lists every subscriber, oldest first.
+func (s *Store) Subscribers(ctx context.Context) ([]Subscriber, error) {
+	rows, _ := s.pool.Query(ctx, `select `+subscriberColumns+` from subscribers order by created_at, id`)
+	subs, err := pgx.CollectRows(rows, scanSubscriber)
+	if err != nil {
+		return nil, fmt.Errorf("list subscribers: %w", err)
+	}
+	return subs, nil
+}
+
+// Subscriber reads one subscriber; found is false when there is none.
+func (s *Store) Subscriber(ctx context.Context, id string) (Subscriber, bool, error) {
+	rows, _ := s.pool.Query(ctx, `select `+subscriberColumns+` from subscribers where id = $1`, id)
+	sub, err := pgx.CollectExactlyOneRow(rows, scanSubscriber)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Subscriber{}, false, nil
+	}
+	if err != nil {
+		return Subscriber{}, false, fmt.Errorf("read subscriber %s: %w", id, err)
+	}
+	return sub, true, nil
+}
+
+// RemoveSubscriber deletes a subscriber and its deliveries; found is false
+// when there was none.
+func (s *Store) RemoveSubscriber(ctx context.Context, id string) (bool, error) {
+	tag, err := s.pool.Exec(ctx, `delete from subscribers where id = $1`, id)
+	if err != nil {
+		return false, fmt.Errorf("remove subscriber %s: %w", id, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}

@@ -1,0 +1,189 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	workflowpb "go.temporal.io/api/workflow/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/pacer-dev/pacer/internal/metrics"
+	"github.com/pacer-dev/pacer/workflows"
+)
+
+// Mode says who ensures the scheduler runs, which decides what becomes of
+// a scheduler stopped on purpose.
+type Mode int
+
+const (
+	// KeepAlive is a worker's check: a stopped scheduler stays stopped.
+	KeepAlive Mode = iota
+	// Start is an operator's `pacer start`: a stopped scheduler starts too.
+	Start
+)
+
+// Ensured is what Ensure found and did.
+type Ensured struct {
+	// RunID is the scheduler's run: the one started, the one running, or
+	// the stopped one left alone.
+	RunID string
+	// Started is true when this call started a run (or found one started
+	// at the same moment by another caller).
+	Started bool
+	// Stopped is the stopped run's result when KeepAlive left it stopped.
+	Stopped *workflows.StopResult
+	// Restart is set when the new run carries the state of a closed one.
+	Restart *workflows.Restart
+}
+
+// EnsureRunning starts the scheduler unless a run is open, as an operator
+// does (Ensure with Start), and returns the open run's ID.
+func EnsureRunning(ctx context.Context, c client.Client, s Scheduler) (string, error) {
+	e, err := Ensure(ctx, c, s, Start)
+	return e.RunID, err
+}
+
+// Ensure makes sure the scheduler runs (SPEC §3.5). An open run is left as
+// it is. A scheduler never started (or deleted) starts with s.Config. A run
+// stopped on purpose stays stopped under KeepAlive; under Start, and for a
+// run that closed any other way, a new run starts carrying the last state:
+// the stopped run's result, or for a run that ended without one the input
+// it started with (its history's first event) with its memo's pause and
+// breakers laid over it. Any number of callers at once make one run: the
+// server resolves the race (conflict policy USE_EXISTING). Describing a
+// workflow and reading its history are not billed actions.
+func Ensure(ctx context.Context, c client.Client, s Scheduler, mode Mode) (Ensured, error) {
+	s = s.withDefaults()
+	d, err := c.DescribeWorkflowExecution(ctx, s.WorkflowID, "")
+	var nf *serviceerror.NotFound
+	switch {
+	case errors.As(err, &nf):
+		return start(ctx, c, s, workflows.SchedulerInput{Config: s.Config})
+	case err != nil:
+		return Ensured{}, fmt.Errorf("describe scheduler %s: %w", s.WorkflowID, err)
+	}
+	info := d.GetWorkflowExecutionInfo()
+	runID := info.GetExecution().GetRunId()
+	switch info.GetStatus() {
+	case enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW:
+		return Ensured{RunID: runID}, nil
+	}
+	if info.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
+		var res *workflows.StopResult
+		if err := c.GetWorkflow(ctx, s.WorkflowID, runID).Get(ctx, &res); err != nil {
+			return Ensured{}, fmt.Errorf("read stopped scheduler %s: %w", s.WorkflowID, err)
+		}
+		if res != nil && res.State != nil {
+			if mode == KeepAlive {
+				return Ensured{RunID: runID, Stopped: res}, nil
+			}
+			return start(ctx, c, s, workflows.SchedulerInput{Config: res.Config, State: res.State,
+				Restart: &workflows.Restart{After: "stopped", RunID: runID, StateFrom: res.StoppedAt}})
+		}
+	}
+	in, err := lastInput(ctx, c, s, info)
+	if err != nil {
+		return Ensured{}, err
+	}
+	return start(ctx, c, s, in)
+}
+
+// lastInput is what a run that closed without a result carries on with:
+// the input it started with, its memo's pause and breakers, and its config
+// unless that config cannot run (then the worker's).
+func lastInput(ctx context.Context, c client.Client, s Scheduler, info *workflowpb.WorkflowExecutionInfo) (workflows.SchedulerInput, error) {
+	runID := info.GetExecution().GetRunId()
+	// The first page holds the first event; the rest is never read.
+	it := c.GetWorkflowHistory(ctx, s.WorkflowID, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	if !it.HasNext() {
+		return workflows.SchedulerInput{}, fmt.Errorf("%s run %s has no history", s.WorkflowID, runID)
+	}
+	first, err := it.Next()
+	if err != nil {
+		return workflows.SchedulerInput{}, fmt.Errorf("read the first event of %s run %s: %w", s.WorkflowID, runID, err)
+	}
+	started := first.GetWorkflowExecutionStartedEventAttributes()
+	if started == nil {
+		return workflows.SchedulerInput{}, fmt.Errorf("the first event of %s run %s is not its start", s.WorkflowID, runID)
+	}
+	var in workflows.SchedulerInput
+	if p := started.GetInput(); len(p.GetPayloads()) > 0 {
+		if err := s.DataConverter.FromPayloads(p, &in); err != nil {
+			return workflows.SchedulerInput{}, fmt.Errorf("decode the input of %s run %s: %w", s.WorkflowID, runID, err)
+		}
+	}
+	in.Restart = &workflows.Restart{
+		After:     strings.ToLower(strings.ReplaceAll(info.GetStatus().String(), "TimedOut", "timed out")),
+		RunID:     runID,
+		StateFrom: info.GetStartTime().AsTime().UTC(),
+	}
+	if in.Config.Validate() != nil {
+		in.Config = s.Config
+	}
+	if p := info.GetMemo().GetFields()[workflows.MemoKey]; p != nil {
+		var m workflows.Memo
+		if err := s.DataConverter.FromPayload(p, &m); err == nil && !m.At.IsZero() {
+			if in.State == nil {
+				in.State = &workflows.State{} // a first run's: it began with none
+			}
+			m.Apply(in.State)
+			at := m.At
+			in.Restart.OperatorStateFrom = &at
+		}
+	}
+	return in, nil
+}
+
+// start starts a run with in, or finds the one another caller just started.
+func start(ctx context.Context, c client.Client, s Scheduler, in workflows.SchedulerInput) (Ensured, error) {
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                       s.WorkflowID,
+		TaskQueue:                s.TaskQueue,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		StaticSummary:            "pacer scheduler " + s.WorkflowID,
+		// The Web UI shows this on the workflow page; the current state is in
+		// the workflow's current details (temporal workflow metadata).
+		StaticDetails: "Keeps rate-limited upstream data fresh: task tenero refreshes USD prices from Tenero, " +
+			"task sweep records the competition's swaps found through Hiro, each on its own cadence. " +
+			`Operate with query status; signals or updates pause {"for":"30m"}, resume, tune; signal refresh {"task":"sweep"}; ` +
+			`updates refreshNow {"task":"tenero"|"sweep"|"all"}, reconfigure {"teneroEvery":"5m"}, stop {"reason":"…"}.`,
+	}, workflows.WorkflowType, in)
+	if err != nil {
+		return Ensured{}, fmt.Errorf("start scheduler %s: %w", s.WorkflowID, err)
+	}
+	return Ensured{RunID: run.GetRunID(), Started: true, Restart: in.Restart}, nil
+}
+
+// Describe is what the metrics read of the scheduler: whether its latest
+// run is open or was stopped on purpose, its history length and its memo.
+// A description is a read, not a billed action: metrics come from it
+// rather than from status queries.
+func Describe(ctx context.Context, c client.Client, s Scheduler) (metrics.SchedulerView, error) {
+	s = s.withDefaults()
+	d, err := c.DescribeWorkflowExecution(ctx, s.WorkflowID, "")
+	if err != nil {
+		return metrics.SchedulerView{}, fmt.Errorf("describe scheduler %s: %w", s.WorkflowID, err)
+	}
+	info := d.GetWorkflowExecutionInfo()
+	v := metrics.SchedulerView{
+		Running:       info.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING,
+		HistoryLength: int(info.GetHistoryLength()),
+	}
+	if info.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
+		// Only a stop completes the scheduler; its result need not be read.
+		v.Stopped = true
+	}
+	if p := info.GetMemo().GetFields()[workflows.MemoKey]; p != nil {
+		var m workflows.Memo
+		if err := s.DataConverter.FromPayload(p, &m); err != nil {
+			return v, fmt.Errorf("decode the memo of scheduler %s: %w", s.WorkflowID, err)
+		}
+		v.Memo = &m
+	}
+	return v, nil
+}

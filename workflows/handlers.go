@@ -1,0 +1,345 @@
+package workflows
+
+import (
+	"encoding/json"
+	"errors"
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/pacer-dev/pacer"
+)
+
+// registerHandlers sets the status query and the updates. Each update's
+// validator rejects a bad input before anything is written to history; the
+// signals of the same names do the same work without an answer.
+func (s *scheduler) registerHandlers(ctx workflow.Context) error {
+	if err := workflow.SetQueryHandlerWithOptions(ctx, QueryStatus, func() (Status, error) {
+		return s.status(ctx), nil
+	}, workflow.QueryHandlerOptions{Description: "the scheduler's status document: pause, tasks, last results, pacing"}); err != nil {
+		return err
+	}
+	updates := []struct {
+		name, description  string
+		handler, validator any
+	}{
+		{UpdateRefreshNow, `run tasks now and return their results; {"task":"tenero"|"sweep"|"all"}`,
+			s.refreshNow, func(ctx workflow.Context, raw json.RawMessage) error {
+				_, err := ParseRefresh(raw, s.taskNames())
+				return s.unlessStopping(err)
+			}},
+		{UpdatePause, `pause scheduled runs and return when the pause ends; {"for":"30m"} or {"until":"<RFC3339>"}, at most 30 days`,
+			s.pauseNow, func(ctx workflow.Context, raw json.RawMessage) error {
+				_, err := ParsePause(raw, workflow.Now(ctx))
+				return s.unlessStopping(err)
+			}},
+		{UpdateResume, "clear a pause and close every open circuit breaker; no input",
+			s.resumeNow, func(workflow.Context, json.RawMessage) error { return s.unlessStopping(nil) }},
+		{UpdateTune, `set a task's pacing within its bounds and return it: {"task":…,"batch":20,"interval":"10m"}, or {"task":…,"reset":true}`,
+			s.tuneNow, func(ctx workflow.Context, raw json.RawMessage) error {
+				_, _, err := s.parseTune(raw)
+				return s.unlessStopping(err)
+			}},
+		{UpdateReconfigure, `change cadences in place: {"teneroEvery":"5m","sweepEvery":"1m"} (any subset); returns the config in force`,
+			s.reconfigure, func(ctx workflow.Context, raw json.RawMessage) error {
+				_, err := ParseReconfigure(raw, s.cfg)
+				return s.unlessStopping(err)
+			}},
+		{UpdateStop, `finish the runs in flight, then complete with the state as the result; workers leave it stopped until pacer start; {"reason":"…"}`,
+			s.stop, func(ctx workflow.Context, raw json.RawMessage) error {
+				_, err := ParseStop(raw)
+				if err == nil && s.stopping != nil {
+					err = errors.New("the scheduler is already stopping")
+				}
+				return err
+			}},
+	}
+	for _, u := range updates {
+		if err := workflow.SetUpdateHandlerWithOptions(ctx, u.name, u.handler, workflow.UpdateHandlerOptions{
+			Validator: u.validator, Description: u.description,
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// unlessStopping passes err on, or rejects any change once a stop began.
+func (s *scheduler) unlessStopping(err error) error {
+	if err == nil && s.stopping != nil {
+		return errStopping
+	}
+	return err
+}
+
+// refreshNow asks for a run of each selected task and waits for those runs.
+func (s *scheduler) refreshNow(ctx workflow.Context, raw json.RawMessage) (RefreshNowResult, error) {
+	names, err := ParseRefresh(raw, s.taskNames())
+	if err != nil {
+		return RefreshNowResult{}, err
+	}
+	want := make(map[string]int64, len(names))
+	for _, name := range names {
+		want[name] = s.tasks[name].Started + 1
+	}
+	s.request(names, workflow.Now(ctx))
+	s.logger.Info("scheduler.refresh_requested", "tasks", names, "via", "update")
+	s.wake.SendAsync(struct{}{})
+	if err := workflow.Await(ctx, func() bool {
+		for _, name := range names {
+			if s.tasks[name].Finished < want[name] {
+				return false
+			}
+		}
+		return true
+	}); err != nil {
+		return RefreshNowResult{}, err
+	}
+	var res RefreshNowResult
+	for _, name := range names {
+		switch name {
+		case pacer.TaskTenero:
+			res.Tenero = s.state.LastTeneroResult
+		case pacer.TaskSweep:
+			res.Sweep = s.state.LastSweepResult
+		}
+	}
+	return res, nil
+}
+
+func (s *scheduler) pauseNow(ctx workflow.Context, raw json.RawMessage) (PauseResult, error) {
+	until, err := ParsePause(raw, workflow.Now(ctx))
+	if err != nil {
+		return PauseResult{}, err
+	}
+	s.pause(until, "update")
+	s.wake.SendAsync(struct{}{})
+	return PauseResult{PausedUntil: until.UTC()}, nil
+}
+
+func (s *scheduler) resumeNow(ctx workflow.Context, _ json.RawMessage) (ResumeResult, error) {
+	res := s.resume("update")
+	s.wake.SendAsync(struct{}{})
+	return res, nil
+}
+
+func (s *scheduler) tuneNow(ctx workflow.Context, raw json.RawMessage) (TuneResult, error) {
+	in, names, err := s.parseTune(raw)
+	if err != nil {
+		return TuneResult{}, err
+	}
+	s.tune(in, names, workflow.Now(ctx))
+	s.wake.SendAsync(struct{}{})
+	res := TuneResult{Tasks: map[string]Pace{}}
+	for _, name := range names {
+		if p := s.state.Pacing[name]; p != nil {
+			res.Tasks[name] = Pace{Batch: p.Controller.Batch, Interval: p.Controller.Interval}
+		}
+	}
+	return res, nil
+}
+
+// reconfigure applies a new config in place at once, and continues as new
+// at the next idle moment so that the run's input holds it (a restart reads
+// the config from there).
+func (s *scheduler) reconfigure(ctx workflow.Context, raw json.RawMessage) (ReconfigureResult, error) {
+	next, err := ParseReconfigure(raw, s.cfg)
+	if err != nil {
+		return ReconfigureResult{}, err
+	}
+	prev := s.cfg
+	s.applyConfig(next.withDefaults(), workflow.Now(ctx))
+	s.reconfigured = true
+	note := next.CostNote()
+	s.logger.Info("scheduler.reconfigured", "teneroEvery", s.cfg.TeneroEvery, "sweepEvery", s.cfg.SweepEvery,
+		"wasTeneroEvery", prev.TeneroEvery, "wasSweepEvery", prev.SweepEvery, "cost", note)
+	s.wake.SendAsync(struct{}{})
+	return ReconfigureResult{Config: s.cfg, CostNote: note}, nil
+}
+
+// applyConfig puts a new config in force: each task's cadence, and its
+// controller's bounds, at the new cadence for a task whose cadence changed.
+func (s *scheduler) applyConfig(cfg Config, now time.Time) {
+	old := s.cfg
+	s.cfg = cfg
+	for _, d := range s.defs {
+		t := s.tasks[d.name]
+		t.Every = d.every(cfg)
+		p := s.state.Pacing[d.name]
+		if !s.paced || p == nil {
+			continue
+		}
+		if err := p.Controller.Clamp(controllerConfig(d.name, cfg, s.judge())); err != nil {
+			s.logger.Error("pacing.config_invalid", "task", d.name, "error", err.Error())
+			continue
+		}
+		if d.every(cfg) != d.every(old) {
+			_ = p.Controller.Tune(0, time.Duration(d.every(cfg)))
+		}
+		t.Every = pacer.Duration(p.Controller.Decide(now).Interval)
+	}
+}
+
+// stop stops scheduled runs, waits for the runs in flight, and answers with
+// the state the run then completes with.
+func (s *scheduler) stop(ctx workflow.Context, raw json.RawMessage) (*StopResult, error) {
+	in, err := ParseStop(raw)
+	if err != nil {
+		return nil, err
+	}
+	s.stopping = &in
+	s.logger.Info("scheduler.stop_requested", "reason", in.Reason)
+	s.wake.SendAsync(struct{}{})
+	if err := workflow.Await(ctx, s.idle); err != nil {
+		return nil, err
+	}
+	return s.stopResult(ctx), nil
+}
+
+func (s *scheduler) parseTune(raw json.RawMessage) (TuneInput, []string, error) {
+	in, names, err := ParseTune(raw, s.taskNames())
+	if err == nil && !s.paced {
+		err = errors.New("pacing is off in this run (it began before adaptive pacing existed; it turns on at the next continue-as-new)")
+	}
+	return in, names, err
+}
+
+func (s *scheduler) pause(until time.Time, via string) {
+	s.state.PausedUntil = &until
+	s.logger.Info("scheduler.paused", "until", until, "via", via)
+}
+
+func (s *scheduler) resume(via string) ResumeResult {
+	res := ResumeResult{WasPaused: s.state.PausedUntil != nil, BreakersClosed: []string{}}
+	for _, t := range s.state.Tasks {
+		if t.BreakerOpen() {
+			t.ResetBreaker()
+			res.BreakersClosed = append(res.BreakersClosed, t.Name)
+			s.logger.Info("scheduler.breaker_reset", "task", t.Name, "via", "resume")
+		}
+	}
+	if !res.WasPaused {
+		s.logger.Info("scheduler.resumed", "reason", "resume "+via+" (was not paused)")
+		return res
+	}
+	s.state.PausedUntil = nil
+	s.logger.Info("scheduler.resumed", "reason", "resume "+via)
+	return res
+}
+
+func (s *scheduler) onPause(ctx workflow.Context, raw json.RawMessage) {
+	until, err := ParsePause(raw, workflow.Now(ctx))
+	if err != nil {
+		s.reject(SignalPause, err, raw)
+		return
+	}
+	s.pause(until, "signal")
+}
+
+func (s *scheduler) onRefresh(ctx workflow.Context, raw json.RawMessage) {
+	names, err := ParseRefresh(raw, s.taskNames())
+	if err != nil {
+		s.reject(SignalRefresh, err, raw)
+		return
+	}
+	s.request(names, workflow.Now(ctx))
+	s.logger.Info("scheduler.refresh_requested", "tasks", names, "via", "signal")
+}
+
+func (s *scheduler) onTune(ctx workflow.Context, raw json.RawMessage) {
+	in, names, err := s.parseTune(raw)
+	if err != nil {
+		s.reject(SignalTune, err, raw)
+		return
+	}
+	s.tune(in, names, workflow.Now(ctx))
+}
+
+// reject logs a dropped signal with its reason (SPEC §3.1).
+func (s *scheduler) reject(name string, err error, raw json.RawMessage) {
+	s.logger.Warn("scheduler.message_rejected", "message", name, "reason", clip([]byte(err.Error())), "input", clip(raw))
+}
+
+// request asks for a run of each task as soon as possible. An explicit
+// refresh is an operator's word that the cause is fixed: it closes an open
+// breaker too.
+func (s *scheduler) request(names []string, now time.Time) {
+	for _, name := range names {
+		t := s.tasks[name]
+		if !t.Requested {
+			at := now
+			t.RequestedAt = &at
+		}
+		t.Requested = true
+		if t.BreakerOpen() {
+			t.ResetBreaker()
+			s.logger.Info("scheduler.breaker_reset", "task", name, "via", "refresh")
+		}
+	}
+}
+
+// signal is one of the scheduler's signals and what it does.
+type signal struct {
+	name   string
+	ch     workflow.ReceiveChannel
+	handle func(ctx workflow.Context, raw json.RawMessage)
+	// noInput signals ignore their payload, so it is never decoded.
+	noInput bool
+}
+
+func (s *scheduler) signals() []signal {
+	return []signal{
+		{SignalPause, s.pauseCh, s.onPause, false},
+		// resume takes no input: whatever payload it carries is ignored.
+		{SignalResume, s.resumeCh, func(workflow.Context, json.RawMessage) { s.resume("signal") }, true},
+		{SignalRefresh, s.refreshCh, s.onRefresh, false},
+		{SignalTune, s.tuneCh, s.onTune, false},
+	}
+}
+
+// receive takes one pending signal off its channel, if any, and applies it.
+// The channel decodes the payload with the worker's data converter (a codec
+// the worker is configured with included). One it cannot decode at all is
+// dropped by the SDK, which logs the decoding error and takes the next one;
+// the drop is seen here in the channel's length, and logged as a rejection
+// with the others.
+func (s *scheduler) receive(ctx workflow.Context, sig signal) bool {
+	before := sig.ch.Len()
+	var raw json.RawMessage
+	var ok bool
+	if sig.noInput {
+		ok = sig.ch.ReceiveAsync(nil)
+	} else {
+		ok = sig.ch.ReceiveAsync(&raw)
+	}
+	dropped := before - sig.ch.Len()
+	if ok {
+		dropped--
+	}
+	for range dropped {
+		s.logger.Warn("scheduler.message_rejected", "message", sig.name, "reason", "undecodable payload")
+	}
+	if ok {
+		sig.handle(ctx, raw)
+	}
+	return ok || dropped > 0
+}
+
+// drainSignals applies every signal already delivered, so none is lost when
+// the run continues as new or stops: their effects travel in the carried
+// state.
+func (s *scheduler) drainSignals(ctx workflow.Context) {
+	for _, sig := range s.signals() {
+		for s.receive(ctx, sig) {
+		}
+	}
+}
+
+// clip keeps a rejected payload short enough to log.
+func clip(raw json.RawMessage) string {
+	const max = 200
+	if len(raw) > max {
+		return string(raw[:max]) + "…"
+	}
+	return string(raw)
+}

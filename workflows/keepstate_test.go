@@ -1,0 +1,340 @@
+package workflows
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/schedule"
+)
+
+// update sends an update at virtual time d and records its outcome.
+type updateOutcome struct {
+	rejected error
+	result   any
+	err      error
+	done     bool
+}
+
+func (h *harness) update(d time.Duration, name, payload string) *updateOutcome {
+	out := &updateOutcome{}
+	h.at(d, func() {
+		var args []any
+		if payload != "" {
+			args = append(args, json.RawMessage(payload))
+		}
+		h.env.UpdateWorkflow(name, name+d.String()+payload, &testsuite.TestUpdateCallback{
+			OnReject:   func(err error) { out.rejected, out.done = err, true },
+			OnAccept:   func() {},
+			OnComplete: func(v any, err error) { out.result, out.err, out.done = v, err, true },
+		}, args...)
+	})
+	return out
+}
+
+func TestConfigValidate(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		give    Config
+		wantErr string
+	}{
+		{name: "defaults", give: Config{}},
+		{name: "one second cadences", give: Config{TeneroEvery: pacer.Duration(time.Second), SweepEvery: pacer.Duration(time.Second)}},
+		{name: "sub-second cadence", give: Config{TeneroEvery: pacer.Duration(500 * time.Millisecond)}, wantErr: "teneroEvery 500ms: want 0 (the default) or 1s to"},
+		{name: "negative cadence", give: Config{SweepEvery: pacer.Duration(-time.Minute)}, wantErr: "sweepEvery -1m0s"},
+		{name: "page of 4", give: Config{SweepPageSize: 4}, wantErr: "sweepPageSize 4: want 0 (the default, 100) or at least 5"},
+		{name: "page of 5", give: Config{SweepPageSize: 5}},
+		{name: "tiny history", give: Config{MaxHistoryEvents: 10}, wantErr: "maxHistoryEvents 10"},
+		{name: "huge history", give: Config{MaxHistoryEvents: 50_000}, wantErr: "maxHistoryEvents 50000"},
+		{name: "breaker off", give: Config{BreakerThreshold: -1}},
+		{name: "breaker below off", give: Config{BreakerThreshold: -2}, wantErr: "breakerThreshold -2"},
+		{name: "every error at once", give: Config{TeneroEvery: 1, SweepPageSize: 2}, wantErr: "sweepPageSize 2"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			err := tt.give.Validate()
+			if tt.wantErr == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, ErrInvalidConfig)
+			require.ErrorContains(t, err, tt.wantErr)
+		})
+	}
+}
+
+// A config the scheduler cannot run fails the run with the reason, once,
+// instead of panicking in a loop of failed workflow tasks.
+func TestInvalidConfigFailsTheRunClearly(t *testing.T) {
+	t.Parallel()
+	for _, cfg := range []Config{{SweepPageSize: 3}, {TeneroEvery: pacer.Duration(time.Millisecond)}} {
+		h := newHarness(t)
+		h.env.ExecuteWorkflow(WorkflowType, SchedulerInput{Config: cfg})
+		require.True(t, h.env.IsWorkflowCompleted())
+		var appErr *temporal.ApplicationError
+		require.True(t, errors.As(h.env.GetWorkflowError(), &appErr), "got %v", h.env.GetWorkflowError())
+		require.Equal(t, errTypeInvalidConfig, appErr.Type())
+		require.True(t, appErr.NonRetryable())
+		require.Zero(t, h.tenero.calls.Load())
+	}
+}
+
+func TestCostNote(t *testing.T) {
+	t.Parallel()
+	require.Empty(t, Config{}.CostNote())
+	note := Config{TeneroEvery: pacer.Duration(5 * time.Second)}.CostNote()
+	require.Equal(t, "tenero every 5s: up to 17280 runs and 34560 Temporal actions a day", note)
+}
+
+func TestInputDurationsAreText(t *testing.T) {
+	t.Parallel()
+	b, err := json.Marshal(SchedulerInput{Config: Config{TeneroEvery: pacer.Duration(5 * time.Minute)}})
+	require.NoError(t, err)
+	require.JSONEq(t, `{"config":{"teneroEvery":"5m0s"}}`, string(b))
+	// Inputs recorded before durations were text still decode.
+	var old SchedulerInput
+	require.NoError(t, json.Unmarshal([]byte(`{"config":{"teneroEvery":2000000000,"sweepEvery":3000000000},
+		"state":{"tasks":[{"name":"tenero","every":2000000000,"started":3,"finished":3}],"generation":0}}`), &old))
+	require.Equal(t, pacer.Duration(2*time.Second), old.Config.TeneroEvery)
+	require.Equal(t, pacer.Duration(2*time.Second), old.State.Tasks[0].Every)
+}
+
+func TestStopCompletesWithStateAsResult(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.at(time.Minute, func() { h.signal(SignalPause, `{"for":"2h"}`) })
+	bad := h.update(2*time.Minute, UpdateStop, `{"reason":"`+strings.Repeat("x", 600)+`"}`)
+	stop := h.update(3*time.Minute, UpdateStop, `{"reason":"maintenance"}`)
+	h.env.ExecuteWorkflow(WorkflowType, SchedulerInput{Config: Config{TeneroEvery: pacer.Duration(2 * time.Minute)}})
+	require.True(t, h.env.IsWorkflowCompleted())
+	require.NoError(t, h.env.GetWorkflowError())
+	var res StopResult
+	require.NoError(t, h.env.GetWorkflowResult(&res))
+	require.Equal(t, "maintenance", res.Reason)
+	require.Equal(t, t0.Add(3*time.Minute), res.StoppedAt)
+	require.Equal(t, pacer.Duration(2*time.Minute), res.Config.TeneroEvery)
+	require.Equal(t, t0.Add(time.Minute+2*time.Hour), *res.State.PausedUntil, "the pause travels in the result")
+	require.EqualValues(t, 1, res.State.Tasks[0].Started)
+
+	require.ErrorContains(t, bad.rejected, "at most 500")
+	require.NoError(t, stop.err)
+	require.Equal(t, "maintenance", stop.result.(*StopResult).Reason)
+}
+
+// Once a stop began, nothing may change the state it hands over.
+func TestStoppingRejectsChanges(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.tenero.set(func(int32) (pacer.TeneroResult, error) {
+		time.Sleep(50 * time.Millisecond) // real time: the stop arrives while it runs
+		return pacer.TeneroResult{Succeeded: 1}, nil
+	})
+	stop := h.update(5*time.Minute, UpdateStop, ``)
+	again := h.update(5*time.Minute, UpdateStop, `{"reason":"twice"}`)
+	pause := h.update(5*time.Minute, UpdatePause, `{"for":"1h"}`)
+	refresh := h.update(5*time.Minute, UpdateRefreshNow, `{"task":"all"}`)
+	h.env.ExecuteWorkflow(WorkflowType, SchedulerInput{})
+	require.NoError(t, h.env.GetWorkflowError())
+	require.True(t, stop.done)
+	require.ErrorIs(t, pause.rejected, errStopping)
+	require.ErrorIs(t, refresh.rejected, errStopping)
+	require.ErrorContains(t, again.rejected, "already stopping")
+}
+
+func TestUpdatesAnswerOrReject(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.tenero.set(func(int32) (pacer.TeneroResult, error) {
+		return pacer.TeneroResult{}, temporal.NewNonRetryableApplicationError("410", string(pacer.ClassPermanent), nil)
+	})
+	pause := h.update(time.Minute, UpdatePause, `{"for":"30m"}`)
+	pastPause := h.update(time.Minute, UpdatePause, `{"until":"2001-01-01T00:00:00Z"}`)
+	tune := h.update(2*time.Minute, UpdateTune, `{"task":"sweep","batch":20}`)
+	badTune := h.update(2*time.Minute, UpdateTune, `{"task":"nope","batch":20}`)
+	resume := h.update(20*time.Minute, UpdateResume, ``)
+	h.runFor(t, 21*time.Minute, SchedulerInput{Config: Config{BreakerThreshold: 1}})
+
+	require.NoError(t, pause.err)
+	require.Equal(t, PauseResult{PausedUntil: t0.Add(31 * time.Minute)}, pause.result)
+	require.ErrorContains(t, pastPause.rejected, "not in the future")
+	require.NoError(t, tune.err)
+	require.Equal(t, Pace{Batch: 20, Interval: pacer.Duration(time.Minute)}, tune.result.(TuneResult).Tasks[pacer.TaskSweep])
+	require.ErrorContains(t, badTune.rejected, `unknown task "nope"`)
+	require.NoError(t, resume.err)
+	require.Equal(t, ResumeResult{WasPaused: true, BreakersClosed: []string{pacer.TaskTenero}}, resume.result)
+}
+
+func TestReconfigureInPlace(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	var starts []time.Time
+	var mu sync.Mutex
+	h.tenero.set(func(int32) (pacer.TeneroResult, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		starts = append(starts, h.env.Now().UTC())
+		return pacer.TeneroResult{Succeeded: 1}, nil
+	})
+	rejected := map[string]*updateOutcome{}
+	for give, want := range map[string]string{
+		`{"schedules":{"rollup":{"cron":"5 * * * *"}}}`: "not supported by this build yet",
+		`{"teneroEvery":"500ms"}`:                       "teneroEvery 500ms",
+		`{"teneroEvery":"soon"}`:                        `"teneroEvery" must be a positive Go duration`,
+		`{}`:                                            `give "teneroEvery"`,
+		`{"teneroEvery":"2m","extra":1}`:                "invalid JSON",
+	} {
+		rejected[want] = h.update(time.Minute, UpdateReconfigure, give)
+	}
+	ok := h.update(6*time.Minute, UpdateReconfigure, `{"teneroEvery":"2m"}`)
+	h.env.ExecuteWorkflow(WorkflowType, SchedulerInput{Config: Config{SweepEvery: pacer.Duration(time.Hour)}})
+
+	for want, u := range rejected {
+		require.ErrorContains(t, u.rejected, want)
+	}
+	require.NoError(t, ok.err)
+	require.Equal(t, pacer.Duration(2*time.Minute), ok.result.(ReconfigureResult).Config.TeneroEvery)
+	// The run continued as new at once (nothing was in flight) with the new
+	// config and the state.
+	var can *workflow.ContinueAsNewError
+	require.True(t, errors.As(h.env.GetWorkflowError(), &can), "got %v", h.env.GetWorkflowError())
+	var next SchedulerInput
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
+	require.Equal(t, pacer.Duration(2*time.Minute), next.Config.TeneroEvery)
+	require.Equal(t, pacer.Duration(time.Hour), next.Config.SweepEvery)
+	require.Equal(t, pacer.Duration(2*time.Minute), next.State.Tasks[0].Every, "the controller follows the new cadence")
+	require.Equal(t, []time.Time{t0, t0.Add(5 * time.Minute)}, starts)
+}
+
+// Each run carries its run key: a scheduled run the time it was due, a
+// refresh the time it was asked for, marked manual.
+func TestRunsCarryTheirOccurrence(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	var occs []pacer.Occurrence
+	var mu sync.Mutex
+	h.tenero.set(func(int32) (pacer.TeneroResult, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		occs = append(occs, h.tenero.last.Load().Occurrence)
+		return pacer.TeneroResult{Succeeded: 1}, nil
+	})
+	h.at(7*time.Minute+30*time.Second, func() { h.signal(SignalRefresh, `{"task":"tenero"}`) })
+	h.runFor(t, 11*time.Minute, SchedulerInput{})
+	require.Equal(t, []pacer.Occurrence{
+		{Task: pacer.TaskTenero, NominalAt: t0},
+		{Task: pacer.TaskTenero, NominalAt: t0.Add(5 * time.Minute)},
+		{Task: pacer.TaskTenero, NominalAt: t0.Add(7*time.Minute + 30*time.Second), Manual: true},
+	}, occs, "the next is due 5 minutes after the refresh started, past the end")
+}
+
+// With a month budget far from binding, a run waits for the few requests
+// it will make, not for a whole batch (SPEC §4.7): tenero keeps its 1-minute
+// cadence.
+func TestPacingByNeedKeepsTheCadence(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	month := 49_997
+	h.tenero.set(func(call int32) (pacer.TeneroResult, error) {
+		month -= 3
+		left, minute := month, 97
+		return pacer.TeneroResult{TokensAttempted: 8, Succeeded: 8, Pegged: 5, Wanted: 3,
+			Run: pacer.Run{Requests: 3, MonthRemaining: &left, MinuteRemaining: &minute}}, nil
+	})
+	h.at(30*time.Minute+30*time.Second, func() {
+		st := h.status(t)
+		tk := st.Tasks[pacer.TaskTenero]
+		require.Equal(t, "cadence", tk.Waiting, "not pacing: %v", tk.NextDueAt)
+		require.Equal(t, t0.Add(31*time.Minute), *tk.NextDueAt)
+	})
+	h.runFor(t, 30*time.Minute+time.Second, SchedulerInput{Config: Config{
+		TeneroEvery: pacer.Duration(time.Minute), SweepEvery: pacer.Duration(time.Hour)}})
+	// 49,997 left over 17.5 days is about 2 a minute: a batch of 64 would
+	// wait half an hour, 3 requests a minute and a half, but month pacing
+	// lends what accrued while the budget was new.
+	require.GreaterOrEqual(t, h.tenero.calls.Load(), int32(20), "runs at about its 1-minute cadence")
+}
+
+// Status says why a task waits, in one word and a time.
+func TestStatusSaysWhyATaskWaits(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.tenero.set(func(call int32) (pacer.TeneroResult, error) {
+		if call == 2 {
+			return pacer.TeneroResult{}, temporal.NewNonRetryableApplicationError("quota", string(pacer.ClassRateLimit), nil,
+				pacer.TeneroResult{Run: pacer.Run{RateLimited: true, RateLimitBackoffMs: (20 * time.Minute).Milliseconds()}})
+		}
+		return pacer.TeneroResult{Succeeded: 1}, nil
+	})
+	h.at(time.Minute, func() {
+		tk := h.status(t).Tasks[pacer.TaskTenero]
+		require.Equal(t, "cadence", tk.Waiting)
+		require.Equal(t, t0.Add(5*time.Minute), *tk.NextDueAt)
+	})
+	h.at(6*time.Minute, func() {
+		tk := h.status(t).Tasks[pacer.TaskTenero]
+		require.Equal(t, "backoff", tk.Waiting)
+		require.Equal(t, t0.Add(25*time.Minute), *tk.NextDueAt)
+		h.signal(SignalPause, `{"for":"1h"}`)
+	})
+	h.at(7*time.Minute, func() {
+		tk := h.status(t).Tasks[pacer.TaskTenero]
+		require.Equal(t, "paused", tk.Waiting)
+		require.Equal(t, t0.Add(66*time.Minute), *tk.NextDueAt)
+	})
+	h.runFor(t, 8*time.Minute, SchedulerInput{Config: Config{SweepEvery: pacer.Duration(time.Hour)}})
+}
+
+// One timer per wake-up: a run's end does not re-arm the timer when the
+// task's next due time did not change.
+func TestOneTimerPerWakeUp(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	var timers int
+	h.env.SetOnTimerScheduledListener(func(string, time.Duration) { timers++ })
+	h.runFor(t, 60*time.Minute+30*time.Second, SchedulerInput{})
+	// Sweeps every minute from 0 to 60, tenero every 5 with them: the
+	// wake-ups are the 60 minutes after the start.
+	require.EqualValues(t, 61, h.sweep.calls.Load())
+	require.EqualValues(t, 13, h.tenero.calls.Load())
+	require.Equal(t, 61, timers, "60 wake-ups and the timer armed for minute 61")
+}
+
+// The memo carries what metrics and a restart need, and is written only
+// when it changes.
+func TestMemoFollowsTheState(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	var memos []Memo
+	h.env.OnUpsertMemo(mock.Anything).Run(func(args mock.Arguments) {
+		memos = append(memos, args.Get(0).(map[string]any)[MemoKey].(Memo))
+	}).Return(nil)
+	h.at(90*time.Second, func() { h.signal(SignalPause, `{"for":"1h"}`) })
+	h.runFor(t, 10*time.Minute, SchedulerInput{Config: Config{SweepEvery: pacer.Duration(time.Hour)}})
+	require.Len(t, memos, 2, "one at the start, one for the pause: %+v", memos)
+	require.Nil(t, memos[0].PausedUntil)
+	require.Equal(t, t0.Add(90*time.Second+time.Hour), *memos[1].PausedUntil)
+	require.Equal(t, t0.Add(90*time.Second), memos[1].At)
+	require.Equal(t, maxTeneroBatch, memos[1].Tasks[pacer.TaskTenero].Batch)
+	require.Equal(t, pacer.Duration(5*time.Minute), memos[1].Tasks[pacer.TaskTenero].Interval)
+
+	// A restart lays the memo's pause and breakers over an older state.
+	st := State{Tasks: []*schedule.Task{{Name: pacer.TaskTenero}}}
+	until := t0.Add(time.Hour)
+	Memo{PausedUntil: &until, Tasks: map[string]MemoTask{pacer.TaskTenero: {ConsecutiveFailures: 13, BreakerUntil: &until, BreakerTrips: 1}}}.Apply(&st)
+	require.Equal(t, until, *st.PausedUntil)
+	require.Equal(t, 13, st.Tasks[0].ConsecutiveFailures)
+	require.True(t, st.Tasks[0].BreakerOpen())
+}

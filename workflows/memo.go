@@ -1,0 +1,92 @@
+package workflows
+
+import (
+	"encoding/json"
+	"maps"
+	"slices"
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/schedule"
+)
+
+// Memo is what the scheduler keeps in its workflow memo: the state that
+// changes between runs and that others must read without a status query,
+// which is a billed action on Temporal Cloud. DescribeWorkflowExecution
+// returns it, open or closed, for free: the API's metrics read it at every
+// scrape, and a worker restarting a terminated scheduler lays it over the
+// state the last run started with, so that a pause or an open breaker
+// survives even a terminate.
+type Memo struct {
+	// At is the workflow time of this memo: how current a restart's pause
+	// and breakers are.
+	At          time.Time           `json:"at"`
+	PausedUntil *time.Time          `json:"pausedUntil"`
+	Tasks       map[string]MemoTask `json:"tasks"`
+}
+
+// MemoTask is one task in the memo.
+type MemoTask struct {
+	ConsecutiveFailures int        `json:"consecutiveFailures"`
+	BreakerUntil        *time.Time `json:"breakerUntil,omitempty"`
+	BreakerTrips        int        `json:"breakerTrips,omitempty"`
+	// What pacing decided; absent in a run without pacing.
+	Batch        int            `json:"batch,omitempty"`
+	Interval     pacer.Duration `json:"interval,omitempty"`
+	Zone         string         `json:"zone,omitempty"`
+	RunsOutEarly bool           `json:"runsOutEarly,omitempty"`
+}
+
+// Apply lays the memo's pause and breakers over a state that is older (the
+// input of the run the memo belongs to): they are what operators set and
+// must find again after a restart.
+// A task the state does not hold yet (the state of a first run is empty)
+// is added; the workflow puts the tasks in order when it starts.
+func (m Memo) Apply(st *State) {
+	st.PausedUntil = m.PausedUntil
+	for _, name := range slices.Sorted(maps.Keys(m.Tasks)) {
+		mt := m.Tasks[name]
+		i := slices.IndexFunc(st.Tasks, func(t *schedule.Task) bool { return t != nil && t.Name == name })
+		if i < 0 {
+			st.Tasks = append(st.Tasks, &schedule.Task{Name: name})
+			i = len(st.Tasks) - 1
+		}
+		t := st.Tasks[i]
+		t.ConsecutiveFailures, t.BreakerUntil, t.BreakerTrips = mt.ConsecutiveFailures, mt.BreakerUntil, mt.BreakerTrips
+	}
+}
+
+// memo is the scheduler's memo now.
+func (s *scheduler) memo(now time.Time) Memo {
+	m := Memo{At: now, PausedUntil: utc(s.state.PausedUntil), Tasks: map[string]MemoTask{}}
+	for _, t := range s.state.Tasks {
+		mt := MemoTask{ConsecutiveFailures: t.ConsecutiveFailures, BreakerUntil: utc(t.BreakerUntil), BreakerTrips: t.BreakerTrips}
+		if p := s.pacingStatus(t.Name, now); p != nil {
+			mt.Batch, mt.Zone = p.Batch, string(p.Zone)
+			mt.Interval = s.state.Pacing[t.Name].Controller.Interval
+			mt.RunsOutEarly = p.Budget != nil && p.Budget.RunsOutEarly
+		}
+		m.Tasks[t.Name] = mt
+	}
+	return m
+}
+
+// upsertMemo writes the memo when anything in it but its time changed: a
+// memo upsert is a history event, though not a billed action.
+func (s *scheduler) upsertMemo(ctx workflow.Context) {
+	m := s.memo(workflow.Now(ctx))
+	at := m.At
+	m.At = time.Time{}
+	key, err := json.Marshal(m)
+	if err != nil || string(key) == s.memoKey {
+		return
+	}
+	m.At = at.UTC()
+	if err := workflow.UpsertMemo(ctx, map[string]any{MemoKey: m}); err != nil {
+		s.logger.Warn("scheduler.memo_failed", "error", err.Error())
+		return
+	}
+	s.memoKey = string(key)
+}
