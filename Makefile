@@ -16,10 +16,10 @@ FUZZ_TARGETS := \
 	internal/hiro:FuzzParseQuota internal/hiro:FuzzTxResponse internal/hiro:FuzzAddressTransactionsResponse \
 	internal/catalog:FuzzValidTokenID internal/api:FuzzParseTokens internal/api:FuzzParseRollupQuery \
 	internal/webhook:FuzzValidateURL internal/webhook:FuzzParseLadder \
-	workflows:FuzzParsePause workflows:FuzzParseRefresh workflows:FuzzParseTune \
+	workflows:FuzzParsePause workflows:FuzzParseRefresh workflows:FuzzParseTune workflows:FuzzParseReconfigure \
 	internal/cron:FuzzParseSpec
 
-.PHONY: help build dev test test-unit lint tools clean postgres chromium histories bench bench-hidden cost fuzz
+.PHONY: help build dev test test-unit lint tools clean postgres chromium histories bench bench-hidden cost catchup fuzz
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -76,6 +76,11 @@ cost: tools postgres ## measure billed Temporal actions per simulated day on the
 	COST_HOURS=$(COST_HOURS) COST_SCALE=$(COST_SCALE) COST_OUT=$(CURDIR)/.cost.md \
 	  go test -tags cost -count=1 -timeout 120m -run TestMeasuredCost ./worker/ > /tmp/pacer-cost.log 2>&1 || { cat /tmp/pacer-cost.log; exit 1; }
 	@cat $(CURDIR)/.cost.md
+
+CATCHUP_OUTAGE ?= 5m
+catchup: tools postgres ## the schedules' catch-up on the real stack: rollup on `* * * * *` under each policy, every worker down CATCHUP_OUTAGE, SIGKILL ×3 mid-backfill (~9 min)
+	set -o pipefail; CATCHUP_OUTAGE=$(CATCHUP_OUTAGE) go test -tags catchup -count=1 -timeout 30m -run TestCatchUpOnTheRealStack -v ./worker/ \
+	  | grep -E 'figures|^\s+\||Error|SIGKILL|stopped at|^(ok|FAIL|---)'
 
 histories: tools ## record today's workflow histories for the replay tests beside the older ones (never rewrites one; needs bin/temporal)
 	go test -tags histories -count=1 -run TestWriteHistories ./workflows/

@@ -161,14 +161,15 @@ func TestReconfigureTakesEffectWithoutTerminate(t *testing.T) {
 	})
 
 	_, err = worker.Update[workflows.ReconfigureResult](ctx, s.tc, s.sched.WorkflowID, workflows.UpdateReconfigure,
-		map[string]any{"schedules": map[string]any{"rollup": map[string]string{"cron": "5 * * * *"}}})
-	require.ErrorContains(t, err, "not supported by this build yet")
+		map[string]any{"schedules": map[string]any{"deliver": map[string]string{"every": "1m"}}})
+	require.ErrorContains(t, err, "deliver has no schedule")
 	_, err = worker.Update[workflows.ReconfigureResult](ctx, s.tc, s.sched.WorkflowID, workflows.UpdateReconfigure,
 		map[string]string{"teneroEvery": "100ms"})
 	require.ErrorContains(t, err, "teneroEvery 100ms")
 
 	res, err := worker.Update[workflows.ReconfigureResult](ctx, s.tc, s.sched.WorkflowID, workflows.UpdateReconfigure,
-		map[string]string{"teneroEvery": "2s"})
+		map[string]any{"teneroEvery": "2s", "schedules": map[string]any{
+			"rollup": map[string]string{"cron": "30 * * * *", "tz": "Europe/London", "catchup": "coalesce"}}})
 	require.NoError(t, err)
 	require.Equal(t, pacer.Duration(2*time.Second), res.Config.TeneroEvery)
 	require.Contains(t, res.CostNote, "tenero every 2s")
@@ -180,6 +181,11 @@ func TestReconfigureTakesEffectWithoutTerminate(t *testing.T) {
 	require.Equal(t, "2s", st.Tasks[pacer.TaskTenero].Every)
 	require.Equal(t, pacer.Duration(2*time.Second), st.Config.TeneroEvery)
 	require.Equal(t, pacer.Duration(time.Hour), st.Config.SweepEvery, "what was not given is kept")
+	rollup := st.Tasks[pacer.TaskRollup]
+	require.Equal(t, "30 * * * *", rollup.Schedule.Cron)
+	require.Equal(t, "Europe/London", rollup.Schedule.TZ)
+	require.NotNil(t, rollup.Occurrences)
+	require.Equal(t, 30, rollup.Occurrences.NextAt.Minute())
 	require.GreaterOrEqual(t, st.Generation, 1, "continued as new with the new config")
 
 	// Nothing was terminated: every closed run of the chain continued as new.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/cron"
 	"github.com/pacer-dev/pacer/internal/schedule"
 )
 
@@ -30,6 +31,11 @@ type Config struct {
 	// heartbeat before Temporal retries it elsewhere (0 = 2 minutes). The
 	// activities heartbeat at most once per 0.8 × it, on progress only.
 	HeartbeatTimeout pacer.Duration `json:"heartbeatTimeout,omitempty"`
+	// Schedules are the task schedules configured (SPEC §3.4,
+	// PACER_SCHEDULES): tenero and sweep take {"every":…} (it wins over
+	// TeneroEvery/SweepEvery), rollup an interval or a cron spec (default
+	// cron.Default), deliver none (it runs while deliveries are due).
+	Schedules cron.Schedules `json:"schedules,omitempty"`
 }
 
 // Bounds of a valid Config.
@@ -81,6 +87,7 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("maxHistoryEvents %d: want 0 (the default, %d) or %d to %d",
 			c.MaxHistoryEvents, DefaultMaxHistoryEvents, minHistoryEvents, maxHistoryEvents))
 	}
+	errs = append(errs, c.validateSchedules()...)
 	if c.BreakerThreshold < -1 {
 		errs = append(errs, fmt.Errorf("breakerThreshold %d: want -1 (off), 0 (the default, %d) or more",
 			c.BreakerThreshold, DefaultBreakerThreshold))
@@ -92,6 +99,53 @@ func (c Config) Validate() error {
 }
 
 const defaultSweepPage = 100
+
+// validateSchedules checks each configured schedule against its task: the
+// name, the kind of schedule the task can follow, and that it compiles.
+func (c Config) validateSchedules() []error {
+	var errs []error
+	for _, task := range c.Schedules.Tasks() {
+		spec := c.Schedules[task]
+		switch {
+		case task == pacer.TaskDeliver:
+			errs = append(errs, fmt.Errorf("schedules.deliver: deliver has no schedule: it runs while deliveries are due"))
+		case task != pacer.TaskTenero && task != pacer.TaskSweep && task != pacer.TaskRollup:
+			errs = append(errs, fmt.Errorf("schedules: unknown task %.40q (want %s, %s or %s)", task,
+				pacer.TaskTenero, pacer.TaskSweep, pacer.TaskRollup))
+		case spec.IsCron() && task != pacer.TaskRollup:
+			errs = append(errs, fmt.Errorf(`schedules.%s: %s is paced to its upstream's budget, which moves its interval: give it {"every":"<duration>"}, not a cron spec`, task, task))
+		case !spec.IsCron() && (spec.Every < MinEvery || spec.Every > MaxEvery):
+			errs = append(errs, fmt.Errorf("schedules.%s: every %s: want %s to %s", task, spec.Every, MinEvery, MaxEvery))
+		case spec.IsCron():
+			if _, err := cron.New(spec); err != nil {
+				errs = append(errs, fmt.Errorf("schedules.%s: %w", task, err))
+			}
+		}
+	}
+	return errs
+}
+
+// schedule is the schedule a task follows: the configured one, else the
+// task's default (rollup's cron.Default; the cadence fields for tenero and
+// sweep). ok is false for a task without one (deliver).
+func (c Config) schedule(task string) (cron.Spec, bool) {
+	if spec, ok := c.Schedules[task]; ok {
+		return spec, true
+	}
+	switch task {
+	case pacer.TaskTenero:
+		return cron.Spec{Every: time.Duration(c.TeneroEvery)}, true
+	case pacer.TaskSweep:
+		return cron.Spec{Every: time.Duration(c.SweepEvery)}, true
+	}
+	return cron.Default(task)
+}
+
+// every is a task's interval (0 for a cron or unscheduled task).
+func (c Config) every(task string) pacer.Duration {
+	spec, _ := c.schedule(task)
+	return pacer.Duration(spec.Every)
+}
 
 func (c Config) withDefaults() Config {
 	if c.TeneroEvery <= 0 {
@@ -131,14 +185,11 @@ func (c Config) breaker(on bool) schedule.Breaker {
 func (c Config) CostNote() string {
 	c = c.withDefaults()
 	var notes []string
-	for _, t := range []struct {
-		task  string
-		every pacer.Duration
-	}{{pacer.TaskTenero, c.TeneroEvery}, {pacer.TaskSweep, c.SweepEvery}} {
-		if d := time.Duration(t.every); d < time.Minute {
+	for _, task := range []string{pacer.TaskTenero, pacer.TaskSweep, pacer.TaskRollup} {
+		if d := time.Duration(c.every(task)); d > 0 && d < time.Minute {
 			runs := float64(24*time.Hour) / float64(d)
 			notes = append(notes, fmt.Sprintf("%s every %s: up to %.0f runs and %.0f Temporal actions a day",
-				t.task, d, runs, 2*runs))
+				task, d, runs, 2*runs))
 		}
 	}
 	return strings.Join(notes, "; ")

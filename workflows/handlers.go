@@ -23,7 +23,7 @@ func (s *scheduler) registerHandlers(ctx workflow.Context) error {
 		name, description  string
 		handler, validator any
 	}{
-		{UpdateRefreshNow, `run tasks now and return their results; {"task":"tenero"|"sweep"|"all"}`,
+		{UpdateRefreshNow, `run tasks now and return their results; {"task":"tenero"|"sweep"|"rollup"|"deliver"|"all"}`,
 			s.refreshNow, func(ctx workflow.Context, raw json.RawMessage) error {
 				_, err := ParseRefresh(raw, s.taskNames())
 				return s.unlessStopping(err)
@@ -40,7 +40,7 @@ func (s *scheduler) registerHandlers(ctx workflow.Context) error {
 				_, _, err := s.parseTune(raw)
 				return s.unlessStopping(err)
 			}},
-		{UpdateReconfigure, `change cadences in place: {"teneroEvery":"5m","sweepEvery":"1m"} (any subset); returns the config in force`,
+		{UpdateReconfigure, `change cadences and schedules in place: {"teneroEvery":"5m","sweepEvery":"1m","schedules":{"rollup":{"cron":"5 * * * *","catchup":"backfill"}}} (any subset); returns the config in force`,
 			s.reconfigure, func(ctx workflow.Context, raw json.RawMessage) error {
 				_, err := ParseReconfigure(raw, s.cfg)
 				return s.unlessStopping(err)
@@ -102,6 +102,10 @@ func (s *scheduler) refreshNow(ctx workflow.Context, raw json.RawMessage) (Refre
 			res.Tenero = s.state.LastTeneroResult
 		case pacer.TaskSweep:
 			res.Sweep = s.state.LastSweepResult
+		case pacer.TaskRollup:
+			res.Rollup = s.state.LastRollupResult
+		case pacer.TaskDeliver:
+			res.Deliver = s.state.LastDeliverResult
 		}
 	}
 	return res, nil
@@ -112,13 +116,13 @@ func (s *scheduler) pauseNow(ctx workflow.Context, raw json.RawMessage) (PauseRe
 	if err != nil {
 		return PauseResult{}, err
 	}
-	s.pause(until, "update")
+	s.pause(until, workflow.Now(ctx), "update")
 	s.wake.SendAsync(struct{}{})
 	return PauseResult{PausedUntil: until.UTC()}, nil
 }
 
 func (s *scheduler) resumeNow(ctx workflow.Context, _ json.RawMessage) (ResumeResult, error) {
-	res := s.resume("update")
+	res := s.resume(workflow.Now(ctx), "update")
 	s.wake.SendAsync(struct{}{})
 	return res, nil
 }
@@ -152,7 +156,8 @@ func (s *scheduler) reconfigure(ctx workflow.Context, raw json.RawMessage) (Reco
 	s.reconfigured = true
 	note := next.CostNote()
 	s.logger.Info("scheduler.reconfigured", "teneroEvery", s.cfg.TeneroEvery, "sweepEvery", s.cfg.SweepEvery,
-		"wasTeneroEvery", prev.TeneroEvery, "wasSweepEvery", prev.SweepEvery, "cost", note)
+		"wasTeneroEvery", prev.TeneroEvery, "wasSweepEvery", prev.SweepEvery, "schedules", s.cfg.Schedules,
+		"wasSchedules", prev.Schedules, "cost", note)
 	s.wake.SendAsync(struct{}{})
 	return ReconfigureResult{Config: s.cfg, CostNote: note}, nil
 }
@@ -164,7 +169,7 @@ func (s *scheduler) applyConfig(cfg Config, now time.Time) {
 	s.cfg = cfg
 	for _, d := range s.defs {
 		t := s.tasks[d.name]
-		t.Every = d.every(cfg)
+		t.Every = cfg.every(d.name)
 		p := s.state.Pacing[d.name]
 		if !s.paced || p == nil {
 			continue
@@ -173,11 +178,12 @@ func (s *scheduler) applyConfig(cfg Config, now time.Time) {
 			s.logger.Error("pacing.config_invalid", "task", d.name, "error", err.Error())
 			continue
 		}
-		if d.every(cfg) != d.every(old) {
-			_ = p.Controller.Tune(0, time.Duration(d.every(cfg)))
+		if cfg.every(d.name) != old.every(d.name) {
+			_ = p.Controller.Tune(0, time.Duration(cfg.every(d.name)))
 		}
 		t.Every = pacer.Duration(p.Controller.Decide(now).Interval)
 	}
+	s.compileCrons()
 }
 
 // stop stops scheduled runs, waits for the runs in flight, and answers with
@@ -197,20 +203,22 @@ func (s *scheduler) stop(ctx workflow.Context, raw json.RawMessage) (*StopResult
 }
 
 func (s *scheduler) parseTune(raw json.RawMessage) (TuneInput, []string, error) {
-	in, names, err := ParseTune(raw, s.taskNames())
+	in, names, err := ParseTune(raw, s.pacedTaskNames())
 	if err == nil && !s.paced {
 		err = errors.New("pacing is off in this run (it began before adaptive pacing existed; it turns on at the next continue-as-new)")
 	}
 	return in, names, err
 }
 
-func (s *scheduler) pause(until time.Time, via string) {
+func (s *scheduler) pause(until, now time.Time, via string) {
 	s.state.PausedUntil = &until
+	s.pauseCrons(now, until)
 	s.logger.Info("scheduler.paused", "until", until, "via", via)
 }
 
-func (s *scheduler) resume(via string) ResumeResult {
+func (s *scheduler) resume(now time.Time, via string) ResumeResult {
 	res := ResumeResult{WasPaused: s.state.PausedUntil != nil, BreakersClosed: []string{}}
+	s.resumeCrons(now)
 	for _, t := range s.state.Tasks {
 		if t.BreakerOpen() {
 			t.ResetBreaker()
@@ -233,7 +241,7 @@ func (s *scheduler) onPause(ctx workflow.Context, raw json.RawMessage) {
 		s.reject(SignalPause, err, raw)
 		return
 	}
-	s.pause(until, "signal")
+	s.pause(until, workflow.Now(ctx), "signal")
 }
 
 func (s *scheduler) onRefresh(ctx workflow.Context, raw json.RawMessage) {
@@ -291,7 +299,7 @@ func (s *scheduler) signals() []signal {
 	return []signal{
 		{SignalPause, s.pauseCh, s.onPause, false},
 		// resume takes no input: whatever payload it carries is ignored.
-		{SignalResume, s.resumeCh, func(workflow.Context, json.RawMessage) { s.resume("signal") }, true},
+		{SignalResume, s.resumeCh, func(ctx workflow.Context, _ json.RawMessage) { s.resume(workflow.Now(ctx), "signal") }, true},
 		{SignalRefresh, s.refreshCh, s.onRefresh, false},
 		{SignalTune, s.tuneCh, s.onTune, false},
 	}

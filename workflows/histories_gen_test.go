@@ -33,14 +33,17 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/cron"
+	"github.com/pacer-dev/pacer/internal/schedule"
 	"github.com/pacer-dev/pacer/internal/testenv"
 	"github.com/pacer-dev/pacer/worker"
 	"github.com/pacer-dev/pacer/workflows"
 )
 
-// historyPrefix names the recordings of today's code: the scheduler that
-// keeps its state (changeKeepState).
-const historyPrefix = "testdata/histories/keep-state-"
+// historyPrefix names the recordings of today's code: the scheduler with
+// the rollup and deliver tasks and cron schedules (changeRollupTasks).
+// Earlier prefixes: keep-state- (changeKeepState), none (before it).
+const historyPrefix = "testdata/histories/rollups-"
 
 // scriptedTenero answers each call from a script, then succeeds.
 type scriptedTenero struct{ calls atomic.Int32 }
@@ -72,6 +75,24 @@ func sweep(ctx context.Context, _ pacer.SweepInput) (pacer.SweepResult, error) {
 	return pacer.SweepResult{Scanned: 3, Found: 2, Inserted: 1, Pending: 1, AgentsDue: 0, NextDueAt: &next}, nil
 }
 
+// rollup succeeds at once; the workflow then wakes deliver.
+func rollup(ctx context.Context, in pacer.RollupInput) (pacer.RollupResult, error) {
+	return pacer.RollupResult{Run: pacer.Run{StartedAt: activity.GetInfo(ctx).StartedTime}, Rows: 4,
+		Hours: []time.Time{in.Occurrence.NominalAt.Truncate(time.Hour)}}, nil
+}
+
+// deliver has a retry pending 2 s ahead on every other run, nothing
+// pending on the others: the task alternates between due and dormant.
+type scriptedDeliver struct{ calls atomic.Int32 }
+
+func (d *scriptedDeliver) run(ctx context.Context, _ pacer.DeliverInput) (pacer.DeliverResult, error) {
+	if d.calls.Add(1)%2 == 1 {
+		next := activity.GetInfo(ctx).StartedTime.Add(2 * time.Second)
+		return pacer.DeliverResult{Emitted: 2, Attempted: 2, Delivered: 1, Failed: 1, Retrying: 1, NextDueAt: &next}, nil
+	}
+	return pacer.DeliverResult{Attempted: 1, Delivered: 1}, nil
+}
+
 // recorder is a dev server with a worker whose activities a test chooses.
 type recorder struct {
 	t *testing.T
@@ -91,14 +112,20 @@ func newRecorder(t *testing.T, queue string, tenero any) *recorder {
 	workflows.Register(w)
 	w.RegisterActivityWithOptions(tenero, activity.RegisterOptions{Name: workflows.ActivityRefreshTenero})
 	w.RegisterActivityWithOptions(sweep, activity.RegisterOptions{Name: workflows.ActivitySweep})
+	w.RegisterActivityWithOptions(rollup, activity.RegisterOptions{Name: workflows.ActivityRollup})
+	w.RegisterActivityWithOptions((&scriptedDeliver{}).run, activity.RegisterOptions{Name: workflows.ActivityDeliver})
 	require.NoError(t, w.Start())
 	t.Cleanup(w.Stop)
 	return &recorder{t: t, c: c}
 }
 
 func (r *recorder) start(id, queue string, cfg workflows.Config) client.WorkflowRun {
+	return r.startWith(id, queue, workflows.SchedulerInput{Config: cfg})
+}
+
+func (r *recorder) startWith(id, queue string, in workflows.SchedulerInput) client.WorkflowRun {
 	run, err := r.c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: queue},
-		workflows.WorkflowType, workflows.SchedulerInput{Config: cfg})
+		workflows.WorkflowType, in)
 	require.NoError(r.t, err)
 	return run
 }
@@ -207,13 +234,41 @@ func TestWriteHistories(t *testing.T) {
 		run := r.start("history-reconfigure", queue, workflows.Config{TeneroEvery: pacer.Duration(3 * time.Second),
 			SweepEvery: pacer.Duration(time.Hour)})
 		time.Sleep(4 * time.Second)
-		require.Error(t, r.update(run.GetID(), workflows.UpdateReconfigure, json.RawMessage(`{"schedules":{"rollup":{"cron":"5 * * * *"}}}`)))
-		require.NoError(t, r.update(run.GetID(), workflows.UpdateReconfigure, json.RawMessage(`{"teneroEvery":"1s"}`)))
+		require.Error(t, r.update(run.GetID(), workflows.UpdateReconfigure, json.RawMessage(`{"schedules":{"deliver":{"every":"1m"}}}`)))
+		require.NoError(t, r.update(run.GetID(), workflows.UpdateReconfigure,
+			json.RawMessage(`{"teneroEvery":"1s","schedules":{"rollup":{"cron":"* * * * *","catchup":"coalesce"}}}`)))
 		next := waitNewRun(t, r.c, run)
 		time.Sleep(4 * time.Second)
 		require.NoError(t, r.c.TerminateWorkflow(context.Background(), run.GetID(), "", "history recorded"))
 		write(t, r.c, run.GetID(), run.GetRunID(), "reconfigure")
 		write(t, r.c, run.GetID(), next, "reconfigured")
+	})
+
+	t.Run("catch-up", func(t *testing.T) {
+		if !missing("catch-up") {
+			t.Skip("recorded")
+		}
+		r := newRecorder(t, queue, (&scriptedTenero{}).run)
+		// A scheduler back after five minutes down: the rollup's minutely
+		// occurrences it missed are backfilled, each its own run, then a
+		// pause passes one as paused, and deliver wakes after each rollup.
+		spec, err := cron.ParseSpec([]byte(`{"cron":"* * * * *","catchup":"backfill"}`))
+		require.NoError(t, err)
+		last := time.Now().UTC().Truncate(time.Minute).Add(-5 * time.Minute)
+		run := r.startWith("history-catch-up", queue, workflows.SchedulerInput{
+			Config: workflows.Config{TeneroEvery: pacer.Duration(time.Hour), SweepEvery: pacer.Duration(time.Hour),
+				Schedules: cron.Schedules{pacer.TaskRollup: spec}},
+			State: &workflows.State{Tasks: []*schedule.Task{{Name: pacer.TaskRollup, LastRunAt: &last, Cron: &cron.State{Last: last}}}},
+		})
+		time.Sleep(5 * time.Second)
+		require.NoError(t, r.update(run.GetID(), workflows.UpdatePause, workflows.PauseInput{For: "65s"}))
+		time.Sleep(70 * time.Second)
+		_, err = r.c.QueryWorkflow(context.Background(), run.GetID(), "", workflows.QueryStatus)
+		require.NoError(t, err)
+		require.NoError(t, r.update(run.GetID(), workflows.UpdateRefreshNow, workflows.RefreshInput{Task: pacer.TaskRollup}))
+		time.Sleep(3 * time.Second)
+		require.NoError(t, r.c.TerminateWorkflow(context.Background(), run.GetID(), "", "history recorded"))
+		write(t, r.c, run.GetID(), run.GetRunID(), "catch-up")
 	})
 
 	t.Run("stop-start", func(t *testing.T) {

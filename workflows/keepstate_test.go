@@ -190,11 +190,12 @@ func TestReconfigureInPlace(t *testing.T) {
 	})
 	rejected := map[string]*updateOutcome{}
 	for give, want := range map[string]string{
-		`{"schedules":{"rollup":{"cron":"5 * * * *"}}}`: "not supported by this build yet",
-		`{"teneroEvery":"500ms"}`:                       "teneroEvery 500ms",
-		`{"teneroEvery":"soon"}`:                        `"teneroEvery" must be a positive Go duration`,
-		`{}`:                                            `give "teneroEvery"`,
-		`{"teneroEvery":"2m","extra":1}`:                "invalid JSON",
+		`{"schedules":{"deliver":{"every":"1m"}}}`:    "deliver has no schedule",
+		`{"schedules":{"rollup":{"cron":"5 * * *"}}}`: "schedules",
+		`{"teneroEvery":"500ms"}`:                     "teneroEvery 500ms",
+		`{"teneroEvery":"soon"}`:                      `"teneroEvery" must be a positive Go duration`,
+		`{}`:                                          `give "teneroEvery"`,
+		`{"teneroEvery":"2m","extra":1}`:              "invalid JSON",
 	} {
 		rejected[want] = h.update(time.Minute, UpdateReconfigure, give)
 	}

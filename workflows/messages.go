@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/cron"
 	"github.com/pacer-dev/pacer/internal/schedule"
 )
 
@@ -28,8 +30,10 @@ type RefreshInput struct {
 // RefreshNowResult answers refreshNow with the result of each run it asked
 // for; tasks not asked for are absent.
 type RefreshNowResult struct {
-	Tenero *pacer.TeneroResult `json:"tenero,omitempty"`
-	Sweep  *pacer.SweepResult  `json:"sweep,omitempty"`
+	Tenero  *pacer.TeneroResult  `json:"tenero,omitempty"`
+	Sweep   *pacer.SweepResult   `json:"sweep,omitempty"`
+	Rollup  *pacer.RollupResult  `json:"rollup,omitempty"`
+	Deliver *pacer.DeliverResult `json:"deliver,omitempty"`
 }
 
 // ErrEmptyInput is returned for a message that needs a payload and has none.
@@ -194,29 +198,31 @@ type ReconfigureInput struct {
 	Schedules   json.RawMessage `json:"schedules,omitempty"`
 }
 
-// ErrSchedulesNotSupported rejects a reconfigure that sets schedules: cron
-// schedules (SPEC §3.4) come with their own package, which this build does
-// not have yet. The whole update is rejected, so nothing half-applies.
-var ErrSchedulesNotSupported = errors.New(`"schedules": cron schedules are not supported by this build yet; nothing was changed`)
-
 // ParseReconfigure validates a reconfigure payload against the config in
-// force and returns the new config.
+// force and returns the new config. A schedule given for a task replaces
+// that task's schedule; teneroEvery and sweepEvery replace those tasks'
+// schedules too. The whole update is checked before any of it applies.
 func ParseReconfigure(raw json.RawMessage, cfg Config) (Config, error) {
 	var in ReconfigureInput
 	if err := decodeStrict(raw, &in); err != nil {
 		return cfg, err
 	}
+	var schedules cron.Schedules
 	if s := bytes.TrimSpace(in.Schedules); len(s) > 0 && !bytes.Equal(s, []byte("null")) {
-		return cfg, ErrSchedulesNotSupported
+		var err error
+		if schedules, err = cron.ParseSchedules(s); err != nil {
+			return cfg, fmt.Errorf(`"schedules": %w`, err)
+		}
 	}
-	if in.TeneroEvery == "" && in.SweepEvery == "" {
+	if in.TeneroEvery == "" && in.SweepEvery == "" && len(schedules) == 0 {
 		return cfg, errors.New(`give "teneroEvery", "sweepEvery" (Go durations like "5m") or "schedules"`)
 	}
 	next := cfg
+	next.Schedules = maps.Clone(cfg.Schedules)
 	for _, f := range []struct {
-		name, give string
-		to         *pacer.Duration
-	}{{"teneroEvery", in.TeneroEvery, &next.TeneroEvery}, {"sweepEvery", in.SweepEvery, &next.SweepEvery}} {
+		name, task, give string
+		to               *pacer.Duration
+	}{{"teneroEvery", pacer.TaskTenero, in.TeneroEvery, &next.TeneroEvery}, {"sweepEvery", pacer.TaskSweep, in.SweepEvery, &next.SweepEvery}} {
 		if f.give == "" {
 			continue
 		}
@@ -225,6 +231,13 @@ func ParseReconfigure(raw json.RawMessage, cfg Config) (Config, error) {
 			return cfg, fmt.Errorf(`%q must be a positive Go duration (like "5m"), got %.80q`, f.name, f.give)
 		}
 		*f.to = pacer.Duration(d)
+		delete(next.Schedules, f.task)
+	}
+	for task, spec := range schedules {
+		if next.Schedules == nil {
+			next.Schedules = cron.Schedules{}
+		}
+		next.Schedules[task] = spec
 	}
 	if err := next.Validate(); err != nil {
 		return cfg, err

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"encoding/json"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -118,6 +119,33 @@ func FuzzParseTune(f *testing.F) {
 			d, err := time.ParseDuration(in.Interval)
 			require.NoError(t, err)
 			require.Positive(t, d)
+		}
+	})
+}
+
+// FuzzParseReconfigure: any payload either changes nothing and says why, or
+// gives a config that validates.
+func FuzzParseReconfigure(f *testing.F) {
+	for _, seed := range []string{
+		`{"teneroEvery":"2m"}`, `{"sweepEvery":"30s"}`,
+		`{"schedules":{"rollup":{"cron":"5 * * * *","tz":"Europe/London","catchup":"backfill","maxCatchup":24}}}`,
+		`{"schedules":{"rollup":{"every":"1h"},"tenero":{"every":"10m"}}}`,
+		`{"schedules":{"deliver":{"every":"1m"}}}`, `{"schedules":{"rollup":{"cron":"61 * * * *"}}}`,
+		`{"schedules":null}`, `{"schedules":[]}`, `{}`, `null`, `{"teneroEvery":"2m"} {}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	in := Config{SweepEvery: pacer.Duration(time.Hour)}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		got, err := ParseReconfigure(raw, in)
+		if err != nil {
+			if !reflect.DeepEqual(got, in) {
+				t.Fatalf("a rejected reconfigure changed the config: %+v", got)
+			}
+			return
+		}
+		if err := got.Validate(); err != nil {
+			t.Fatalf("accepted %q into a config that does not validate: %v", raw, err)
 		}
 	})
 }

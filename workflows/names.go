@@ -20,6 +20,8 @@ const (
 	UpdateRefreshNow      = "refreshNow"
 	ActivityRefreshTenero = "RefreshTenero"
 	ActivitySweep         = "Sweep"
+	ActivityRollup        = "Rollup"
+	ActivityDeliver       = "Deliver"
 
 	// pause, resume and tune are updates too, under the signals' names:
 	// Temporal keeps signal and update names apart, so the temporal CLI's
@@ -82,4 +84,23 @@ const (
 	//   - the memo carries what metrics and a restart need (pause, breakers,
 	//     pacing), upserted when it changes.
 	changeKeepState = "keep-state"
+	// changeRollupTasks adds the rollup and deliver tasks and cron
+	// schedules (issues 11 and 12): rollup runs on its cron schedule with
+	// catch-up (internal/cron), each occurrence its own run key; deliver
+	// is dormant until a rollup run or its own result makes it due. Runs
+	// without the marker go on with tenero and sweep until their next
+	// continue-as-new.
+	changeRollupTasks = "rollup-deliver-tasks"
+)
+
+// Timeouts of the rollup and deliver runs. A rollup run recomputes an hour
+// and the open days (seconds); a deliver run stops picking new work after a
+// minute and waits for its attempts in flight (10 s each), heartbeating
+// every few seconds.
+const (
+	rollupStartToClose  = 5 * time.Minute
+	deliverStartToClose = 3 * time.Minute
+	// deliverRetryAfterFailure is when a deliver run that failed as a whole
+	// (the database down) is tried again.
+	deliverRetryAfterFailure = time.Minute
 )

@@ -37,16 +37,16 @@ func controllerConfig(task string, cfg Config, judge pacing.Judge) pacing.Contro
 	switch task {
 	case pacer.TaskTenero:
 		return pacing.ControllerConfig{MinBatch: 5, MaxBatch: maxTeneroBatch, InitialBatch: maxTeneroBatch,
-			MinInterval: cfg.TeneroEvery, MaxInterval: max(pacer.Duration(time.Hour), cfg.TeneroEvery),
-			InitialInterval: cfg.TeneroEvery, Judge: judge}
+			MinInterval: cfg.every(pacer.TaskTenero), MaxInterval: max(pacer.Duration(time.Hour), cfg.every(pacer.TaskTenero)),
+			InitialInterval: cfg.every(pacer.TaskTenero), Judge: judge}
 	default:
 		page := cfg.SweepPageSize
 		if page <= 0 {
 			page = defaultSweepPage
 		}
 		return pacing.ControllerConfig{MinBatch: min(minSweepPage, page), MaxBatch: page, InitialBatch: page,
-			MinInterval: cfg.SweepEvery, MaxInterval: max(pacer.Duration(2*time.Hour), cfg.SweepEvery),
-			InitialInterval: cfg.SweepEvery, Judge: judge}
+			MinInterval: cfg.every(pacer.TaskSweep), MaxInterval: max(pacer.Duration(2*time.Hour), cfg.every(pacer.TaskSweep)),
+			InitialInterval: cfg.every(pacer.TaskSweep), Judge: judge}
 	}
 }
 
@@ -87,6 +87,9 @@ func (s *scheduler) setupPacing() {
 		s.state.Budgets = map[string]*pacing.Budget{}
 	}
 	for _, d := range s.defs {
+		if !d.paced {
+			continue
+		}
 		cc := controllerConfig(d.name, s.cfg, s.judge())
 		p := s.state.Pacing[d.name]
 		switch {

@@ -54,6 +54,8 @@ func TestGatesAreWhatLetOldHistoriesReplay(t *testing.T) {
 		{history: "before-breaker-failure-streak.json", change: changeBreaker},
 		{history: "basic.json", change: changeKeepState},
 		{history: "continue-as-new.json", change: changeKeepState},
+		{history: "keep-state-basic.json", change: changeRollupTasks},
+		{history: "keep-state-started.json", change: changeRollupTasks},
 	}
 	for _, tt := range tests {
 		t.Run(tt.history, func(t *testing.T) {

@@ -3,6 +3,7 @@ package workflows
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/cron"
 	"github.com/pacer-dev/pacer/internal/pacing"
 	"github.com/pacer-dev/pacer/internal/schedule"
 )
@@ -23,6 +25,10 @@ type State struct {
 	// LastTeneroResult is the last finished tenero run's report.
 	LastTeneroResult *pacer.TeneroResult `json:"lastTeneroResult,omitempty"`
 	LastSweepResult  *pacer.SweepResult  `json:"lastSweepResult,omitempty"`
+	LastRollupResult *pacer.RollupResult `json:"lastRollupResult,omitempty"`
+	// LastDeliverResult carries the deliveries' counts by status, which
+	// the status document shows.
+	LastDeliverResult *pacer.DeliverResult `json:"lastDeliverResult,omitempty"`
 	// Generation counts the runs of this workflow ID (continue-as-new chain).
 	Generation int `json:"generation"`
 	// Pacing is each task's adaptive controller; Budgets each upstream's
@@ -94,8 +100,10 @@ const errTypeInvalidConfig = "invalid_config"
 // taskDef is how the workflow runs one task: its activity and how the
 // activity's answer becomes a scheduling outcome.
 type taskDef struct {
-	name  string
-	every func(Config) pacer.Duration
+	name string
+	// paced tasks spend an upstream's budget: the adaptive controller sets
+	// their batch and interval.
+	paced bool
 	// run runs the task once; occ is its run key (zero in runs that began
 	// before run keys), forced is true for an operator's refresh.
 	run func(ctx workflow.Context, s *scheduler, occ pacer.Occurrence, forced bool) schedule.Outcome
@@ -104,14 +112,16 @@ type taskDef struct {
 // taskDefs lists the tasks in a fixed order: the order of starts, of the
 // status document and of refresh "all".
 var taskDefs = []taskDef{
-	{name: pacer.TaskTenero, every: func(c Config) pacer.Duration { return c.TeneroEvery }, run: runTenero},
-	{name: pacer.TaskSweep, every: func(c Config) pacer.Duration { return c.SweepEvery }, run: runSweep},
+	{name: pacer.TaskTenero, paced: true, run: runTenero},
+	{name: pacer.TaskSweep, paced: true, run: runSweep},
+	{name: pacer.TaskRollup, run: runRollup},
+	{name: pacer.TaskDeliver, run: runDeliver},
 }
 
 // gates are the version gates of this run, read once at its start: each
 // says whether a change is on in this run (GetVersion; see names.go).
 type gates struct {
-	sweep, pacing, breaker, keepState bool
+	sweep, pacing, breaker, keepState, rollups bool
 }
 
 func readGates(ctx workflow.Context, forced map[string]bool) gates {
@@ -128,6 +138,7 @@ func readGates(ctx workflow.Context, forced map[string]bool) gates {
 		pacing:    on(changeAdaptivePacing),
 		breaker:   on(changeBreaker),
 		keepState: on(changeKeepState),
+		rollups:   on(changeRollupTasks),
 	}
 }
 
@@ -139,6 +150,11 @@ type scheduler struct {
 	state  State
 	tasks  map[string]*schedule.Task
 	logger log.Logger
+	// crons are the compiled schedules of the cron tasks, by task name.
+	crons map[string]*cron.Schedule
+	// deliverWoken is set when a rollup run made deliver due while a
+	// deliver run was in flight: that run's "nothing pending" is stale.
+	deliverWoken bool
 
 	pauseCh, resumeCh, refreshCh, tuneCh workflow.ReceiveChannel
 	// wake is how finished runs and update handlers get the loop's attention.
@@ -167,7 +183,7 @@ func newScheduler(ctx workflow.Context, in SchedulerInput, forced map[string]boo
 			`no scheduled run starts until then (refreshes still run); {"for":"30m"} or {"until":"<RFC3339>"}, at most 30 days`),
 		resumeCh: signalChannel(ctx, SignalResume, "clear a pause and close every open circuit breaker; no input"),
 		refreshCh: signalChannel(ctx, SignalRefresh,
-			`run tasks as soon as possible, ignoring pause and due checks; {"task":"tenero"|"sweep"|"all"}`),
+			`run tasks as soon as possible, ignoring pause and due checks; {"task":"tenero"|"sweep"|"rollup"|"deliver"|"all"}`),
 		tuneCh: signalChannel(ctx, SignalTune,
 			`set a task's pacing within its bounds: {"task":…,"batch":20,"interval":"10m"}, or {"task":…,"reset":true}`),
 		wake:  workflow.NewBufferedChannel(ctx, 1),
@@ -176,6 +192,9 @@ func newScheduler(ctx workflow.Context, in SchedulerInput, forced map[string]boo
 	s.defs = []taskDef{taskDefs[0]}
 	if s.gates.sweep {
 		s.defs = append(s.defs, taskDefs[1])
+	}
+	if s.gates.keepState && s.gates.rollups {
+		s.defs = append(s.defs, taskDefs[2], taskDefs[3])
 	}
 	if in.State != nil {
 		s.state = *in.State
@@ -195,11 +214,12 @@ func newScheduler(ctx workflow.Context, in SchedulerInput, forced map[string]boo
 		if t == nil {
 			t = &schedule.Task{Name: d.name}
 		}
-		t.Every = d.every(s.cfg)
+		t.Every = s.cfg.every(d.name)
 		t.Finished = t.Started // runs do not cross continue-as-new
 		s.state.Tasks = append(s.state.Tasks, t)
 		s.tasks[d.name] = t
 	}
+	s.compileCrons()
 	if s.paced = s.gates.pacing; s.paced {
 		s.setupPacing()
 	}
@@ -220,6 +240,17 @@ func (s *scheduler) taskNames() []string {
 	return names
 }
 
+// pacedTaskNames are the tasks tune can set.
+func (s *scheduler) pacedTaskNames() []string {
+	var names []string
+	for _, d := range s.defs {
+		if d.paced {
+			names = append(names, d.name)
+		}
+	}
+	return names
+}
+
 // loop runs until the stop update completes the run or the run continues
 // as new (SPEC §3). It starts due runs at once, whatever else is in flight,
 // and continues as new at the first moment no run is in flight.
@@ -230,6 +261,7 @@ func (s *scheduler) loop(ctx workflow.Context) (*StopResult, error) {
 		}
 		now := workflow.Now(ctx)
 		s.expirePause(now)
+		s.planCrons(now)
 		s.startRuns(ctx, now, s.stopping != nil || s.holdStarts(ctx))
 		if s.idle() && (s.stopping != nil || s.reconfigured || s.continueAsNewWanted(ctx)) {
 			done, err := s.handOver(ctx)
@@ -310,11 +342,25 @@ func (s *scheduler) startRuns(ctx workflow.Context, now time.Time, hold bool) {
 		if !t.ShouldStart(now, s.state.PausedUntil) || (hold && !t.Requested) {
 			continue
 		}
-		occ := s.occurrence(t, now)
+		var occ pacer.Occurrence
+		if t.Cron != nil && !t.Requested {
+			var ok bool
+			if occ, ok = t.Cron.Take(now); !ok {
+				continue
+			}
+		} else {
+			occ = s.occurrence(t, now)
+		}
 		forced := t.Requested
 		t.Begin(now)
 		workflow.Go(ctx, func(ctx workflow.Context) {
 			o := d.run(ctx, s, occ, forced)
+			if o.Class != "" && t.Cron != nil && len(occ.Passed) > 0 {
+				// The run may have failed before it wrote them to the
+				// ledger: the next run carries them again (the ledger
+				// keeps the first record of each).
+				t.Cron.Pending = cron.Compact(append(slices.Clone(occ.Passed), t.Cron.Pending...))
+			}
 			s.finish(ctx, t, o)
 		})
 	}

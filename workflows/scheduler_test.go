@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -49,22 +51,72 @@ func (f *fakeSweep) run(context.Context, pacer.SweepInput) (pacer.SweepResult, e
 	return pacer.SweepResult{Scanned: 2, Found: 1, Inserted: 1}, nil
 }
 
+// fakeRollup records the occurrences it was run for.
+type fakeRollup struct {
+	mu   sync.Mutex
+	occs []pacer.Occurrence
+}
+
+func (f *fakeRollup) run(_ context.Context, in pacer.RollupInput) (pacer.RollupResult, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.occs = append(f.occs, in.Occurrence)
+	return pacer.RollupResult{Rows: 1}, nil
+}
+
+func (f *fakeRollup) runs() []pacer.Occurrence {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.occs)
+}
+
+// fakeDeliver counts deliver runs; answer, when set, says what each
+// returns (by default: nothing pending).
+type fakeDeliver struct {
+	calls  atomic.Int32
+	answer atomic.Pointer[func(call int32) (pacer.DeliverResult, error)]
+}
+
+func (f *fakeDeliver) run(context.Context, pacer.DeliverInput) (pacer.DeliverResult, error) {
+	n := f.calls.Add(1)
+	if a := f.answer.Load(); a != nil {
+		return (*a)(n)
+	}
+	return pacer.DeliverResult{}, nil
+}
+
+func (f *fakeDeliver) set(a func(call int32) (pacer.DeliverResult, error)) { f.answer.Store(&a) }
+
 type harness struct {
-	env    *testsuite.TestWorkflowEnvironment
-	tenero *fakeTenero
-	sweep  *fakeSweep
+	env     *testsuite.TestWorkflowEnvironment
+	tenero  *fakeTenero
+	sweep   *fakeSweep
+	rollup  *fakeRollup
+	deliver *fakeDeliver
 }
 
 func newHarness(t *testing.T) *harness {
+	t.Helper()
+	return newHarnessWith(t, nil)
+}
+
+// newHarnessWith is newHarness with rollup, when not nil, run as the
+// Rollup activity in place of the fake.
+func newHarnessWith(t *testing.T, rollup func(context.Context, pacer.RollupInput) (pacer.RollupResult, error)) *harness {
 	t.Helper()
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestWorkflowEnvironment()
 	env.SetStartTime(t0)
 	env.SetTestTimeout(30 * time.Second)
 	Register(env)
-	h := &harness{env: env, tenero: &fakeTenero{}, sweep: &fakeSweep{}}
+	h := &harness{env: env, tenero: &fakeTenero{}, sweep: &fakeSweep{}, rollup: &fakeRollup{}, deliver: &fakeDeliver{}}
 	env.RegisterActivityWithOptions(h.tenero.run, activity.RegisterOptions{Name: ActivityRefreshTenero})
 	env.RegisterActivityWithOptions(h.sweep.run, activity.RegisterOptions{Name: ActivitySweep})
+	if rollup == nil {
+		rollup = h.rollup.run
+	}
+	env.RegisterActivityWithOptions(rollup, activity.RegisterOptions{Name: ActivityRollup})
+	env.RegisterActivityWithOptions(h.deliver.run, activity.RegisterOptions{Name: ActivityDeliver})
 	return h
 }
 
@@ -281,7 +333,7 @@ func TestSchedulerContinuesAsNewWithState(t *testing.T) {
 	require.Equal(t, pacer.Duration(3*time.Minute), next.Config.TeneroEvery)
 	require.NotNil(t, next.State)
 	require.Equal(t, t0.Add(7*time.Minute+2*time.Hour), *next.State.PausedUntil)
-	require.Len(t, next.State.Tasks, 2)
+	require.Len(t, next.State.Tasks, 4) // tenero, sweep, rollup, deliver
 	tk := next.State.Tasks[0]
 	require.Equal(t, pacer.TaskTenero, tk.Name)
 	// Runs at 0, 3 and 6 minutes, then the refresh drained at 7 ran before
@@ -478,4 +530,46 @@ func TestUndecodableSignalDoesNotStall(t *testing.T) {
 	})
 	h.runFor(t, 11*time.Minute, SchedulerInput{})
 	require.EqualValues(t, 3, h.tenero.calls.Load(), "and the cadence goes on: runs at 0, 2 (the refresh) and 7")
+}
+
+// Deliver runs at start, then sleeps (no timer of its own) until a rollup
+// run makes it due; while its result says deliveries are pending it runs
+// again then, and sleeps once nothing is.
+func TestDeliverWakesAfterRollupsAndSleepsWhenIdle(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	var mu sync.Mutex
+	var at []time.Time
+	h.deliver.set(func(n int32) (pacer.DeliverResult, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		now := h.env.Now().UTC()
+		at = append(at, now)
+		if n == 2 { // a retry pending four minutes from now
+			next := now.Add(4 * time.Minute)
+			return pacer.DeliverResult{Retrying: 1, NextDueAt: &next}, nil
+		}
+		return pacer.DeliverResult{}, nil
+	})
+	h.at(30*time.Minute, func() {
+		st := h.status(t)
+		d := st.Tasks[pacer.TaskDeliver]
+		require.Equal(t, "idle", d.Waiting)
+		require.Nil(t, d.NextDueAt)
+		require.Nil(t, d.Schedule, "deliver has no schedule")
+		r := st.Tasks[pacer.TaskRollup]
+		require.Equal(t, "5 * * * *", r.Schedule.Cron)
+		require.Equal(t, t0.Add(65*time.Minute), *r.NextDueAt)
+		require.NotNil(t, st.Deliveries)
+		require.Zero(t, st.Deliveries.Retrying)
+	})
+	h.runFor(t, 70*time.Minute, SchedulerInput{})
+	var nominal []time.Time
+	for _, o := range h.rollup.runs() {
+		nominal = append(nominal, o.NominalAt)
+	}
+	require.Equal(t, []time.Time{t0.Add(5 * time.Minute), t0.Add(65 * time.Minute)}, nominal)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, []time.Time{t0, t0.Add(5 * time.Minute), t0.Add(9 * time.Minute), t0.Add(65 * time.Minute)}, at)
 }

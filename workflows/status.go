@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/cron"
 	"github.com/pacer-dev/pacer/internal/pacing"
 	"github.com/pacer-dev/pacer/internal/schedule"
 )
@@ -23,6 +24,13 @@ type Status struct {
 	LastTeneroResult *pacer.TeneroResult `json:"lastTeneroResult"`
 	LastSweepRunAt   *time.Time          `json:"lastSweepRunAt"`
 	LastSweepResult  *pacer.SweepResult  `json:"lastSweepResult"`
+	// The rollup and deliver tasks' last results (SPEC §10); null in a
+	// run that began before those tasks, or before their first run.
+	LastRollupResult  *pacer.RollupResult  `json:"lastRollupResult"`
+	LastDeliverResult *pacer.DeliverResult `json:"lastDeliverResult"`
+	// Deliveries counts the deliveries by status as the last deliver run
+	// left them (SPEC §3.2); null before it.
+	Deliveries *DeliveryCounts `json:"deliveries"`
 	// ConsecutiveFailures and NextRunAfter have one key per task.
 	ConsecutiveFailures map[string]int        `json:"consecutiveFailures"`
 	NextRunAfter        map[string]*time.Time `json:"nextRunAfter"`
@@ -46,7 +54,8 @@ type TaskStatus struct {
 	LastRunAt *time.Time `json:"lastRunAt"`
 	NextDueAt *time.Time `json:"nextDueAt"`
 	// Waiting says in one word why the task is not running now and what
-	// NextDueAt comes from: cadence, pacing, backoff, breaker or paused; or
+	// NextDueAt comes from: cadence, pacing, backoff, breaker, paused, or
+	// idle (nothing to do until something wakes it; NextDueAt null); or
 	// running, requested, or due (it starts at the next wake).
 	Waiting   string             `json:"waiting"`
 	LastError *schedule.RunError `json:"lastError"`
@@ -58,6 +67,37 @@ type TaskStatus struct {
 	// Pacing is what the adaptive controller decided and the upstream's
 	// budget; null in a run that began before adaptive pacing.
 	Pacing *pacing.TaskStatus `json:"pacing"`
+	// Schedule is the task's schedule ({"every":…} or a cron spec, SPEC
+	// §3.4); null for deliver, which runs while deliveries are due.
+	Schedule *cron.Spec `json:"schedule"`
+	// Occurrences is set for a cron task.
+	Occurrences *Occurrences `json:"occurrences,omitempty"`
+	// Missed and Coalesced count a cron task's occurrences (SPEC §3.2);
+	// zero for an interval task, which has no occurrences to miss.
+	Missed    int64 `json:"missed"`
+	Coalesced int64 `json:"coalesced"`
+}
+
+// DeliveryCounts are the deliveries by status (SPEC §10.3).
+type DeliveryCounts struct {
+	Pending   int        `json:"pending"`
+	Retrying  int        `json:"retrying"`
+	Exhausted int        `json:"exhausted"`
+	AsOf      *time.Time `json:"asOf"`
+}
+
+// Occurrences are a cron task's occurrences in the status document beyond
+// TaskStatus's missed and coalesced counts.
+type Occurrences struct {
+	// NextAt is the nominal time of the next occurrence not decided yet.
+	NextAt *time.Time `json:"nextAt"`
+	// Queued runs are decided and not started (a backfill in progress);
+	// Pending passed occurrences wait for the next run to record them.
+	Queued  int `json:"queued"`
+	Pending int `json:"pending"`
+	// Skipped counts occurrences passed without a run since the schedule
+	// began (paused, catchup_skip, dst_gap).
+	Skipped int64 `json:"skipped"`
 }
 
 // BreakerStatus is a task's circuit breaker in the status document.
@@ -85,6 +125,8 @@ func (s *scheduler) status(ctx workflow.Context) Status {
 		PausedUntil:         utc(s.state.PausedUntil),
 		LastTeneroResult:    s.state.LastTeneroResult,
 		LastSweepResult:     s.state.LastSweepResult,
+		LastRollupResult:    s.state.LastRollupResult,
+		LastDeliverResult:   s.state.LastDeliverResult,
 		ConsecutiveFailures: map[string]int{},
 		NextRunAfter:        map[string]*time.Time{},
 		Tasks:               map[string]TaskStatus{},
@@ -100,7 +142,7 @@ func (s *scheduler) status(ctx workflow.Context) Status {
 		st.ConsecutiveFailures[t.Name] = t.ConsecutiveFailures
 		st.NextRunAfter[t.Name] = utc(t.NextRunAfter)
 		due, waiting := s.waiting(t, st.Now)
-		st.Tasks[t.Name] = TaskStatus{
+		ts := TaskStatus{
 			Every:     t.Every.String(),
 			Running:   t.Running(),
 			Requested: t.Requested,
@@ -114,6 +156,15 @@ func (s *scheduler) status(ctx workflow.Context) Status {
 			PacedUntil: utc(t.PacedUntil),
 			Pacing:     s.pacingStatus(t.Name, st.Now),
 		}
+		s.scheduleStatus(&ts, t, st.Now)
+		if waiting == schedule.WaitIdle {
+			ts.NextDueAt = nil
+		}
+		st.Tasks[t.Name] = ts
+	}
+	if r := s.state.LastDeliverResult; r != nil {
+		st.Deliveries = &DeliveryCounts{Pending: r.Pending, Retrying: r.Retrying, Exhausted: r.ExhaustedTotal,
+			AsOf: utc(&r.StartedAt)}
 	}
 	if t := s.tasks[pacer.TaskTenero]; t != nil {
 		st.LastTeneroRunAt = utc(t.LastRunAt)
@@ -122,6 +173,25 @@ func (s *scheduler) status(ctx workflow.Context) Status {
 		st.LastSweepRunAt = utc(t.LastRunAt)
 	}
 	return st
+}
+
+// scheduleStatus fills in a task's schedule and, for a cron task, its
+// occurrences. Runs that began before schedules show none.
+func (s *scheduler) scheduleStatus(ts *TaskStatus, t *schedule.Task, now time.Time) {
+	if !s.gates.rollups {
+		return
+	}
+	if sched := s.crons[t.Name]; sched != nil && t.Cron != nil {
+		cs := sched.Status(t.Name, *t.Cron, now)
+		spec := cs.Schedule
+		ts.Schedule = &spec
+		ts.Occurrences = &Occurrences{NextAt: utc(cs.NextAt), Queued: cs.Queued, Pending: cs.Pending, Skipped: cs.Skipped}
+		ts.Missed, ts.Coalesced = cs.Missed, cs.Coalesced
+		return
+	}
+	if t.Every > 0 {
+		ts.Schedule = &cron.Spec{Every: time.Duration(t.Every)}
+	}
 }
 
 // waiting is when a task next runs on its own and why not sooner (one
@@ -136,6 +206,7 @@ func (s *scheduler) waiting(t *schedule.Task, now time.Time) (time.Time, string)
 		why = "running"
 	case t.Requested:
 		due, why = now, "requested"
+	case why == schedule.WaitIdle:
 	case !due.After(now):
 		why = "due"
 	}
@@ -183,6 +254,15 @@ func (s *scheduler) lastCounts(task string) string {
 	case pacer.TaskSweep:
 		if r.LastSweepResult != nil {
 			return fmt.Sprintf(" (%d agents, %d new swaps)", r.LastSweepResult.Scanned, r.LastSweepResult.Inserted)
+		}
+	case pacer.TaskRollup:
+		if r.LastRollupResult != nil {
+			return fmt.Sprintf(" (%d rows)", r.LastRollupResult.Rows)
+		}
+	case pacer.TaskDeliver:
+		if r.LastDeliverResult != nil {
+			return fmt.Sprintf(" (%d pending, %d retrying, %d exhausted)", r.LastDeliverResult.Pending,
+				r.LastDeliverResult.Retrying, r.LastDeliverResult.ExhaustedTotal)
 		}
 	}
 	return ""

@@ -148,7 +148,7 @@ func printStatus(w io.Writer, st workflows.Status) error {
 		if t.LastError != nil {
 			lastErr = fmt.Sprintf("%s at %s: %s", t.LastError.Class, t.LastError.At.UTC().Format(time.RFC3339), t.LastError.Message)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", name, t.Every, state, fmtTime(t.LastRunAt, st.Now),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", name, everyText(t), state, fmtTime(t.LastRunAt, st.Now),
 			fmtTime(t.NextDueAt, st.Now), orDash(t.Waiting), st.ConsecutiveFailures[name], lastErr)
 	}
 	if r := st.LastTeneroResult; r != nil {
@@ -156,6 +156,19 @@ func printStatus(w io.Writer, st workflows.Status) error {
 	}
 	if r := st.LastSweepResult; r != nil {
 		fmt.Fprintf(tw, "last sweep\t%s\n", sweepLine(r))
+	}
+	for _, name := range []string{pacer.TaskRollup, pacer.TaskDeliver} {
+		if _, line := lastRun(st, name); line != "-" {
+			fmt.Fprintf(tw, "last %s\t%s\n", name, line)
+		}
+	}
+	if t, ok := st.Tasks[pacer.TaskRollup]; ok && t.Occurrences != nil {
+		fmt.Fprintf(tw, "rollup occurrences\tnext %s; %d missed, %d skipped, %d coalesced since the schedule began; %d queued\n",
+			fmtTime(t.Occurrences.NextAt, st.Now), t.Missed, t.Occurrences.Skipped, t.Coalesced, t.Occurrences.Queued)
+	}
+	if d := st.Deliveries; d != nil {
+		fmt.Fprintf(tw, "deliveries\t%d pending, %d retrying, %d exhausted (as of %s)\n", d.Pending, d.Retrying, d.Exhausted,
+			fmtTime(d.AsOf, st.Now))
 	}
 	return tw.Flush()
 }
@@ -188,7 +201,7 @@ func printWatch(w io.Writer, st workflows.Status, now time.Time, every time.Dura
 			quota = optInt(run.MinuteRemaining) + "/" + optInt(run.MonthRemaining)
 		}
 		// A run from before adaptive pacing has no pacing: "-".
-		every, batch, zone := t.Every, "-", "-"
+		every, batch, zone := everyText(t), "-", "-"
 		if p := t.Pacing; p != nil {
 			every, batch, zone = p.Interval, strconv.Itoa(p.Batch), string(p.Zone)
 			if p.Budget != nil && p.Budget.RunsOutEarly {
@@ -258,8 +271,37 @@ func lastRun(st workflows.Status, task string) (*pacer.Run, string) {
 			return &r.Run, "FAILED " + string(r.ErrorClass)
 		}
 		return &r.Run, fmt.Sprintf("ok %d agents, %d found, %d inserted, %d rejected, %dms", r.Scanned, r.Found, r.Inserted, r.Rejected, r.DurationMs)
+	case task == pacer.TaskRollup && st.LastRollupResult != nil:
+		r := st.LastRollupResult
+		if r.ErrorClass != "" {
+			return nil, "FAILED " + string(r.ErrorClass)
+		}
+		return nil, fmt.Sprintf("ok %d hours, %d days, %d rows, %dms", len(r.Hours), len(r.Days), r.Rows, r.DurationMs)
+	case task == pacer.TaskDeliver && st.LastDeliverResult != nil:
+		r := st.LastDeliverResult
+		if r.ErrorClass != "" {
+			return nil, "FAILED " + string(r.ErrorClass)
+		}
+		return nil, fmt.Sprintf("ok %d delivered, %d failed; %d pending, %d retrying, %d exhausted, %dms",
+			r.Delivered, r.Failed, r.Pending, r.Retrying, r.ExhaustedTotal, r.DurationMs)
 	}
 	return nil, "-"
+}
+
+// everyText is a task's schedule in a column: its interval, its cron
+// spec, or "on demand" for a task without a schedule (deliver).
+func everyText(t workflows.TaskStatus) string {
+	switch {
+	case t.Schedule != nil && t.Schedule.IsCron():
+		s := t.Schedule.Cron
+		if t.Schedule.TZ != "" && t.Schedule.TZ != "UTC" {
+			s += " " + t.Schedule.TZ
+		}
+		return s
+	case t.Schedule == nil && t.Every == "0s":
+		return "on demand"
+	}
+	return t.Every
 }
 
 // relTime says when t is relative to now, compactly ("in 3m40s", "12s ago").
@@ -331,17 +373,23 @@ func sweepLine(r *pacer.SweepResult) string {
 		outcomeWord(&r.Run), r.Scanned, r.Found, r.Inserted, r.AlreadyKnown, r.Pending, rejected, r.HiroErrors, cursor, r.DurationMs)
 }
 
+// refreshable are the names refresh takes.
+var refreshable = []string{pacer.TaskTenero, pacer.TaskSweep, pacer.TaskRollup, pacer.TaskDeliver, pacer.TaskAll}
+
 func newRefreshCmd(c *config) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:       "refresh tenero|sweep|all",
-		Short:     "Run tasks now (the refreshNow update) and print their results",
+		Use:   "refresh tenero|sweep|rollup|deliver|all",
+		Short: "Run tasks now (the refreshNow update) and print their results",
+		Long: `refresh runs tasks now, ignoring pause and due checks, and prints their
+results. A refresh of rollup computes the hour and days as of now and never
+takes the place of a scheduled occurrence; it is recorded as manual.`,
 		Args:      wrapArgs(cobra.ExactArgs(1)),
-		ValidArgs: []string{pacer.TaskTenero, pacer.TaskSweep, pacer.TaskAll},
+		ValidArgs: refreshable,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			task := args[0]
-			if !slices.Contains([]string{pacer.TaskTenero, pacer.TaskSweep, pacer.TaskAll}, task) {
-				return usagef("unknown task %q (want tenero, sweep or all)", task)
+			if !slices.Contains(refreshable, task) {
+				return usagef("unknown task %q (want %s)", task, strings.Join(refreshable, ", "))
 			}
 			return c.withClient(cmd.Context(), func(tc client.Client) error {
 				res, err := worker.RefreshNow(cmd.Context(), tc, c.workflowID, task)
@@ -356,6 +404,14 @@ func newRefreshCmd(c *config) *cobra.Command {
 				}
 				if res.Sweep != nil {
 					fmt.Fprintf(cmd.OutOrStdout(), "sweep: %s\n", sweepLine(res.Sweep))
+				}
+				if r := res.Rollup; r != nil {
+					fmt.Fprintf(cmd.OutOrStdout(), "rollup: %s: %d hours, %d days, %d rows; %dms\n",
+						outcomeWord(&r.Run), len(r.Hours), len(r.Days), r.Rows, r.DurationMs)
+				}
+				if r := res.Deliver; r != nil {
+					fmt.Fprintf(cmd.OutOrStdout(), "deliver: %s: %d emitted, %d attempted, %d delivered, %d failed; now %d pending, %d retrying, %d exhausted; %dms\n",
+						outcomeWord(&r.Run), r.Emitted, r.Attempted, r.Delivered, r.Failed, r.Pending, r.Retrying, r.ExhaustedTotal, r.DurationMs)
 				}
 				return nil
 			})
@@ -522,10 +578,13 @@ func newReconfigureCmd(c *config) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "reconfigure [--tenero-every D] [--sweep-every D] [--schedule TASK=SPEC]...",
 		Short: "Change the running scheduler's configuration in place (the reconfigure update)",
-		Long: `reconfigure changes the cadences of the running scheduler without a restart;
-the new configuration is carried from then on. --schedule TASK=SPEC takes a
-schedule as JSON ({"cron":"5 * * * *"}) or a bare cron spec; this build
-refuses schedules: cron schedules are not supported yet.`,
+		Long: `reconfigure changes the cadences and schedules of the running scheduler
+without a restart; the new configuration is carried from then on.
+--schedule TASK=SPEC takes a schedule as JSON
+({"cron":"5 * * * *","tz":"Europe/London","catchup":"backfill"}, or
+{"every":"10m"}) or a bare cron spec. rollup takes a cron spec or an
+interval; tenero and sweep an interval (they are paced to their upstream);
+deliver none (it runs while deliveries are due).`,
 		Args: wrapArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// --tenero-every is also the worker's flag for a first start;
@@ -568,6 +627,9 @@ refuses schedules: cron schedules are not supported yet.`,
 				out := cmd.OutOrStdout()
 				fmt.Fprintf(out, "reconfigured: tenero every %s, sweep every %s (in force now, carried from the next idle moment)\n",
 					res.Config.TeneroEvery, res.Config.SweepEvery)
+				for _, task := range res.Config.Schedules.Tasks() {
+					fmt.Fprintf(out, "schedule %s: %s\n", task, res.Config.Schedules[task])
+				}
 				if res.CostNote != "" {
 					fmt.Fprintf(out, "cost: %s\n", res.CostNote)
 				}
@@ -577,7 +639,7 @@ refuses schedules: cron schedules are not supported yet.`,
 	}
 	cmd.Flags().StringVar(&teneroEvery, "tenero-every", "", "tenero's cadence (Go duration, at least 1s)")
 	cmd.Flags().StringVar(&sweepEvery, "sweep-every", "", "how often the sweep looks for due agents (Go duration, at least 1s)")
-	cmd.Flags().StringArrayVar(&schedules, "schedule", nil, "TASK=SPEC, a task's schedule (not supported by this build yet)")
+	cmd.Flags().StringArrayVar(&schedules, "schedule", nil, "TASK=SPEC, a task's schedule: JSON or a bare cron spec (repeatable)")
 	return cmd
 }
 

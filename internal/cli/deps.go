@@ -70,7 +70,8 @@ func (c *config) scheduler() worker.Scheduler {
 	return worker.Scheduler{
 		WorkflowID: c.workflowID,
 		TaskQueue:  c.taskQueue,
-		Config:     workflows.Config{TeneroEvery: pacer.Duration(c.teneroEvery), SweepEvery: pacer.Duration(c.sweepEvery)},
+		Config: workflows.Config{TeneroEvery: pacer.Duration(c.teneroEvery), SweepEvery: pacer.Duration(c.sweepEvery),
+			Schedules: c.schedules},
 	}
 }
 

@@ -46,6 +46,11 @@ func (c *config) parseSchedules() error {
 			return usagef("PACER_SCHEDULES: %v", err)
 		}
 	}
+	// What the scheduler would refuse (deliver's schedule, a cron spec for
+	// a paced task) is refused here, before anything starts.
+	if err := (workflows.Config{Schedules: ss}).Validate(); err != nil {
+		return usagef("PACER_SCHEDULES: %v", err)
+	}
 	c.schedules = ss
 	return nil
 }

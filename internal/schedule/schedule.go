@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/cron"
 )
 
 // MaxPause bounds a pause so that a typo ("9000h") cannot silently stop the
@@ -53,6 +54,13 @@ type Task struct {
 	// waits for Finished to pass the Started it saw.
 	Started  int64 `json:"started"`
 	Finished int64 `json:"finished"`
+	// Cron is a cron-scheduled task's occurrence state (SPEC §3.4); nil for
+	// an interval task. The scheduler keeps NextDueAt at its next wake.
+	Cron *cron.State `json:"cron,omitempty"`
+	// Dormant is set while the task has nothing to do until something
+	// wakes it (deliver with nothing pending, a cron schedule that fires no
+	// more): it never comes due on its own, only by a request.
+	Dormant bool `json:"dormant,omitempty"`
 }
 
 // RunError is the last failure of a task, kept for operators.
@@ -80,12 +88,16 @@ const (
 	WaitBreaker = "breaker" // the circuit breaker is open until its probe
 	WaitPacing  = "pacing"  // the upstream's budget lacks the run's requests
 	WaitPaused  = "paused"  // an operator's pause
+	WaitIdle    = "idle"    // dormant: nothing to do until something wakes it
 )
 
 // Due is DueAt and the reason it is then, one of the Wait… words: the
 // latest of the task's cadence, its own next due work, a back-off, an open
 // breaker and month pacing.
 func (t *Task) Due() (time.Time, string) {
+	if t.Dormant {
+		return time.Time{}, WaitIdle
+	}
 	var due time.Time
 	reason := WaitCadence
 	if t.LastRunAt != nil {
@@ -125,7 +137,7 @@ func (t *Task) ShouldStart(now time.Time, pausedUntil *time.Time) bool {
 	if t.Requested {
 		return true
 	}
-	return !Paused(now, pausedUntil) && !now.Before(t.DueAt())
+	return !t.Dormant && !Paused(now, pausedUntil) && !now.Before(t.DueAt())
 }
 
 // Begin records the start of a run at now.
@@ -184,7 +196,7 @@ func Paused(now time.Time, pausedUntil *time.Time) bool {
 // task is running).
 func NextWake(now time.Time, pausedUntil *time.Time, tasks []*Task) (wake time.Time, ok bool) {
 	for _, t := range tasks {
-		if t.Running() {
+		if t.Running() || t.Dormant && !t.Requested {
 			continue
 		}
 		at := t.DueAt()
@@ -210,6 +222,9 @@ func NextWake(now time.Time, pausedUntil *time.Time, tasks []*Task) (wake time.T
 // a timer.
 func NextWakeCounting(now time.Time, pausedUntil *time.Time, tasks []*Task) (wake time.Time, ok bool) {
 	for _, t := range tasks {
+		if t.Dormant && !t.Requested {
+			continue
+		}
 		at := t.DueAt()
 		if t.Running() && (!at.After(now) || t.LastRunAt != nil && !t.LastRunAt.Add(time.Duration(t.LastDuration)).Before(at)) {
 			continue

@@ -231,3 +231,32 @@ func TestNextWakeSkipsARunThatOutlastsItsCadence(t *testing.T) {
 	done.Finish(t0.Add(20*time.Second), Outcome{}, Breaker{})
 	require.Equal(t, pacer.Duration(20*time.Second), done.LastDuration)
 }
+
+// A dormant task never comes due on its own and sets no wake-up; a request
+// still runs it, and waking it makes it due at once.
+func TestDormant(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	last := now.Add(-time.Hour)
+	idle := &Task{Name: "deliver", LastRunAt: &last, Dormant: true}
+	busy := &Task{Name: "tenero", Every: pacer.Duration(5 * time.Minute), LastRunAt: &now}
+	due, why := idle.Due()
+	require.Equal(t, WaitIdle, why)
+	require.True(t, due.IsZero())
+	require.False(t, idle.ShouldStart(now, nil))
+	for _, next := range []func(time.Time, *time.Time, []*Task) (time.Time, bool){NextWake, NextWakeCounting} {
+		wake, ok := next(now, nil, []*Task{idle, busy})
+		require.True(t, ok)
+		require.Equal(t, now.Add(5*time.Minute), wake, "only the other task sets the wake-up")
+		_, ok = next(now, nil, []*Task{idle})
+		require.False(t, ok, "nothing to wait for")
+	}
+
+	idle.Requested = true
+	require.True(t, idle.ShouldStart(now, nil))
+	wake, ok := NextWake(now, nil, []*Task{idle, busy})
+	require.True(t, ok)
+	require.Equal(t, now, wake)
+
+	idle.Requested, idle.Dormant = false, false
+	require.True(t, idle.ShouldStart(now, nil), "woken: due since its last run")
+}
