@@ -88,20 +88,14 @@ func (f *rollupFixture) runRollup(nominal time.Time) (pacer.RollupResult, error)
 }
 
 // markSweptAt records that the sweep listed every agent successfully at
-// `at` (SPEC §5.1's agent_ingest; created here in its minimal form when the
-// sweep's migration is not there).
+// `at` (SPEC §5.1's agent_ingest, whose rows registering the agents made).
 func (f *rollupFixture) markSweptAt(t *testing.T, at time.Time) {
 	t.Helper()
 	require.NoError(t, f.sweptAt(t.Context(), at))
 }
 
 func (f *rollupFixture) sweptAt(ctx context.Context, at time.Time) error {
-	if _, err := f.st.Pool().Exec(ctx, `create table if not exists agent_ingest (stx_address text primary key, last_success_at timestamptz)`); err != nil {
-		return err
-	}
-	_, err := f.st.Pool().Exec(ctx, `
-insert into agent_ingest (stx_address, last_success_at) select stx_address, $1 from agents
-on conflict (stx_address) do update set last_success_at = excluded.last_success_at`, at)
+	_, err := f.st.Pool().Exec(ctx, `update agent_ingest set last_success_at = $1`, at)
 	return err
 }
 
