@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/big"
 	"math/rand/v2"
 	"slices"
@@ -205,17 +206,22 @@ func (f *rollupFixture) load(t *testing.T, w world) {
 		require.NoError(t, f.st.UpsertAgent(ctx, competition.Agent{STXAddress: agentAddr(i)}, ""))
 	}
 	f.addObservations(t, w.obs)
-	for _, s := range w.swaps {
-		_, err := f.st.InsertSwap(ctx, competition.Swap{
+	f.insertSwaps(t, w.swaps...)
+	eight := 8
+	_, err := f.st.UpsertPrice(ctx, store.Price{TokenID: tokALEX, Decimals: &eight, Source: store.SourceTenero, FetchedAt: time.Unix(0, 0)})
+	require.NoError(t, err)
+}
+
+func (f *rollupFixture) insertSwaps(t *testing.T, swaps ...swapRow) {
+	t.Helper()
+	for _, s := range swaps {
+		_, err := f.st.InsertSwap(t.Context(), competition.Swap{
 			TxID: s.txid, Sender: s.sender, ContractID: "SP000000000000000000002Q6VF78.router", FunctionName: "swap",
 			TokenIn: s.tokenIn, AmountIn: s.amountIn, TokenOut: s.tokenOut, AmountOut: "1",
 			BurnBlockTime: s.at.Unix(), TxStatus: s.status, Source: "sweep",
 		})
 		require.NoError(t, err)
 	}
-	eight := 8
-	_, err := f.st.UpsertPrice(ctx, store.Price{TokenID: tokALEX, Decimals: &eight, Source: store.SourceTenero, FetchedAt: time.Unix(0, 0)})
-	require.NoError(t, err)
 }
 
 func (f *rollupFixture) addObservations(t *testing.T, os []obs) {
@@ -389,7 +395,19 @@ func checkPeriod(t *testing.T, st *store.Store, w world, p rollup.Period) []stor
 	t.Helper()
 	rows, err := st.Rollups(t.Context(), store.RollupQuery{Period: p.Kind, From: p.Start, To: p.Start.Add(time.Second), Limit: 1000})
 	require.NoError(t, err)
+	checkRows(t, w, p, rows, nil)
+	return rows
+}
+
+// checkRows compares rows of a period with the oracle: a row for each
+// token priced in the period, for each agent who swapped in it (of those
+// in agents, when not nil), and the competition's.
+func checkRows(t *testing.T, w world, p rollup.Period, rows []store.Rollup, agents []string) {
+	t.Helper()
 	per, total := w.volumes(p)
+	if agents != nil {
+		maps.DeleteFunc(per, func(a string, _ *volume) bool { return !slices.Contains(agents, a) })
+	}
 	tokens := 0
 	for _, r := range rows {
 		require.True(t, r.PeriodEnd.Equal(p.End))
@@ -429,7 +447,6 @@ func checkPeriod(t *testing.T, st *store.Store, w world, p rollup.Period) []stor
 		}
 	}
 	require.Equal(t, wantTokens, tokens)
-	return rows
 }
 
 // A simulated day in a zone with its own midnight: every figure equals

@@ -263,28 +263,30 @@ type RecomputedPeriod struct {
 // changed after their rollups were computed: a rollback, a re-apply): it
 // recomputes each marked hour that has ended by spec.ComputedAt and every
 // ended day in zone that shares an instant with it (spec.Period is not
-// used), creates the corrections the
-// new figures call for (correctionsSQL), and clears exactly the marks it
-// handled. A mark whose hour has not ended yet is left for a later run
-// (the hour's own rollup will read the changed swaps anyway).
+// used), creates the corrections the new figures call for
+// (correctionsSQL), and clears exactly the marks it handled. A mark whose
+// hour has not ended yet is left for a later run (the hour's own rollup
+// will read the changed swaps anyway).
 //
-// It is one transaction, holding the marks it handles locked: killed
-// midway, it leaves everything as it was and the next run does it all
-// again; a mark written for the same hour meanwhile waits for the lock
-// and lands after the clearing, so a change made while this ran is
-// never cleared unseen.
+// It is one transaction that clears the marks first: killed midway, it
+// leaves everything as it was, marks included, and the next run does it
+// all again. A mark written for one of the same hours meanwhile (with
+// "on conflict do nothing" or "do update") waits for this transaction,
+// then finds the mark gone and inserts it anew: a change made while this
+// ran is never cleared unseen. (A row lock would not do: an insert's
+// "on conflict do nothing" does not wait for a locked row.)
 func (s *Store) RecomputeDirty(ctx context.Context, spec RollupSpec, zone *time.Location) (DirtyOutcome, error) {
 	var out DirtyOutcome
 	now := spec.ComputedAt
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		out = DirtyOutcome{}
 		rows, _ := tx.Query(ctx, `
-select hour_start from rollup_dirty where hour_start + interval '1 hour' <= $1
-order by hour_start for update`, now)
+delete from rollup_dirty where hour_start + interval '1 hour' <= $1 returning hour_start`, now)
 		marks, err := pgx.CollectRows(rows, pgx.RowTo[time.Time])
 		if err != nil || len(marks) == 0 {
 			return err
 		}
+		slices.SortFunc(marks, time.Time.Compare)
 		var hours, days []rollup.Period
 		for _, h := range marks {
 			hour := rollup.Period{Kind: rollup.Hour, Start: h.UTC(), End: h.UTC().Add(time.Hour)}
@@ -306,9 +308,6 @@ order by hour_start for update`, now)
 			out.Rows += r.Rows
 			out.Corrections += r.Corrections
 			out.Periods = append(out.Periods, RecomputedPeriod{Period: p, RollupOutcome: r})
-		}
-		if _, err := tx.Exec(ctx, `delete from rollup_dirty where hour_start = any($1)`, marks); err != nil {
-			return err
 		}
 		for _, m := range marks {
 			out.Marks = append(out.Marks, m.UTC())
