@@ -272,13 +272,18 @@ type RollupInput struct {
 // RollupResult is what one run of the rollup task reports.
 type RollupResult struct {
 	Run
-	// Hours are the starts of the hours computed (one, unless the run was
-	// a no-op replay).
+	// Hours are the starts of the hours computed (the occurrence's, then
+	// the dirty ones recomputed).
 	Hours []time.Time `json:"hours"`
 	// Days are the days computed, each with whether it is now complete.
 	Days []RollupDay `json:"days"`
 	// Rows is how many rollup rows the run wrote.
 	Rows int `json:"rows"`
+	// Dirty are the rollup_dirty marks (UTC hours) the run handled and
+	// cleared; Corrections counts the deliveries it created to correct
+	// figures already delivered.
+	Dirty       []time.Time `json:"dirty"`
+	Corrections int         `json:"corrections"`
 	// PrunedObservations counts the price observations past their
 	// retention that the run deleted.
 	PrunedObservations int64 `json:"prunedObservations"`

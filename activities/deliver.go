@@ -441,7 +441,11 @@ func (d *dispatcher) finish(at attempt) {
 		return
 	case webhook.Delivered:
 		d.res.Delivered++
-		d.a.Metrics.ObserveDeliveryDelay(d.a.now().Sub(at.due.PeriodEnd))
+		if !at.due.Correction {
+			// A correction is late by nature: it would only blur the
+			// delay of the first delivery, which is what this measures.
+			d.a.Metrics.ObserveDeliveryDelay(d.a.now().Sub(at.due.PeriodEnd))
+		}
 	default:
 		d.res.Failed++
 	}

@@ -22,7 +22,11 @@ const DayLookback = 7
 // time T: the hour that closed at or before T, and every day of the last
 // DayLookback that closed at or before T and is not complete yet. Each
 // period is recomputed from scratch, so a repeated or backfilled run writes
-// the same rows. It also prunes price observations past their retention.
+// the same rows. Then it recomputes the periods marked dirty (swaps that
+// changed after their rollups: a chainhook rollback, a re-apply), and
+// whenever a recomputed period's figures differ from a delivery already
+// made for it, creates a correction (store.RecomputeDirty). It also prunes
+// price observations past their retention.
 func (a *Activities) Rollup(ctx context.Context, in pacer.RollupInput) (pacer.RollupResult, error) {
 	return ledgered(ctx, a, in.Occurrence, func(ctx context.Context) (pacer.RollupResult, error) {
 		return a.rollup(ctx, in)
@@ -32,7 +36,8 @@ func (a *Activities) Rollup(ctx context.Context, in pacer.RollupInput) (pacer.Ro
 func (a *Activities) rollup(ctx context.Context, in pacer.RollupInput) (res pacer.RollupResult, err error) {
 	started := time.Now()
 	defer func() { a.Metrics.ObserveRollup(time.Since(started), res, err) }()
-	res = pacer.RollupResult{Run: pacer.Run{StartedAt: started.UTC()}, Hours: []time.Time{}, Days: []pacer.RollupDay{}}
+	res = pacer.RollupResult{Run: pacer.Run{StartedAt: started.UTC()}, Hours: []time.Time{}, Days: []pacer.RollupDay{},
+		Dirty: []time.Time{}}
 	log := a.Logger.With(zap.String("task", pacer.TaskRollup))
 	at := in.Occurrence.NominalAt
 	if at.IsZero() {
@@ -57,6 +62,7 @@ func (a *Activities) rollup(ctx context.Context, in pacer.RollupInput) (res pace
 		spec.Period, spec.ComputedAt = p, a.now()
 		out, err := a.Store.ComputeRollup(ctx, spec)
 		res.Rows += out.Rows
+		res.Corrections += out.Corrections
 		return out, err
 	}
 
@@ -84,6 +90,26 @@ func (a *Activities) rollup(ctx context.Context, in pacer.RollupInput) (res pace
 		}
 	}
 
+	spec.ComputedAt = a.now()
+	dirty, err := a.Store.RecomputeDirty(ctx, spec, a.dayZone())
+	if err != nil {
+		return fail(err)
+	}
+	res.Dirty = dirty.Marks
+	res.Rows += dirty.Rows
+	res.Corrections += dirty.Corrections
+	for _, p := range dirty.Periods {
+		if p.Kind == rollup.Hour {
+			res.Hours = append(res.Hours, p.Start)
+		} else {
+			res.Days = append(res.Days, pacer.RollupDay{Start: p.Start, End: p.End, Complete: p.Complete})
+		}
+	}
+	if len(dirty.Marks) > 0 {
+		log.Info("rollup.dirty_recomputed", zap.Times("marks", dirty.Marks), zap.Int("periods", len(dirty.Periods)),
+			zap.Int("corrections", dirty.Corrections))
+	}
+
 	pruned, err := a.Store.PruneObservations(ctx, a.now().Add(-store.ObservationRetention))
 	if err != nil {
 		// Pruning can wait for the next hour; the rollups are written.
@@ -92,7 +118,8 @@ func (a *Activities) rollup(ctx context.Context, in pacer.RollupInput) (res pace
 	res.PrunedObservations = pruned
 	res.DurationMs = time.Since(started).Milliseconds()
 	log.Info("rollup.completed", zap.Time("nominalAt", at), zap.Time("hour", hour.Start),
-		zap.Int("days", len(res.Days)), zap.Int("rows", res.Rows), zap.Int64("pruned", pruned),
+		zap.Int("days", len(res.Days)), zap.Int("rows", res.Rows), zap.Int("dirty", len(res.Dirty)),
+		zap.Int("corrections", res.Corrections), zap.Int64("pruned", pruned),
 		zap.Int64("durationMs", res.DurationMs))
 	return res, nil
 }

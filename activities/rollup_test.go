@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/big"
 	"math/rand/v2"
 	"slices"
@@ -88,20 +89,14 @@ func (f *rollupFixture) runRollup(nominal time.Time) (pacer.RollupResult, error)
 }
 
 // markSweptAt records that the sweep listed every agent successfully at
-// `at` (SPEC §5.1's agent_ingest; created here in its minimal form when the
-// sweep's migration is not there).
+// `at` (SPEC §5.1's agent_ingest, whose rows registering the agents made).
 func (f *rollupFixture) markSweptAt(t *testing.T, at time.Time) {
 	t.Helper()
 	require.NoError(t, f.sweptAt(t.Context(), at))
 }
 
 func (f *rollupFixture) sweptAt(ctx context.Context, at time.Time) error {
-	if _, err := f.st.Pool().Exec(ctx, `create table if not exists agent_ingest (stx_address text primary key, last_success_at timestamptz)`); err != nil {
-		return err
-	}
-	_, err := f.st.Pool().Exec(ctx, `
-insert into agent_ingest (stx_address, last_success_at) select stx_address, $1 from agents
-on conflict (stx_address) do update set last_success_at = excluded.last_success_at`, at)
+	_, err := f.st.Pool().Exec(ctx, `update agent_ingest set last_success_at = $1`, at)
 	return err
 }
 
@@ -211,17 +206,22 @@ func (f *rollupFixture) load(t *testing.T, w world) {
 		require.NoError(t, f.st.UpsertAgent(ctx, competition.Agent{STXAddress: agentAddr(i)}, ""))
 	}
 	f.addObservations(t, w.obs)
-	for _, s := range w.swaps {
-		_, err := f.st.InsertSwap(ctx, competition.Swap{
+	f.insertSwaps(t, w.swaps...)
+	eight := 8
+	_, err := f.st.UpsertPrice(ctx, store.Price{TokenID: tokALEX, Decimals: &eight, Source: store.SourceTenero, FetchedAt: time.Unix(0, 0)})
+	require.NoError(t, err)
+}
+
+func (f *rollupFixture) insertSwaps(t *testing.T, swaps ...swapRow) {
+	t.Helper()
+	for _, s := range swaps {
+		_, err := f.st.InsertSwap(t.Context(), competition.Swap{
 			TxID: s.txid, Sender: s.sender, ContractID: "SP000000000000000000002Q6VF78.router", FunctionName: "swap",
 			TokenIn: s.tokenIn, AmountIn: s.amountIn, TokenOut: s.tokenOut, AmountOut: "1",
 			BurnBlockTime: s.at.Unix(), TxStatus: s.status, Source: "sweep",
 		})
 		require.NoError(t, err)
 	}
-	eight := 8
-	_, err := f.st.UpsertPrice(ctx, store.Price{TokenID: tokALEX, Decimals: &eight, Source: store.SourceTenero, FetchedAt: time.Unix(0, 0)})
-	require.NoError(t, err)
 }
 
 func (f *rollupFixture) addObservations(t *testing.T, os []obs) {
@@ -395,7 +395,19 @@ func checkPeriod(t *testing.T, st *store.Store, w world, p rollup.Period) []stor
 	t.Helper()
 	rows, err := st.Rollups(t.Context(), store.RollupQuery{Period: p.Kind, From: p.Start, To: p.Start.Add(time.Second), Limit: 1000})
 	require.NoError(t, err)
+	checkRows(t, w, p, rows, nil)
+	return rows
+}
+
+// checkRows compares rows of a period with the oracle: a row for each
+// token priced in the period, for each agent who swapped in it (of those
+// in agents, when not nil), and the competition's.
+func checkRows(t *testing.T, w world, p rollup.Period, rows []store.Rollup, agents []string) {
+	t.Helper()
 	per, total := w.volumes(p)
+	if agents != nil {
+		maps.DeleteFunc(per, func(a string, _ *volume) bool { return !slices.Contains(agents, a) })
+	}
 	tokens := 0
 	for _, r := range rows {
 		require.True(t, r.PeriodEnd.Equal(p.End))
@@ -435,7 +447,6 @@ func checkPeriod(t *testing.T, st *store.Store, w world, p rollup.Period) []stor
 		}
 	}
 	require.Equal(t, wantTokens, tokens)
-	return rows
 }
 
 // A simulated day in a zone with its own midnight: every figure equals

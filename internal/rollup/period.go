@@ -76,6 +76,21 @@ func DaysBefore(t time.Time, loc *time.Location, n int) []Period {
 	return days
 }
 
+// DaysOverlapping returns the days in loc that share an instant with p,
+// earliest first: one for an hour inside a day, two for an hour that a
+// midnight not on a UTC hour boundary cuts (a zone at +05:30, say).
+func DaysOverlapping(p Period, loc *time.Location) []Period {
+	y, m, d := p.Start.In(loc).Date()
+	var days []Period
+	for start := StartOfDay(y, m, d, loc); start.Before(p.End); {
+		d++
+		end := StartOfDay(y, m, d, loc)
+		days = append(days, Period{Kind: Day, Start: start.UTC(), End: end.UTC()})
+		start = end
+	}
+	return days
+}
+
 // StartOfDay returns the first instant of a date in loc. That is midnight,
 // except where a daylight-saving gap swallows midnight (clocks jumping from
 // 00:00 to 01:00): then it is the instant the gap ends. Day overflow is

@@ -96,3 +96,38 @@ func TestLoadZoneRejects(t *testing.T) {
 		require.Error(t, err, give)
 	}
 }
+
+func TestDaysOverlapping(t *testing.T) {
+	t.Parallel()
+	hour := func(s string) rollup.Period {
+		start, err := time.Parse(time.RFC3339, s)
+		require.NoError(t, err)
+		return rollup.Period{Kind: rollup.Hour, Start: start, End: start.Add(time.Hour)}
+	}
+	for _, tc := range []struct {
+		name, zone, hour string
+		want             []string // "start/end", RFC3339 UTC
+	}{
+		{name: "utc", zone: "UTC", hour: "2026-11-02T23:00:00Z",
+			want: []string{"2026-11-02T00:00:00Z/2026-11-03T00:00:00Z"}},
+		{name: "new york, the hour before its midnight", zone: "America/New_York", hour: "2026-11-11T04:00:00Z",
+			want: []string{"2026-11-10T05:00:00Z/2026-11-11T05:00:00Z"}},
+		{name: "new york, the hour after", zone: "America/New_York", hour: "2026-11-11T05:00:00Z",
+			want: []string{"2026-11-11T05:00:00Z/2026-11-12T05:00:00Z"}},
+		// Midnight in Kolkata is 18:30 UTC: that UTC hour is in two days.
+		{name: "a half-hour zone cuts the hour", zone: "Asia/Kolkata", hour: "2026-11-02T18:00:00Z",
+			want: []string{"2026-11-01T18:30:00Z/2026-11-02T18:30:00Z", "2026-11-02T18:30:00Z/2026-11-03T18:30:00Z"}},
+		// London's clocks go back on 2026-10-25: a 25-hour day.
+		{name: "a 25-hour day", zone: "Europe/London", hour: "2026-10-25T12:00:00Z",
+			want: []string{"2026-10-24T23:00:00Z/2026-10-26T00:00:00Z"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, d := range rollup.DaysOverlapping(hour(tc.hour), zone(t, tc.zone)) {
+				require.Equal(t, rollup.Day, d.Kind)
+				got = append(got, d.Start.Format(time.RFC3339)+"/"+d.End.Format(time.RFC3339))
+			}
+			require.Equal(t, tc.want, got)
+		})
+	}
+}

@@ -42,10 +42,33 @@ type Delivery struct {
 	LastError     string          `json:"lastError,omitempty"`
 	CreatedAt     time.Time       `json:"createdAt"`
 	DeliveredAt   *time.Time      `json:"deliveredAt"`
+	Replaces      string          `json:"replaces,omitempty"` // the delivery this one corrects; empty for an original
 	Payload       json.RawMessage `json:"payload,omitempty"`
 }
 
 const utcStamp = `'YYYY-MM-DD"T"HH24:MI:SS"Z"'`
+
+// payloadDataSQL is the "data" of a delivery body for the row t
+// (period_start, period_end, complete, and the subscriber's tokens and
+// agents filters): the period's rollups through the filters, the
+// competition totals always. $2 is the period kind.
+const payloadDataSQL = `jsonb_build_object(
+    'period', $2::text,
+    'periodStart', to_char(t.period_start at time zone 'UTC', ` + utcStamp + `),
+    'periodEnd', to_char(t.period_end at time zone 'UTC', ` + utcStamp + `),
+    'complete', t.complete,
+    'tokens', coalesce((
+        select jsonb_object_agg(r.subject, r.data) from rollups r
+        where r.period = $2::text and r.period_start = t.period_start and r.subject_kind = 'token'
+          and (t.tokens is null or r.subject = any(t.tokens))), '{}'::jsonb),
+    'agents', coalesce((
+        select jsonb_object_agg(r.subject, r.data) from rollups r
+        where r.period = $2::text and r.period_start = t.period_start and r.subject_kind = 'agent'
+          and (t.agents is null or r.subject = any(t.agents))), '{}'::jsonb),
+    'competition', (
+        select r.data from rollups r
+        where r.period = $2::text and r.period_start = t.period_start
+          and r.subject_kind = 'competition' and r.subject = '` + rollup.CompetitionSubject + `'))`
 
 // emitSQL creates the deliveries of one event that are due to exist: one
 // per active subscriber that wants the event and period of the rollups
@@ -82,26 +105,63 @@ select t.id || '-' || $1::text || '-' || to_char(t.period_start at time zone 'UT
     jsonb_build_object(
         'type', 'rollup.' || $1::text,
         'timestamp', to_char($3::timestamptz at time zone 'UTC', ` + utcStamp + `),
-        'data', jsonb_build_object(
-            'period', $2::text,
-            'periodStart', to_char(t.period_start at time zone 'UTC', ` + utcStamp + `),
-            'periodEnd', to_char(t.period_end at time zone 'UTC', ` + utcStamp + `),
-            'complete', t.complete,
-            'tokens', coalesce((
-                select jsonb_object_agg(r.subject, r.data) from rollups r
-                where r.period = $2::text and r.period_start = t.period_start and r.subject_kind = 'token'
-                  and (t.tokens is null or r.subject = any(t.tokens))), '{}'::jsonb),
-            'agents', coalesce((
-                select jsonb_object_agg(r.subject, r.data) from rollups r
-                where r.period = $2::text and r.period_start = t.period_start and r.subject_kind = 'agent'
-                  and (t.agents is null or r.subject = any(t.agents))), '{}'::jsonb),
-            'competition', (
-                select r.data from rollups r
-                where r.period = $2::text and r.period_start = t.period_start
-                  and r.subject_kind = 'competition' and r.subject = '` + rollup.CompetitionSubject + `'))),
+        'data', ` + payloadDataSQL + `),
     'pending', 0, $3::timestamptz, $3::timestamptz
 from todo t
-on conflict (subscriber_id, event, period_start) do nothing`
+on conflict (subscriber_id, event, period_start) where replaces is null do nothing`
+
+// correctionsSQL creates the corrections of one period whose rollups were
+// just recomputed: for each active subscriber's last delivery of the
+// period (the one no other delivery replaces: the original, or its latest
+// correction), whatever its status, a new delivery when the period's
+// figures through the subscriber's filters (tokens, agents, competition)
+// differ from the ones it carries. A daily one only while the day is
+// complete. The id is the original's with "-c<n>" appended, n counting
+// the corrections of the period from 1; the body is an ordinary one of
+// the event's type with "correction": true and "replaces": the id of the
+// delivery it corrects. $1 event, $2 period kind, $3 now, $4 period start.
+const correctionsSQL = `
+with t as (
+    select d.id as head_id, d.payload -> 'data' as sent, s.id, s.tokens, s.agents,
+           d.period_start, d.period_end, c.complete
+    from deliveries d
+    join subscribers s on s.id = d.subscriber_id and s.status = 'active'
+    join rollups c on c.period = $2::text and c.period_start = d.period_start
+         and c.subject_kind = 'competition' and c.subject = '` + rollup.CompetitionSubject + `'
+    where d.event = $1::text and d.period_start = $4::timestamptz
+      and not exists (select 1 from deliveries x where x.replaces = d.id)
+      and ($1::text <> 'daily' or c.complete)
+),
+fresh as (
+    select t.head_id, t.sent, t.id, t.period_start, t.period_end, ` + payloadDataSQL + ` as data
+    from t
+)
+insert into deliveries (id, subscriber_id, event, period_start, period_end, payload, status, attempts, next_attempt_at, created_at, replaces)
+select regexp_replace(f.head_id, '-c[0-9]+$', '') || '-c' || (coalesce(substring(f.head_id from '-c([0-9]+)$')::int, 0) + 1),
+    f.id, $1::text, f.period_start, f.period_end,
+    jsonb_build_object(
+        'type', 'rollup.' || $1::text,
+        'timestamp', to_char($3::timestamptz at time zone 'UTC', ` + utcStamp + `),
+        'correction', true,
+        'replaces', f.head_id,
+        'data', f.data),
+    'pending', 0, $3::timestamptz, $3::timestamptz, f.head_id
+from fresh f
+where f.data -> 'tokens' is distinct from f.sent -> 'tokens'
+   or f.data -> 'agents' is distinct from f.sent -> 'agents'
+   or f.data -> 'competition' is distinct from f.sent -> 'competition'
+on conflict do nothing`
+
+// emitCorrections creates the corrections of one recomputed period (see
+// correctionsSQL) and returns how many it created.
+func emitCorrections(ctx context.Context, tx pgx.Tx, p rollup.Period, now time.Time) (int, error) {
+	event := rollup.EventOf(p.Kind)
+	tag, err := tx.Exec(ctx, correctionsSQL, event, p.Kind, now, p.Start)
+	if err != nil {
+		return 0, fmt.Errorf("emit %s corrections: %w", event, err)
+	}
+	return int(tag.RowsAffected()), nil
+}
 
 // EmitDeliveries creates the deliveries of event for periods that ended in
 // (since, now] and returns how many it created.
@@ -146,6 +206,8 @@ type DueDelivery struct {
 	Event        string
 	PeriodEnd    time.Time
 	Attempts     int
+	// Correction says it corrects an earlier delivery of its period.
+	Correction bool
 
 	URL    string
 	Secret string
@@ -158,7 +220,7 @@ type DueDelivery struct {
 // hold up theirs.
 const dueSQL = `
 select (s.failing_since is not null) as suspect, d.next_attempt_at, d.id,
-       d.subscriber_id, d.event, d.period_end, d.attempts
+       d.subscriber_id, d.event, d.period_end, d.attempts, d.replaces is not null
 from deliveries d join subscribers s on s.id = d.subscriber_id
 where d.status in ('pending', 'retrying') and d.next_attempt_at <= $1
   and s.status = 'active'
@@ -183,7 +245,7 @@ func (s *Store) DueDeliveries(ctx context.Context, q DueQuery) ([]DueDelivery, e
 		after.Suspect, after.NextAttemptAt, after.ID, q.Limit)
 	due, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (DueDelivery, error) {
 		var d DueDelivery
-		err := row.Scan(&d.Suspect, &d.NextAttemptAt, &d.ID, &d.SubscriberID, &d.Event, &d.PeriodEnd, &d.Attempts)
+		err := row.Scan(&d.Suspect, &d.NextAttemptAt, &d.ID, &d.SubscriberID, &d.Event, &d.PeriodEnd, &d.Attempts, &d.Correction)
 		return d, err
 	})
 	if err != nil {
@@ -390,12 +452,12 @@ delete from deliveries where status in ('delivered', 'exhausted') and created_at
 
 // deliveryColumns reads a delivery aliased d.
 const deliveryColumns = `d.id, d.subscriber_id, d.event, d.period_start, d.period_end, d.status, d.attempts,
-    d.next_attempt_at, d.last_attempt_at, d.last_status, coalesce(d.last_error, ''), d.created_at, d.delivered_at`
+    d.next_attempt_at, d.last_attempt_at, d.last_status, coalesce(d.last_error, ''), d.created_at, d.delivered_at, coalesce(d.replaces, '')`
 
 func scanDelivery(row pgx.CollectableRow) (Delivery, error) {
 	var d Delivery
 	err := row.Scan(&d.ID, &d.SubscriberID, &d.Event, &d.PeriodStart, &d.PeriodEnd, &d.Status, &d.Attempts,
-		&d.NextAttemptAt, &d.LastAttemptAt, &d.LastStatus, &d.LastError, &d.CreatedAt, &d.DeliveredAt)
+		&d.NextAttemptAt, &d.LastAttemptAt, &d.LastStatus, &d.LastError, &d.CreatedAt, &d.DeliveredAt, &d.Replaces)
 	return d, err
 }
 
@@ -421,7 +483,7 @@ func (s *Store) DeliveryWithSecret(ctx context.Context, id string) (Delivery, st
 	err := s.pool.QueryRow(ctx, `select `+deliveryColumns+`, d.payload::text, s.secret
 from deliveries d join subscribers s on s.id = d.subscriber_id
 where d.id = $1`, id).Scan(&d.ID, &d.SubscriberID, &d.Event, &d.PeriodStart, &d.PeriodEnd, &d.Status, &d.Attempts,
-		&d.NextAttemptAt, &d.LastAttemptAt, &d.LastStatus, &d.LastError, &d.CreatedAt, &d.DeliveredAt, &payload, &secret)
+		&d.NextAttemptAt, &d.LastAttemptAt, &d.LastStatus, &d.LastError, &d.CreatedAt, &d.DeliveredAt, &d.Replaces, &payload, &secret)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Delivery{}, "", false, nil
 	}

@@ -31,6 +31,9 @@ type RollupSpec struct {
 type RollupOutcome struct {
 	Rows     int
 	Complete bool
+	// Corrections counts the deliveries created because the period's
+	// figures changed after a delivery was made for it.
+	Corrections int
 }
 
 // tokenRowsSQL: per token, open/high/low/close and samples from the priced
@@ -146,21 +149,34 @@ select not exists (
     select 1 from agents a left join agent_ingest i on i.stx_address = a.stx_address
     where i.last_success_at is null or i.last_success_at <= $1)`
 
-// sweepRanSinceSQL stands in for sweepCaughtUpSQL while agent_ingest does
-// not exist (the sweep before SPEC §5.1): a sweep run that finished well and
-// started after the period's end.
-//
-// TODO(sweep-ingest): drop once agent_ingest has landed on main; it only
-// approximates "every agent caught up", since that sweep visits agents a
-// page at a time.
-const sweepRanSinceSQL = `
-select not exists (select 1 from agents)
-    or exists (select 1 from task_runs where task = 'sweep' and status = 'ok' and started_at > $1)`
-
 // ComputeRollup (re)computes one period: its rows are replaced, in one
 // transaction, by rows computed from what the database holds now. Run
 // twice on the same data it writes the same rows (only computed_at moves).
+// When the period already has deliveries and its figures changed, the same
+// transaction creates their corrections (correctionsSQL).
 func (s *Store) ComputeRollup(ctx context.Context, spec RollupSpec) (RollupOutcome, error) {
+	var out RollupOutcome
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) (err error) {
+		out, err = recompute(ctx, tx, spec)
+		return err
+	})
+	return out, err
+}
+
+// recompute computes a period and creates the corrections it calls for.
+func recompute(ctx context.Context, tx pgx.Tx, spec RollupSpec) (RollupOutcome, error) {
+	out, err := computeRollup(ctx, tx, spec)
+	if err != nil {
+		return out, err
+	}
+	out.Corrections, err = emitCorrections(ctx, tx, spec.Period, spec.ComputedAt)
+	return out, err
+}
+
+// computeRollup is ComputeRollup inside the caller's transaction. A
+// period once complete stays complete (SPEC §10.1: a complete day is
+// final), so recomputing it after a correction never withdraws it.
+func computeRollup(ctx context.Context, tx pgx.Tx, spec RollupSpec) (RollupOutcome, error) {
 	p := spec.Period
 	if p.Kind != rollup.Hour && p.Kind != rollup.Day {
 		return RollupOutcome{}, fmt.Errorf("compute rollup: unknown period %q", p.Kind)
@@ -171,10 +187,20 @@ func (s *Store) ComputeRollup(ctx context.Context, spec RollupSpec) (RollupOutco
 		decs[i] = int32(spec.KnownDecimals[id])
 	}
 	var out RollupOutcome
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		complete, err := caughtUp(ctx, tx, spec.Tracked, p)
-		if err != nil {
+	err := func() error {
+		var was bool
+		err := tx.QueryRow(ctx, `
+select complete from rollups
+where period = $1 and period_start = $2 and subject_kind = 'competition' and subject = $3`,
+			p.Kind, p.Start, rollup.CompetitionSubject).Scan(&was)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return err
+		}
+		complete := was
+		if !complete {
+			if complete, err = caughtUp(ctx, tx, spec.Tracked, p); err != nil {
+				return err
+			}
 		}
 		out.Complete = complete
 		if _, err := tx.Exec(ctx, `delete from rollups where period = $1 and period_start = $2`, p.Kind, p.Start); err != nil {
@@ -192,35 +218,106 @@ func (s *Store) ComputeRollup(ctx context.Context, spec RollupSpec) (RollupOutco
 		}
 		out.Rows += int(tag.RowsAffected())
 		return nil
-	})
+	}()
 	if err != nil {
 		return RollupOutcome{}, fmt.Errorf("compute %s rollup of %s: %w", p.Kind, p.Start.UTC().Format(time.RFC3339), err)
 	}
 	return out, nil
 }
 
-// caughtUp decides whether a period is complete (SPEC §10.1).
+// caughtUp decides whether a period is complete (SPEC §10.1): every
+// tracked token observed after its end, and no agent overdue past it.
 func caughtUp(ctx context.Context, tx pgx.Tx, tracked []string, p rollup.Period) (bool, error) {
-	var tokens bool
+	var tokens, sweep bool
 	if err := tx.QueryRow(ctx, tokensCaughtUpSQL, tracked, p.Start, p.End).Scan(&tokens); err != nil {
 		return false, err
 	}
 	if !tokens {
 		return false, nil
 	}
-	var hasIngest bool
-	if err := tx.QueryRow(ctx, `select to_regclass('agent_ingest') is not null`).Scan(&hasIngest); err != nil {
-		return false, err
-	}
-	query := sweepRanSinceSQL
-	if hasIngest {
-		query = sweepCaughtUpSQL
-	}
-	var sweep bool
-	if err := tx.QueryRow(ctx, query, p.End).Scan(&sweep); err != nil {
+	if err := tx.QueryRow(ctx, sweepCaughtUpSQL, p.End).Scan(&sweep); err != nil {
 		return false, err
 	}
 	return sweep, nil
+}
+
+// DirtyOutcome is what RecomputeDirty did.
+type DirtyOutcome struct {
+	// Marks are the marks handled (and cleared): their hours, UTC.
+	Marks []time.Time
+	// Periods are the periods recomputed, hours then days, each in order.
+	Periods []RecomputedPeriod
+	// Rows counts the rollup rows written, Corrections the deliveries
+	// created to correct ones made before.
+	Rows        int
+	Corrections int
+}
+
+// RecomputedPeriod is one period RecomputeDirty recomputed.
+type RecomputedPeriod struct {
+	rollup.Period
+	RollupOutcome
+}
+
+// RecomputeDirty handles the rollup_dirty marks (UTC hours whose swaps
+// changed after their rollups were computed: a rollback, a re-apply): it
+// recomputes each marked hour that has ended by spec.ComputedAt and every
+// ended day in zone that shares an instant with it (spec.Period is not
+// used), creates the corrections the new figures call for
+// (correctionsSQL), and clears exactly the marks it handled. A mark whose
+// hour has not ended yet is left for a later run (the hour's own rollup
+// will read the changed swaps anyway).
+//
+// It is one transaction that clears the marks first: killed midway, it
+// leaves everything as it was, marks included, and the next run does it
+// all again. A mark written for one of the same hours meanwhile (with
+// "on conflict do nothing" or "do update") waits for this transaction,
+// then finds the mark gone and inserts it anew: a change made while this
+// ran is never cleared unseen. (A row lock would not do: an insert's
+// "on conflict do nothing" does not wait for a locked row.)
+func (s *Store) RecomputeDirty(ctx context.Context, spec RollupSpec, zone *time.Location) (DirtyOutcome, error) {
+	var out DirtyOutcome
+	now := spec.ComputedAt
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		out = DirtyOutcome{}
+		rows, _ := tx.Query(ctx, `
+delete from rollup_dirty where hour_start + interval '1 hour' <= $1 returning hour_start`, now)
+		marks, err := pgx.CollectRows(rows, pgx.RowTo[time.Time])
+		if err != nil || len(marks) == 0 {
+			return err
+		}
+		slices.SortFunc(marks, time.Time.Compare)
+		var hours, days []rollup.Period
+		for _, h := range marks {
+			hour := rollup.Period{Kind: rollup.Hour, Start: h.UTC(), End: h.UTC().Add(time.Hour)}
+			hours = append(hours, hour)
+			for _, d := range rollup.DaysOverlapping(hour, zone) {
+				seen := slices.ContainsFunc(days, func(e rollup.Period) bool { return e.Start.Equal(d.Start) })
+				if !d.End.After(now) && !seen {
+					days = append(days, d)
+				}
+			}
+		}
+		slices.SortFunc(days, func(a, b rollup.Period) int { return a.Start.Compare(b.Start) })
+		for _, p := range append(hours, days...) {
+			spec.Period = p
+			r, err := recompute(ctx, tx, spec)
+			if err != nil {
+				return err
+			}
+			out.Rows += r.Rows
+			out.Corrections += r.Corrections
+			out.Periods = append(out.Periods, RecomputedPeriod{Period: p, RollupOutcome: r})
+		}
+		for _, m := range marks {
+			out.Marks = append(out.Marks, m.UTC())
+		}
+		return nil
+	})
+	if err != nil {
+		return DirtyOutcome{}, fmt.Errorf("recompute dirty rollups: %w", err)
+	}
+	return out, nil
 }
 
 // RollupState says whether a period's rollups exist and whether they are

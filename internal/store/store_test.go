@@ -175,6 +175,7 @@ order by table_name, ordinal_position`)
 		{"deliveries", "period_end", tz, false, ""},
 		{"deliveries", "last_attempt_at", tz, true, ""},
 		{"deliveries", "claimed_until", tz, true, ""},
+		{"deliveries", "replaces", "text", true, ""},
 		{"pending_txs", "txid", "text", false, ""},
 		{"pending_txs", "sender", "text", false, ""},
 		{"pending_txs", "first_seen_at", tz, false, ""},

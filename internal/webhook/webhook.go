@@ -60,9 +60,10 @@ func DeliveryID(subscriberID, event string, periodStart time.Time) string {
 	return subscriberID + "-" + event + "-" + periodStart.UTC().Format("20060102T1504Z")
 }
 
-var deliveryIDPattern = regexp.MustCompile(`^sub_[a-z2-7]{16}-(hourly|daily)-[0-9]{8}T[0-9]{4}Z$`)
+var deliveryIDPattern = regexp.MustCompile(`^sub_[a-z2-7]{16}-(hourly|daily)-[0-9]{8}T[0-9]{4}Z(-c[1-9][0-9]{0,8})?$`)
 
-// ValidDeliveryID reports whether id has the shape DeliveryID makes.
+// ValidDeliveryID reports whether id has the shape DeliveryID makes, or
+// that of a correction of it (the id, "-c", the correction's number).
 func ValidDeliveryID(id string) bool { return deliveryIDPattern.MatchString(id) }
 
 // MaxURLLength bounds a subscriber's URL.

@@ -110,7 +110,10 @@ func TestIDs(t *testing.T) {
 	id := webhook.DeliveryID(sub, "hourly", time.Date(2026, 11, 2, 9, 0, 0, 0, time.FixedZone("x", 3600)))
 	require.Equal(t, sub+"-hourly-20261102T0800Z", id)
 	require.True(t, webhook.ValidDeliveryID(id))
-	for _, bad := range []string{"", sub, sub + "-weekly-20261102T0800Z", "sub_x-hourly-20261102T0800Z", id + "x", "../" + id} {
+	require.True(t, webhook.ValidDeliveryID(id+"-c1"), "a correction's id")
+	require.True(t, webhook.ValidDeliveryID(id+"-c12"))
+	for _, bad := range []string{"", sub, sub + "-weekly-20261102T0800Z", "sub_x-hourly-20261102T0800Z", id + "x", "../" + id,
+		id + "-c0", id + "-c", id + "-c1-c2", id + "-c01"} {
 		require.False(t, webhook.ValidDeliveryID(bad), bad)
 	}
 	s1, s2 := webhook.NewSecret(), webhook.NewSecret()
