@@ -62,30 +62,48 @@ type ChainhookTx struct {
 }
 
 // NoteApplied records that txs were applied in their blocks, so that a
-// stale rollback of another block leaves them alone, and forgets a
+// stale rollback of another block leaves them alone (an apply below the
+// block a transaction is applied in now is itself stale and moves
+// nothing), and forgets a
 // not_canonical verdict kept for any of them: the transaction is on the
 // canonical chain again and must be verified anew (Hiro still decides).
-func (s *Store) NoteApplied(ctx context.Context, txs []ChainhookTx) error {
+// first holds the transactions no delivery had named before.
+func (s *Store) NoteApplied(ctx context.Context, txs []ChainhookTx) (first map[string]bool, err error) {
 	if len(txs) == 0 {
-		return nil
+		return nil, nil
 	}
 	ids, hashes, heights := make([]string, len(txs)), make([]string, len(txs)), make([]int64, len(txs))
 	for i, tx := range txs {
 		ids[i], hashes[i], heights[i] = tx.TxID, tx.BlockHash, tx.BlockHeight
 	}
-	_, err := s.pool.Exec(ctx, `
+	rows, err := s.pool.Query(ctx, `
 with noted as (
     insert into chainhook_txs (txid, block_hash, block_height, applied)
     select txid, hash, height, true from unnest($1::text[], $2::text[], $3::bigint[]) as u(txid, hash, height)
     on conflict (txid) do update set
         block_hash = excluded.block_hash, block_height = excluded.block_height,
         applied = true, updated_at = now()
+    -- An apply below the block the transaction is applied in now is a
+    -- stale replay: moving the record back would let a replayed rollback
+    -- of that old block remove the swap.
+    where not chainhook_txs.applied or excluded.block_height >= chainhook_txs.block_height
+    returning txid, xmax = 0 as fresh
+), forgot as (
+    delete from swap_rejections where txid = any($1::text[]) and reason = 'not_canonical'
 )
-delete from swap_rejections where txid = any($1::text[]) and reason = 'not_canonical'`, ids, hashes, heights)
+select txid from noted where fresh`, ids, hashes, heights)
 	if err != nil {
-		return fmt.Errorf("note applied: %w", err)
+		return nil, fmt.Errorf("note applied: %w", err)
 	}
-	return nil
+	fresh, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("note applied: %w", err)
+	}
+	first = make(map[string]bool, len(fresh))
+	for _, id := range fresh {
+		first[id] = true
+	}
+	return first, nil
 }
 
 // RolledBackSwap is a swap a rollback moved out of swaps.

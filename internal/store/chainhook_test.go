@@ -72,7 +72,9 @@ func TestRollbackBlock(t *testing.T) {
 
 	// a is re-applied in another block and inserted again: the stale
 	// rollback of its old block leaves it alone, and its hour is dirty.
-	require.NoError(t, s.NoteApplied(ctx, []store.ChainhookTx{{TxID: a.TxID, BlockHash: "0xb2", BlockHeight: 101}}))
+	first, err := s.NoteApplied(ctx, []store.ChainhookTx{{TxID: a.TxID, BlockHash: "0xb2", BlockHeight: 101}})
+	require.NoError(t, err)
+	require.Empty(t, first, "a's rollback named it before")
 	ok, err := s.InsertSwap(ctx, a)
 	require.NoError(t, err)
 	require.True(t, ok)
@@ -108,7 +110,9 @@ func TestNoteAppliedForgetsNotCanonical(t *testing.T) {
 	id, other := fmt.Sprintf("0x%064x", 7), fmt.Sprintf("0x%064x", 8)
 	require.NoError(t, s.RecordRejection(ctx, competition.Rejection{TxID: id, Reason: competition.ReasonNotCanonical}))
 	require.NoError(t, s.RecordRejection(ctx, competition.Rejection{TxID: other, Reason: competition.ReasonTxFailed}))
-	require.NoError(t, s.NoteApplied(ctx, []store.ChainhookTx{{TxID: id, BlockHash: "0xb", BlockHeight: 1}, {TxID: other, BlockHash: "0xb", BlockHeight: 1}}))
+	first, err := s.NoteApplied(ctx, []store.ChainhookTx{{TxID: id, BlockHash: "0xb", BlockHeight: 1}, {TxID: other, BlockHash: "0xb", BlockHeight: 1}})
+	require.NoError(t, err)
+	require.Equal(t, map[string]bool{id: true, other: true}, first)
 	_, found, err := s.KnownRejection(ctx, id)
 	require.NoError(t, err)
 	require.False(t, found, "back on the canonical chain: verified anew")
