@@ -66,8 +66,8 @@ func delivery(apply, rollback []block) []byte {
 					"operations": []any{map[string]any{
 						"operation_identifier": map[string]any{"index": 0},
 						"type":                 "contract_call", "status": "success",
-						"account":              map[string]any{"address": tx.Sender},
-						"metadata":             map[string]any{"contract_identifier": tx.ContractID, "function_name": tx.FunctionName, "args": []any{}},
+						"account":  map[string]any{"address": tx.Sender},
+						"metadata": map[string]any{"contract_identifier": tx.ContractID, "function_name": tx.FunctionName, "args": []any{}},
 					}},
 				})
 			}
