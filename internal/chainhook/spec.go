@@ -1,6 +1,7 @@
 package chainhook
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -69,7 +70,15 @@ func Spec(o SpecOptions) ([]byte, error) {
 	default:
 		return nil, fmt.Errorf("format %q: want v2 or v1", o.Format)
 	}
-	return json.MarshalIndent(doc, "", "  ")
+	// Without HTML escaping, so the placeholder reads <…>, not \u003c….
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(doc); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }
 
 type v2Definition struct {
