@@ -17,7 +17,7 @@ FUZZ_TARGETS := \
 	internal/catalog:FuzzValidTokenID internal/api:FuzzParseTokens internal/api:FuzzParseRollupQuery \
 	internal/webhook:FuzzValidateURL internal/webhook:FuzzParseLadder \
 	workflows:FuzzParsePause workflows:FuzzParseRefresh workflows:FuzzParseTune workflows:FuzzParseReconfigure \
-	internal/cron:FuzzParseSpec
+	internal/cron:FuzzParseSpec internal/chainhook:FuzzParse
 
 .PHONY: help build dev test test-unit lint tools clean postgres chromium histories bench bench-hidden cost catchup fuzz
 

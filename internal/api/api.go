@@ -20,6 +20,7 @@ import (
 
 	"github.com/pacer-dev/pacer"
 	"github.com/pacer-dev/pacer/internal/catalog"
+	"github.com/pacer-dev/pacer/internal/chainhook"
 	"github.com/pacer-dev/pacer/internal/competition"
 	"github.com/pacer-dev/pacer/internal/page"
 	"github.com/pacer-dev/pacer/internal/store"
@@ -60,6 +61,9 @@ type Options struct {
 	// Registerer receives the API's own series (the fetches behind its
 	// caches); nil keeps them unregistered.
 	Registerer prometheus.Registerer
+	// ChainhookSecret is the bearer secret of POST /api/chainhook; empty
+	// turns the endpoint off (404).
+	ChainhookSecret string
 }
 
 // Server is the HTTP handler.
@@ -68,6 +72,7 @@ type Server struct {
 	mux     *http.ServeMux
 	handler http.Handler
 	fast    *fastPath
+	hook    *chainhookState
 
 	// Each cell makes at most one call at a time, however many requests
 	// want its answer (SPEC §7).
@@ -117,12 +122,13 @@ func New(o Options) *Server {
 	if o.Metrics == nil {
 		o.Metrics = promhttp.Handler()
 	}
-	s := &Server{o: o, mux: http.NewServeMux(), fast: newFastPath(o.FastPathPerMinute)}
+	s := &Server{o: o, mux: http.NewServeMux(), fast: newFastPath(o.FastPathPerMinute), hook: newChainhookState(o)}
 	s.newCells()
 	s.mux.HandleFunc("GET /api/prices", s.prices)
 	s.mux.HandleFunc("GET /api/scheduler/status", s.schedulerStatus)
 	s.mux.HandleFunc("POST /api/competition/trades", s.trade)
 	s.mux.HandleFunc("GET /api/competition/tracked-tokens", s.trackedTokens)
+	s.mux.HandleFunc("POST "+ChainhookPath, s.chainhookPush)
 	s.routeRollups()
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"ok": true})
@@ -181,7 +187,11 @@ func (s *Server) newCells() {
 var errNotConfigured = errors.New("not configured")
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+	limit := int64(MaxBodyBytes)
+	if r.URL.Path == ChainhookPath {
+		limit = chainhook.MaxBodyBytes // a delivery carries whole blocks
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, limit)
 	// Defaults every answer starts from, the timed-out one included: a
 	// handler's own headers replace them.
 	h := w.Header()

@@ -6,12 +6,14 @@ package catalog
 
 import (
 	"bytes"
+	"cmp"
 	"embed"
 	"encoding/json"
 	"fmt"
 	"io/fs"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 )
 
@@ -271,4 +273,22 @@ func (c *Catalog) KnownDecimals() map[string]int {
 	}
 	maps.Copy(out, c.decimals)
 	return out
+}
+
+// Pair is one allowlisted (contract, function) pair.
+type Pair struct{ ContractID, Function string }
+
+// Pairs returns every allowlisted pair, sorted, for filters that must name
+// them all (the chainhook definition).
+func (c *Catalog) Pairs() []Pair {
+	var pairs []Pair
+	for contract, fns := range c.allowed {
+		for fn := range fns {
+			pairs = append(pairs, Pair{ContractID: contract, Function: fn})
+		}
+	}
+	slices.SortFunc(pairs, func(a, b Pair) int {
+		return cmp.Or(strings.Compare(a.ContractID, b.ContractID), strings.Compare(a.Function, b.Function))
+	})
+	return pairs
 }

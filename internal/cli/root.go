@@ -78,8 +78,10 @@ type config struct {
 	coldEvery         time.Duration
 	maxStaleness      time.Duration
 	fastPathPerMinute int
-	logLevel          string
-	logFormat         string
+	// chainhookSecret is the bearer secret of POST /api/chainhook.
+	chainhookSecret string
+	logLevel        string
+	logFormat       string
 	// schedulesJSON is PACER_SCHEDULES as given; schedules is it parsed
 	// and validated.
 	schedulesJSON string
@@ -164,6 +166,8 @@ func (c *config) bind(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.coldEvery, "cold-every", c.envDuration("PACER_COLD_EVERY", ingest.DefaultColdEvery), "visit interval of cold agents, under tiers [PACER_COLD_EVERY]")
 	fs.DurationVar(&c.maxStaleness, "max-staleness", c.envDuration("PACER_MAX_STALENESS", ingest.DefaultMaxStaleness), "every agent is visited at least this often, whatever the policy [PACER_MAX_STALENESS]")
 	fs.IntVar(&c.fastPathPerMinute, "fastpath-per-minute", int(c.envInt("PACER_FASTPATH_PER_MINUTE", 30)), "fast-path requests a minute per client address (0 = 30) [PACER_FASTPATH_PER_MINUTE]")
+	fs.StringVar(&c.chainhookSecret, "chainhook-secret", env("PACER_CHAINHOOK_SECRET", ""),
+		"bearer secret of POST /api/chainhook, empty turns it off; discouraged as a flag (any user sees it in ps): prefer PACER_CHAINHOOK_SECRET [PACER_CHAINHOOK_SECRET]")
 	fs.StringVar(&c.schedulesJSON, "schedules", env("PACER_SCHEDULES", ""),
 		`task schedules applied when the scheduler first starts, a JSON object of task → schedule, e.g. {"rollup":{"cron":"5 * * * *","catchup":"backfill"}} [PACER_SCHEDULES]`)
 	fs.StringVar(&c.logLevel, "log-level", env("PACER_LOG_LEVEL", "info"), "debug, info, warn or error [PACER_LOG_LEVEL]")
@@ -242,6 +246,7 @@ single-writer scheduler workflow on Temporal, paced to the upstreams' limits.`,
 		newStatusCmd(c), newRefreshCmd(c), newPauseCmd(c), newResumeCmd(c), newTuneCmd(c),
 		newStartCmd(c), newStopCmd(c), newReconfigureCmd(c),
 		newMigrateCmd(c), newPricesCmd(c), newScheduleCmd(c), newSubscribersCmd(c), newDeliveriesCmd(c), newAgentsCmd(c),
+		newChainhookCmd(c),
 	)
 	hideSecretDefaults(root)
 	return root

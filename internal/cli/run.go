@@ -173,6 +173,7 @@ func (c *config) apiHandler(st *store.Store, tc client.Client, v *competition.Ve
 		Registerer:        m.Registry(),
 		Status:            c.status(tc),
 		HiroBudget:        hb,
+		ChainhookSecret:   c.chainhookSecret,
 		TemporalHealth: func(ctx context.Context) error {
 			_, err := tc.CheckHealth(ctx, &client.CheckHealthRequest{})
 			return err

@@ -46,3 +46,15 @@ create table chainhook_state (
     last_received_at timestamptz not null,
     deliveries       bigint not null default 0
 );
+
+-- The block each transaction pushed for a registered agent was last
+-- applied in or rolled back from. A rollback acts only on transactions
+-- whose last word is its own block, so a stale rollback that arrives after
+-- the transaction was re-applied in another block changes nothing.
+create table chainhook_txs (
+    txid         text primary key,
+    block_hash   text not null,
+    block_height bigint not null,
+    applied      boolean not null,
+    updated_at   timestamptz not null default now()
+);
