@@ -187,3 +187,38 @@ func TestRecomputeDirtyKilledMidway(t *testing.T) {
 	require.Equal(t, []time.Time{earlier, hour.Start}, out.Marks)
 	require.Empty(t, marks(t, s))
 }
+
+// A swap inserted into or deleted from an hour already rolled up marks the
+// hour (a late find, a rollback, a re-apply), in the same transaction;
+// an hour not rolled up yet is left alone.
+func TestSwapChangesMarkRolledUpHours(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := t.Context()
+	// One session, whose zone must not matter: Kolkata is 5:30 off UTC.
+	db, err := s.Pool().Acquire(ctx)
+	require.NoError(t, err)
+	defer db.Release()
+	_, err = db.Exec(ctx, `set timezone = 'Asia/Kolkata'`)
+	require.NoError(t, err)
+	rolled := ts("2026-11-03T09:00:00Z")
+	_, err = db.Exec(ctx, `
+insert into rollups (period, period_start, period_end, subject_kind, subject, data, complete, computed_at)
+values ('hour', $1, $2, 'competition', 'all', '{}', true, now())`, rolled, rolled.Add(time.Hour))
+	require.NoError(t, err)
+	swap := func(txid string, at time.Time) {
+		_, err := db.Exec(ctx, `
+insert into swaps (txid, sender, contract_id, function_name, token_in, amount_in, token_out, amount_out, burn_block_time, tx_status, source)
+values ($1, 'SP1', 'SP2.pool', 'swap', 'stx', 1, 'sbtc', 1, $2, 'success', 'sweep')`, txid, at.Unix())
+		require.NoError(t, err)
+	}
+	swap("0xnew", ts("2026-11-03T11:10:00Z")) // an hour not rolled up
+	require.Empty(t, marks(t, s))
+	swap("0xlate", ts("2026-11-03T09:59:59Z"))
+	require.Equal(t, []time.Time{rolled}, marks(t, s), "a late find")
+	_, err = db.Exec(ctx, `delete from rollup_dirty`)
+	require.NoError(t, err)
+	_, err = db.Exec(ctx, `delete from swaps where txid = '0xlate'`)
+	require.NoError(t, err)
+	require.Equal(t, []time.Time{rolled}, marks(t, s), "a rollback")
+}
