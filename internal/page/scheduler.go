@@ -222,7 +222,7 @@ func buildScheduler(d schedulerData, st *workflows.Status, now time.Time) Schedu
 		}
 		if st != nil {
 			if ts, ok := st.Tasks[name]; ok {
-				row.Schedule = schedule(ts.Every)
+				row.Schedule = taskSchedule(ts)
 				row.NextRun = moment(ts.NextDueAt, now)
 				row.Reason = cmp.Or(ts.Waiting, "—")
 				row.Failures = st.ConsecutiveFailures[name]
@@ -251,6 +251,23 @@ func running(st *workflows.Status) bool {
 		}
 	}
 	return false
+}
+
+// taskSchedule is a task's schedule for people: its cadence, or its cron
+// spec with zone and catch-up and the occurrences it missed, or, for a
+// task without one, when it runs.
+func taskSchedule(ts workflows.TaskStatus) string {
+	switch spec := ts.Schedule; {
+	case spec != nil && spec.IsCron():
+		out := fmt.Sprintf("cron %s (%s, %s)", spec.Cron, cmp.Or(spec.TZ, "UTC"), spec.Catchup)
+		if ts.Missed > 0 {
+			out += fmt.Sprintf("; %d missed", ts.Missed)
+		}
+		return out
+	case spec == nil && ts.Every == "0s":
+		return "while deliveries are due"
+	}
+	return schedule(ts.Every)
 }
 
 // schedule is a task's cadence for people: "every 5m" from "5m0s".
