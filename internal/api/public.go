@@ -68,6 +68,16 @@ func PublicStatus(st workflows.Status) workflows.Status {
 		c.RejectionReasons = maps.Clone(c.RejectionReasons)
 		st.LastSweepResult = &c
 	}
+	if r := st.LastRollupResult; r != nil {
+		c := *r
+		c.Run = publicRun(c.Run)
+		st.LastRollupResult = &c
+	}
+	if r := st.LastDeliverResult; r != nil {
+		c := *r
+		c.Run = publicRun(c.Run)
+		st.LastDeliverResult = &c
+	}
 	tasks := make(map[string]workflows.TaskStatus, len(st.Tasks))
 	for name, t := range st.Tasks {
 		if e := t.LastError; e != nil {

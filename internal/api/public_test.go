@@ -38,6 +38,8 @@ func rawStatus() workflows.Status {
 		LastTeneroResult: &pacer.TeneroResult{Run: pacer.Run{ErrorClass: pacer.ClassTransport, Error: rawDB}},
 		LastSweepResult: &pacer.SweepResult{Run: pacer.Run{ErrorClass: pacer.ClassServerError, Error: rawUpstream},
 			RejectionReasons: map[string]int{"tx_failed": 1}},
+		LastRollupResult:  &pacer.RollupResult{Run: pacer.Run{ErrorClass: pacer.ClassTransport, Error: rawDB}},
+		LastDeliverResult: &pacer.DeliverResult{Run: pacer.Run{ErrorClass: pacer.ClassTransport, Error: rawDB}, Retrying: 2},
 		Tasks: map[string]workflows.TaskStatus{
 			pacer.TaskTenero: {LastError: &schedule.RunError{Class: string(pacer.ClassTransport), Message: rawDB, At: at}},
 			pacer.TaskSweep:  {LastError: &schedule.RunError{Class: string(pacer.ClassServerError), Message: rawUpstream, At: at}},
@@ -61,6 +63,8 @@ func TestPublicStatusCarriesClassesNotRawText(t *testing.T) {
 	require.Equal(t, "other", got.Tasks["other"].LastError.Class, "an unknown class is not shown either")
 	require.Equal(t, pacer.ClassServerError, got.LastSweepResult.ErrorClass)
 	require.Equal(t, 1, got.LastSweepResult.RejectionReasons["tx_failed"])
+	require.Equal(t, pacer.ClassTransport, got.LastRollupResult.ErrorClass)
+	require.Equal(t, 2, got.LastDeliverResult.Retrying)
 	// The document the cache holds is not changed.
 	require.Equal(t, rawDB, raw.Tasks[pacer.TaskTenero].LastError.Message)
 	require.Equal(t, rawDB, raw.LastTeneroResult.Error)
