@@ -33,7 +33,9 @@ type PushConfig struct {
 	// Drop, Duplicate, Reorder and Replay are the chances that a delivery
 	// is never sent, sent twice in a row, held back and sent after the
 	// next one, or sent once more ReplayAfter later. A reorg's deliveries
-	// are never dropped (a test watches them act), and a rollback is
+	// (the block that will be rolled back, the rollback, the block its
+	// transactions come back in) are never dropped, so a test can watch
+	// the rollback remove what the push brought; a rollback is
 	// always replayed once right after its re-apply, as a restarted
 	// Chainhooks node would.
 	Drop, Duplicate, Reorder, Replay float64
@@ -471,8 +473,10 @@ func (p *pusher) build(e *event) *delivery {
 		payload.Event.Apply = append(payload.Event.Apply, b)
 		d.rec.Hash, d.rec.Timestamp = b.BlockIdentifier.Hash, b.Timestamp
 		for _, tx := range e.txs {
+			if tx.reorg != nil {
+				d.reorg = true // the block that will be rolled back, or the new one
+			}
 			if r := tx.reorg; r != nil && r.newHeight == e.height {
-				d.reorg = true
 				if rb := p.rollbackOf[r]; rb != nil && !p.replayed[r] {
 					// The stale rollback, once more after the re-apply.
 					p.replayed[r] = true
