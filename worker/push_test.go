@@ -47,7 +47,7 @@ type pushFigures struct {
 	Expected, PollingRows, PushRows int
 	// Delivered are the expected swaps a delivery that was not dropped
 	// carried; Settled those in Postgres when that delivery's answer came.
-	Delivered, Settled int
+	Delivered, Settled                 int
 	LatencyP50, LatencyP99, LatencyMax time.Duration
 	// Hiro requests of polling: the polling-alone stack's, and the push
 	// stack's sweep (its push verifications apart).
@@ -89,7 +89,9 @@ func (c *countingHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // needs the simulator's address, the simulator the API's.
 type lateHandler struct{ h atomic.Pointer[http.Handler] }
 
-func (l *lateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) { (*l.h.Load()).ServeHTTP(w, r) }
+func (l *lateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	(*l.h.Load()).ServeHTTP(w, r)
+}
 
 // hiroRequests counts a simulator's Hiro requests.
 func hiroRequests(s *sim.Server) int {

@@ -18,8 +18,9 @@ import (
 // ledger that follows the reorg ends where it started.
 type Reorgs struct {
 	// Count is how many blocks are rolled back, chosen evenly among the
-	// blocks of the fixed world mined after the present that carry a swap
-	// the ledger must hold. 0: none.
+	// blocks of the fixed world mined in the hour after the present that
+	// carry a swap the ledger must hold (a `pacer dev` run sees them
+	// soon). 0: none.
 	Count int
 	// RollbackAfter is how long after its block one is rolled back.
 	// Default 5 s.
@@ -35,6 +36,9 @@ const (
 	// reorgIndexBase numbers re-applied transactions in their new block,
 	// above every index the fixed world and the Activity streams use.
 	reorgIndexBase = 1 << 32
+	// reorgHorizon is how far after the present rolled-back blocks are
+	// chosen.
+	reorgHorizon = time.Hour
 )
 
 // Reorg is a rolled-back block as the world made it.
@@ -92,7 +96,7 @@ func (w *World) makeReorgs(cfg Reorgs, txs []*worldTx, present time.Time) {
 		}
 		h := heightAt(tx.burnTime())
 		blocks[h] = append(blocks[h], tx)
-		if tx.fork || !tx.burnTime().After(present) {
+		if tx.fork || !tx.burnTime().After(present) || tx.burnTime().After(present.Add(reorgHorizon)) {
 			spoilt[h] = true
 		}
 	}
