@@ -5,8 +5,12 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/require"
+
+	"github.com/pacer-dev/pacer/internal/ingest"
 )
 
 func run(args ...string) (code int, stdout, stderr string) {
@@ -67,6 +71,9 @@ func TestBadArgumentsExitTwoWithOneLine(t *testing.T) {
 		{name: "unknown sweep policy", give: []string{"status", "--sweep-policy", "fastest"}, wantErr: "optimal or tiers"},
 		{name: "hot slower than warm", give: []string{"status", "--hot-every", "1h"}, wantErr: "hot-every"},
 		{name: "staleness under the hot interval", give: []string{"status", "--max-staleness", "1m"}, wantErr: "max-staleness"},
+		{name: "reconcile floor past staleness with push on", give: []string{"status", "--reconcile-every", "7h"},
+			env: map[string]string{"PACER_CHAINHOOK_SECRET": "s3"}, wantErr: "reconcile-every"},
+		{name: "bad env reconcile floor", give: []string{"status"}, env: map[string]string{"PACER_RECONCILE_EVERY": "often"}, wantErr: "PACER_RECONCILE_EVERY"},
 		{name: "bad env policy", give: []string{"status"}, env: map[string]string{"PACER_SWEEP_POLICY": "greedy"}, wantErr: "optimal or tiers"},
 		{name: "fast path limit negative", give: []string{"status", "--fastpath-per-minute", "-1"}, wantErr: "fastpath-per-minute"},
 		{name: "sweep cadence too short", give: []string{"status", "--sweep-every", "500ms"}, wantErr: "sweepEvery 500ms: want 0 (the default) or 1s"},
@@ -92,4 +99,31 @@ func TestHelpHidesSecrets(t *testing.T) {
 	require.Equal(t, 0, code)
 	require.Contains(t, stdout, "tenero-api-key")
 	require.NotContains(t, stdout, "sekrit")
+}
+
+// TestReconcileFloorOnlyWithPush: the floor is in the sweep's policy while
+// a chainhook secret is set, and nowhere else (a floor past max-staleness
+// without push is no error: it is not in force).
+func TestReconcileFloorOnlyWithPush(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		give   []string
+		secret string
+		want   time.Duration
+	}{
+		{"push off", []string{"--reconcile-every", "7h"}, "", 0},
+		{"push on, default floor", nil, "s3", ingest.DefaultReconcileEvery},
+		{"push on, own floor", []string{"--reconcile-every", "2m"}, "s3", 2 * time.Minute},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("PACER_CHAINHOOK_SECRET", tt.secret)
+			c := &config{}
+			fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+			c.bind(fs)
+			require.NoError(t, fs.Parse(tt.give))
+			got, err := c.ingest()
+			require.NoError(t, err)
+			require.Equal(t, tt.want, got.ReconcileEvery)
+		})
+	}
 }

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pacer-dev/pacer/internal/api"
 	"github.com/pacer-dev/pacer/internal/store"
 	"github.com/pacer-dev/pacer/worker"
 )
@@ -70,6 +73,9 @@ Hiro are the simulator unless TENERO_BASE_URL / HIRO_BASE_URL are set.`,
 				// closed port.
 				simCtx, stopSim := context.WithCancel(context.WithoutCancel(ctx))
 				defer stopSim()
+				if err := devPush(&so, c, cmd.Flags().Changed("sim-push-url")); err != nil {
+					return err
+				}
 				u, err := startSim(simCtx, so, c, log)
 				if err != nil {
 					return err
@@ -95,6 +101,31 @@ Hiro are the simulator unless TENERO_BASE_URL / HIRO_BASE_URL are set.`,
 	so.bind(cmd, true)
 	cmd.Flags().StringVar(&c.httpAddr, "http", env("PACER_HTTP_ADDR", "127.0.0.1:8080"), "HTTP API address [PACER_HTTP_ADDR]")
 	return cmd
+}
+
+// devPush points the simulator's Chainhooks deliveries at dev's own API
+// unless told otherwise, with a secret made up for the run when none is
+// set: push on end to end, the sweep's reconciling floor with it.
+func devPush(so *simOptions, c *config, urlGiven bool) error {
+	if urlGiven {
+		return nil
+	}
+	host, port, err := net.SplitHostPort(c.httpAddr)
+	if err != nil {
+		return usagef("--http %q: %v", c.httpAddr, err)
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "127.0.0.1"
+	}
+	so.pushURL = "http://" + net.JoinHostPort(host, port) + api.ChainhookPath
+	if c.chainhookSecret == "" {
+		b := make([]byte, 16)
+		if _, err := rand.Read(b); err != nil {
+			return err
+		}
+		c.chainhookSecret = hex.EncodeToString(b)
+	}
+	return nil
 }
 
 // devURLs are the addresses `pacer dev` runs on.

@@ -24,3 +24,35 @@ func TestDevBannerPrintsThePageFirst(t *testing.T) {
 	require.Contains(t, out.String(), "operator page    http://127.0.0.1:8080/\n")
 	require.Contains(t, out.String(), "http://127.0.0.1:8233/namespaces/default/workflows/v1")
 }
+
+// TestDevPushesToItsOwnAPI: dev points the simulator's deliveries at its
+// own API with a secret of its own (so the floor is on too), keeps an
+// operator's secret, and leaves an explicit --sim-push-url alone.
+func TestDevPushesToItsOwnAPI(t *testing.T) {
+	t.Parallel()
+	c := &config{httpAddr: "0.0.0.0:8080"}
+	so := simOptions{pushDrop: 0.2}
+	require.NoError(t, devPush(&so, c, false))
+	require.Equal(t, "http://127.0.0.1:8080/api/chainhook", so.pushURL)
+	require.Len(t, c.chainhookSecret, 32)
+	push, err := so.push(c.chainhookSecret)
+	require.NoError(t, err)
+	require.Equal(t, c.chainhookSecret, push.Secret)
+	require.InDelta(t, 0.2, push.Drop, 0)
+
+	c = &config{httpAddr: "127.0.0.1:9000", chainhookSecret: "mine"}
+	so = simOptions{}
+	require.NoError(t, devPush(&so, c, false))
+	require.Equal(t, "mine", c.chainhookSecret)
+
+	so = simOptions{pushURL: "off"}
+	require.NoError(t, devPush(&so, c, true))
+	push, err = so.push("mine")
+	require.NoError(t, err)
+	require.Empty(t, push.URL, "--sim-push-url off turns push off")
+
+	_, err = simOptions{pushURL: "http://x/api/chainhook"}.push("")
+	require.ErrorContains(t, err, "PACER_CHAINHOOK_SECRET")
+	_, err = simOptions{pushURL: "http://x/api/chainhook", pushDrop: 1.5}.push("s")
+	require.ErrorContains(t, err, "--sim-push-drop")
+}

@@ -77,6 +77,7 @@ type config struct {
 	warmEvery         time.Duration
 	coldEvery         time.Duration
 	maxStaleness      time.Duration
+	reconcileEvery    time.Duration
 	fastPathPerMinute int
 	// chainhookSecret is the bearer secret of POST /api/chainhook.
 	chainhookSecret string
@@ -165,6 +166,7 @@ func (c *config) bind(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.warmEvery, "warm-every", c.envDuration("PACER_WARM_EVERY", ingest.DefaultWarmEvery), "visit interval of warm agents (a swap in the last 7 days), under tiers [PACER_WARM_EVERY]")
 	fs.DurationVar(&c.coldEvery, "cold-every", c.envDuration("PACER_COLD_EVERY", ingest.DefaultColdEvery), "visit interval of cold agents, under tiers [PACER_COLD_EVERY]")
 	fs.DurationVar(&c.maxStaleness, "max-staleness", c.envDuration("PACER_MAX_STALENESS", ingest.DefaultMaxStaleness), "every agent is visited at least this often, whatever the policy [PACER_MAX_STALENESS]")
+	fs.DurationVar(&c.reconcileEvery, "reconcile-every", c.envDuration("PACER_RECONCILE_EVERY", ingest.DefaultReconcileEvery), "with push on (a chainhook secret set), the shortest interval between any agent's scheduled visits; hints still make an agent due now; at most max-staleness [PACER_RECONCILE_EVERY]")
 	fs.IntVar(&c.fastPathPerMinute, "fastpath-per-minute", int(c.envInt("PACER_FASTPATH_PER_MINUTE", 30)), "fast-path requests a minute per client address (0 = 30) [PACER_FASTPATH_PER_MINUTE]")
 	fs.StringVar(&c.chainhookSecret, "chainhook-secret", env("PACER_CHAINHOOK_SECRET", ""),
 		"bearer secret of POST /api/chainhook, empty turns it off; discouraged as a flag (any user sees it in ps): prefer PACER_CHAINHOOK_SECRET [PACER_CHAINHOOK_SECRET]")
@@ -223,6 +225,11 @@ func (c *config) ingest() (ingest.Config, error) {
 	}
 	cfg := ingest.Config{Policy: policy, HotEvery: c.hotEvery, WarmEvery: c.warmEvery,
 		ColdEvery: c.coldEvery, MaxStaleness: c.maxStaleness}.WithDefaults()
+	if c.chainhookSecret != "" {
+		// Chainhooks deliver only matching transactions, so silence says
+		// nothing about push's health: the floor holds while it is on.
+		cfg.ReconcileEvery = c.reconcileEvery
+	}
 	return cfg, cfg.Validate()
 }
 

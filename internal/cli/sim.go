@@ -27,6 +27,10 @@ type simOptions struct {
 	noisy     int
 	activity  bool
 	features  bool
+	// push: the world's blocks POSTed as Chainhooks deliveries.
+	pushURL                                    string
+	pushDrop, pushDup, pushReorder, pushReplay float64
+	reorgs                                     int
 }
 
 func (o *simOptions) bind(cmd *cobra.Command, writeDBDefault bool) {
@@ -41,6 +45,38 @@ func (o *simOptions) bind(cmd *cobra.Command, writeDBDefault bool) {
 	f.IntVar(&o.noisy, "sim-noisy-neighbour", 0, "requests per minute a neighbour spends of the shared Tenero budget")
 	f.BoolVar(&o.activity, "sim-activity", false, "agents of every activity level (5/15/80 hot/warm/cold) whose swaps keep arriving, and a busy agent's bursts")
 	f.BoolVar(&o.features, "sim-sweep-features", false, "add the sweep test's transactions: a 200-swap burst after the start, a 30-event swap, a route through the agent, a fork")
+	// dev pushes to its own API, with faults, so push and its
+	// reconciliation show end to end; `pacer sim` pushes only when asked.
+	pushHelp := "POST the world's blocks to this URL as Hiro Chainhooks deliveries, with PACER_CHAINHOOK_SECRET as the bearer secret"
+	fault := 0.0
+	if writeDBDefault {
+		pushHelp += " (default: dev's own API; --sim-push-url off turns push off)"
+		fault = 0.05
+	}
+	f.StringVar(&o.pushURL, "sim-push-url", "", pushHelp)
+	f.Float64Var(&o.pushDrop, "sim-push-drop", 4*fault, "share of the simulator's deliveries it drops")
+	f.Float64Var(&o.pushDup, "sim-push-duplicate", fault, "share of the simulator's deliveries it sends twice")
+	f.Float64Var(&o.pushReorder, "sim-push-reorder", fault, "share of the simulator's deliveries it sends after the next one")
+	f.Float64Var(&o.pushReplay, "sim-push-replay", fault, "share of the simulator's deliveries it sends again 5 s later")
+	f.IntVar(&o.reorgs, "sim-reorgs", int(40*fault), "blocks of the arrivals the simulated chain rolls back, re-applying their transactions 10 s later")
+}
+
+// push is the simulator's push configuration, with secret as the bearer
+// secret.
+func (o simOptions) push(secret string) (sim.PushConfig, error) {
+	if o.pushURL == "" || o.pushURL == "off" {
+		return sim.PushConfig{}, nil
+	}
+	if secret == "" {
+		return sim.PushConfig{}, usagef("--sim-push-url needs PACER_CHAINHOOK_SECRET (the bearer secret the deliveries carry)")
+	}
+	for name, v := range map[string]float64{"drop": o.pushDrop, "duplicate": o.pushDup, "reorder": o.pushReorder, "replay": o.pushReplay} {
+		if v < 0 || v > 1 {
+			return sim.PushConfig{}, usagef("--sim-push-%s %v: want a share between 0 and 1", name, v)
+		}
+	}
+	return sim.PushConfig{URL: o.pushURL, Secret: secret, Drop: o.pushDrop, Duplicate: o.pushDup,
+		Reorder: o.pushReorder, Replay: o.pushReplay}, nil
 }
 
 func newSimCmd(c *config) *cobra.Command {
@@ -77,7 +113,12 @@ GET /_sim/stats counts requests; GET /_sim/world shows the world.`,
 // startSim serves the simulator until ctx ends and returns its URL. With
 // writeDB it first writes the world's agents and claims into Postgres.
 func startSim(ctx context.Context, o simOptions, c *config, log *zap.Logger) (string, error) {
+	push, err := o.push(c.chainhookSecret)
+	if err != nil {
+		return "", err
+	}
 	srv := sim.New(sim.Config{
+		Push: push,
 		Seed: o.seed,
 		Tenero: sim.TeneroConfig{Anonymous: sim.Limits{
 			PerMinute: o.teneroMin, PerMonth: o.teneroMon, NoisyPerMinute: o.noisy,
@@ -88,6 +129,7 @@ func startSim(ctx context.Context, o simOptions, c *config, log *zap.Logger) (st
 			Arrivals:         o.arrivals,
 			Activity:         o.activity,
 			Features:         sweepFeatures(o.features),
+			Reorgs:           sim.Reorgs{Count: o.reorgs},
 		},
 	})
 	if o.writeDB {
@@ -114,6 +156,10 @@ func startSim(ctx context.Context, o simOptions, c *config, log *zap.Logger) (st
 	}()
 	url := "http://" + ln.Addr().String()
 	log.Info("sim.listening", zap.String("url", url))
+	if push.URL != "" {
+		go func() { _ = srv.Push(ctx) }()
+		log.Info("sim.pushing", zap.String("url", push.URL), zap.Float64("drop", push.Drop), zap.Int("reorgs", o.reorgs))
+	}
 	return url, nil
 }
 

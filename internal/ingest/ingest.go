@@ -14,6 +14,11 @@
 //     so that the mean time from a swap being mined to its row existing is
 //     as small as the budget allows.
 //
+// With push on (SPEC §11), a reconciling floor (Config.ReconcileEvery)
+// bounds every interval from below: pushes bring the swaps and their hints
+// make an agent due now, so polling only has to reconcile what a push
+// dropped, for every agent alike, however busy.
+//
 // Under both, an agent that failed backs off (its interval × 2^errors, at
 // most an hour or its interval if longer), and no agent waits longer than
 // MaxStaleness: intervals are capped below it and an agent about to pass it
@@ -44,7 +49,8 @@
 //
 // and the budget fixes the constant: f_i = S·√(λ_i/c_i) with
 // S = B / Σ_j √(λ_j c_j), giving D* = (Σ_i √(λ_i c_i))² / (2B). With the
-// bounds (f_max = 1/HotEvery: the sweep wakes at most that often;
+// bounds (f_max = 1/HotEvery: the sweep wakes at most that often, or
+// 1/ReconcileEvery while push is on;
 // f_min = 1/MaxStaleness) each f_i is S·√(λ_i/c_i) clamped to
 // [f_min, f_max], with S raised until the clamped rates spend B exactly
 // ("water-filling"; Allocate finds S by bisection). A smaller budget
@@ -158,6 +164,9 @@ const (
 	// MaxBackoff caps the back-off of a failing agent (unless its own
 	// interval is longer).
 	MaxBackoff = time.Hour
+	// DefaultReconcileEvery is PACER_RECONCILE_EVERY's default, the
+	// reconciling floor while push is on.
+	DefaultReconcileEvery = 10 * time.Minute
 	// RateWindow is the time constant of the smoothed swap rate.
 	RateWindow = 3 * 24 * time.Hour
 	// Headroom is the share of the visit budget the optimal policy plans
@@ -174,6 +183,11 @@ type Config struct {
 	ColdEvery time.Duration
 	// MaxStaleness is the longest any agent waits between visits.
 	MaxStaleness time.Duration
+	// ReconcileEvery is the reconciling floor while push is on: no agent
+	// is visited more often on the policy's account (a hint still makes it
+	// due now), and the floor itself never exceeds the staleness cap.
+	// 0 is off: push is off, or polling is the only way swaps arrive.
+	ReconcileEvery time.Duration
 }
 
 // DefaultConfig is SPEC §2's defaults.
@@ -212,7 +226,17 @@ func (c Config) Validate() error {
 	if c.MaxStaleness < 2*c.HotEvery {
 		return fmt.Errorf("%w: max-staleness %s must be at least twice hot-every %s", ErrInvalidConfig, c.MaxStaleness, c.HotEvery)
 	}
+	if c.ReconcileEvery != 0 && (c.ReconcileEvery < time.Second || c.ReconcileEvery > c.MaxStaleness) {
+		return fmt.Errorf("%w: reconcile-every %s must be between 1s and max-staleness %s", ErrInvalidConfig, c.ReconcileEvery, c.MaxStaleness)
+	}
 	return nil
+}
+
+// Fastest is the shortest interval the policy gives any agent: HotEvery,
+// or the reconciling floor while push is on (never past the staleness
+// cap). Hints are not bound by it.
+func (c Config) Fastest() time.Duration {
+	return max(c.HotEvery, min(c.ReconcileEvery, c.StalenessCap()))
 }
 
 // StalenessCap is the longest interval either policy gives an agent: a
@@ -390,7 +414,7 @@ const AllocationTTL = 10 * time.Minute
 // given swap rates (a day) and a budget of visitsPerDay (one request a
 // visit).
 func (c Config) Allocate(rates []float64, visitsPerDay float64) Allocation {
-	lo, hi := perDay(c.StalenessCap()), perDay(c.HotEvery)
+	lo, hi := perDay(c.StalenessCap()), perDay(c.Fastest())
 	n := float64(len(rates))
 	prior := FitPrior(rates)
 	switch {
@@ -459,7 +483,7 @@ func (c Config) Interval(a Agent, now time.Time, alloc Allocation) time.Duration
 	default:
 		d = c.optimalInterval(alloc.Prior.Smooth(a.RateAt(now)), alloc)
 	}
-	return min(d, c.StalenessCap())
+	return min(max(d, c.Fastest()), c.StalenessCap())
 }
 
 func (c Config) optimalInterval(rate float64, alloc Allocation) time.Duration {
@@ -467,7 +491,7 @@ func (c Config) optimalInterval(rate float64, alloc Allocation) time.Duration {
 	case alloc.Short || rate <= 0:
 		return c.StalenessCap()
 	case math.IsInf(alloc.Scale, 1):
-		return c.HotEvery
+		return c.Fastest()
 	}
 	f := alloc.Scale * math.Sqrt(rate)
 	if f <= 0 {

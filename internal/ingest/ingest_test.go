@@ -48,6 +48,9 @@ func TestConfigValidate(t *testing.T) {
 		{"hot slower than warm", Config{HotEvery: time.Hour, WarmEvery: time.Minute}},
 		{"sub-second", Config{HotEvery: time.Millisecond}},
 		{"staleness under two hot intervals", Config{MaxStaleness: 90 * time.Second}},
+		{"reconcile floor past max-staleness", Config{ReconcileEvery: 7 * time.Hour}},
+		{"sub-second reconcile floor", Config{ReconcileEvery: time.Millisecond}},
+		{"negative reconcile floor", Config{ReconcileEvery: -time.Minute}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -92,6 +95,60 @@ func TestTiersIntervalsAndBackoff(t *testing.T) {
 	require.Equal(t, long.StalenessCap(), long.Interval(Agent{}, t0, Allocation{}))
 	require.Less(t, long.StalenessCap(), long.MaxStaleness)
 	require.Equal(t, long.StalenessCap(), long.Backoff(long.StalenessCap(), 4))
+}
+
+// TestReconcileFloor holds both policies to the floor while push is on:
+// no interval under ReconcileEvery however busy the agent or large the
+// budget, slower intervals untouched, the floor itself under the
+// staleness cap, and the hint's due-now order unchanged.
+func TestReconcileFloor(t *testing.T) {
+	t.Parallel()
+	const floor = 10 * time.Minute
+	rates := []float64{0, 0.01, 0.5, 3, 40, 400}
+	for _, policy := range []Policy{PolicyOptimal, PolicyTiers} {
+		t.Run(string(policy), func(t *testing.T) {
+			off := Config{Policy: policy}.WithDefaults()
+			on := off
+			on.ReconcileEvery = floor
+			require.NoError(t, on.Validate())
+			require.Equal(t, floor, on.Fastest())
+			require.Equal(t, off.HotEvery, off.Fastest())
+			for _, budget := range []float64{1e9, 2000, 200} {
+				aOff, aOn := off.Allocate(rates, budget), on.Allocate(rates, budget)
+				for _, r := range rates {
+					for _, last := range []*time.Time{nil, ptr(t0.Add(-time.Hour)), ptr(t0.Add(-48 * time.Hour))} {
+						a := Agent{SwapRate: r, LastSwapAt: last}
+						got, was := on.Interval(a, t0, aOn), off.Interval(a, t0, aOff)
+						require.GreaterOrEqual(t, got, floor, "rate %v budget %v", r, budget)
+						require.LessOrEqual(t, got, on.StalenessCap())
+						if was >= floor && budget >= 1e9 {
+							require.Equal(t, was, got, "a slower interval is left alone")
+						}
+					}
+				}
+			}
+			// Busy and plentiful: the floor exactly, where polling alone
+			// would visit every HotEvery.
+			hot := Agent{SwapRate: 400, LastSwapAt: ptr(t0.Add(-time.Minute))}
+			require.Equal(t, off.HotEvery, off.Interval(hot, t0, off.Allocate(rates, 1e9)))
+			require.Equal(t, floor, on.Interval(hot, t0, on.Allocate(rates, 1e9)))
+			// A visit schedules the next one at the floor at the soonest.
+			after := on.AfterVisit(hot, Visit{At: t0, Complete: true}, on.Allocate(rates, 1e9))
+			require.Equal(t, t0.Add(floor), after.NextRunAt)
+			// A hinted agent (due now) still comes before one due later.
+			hinted, later := after, after
+			hinted.Address, hinted.NextRunAt = "a-hinted", t0
+			later.Address = "b-later"
+			require.True(t, on.Less(hinted, later, t0))
+		})
+	}
+
+	// A floor at or past the staleness cap is the cap: the floor never
+	// makes an agent wait past MaxStaleness.
+	c := Config{ReconcileEvery: DefaultMaxStaleness}.WithDefaults()
+	require.NoError(t, c.Validate())
+	require.Equal(t, c.StalenessCap(), c.Fastest())
+	require.Equal(t, c.StalenessCap(), c.Interval(Agent{SwapRate: 400}, t0, c.Allocate(rates, 1e9)))
 }
 
 // spend is what an allocation costs, in visits a day.

@@ -334,7 +334,7 @@ func TestPositionsAreUnique(t *testing.T) {
 	defer w.mu.Unlock()
 	require.Greater(t, len(w.txs), 1000)
 	for _, tx := range w.txs {
-		p := tx.position()
+		p := tx.position(epoch.Add(72 * time.Hour))
 		require.Empty(t, seen[p], "%s and %s share %v", seen[p], tx.TxID, p)
 		seen[p] = tx.TxID
 	}

@@ -221,6 +221,7 @@ func newWorld(seed int64, cfg HiroConfig, tokens []Token, price func(Token, time
 	for _, tx := range g.txs {
 		w.add(tx)
 	}
+	w.makeReorgs(cfg.Reorgs, g.txs, g.present)
 	return w
 }
 

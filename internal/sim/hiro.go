@@ -70,6 +70,8 @@ type HiroConfig struct {
 	Activity bool
 	// Features adds named transactions (see SweepFeatures).
 	Features Features
+	// Reorgs rolls blocks back and re-applies their transactions later.
+	Reorgs Reorgs
 }
 
 // noMonthQuota stands for an unlimited month: Hiro's anonymous plan has none,
@@ -413,7 +415,7 @@ func (s *Server) hiroPrincipalTransactions(w http.ResponseWriter, r *http.Reques
 	if from != nil {
 		start = len(mined)
 		for i, tx := range mined {
-			if tx.position().compare(*from) <= 0 {
+			if tx.position(now).compare(*from) <= 0 {
 				start = i
 				break
 			}
@@ -425,7 +427,7 @@ func (s *Server) hiroPrincipalTransactions(w http.ResponseWriter, r *http.Reques
 		if i < 0 || i >= len(mined) {
 			return nil
 		}
-		p := mined[i].position()
+		p := mined[i].position(now)
 		c := fmt.Sprintf("%d:%d:%d", p.height, anchoredSequence, p.index)
 		return &c
 	}
@@ -435,19 +437,19 @@ func (s *Server) hiroPrincipalTransactions(w http.ResponseWriter, r *http.Reques
 		body.Cursor.Previous = cursorOf(max(0, start-limit))
 	}
 	for i, tx := range page {
-		body.Results[i] = tx.renderV3(principal)
+		body.Results[i] = tx.renderV3(principal, now)
 	}
 	writeJSON(w, http.StatusOK, body)
 }
 
 // renderV3 is a mined transaction as the v3 summaries show it.
-func (tx *worldTx) renderV3(principal string) v3ItemJSON {
+func (tx *worldTx) renderV3(principal string, at time.Time) v3ItemJSON {
 	burn := tx.burnTime()
-	p := tx.position()
+	p := tx.position(at)
 	var t v3TxJSON
 	t.TxID, t.Sender, t.FeeRate = tx.TxID, v3Who{Address: tx.Sender, Nonce: tx.nonce}, strconv.FormatInt(tx.feeRate, 10)
 	t.Block.Height, t.Block.Hash, t.Block.IndexHash = p.height, blockHash(p.height), blockHash(^p.height)
-	t.Block.Time, t.Block.TxIndex = burn.Unix(), p.index
+	t.Block.Time, t.Block.TxIndex = tx.blockTime(at).Unix(), p.index
 	t.BitcoinBlock.Height, t.BitcoinBlock.Time = burnHeightAt+(burn.Unix()-heightEpoch)/burnBlockPeriod, burn.Unix()
 	t.Status, t.Type = tx.status, tx.txType
 	switch {
@@ -726,12 +728,12 @@ func (tx *worldTx) render(at time.Time, win eventWindow) txJSON {
 	if status == statusSuccess {
 		events = tx.events
 	}
-	p := tx.position()
+	p, block := tx.position(at), tx.blockTime(at)
 	out.minedJSON = &minedJSON{
 		BlockHash:           blockHash(p.height),
 		BlockHeight:         p.height,
-		BlockTime:           burn.Unix(),
-		BlockTimeISO:        isoTime(burn),
+		BlockTime:           block.Unix(),
+		BlockTimeISO:        isoTime(block),
 		BurnBlockTime:       burn.Unix(),
 		BurnBlockTimeISO:    isoTime(burn),
 		BurnBlockHeight:     burnHeightAt + (burn.Unix()-heightEpoch)/burnBlockPeriod,

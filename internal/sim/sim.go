@@ -24,7 +24,12 @@
 //	DELETE /_sim/stats    reset the counts
 //	GET    /_sim/tokens   the token world
 //	GET    /_sim/world    the Hiro world: agents, claims, transactions, outcomes now
+//	GET    /_sim/push     the Chainhooks deliveries sent: stats and the last 100
 //
+// With Config.Push, Push delivers the world's blocks to pacer as Hiro
+// Chainhooks does (push.go), faults included; HiroConfig.Reorgs rolls
+// blocks back and re-applies their transactions (reorg.go), in Hiro's
+// answers and in the deliveries alike.
 // Each upstream has its own file (tenero.go, …) and registers its routes in
 // Server.routes.
 package sim
@@ -51,6 +56,8 @@ type Config struct {
 	Tenero TeneroConfig
 	// Hiro configures the Hiro simulation and its world.
 	Hiro HiroConfig
+	// Push configures the Chainhooks deliveries Push sends (push.go).
+	Push PushConfig
 }
 
 // Server is the simulator. It is safe for concurrent use.
@@ -62,6 +69,7 @@ type Server struct {
 	stats  *counter
 	tenero *teneroSim
 	hiro   *hiroSim
+	push   *pusher
 }
 
 // New builds the world from cfg.Seed and returns a Server serving it.
@@ -81,6 +89,7 @@ func New(cfg Config) *Server {
 		s.sleep = wait.Sleep
 	}
 	s.hiro = newHiroSim(cfg.Seed, cfg.Hiro, s)
+	s.push = newPusher(cfg.Seed, cfg.Push, s.hiro.world, s.now, s.sleep)
 	s.routes()
 	return s
 }
@@ -94,6 +103,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("DELETE /_sim/stats", s.deleteStats)
 	s.mux.HandleFunc("GET /_sim/tokens", s.getTokens)
 	s.mux.HandleFunc("GET /_sim/world", s.getWorld)
+	s.mux.HandleFunc("GET /_sim/push", s.getPush)
 
 	s.upstream(TeneroTokenRoute, s.teneroLimit, s.teneroToken)
 	for route, h := range map[string]http.HandlerFunc{

@@ -142,6 +142,8 @@ type World struct {
 	lists map[string][]*worldTx
 	// streams generate the Activity swaps, per agent.
 	streams map[string]*stream
+	// reorgs are the rolled-back blocks, oldest first (fixed at New).
+	reorgs []*reorg
 }
 
 // CompetitionStart is the first second whose swaps count.
@@ -324,7 +326,7 @@ func (w *World) listed(principal string, at time.Time) []*worldTx {
 			}
 			return 1
 		}
-		return b.position().compare(a.position())
+		return b.position(at).compare(a.position(at))
 	})
 	return out
 }
@@ -394,6 +396,8 @@ type worldTx struct {
 	// parseFail is the reason its events cannot make a row (the world
 	// spoiled them on purpose), "" when they can.
 	parseFail competition.Reason
+	// reorg is set when the transaction's block is rolled back (reorg.go).
+	reorg *reorg
 }
 
 // swapExpect is what the world knows about a swap it made: the route's
@@ -427,9 +431,10 @@ func (tx *worldTx) row() competition.Swap {
 
 func (tx *worldTx) exists(at time.Time) bool { return !at.Before(tx.AppearsAt) }
 
-// statusAt is the tx_status at at.
+// statusAt is the tx_status at at. A transaction of a rolled-back block
+// is back in the mempool until its re-apply, as after a real reorg.
 func (tx *worldTx) statusAt(at time.Time) string {
-	if !tx.SettlesAt.IsZero() && at.Before(tx.SettlesAt) {
+	if !tx.SettlesAt.IsZero() && at.Before(tx.SettlesAt) || tx.reorg.rolledBack(at) {
 		return statusPending
 	}
 	return tx.status
@@ -451,8 +456,23 @@ func (p position) compare(o position) int {
 	return cmp.Or(cmp.Compare(p.height, o.height), cmp.Compare(p.index, o.index))
 }
 
-func (tx *worldTx) position() position {
+// position is where the transaction sits at at, once mined: a re-applied
+// one in its new block from its re-apply on.
+func (tx *worldTx) position(at time.Time) position {
+	if tx.reorg.reapplied(at) {
+		return position{height: tx.reorg.newHeight, index: reorgIndexBase + tx.index}
+	}
 	return position{height: heightAt(tx.burnTime()), index: tx.index}
+}
+
+// blockTime is the time of the block holding the transaction at at: its
+// burn time (one block a second), or its re-apply's. The burn block time
+// stays: the new block is of the same Bitcoin block.
+func (tx *worldTx) blockTime(at time.Time) time.Time {
+	if tx.reorg.reapplied(at) {
+		return tx.reorg.reapplyAt
+	}
+	return tx.burnTime()
 }
 
 func (tx *worldTx) found(allow competition.Allowlist) bool {

@@ -8,16 +8,17 @@ import (
 )
 
 // tradedTokensSQL counts each appearance of a token on either side of a swap
-// the competition verified. The "C" collation breaks ties by byte order, the
+// the competition verified, whichever of the three writers (SPEC §6) found
+// it: a swap found by push first needs its tokens priced as much as any. The "C" collation breaks ties by byte order, the
 // same on every server whatever its locale.
 const tradedTokensSQL = `
 select token_id
 from (
     select token_in as token_id from swaps
-    where source in ('agent', 'sweep') and tx_status = 'success'
+    where source in ('agent', 'sweep', 'chainhook') and tx_status = 'success'
     union all
     select token_out from swaps
-    where source in ('agent', 'sweep') and tx_status = 'success'
+    where source in ('agent', 'sweep', 'chainhook') and tx_status = 'success'
 ) as legs
 where token_id <> 'unknown'
 group by token_id

@@ -42,7 +42,8 @@ func TestTradedTokens(t *testing.T) {
 		d = "SP3K8BC0PPEVCV7NZ6QSRWPQ2JE9E5B6N3PA0KBR9.token-susdt"
 		e = "SP4SZE494VC2YC5JYG7AYFQ44F5Q4PYV7DVMDPBG.ststx-token::ststx"
 	)
-	// stx: 4, a: 3, c: 2 (ties d and b, then broken by byte order), e: 1.
+	// stx: 6, a: 3 (ties e, then broken by byte order), e: 3, c: 2 (ties d
+	// and b), with the swaps push found first counted like the others.
 	insertSwap(t, s, "agent", "success", "stx", a)
 	insertSwap(t, s, "sweep", "success", a, "stx")
 	insertSwap(t, s, "sweep", "success", "stx", a)
@@ -50,19 +51,21 @@ func TestTradedTokens(t *testing.T) {
 	insertSwap(t, s, "sweep", "success", b, c)
 	insertSwap(t, s, "sweep", "success", d, b)
 	insertSwap(t, s, "agent", "success", d, e)
-	// None of these count: unknown legs, another source, a failed swap.
-	insertSwap(t, s, "sweep", "success", "unknown", "unknown")
-	insertSwap(t, s, "agent", "success", "unknown", e)
 	insertSwap(t, s, "chainhook", "success", "stx", "stx")
 	insertSwap(t, s, "chainhook", "success", e, e)
+	// None of these count: unknown legs, a failed swap.
+	insertSwap(t, s, "sweep", "success", "unknown", "unknown")
+	insertSwap(t, s, "agent", "success", "unknown", "stx")
+	insertSwap(t, s, "chainhook", "success", "unknown", "unknown")
 	insertSwap(t, s, "sweep", "abort_by_response", e, e)
+	insertSwap(t, s, "chainhook", "abort_by_response", b, b)
 
 	tests := []struct {
 		giveLimit int
 		want      []string
 	}{
-		{giveLimit: 50, want: []string{"stx", a, c, d, b, e}},
-		{giveLimit: 3, want: []string{"stx", a, c}},
+		{giveLimit: 50, want: []string{"stx", a, e, c, d, b}},
+		{giveLimit: 3, want: []string{"stx", a, e}},
 		{giveLimit: 0, want: []string{}},
 	}
 	for _, tt := range tests {

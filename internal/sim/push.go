@@ -1,0 +1,629 @@
+package sim
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// PushConfig makes the simulator deliver its world to pacer as Hiro
+// Chainhooks 2.0 does (SPEC §11): as the clock passes each block, the
+// block's contract calls to allowlisted pairs (what `pacer chainhook spec`
+// asks for) are POSTed to URL, one delivery a block, with a bearer secret;
+// a rolled-back block (HiroConfig.Reorgs) is delivered as a rollback, and
+// its transactions' new block as an ordinary apply. Deliveries can be
+// dropped, duplicated, reordered and replayed, as users report Chainhooks
+// doing. The payloads are built here from the world, never by pacer's
+// chainhook package.
+type PushConfig struct {
+	// URL receives the deliveries; empty: Push refuses to run.
+	URL string
+	// Secret is sent as Authorization: Bearer <Secret>.
+	Secret string
+	// Drop, Duplicate, Reorder and Replay are the chances that a delivery
+	// is never sent, sent twice in a row, held back and sent after the
+	// next one, or sent once more ReplayAfter later. A reorg's deliveries
+	// (the block that will be rolled back, the rollback, the block its
+	// transactions come back in) are never dropped, so a test can watch
+	// the rollback remove what the push brought; a rollback is
+	// always replayed once right after its re-apply, as a restarted
+	// Chainhooks node would.
+	Drop, Duplicate, Reorder, Replay float64
+	// ReplayAfter is how long after a delivery its replay comes, in ticks
+	// of Every. Default 5 s.
+	ReplayAfter time.Duration
+	// Every is how often the pusher looks for new blocks. Default 1 s.
+	Every time.Duration
+	// Attempts is how many times a delivery that got no answer, a 429 or
+	// a 5xx is tried, a second apart. Default 3.
+	Attempts int
+	// Client sends the deliveries. Default: a client with a 10 s timeout.
+	Client *http.Client
+}
+
+// PushStats counts what the pusher did. Copies (duplicates, reordered and
+// replayed sends) count in Sent and in their own counter.
+type PushStats struct {
+	// Deliveries are the deliveries made: blocks applied and rolled back.
+	Deliveries int `json:"deliveries"`
+	Applies    int `json:"applies"`
+	Rollbacks  int `json:"rollbacks"`
+	// Txs are the transactions the deliveries named (each once).
+	Txs        int `json:"txs"`
+	Dropped    int `json:"dropped"`
+	DroppedTxs int `json:"droppedTxs"`
+	Duplicated int `json:"duplicated"`
+	Reordered  int `json:"reordered"`
+	Replayed   int `json:"replayed"`
+	// Sent counts the POSTs that got an answer, ByStatus by its status;
+	// Failed the sends whose every attempt failed or was refused with a
+	// 429 or 5xx.
+	Sent     int         `json:"sent"`
+	Failed   int         `json:"failed"`
+	ByStatus map[int]int `json:"byStatus"`
+}
+
+// PushRecord is one send (or drop) of a delivery.
+type PushRecord struct {
+	// Seq numbers the deliveries; a delivery's copies share it.
+	Seq int `json:"seq"`
+	// Kind is "apply" or "rollback".
+	Kind string `json:"kind"`
+	// Copy is "" for a first send, or "duplicate", "reordered",
+	// "replay".
+	Copy   string `json:"copy,omitempty"`
+	Height int64  `json:"height"`
+	Hash   string `json:"hash"`
+	// Timestamp is the block's time, as the payload gives it.
+	Timestamp int64    `json:"timestamp"`
+	TxIDs     []string `json:"txids"`
+	// Dropped: the delivery was never sent.
+	Dropped bool `json:"dropped,omitempty"`
+	// SentAt and AnsweredAt are real time (not the simulator's clock),
+	// to set against database timestamps; Status and Answer are the last
+	// attempt's, Err its failure.
+	SentAt     time.Time       `json:"sentAt,omitzero"`
+	AnsweredAt time.Time       `json:"answeredAt,omitzero"`
+	Status     int             `json:"status,omitempty"`
+	Answer     json.RawMessage `json:"answer,omitempty"`
+	Err        string          `json:"error,omitempty"`
+}
+
+// Kinds of delivery.
+const (
+	PushApply    = "apply"
+	PushRollback = "rollback"
+)
+
+// Copies of a delivery.
+const (
+	CopyDuplicate = "duplicate"
+	CopyReordered = "reordered"
+	CopyReplay    = "replay"
+)
+
+const (
+	defaultPushEvery   = time.Second
+	defaultReplayAfter = 5 * time.Second
+	defaultAttempts    = 3
+	// maxPushRecords bounds the records kept (a long `pacer dev` run);
+	// the stats count everything.
+	maxPushRecords = 20_000
+	maxAnswerBytes = 64 << 10
+)
+
+// ErrNoPushURL is Push's answer without PushConfig.URL.
+var ErrNoPushURL = errors.New("sim: push needs a URL")
+
+// pusher sends the deliveries. Push runs one loop; the records and
+// stats are read concurrently.
+type pusher struct {
+	cfg   PushConfig
+	world *World
+	now   func() time.Time
+	sleep func(context.Context, time.Duration) error
+	rng   *rand.Rand
+
+	// Loop state, touched by the loop only.
+	last    time.Time // mining events up to it are delivered
+	tick    int
+	held    *delivery // a reordered delivery waiting for the next one
+	heldAt  int
+	replays []replay
+	// rollbackOf keeps each reorg's rollback delivery, for its replay
+	// after the re-apply.
+	rollbackOf map[*reorg]*delivery
+	replayed   map[*reorg]bool
+
+	mu      sync.Mutex
+	seq     int
+	stats   PushStats
+	records []PushRecord
+}
+
+type delivery struct {
+	rec   PushRecord // the first send's record, before it is sent
+	body  []byte
+	reorg bool
+}
+
+type replay struct {
+	tick int
+	d    *delivery
+}
+
+func newPusher(seed int64, cfg PushConfig, w *World, now func() time.Time, sleep func(context.Context, time.Duration) error) *pusher {
+	cfg.Every = cmp.Or(cfg.Every, defaultPushEvery)
+	cfg.ReplayAfter = cmp.Or(cfg.ReplayAfter, defaultReplayAfter)
+	cfg.Attempts = cmp.Or(cfg.Attempts, defaultAttempts)
+	if cfg.Client == nil {
+		cfg.Client = &http.Client{Timeout: 10 * time.Second}
+	}
+	return &pusher{cfg: cfg, world: w, now: now, sleep: sleep,
+		rng:        rand.New(rand.NewPCG(uint64(seed), 0xc4a1)),
+		rollbackOf: map[*reorg]*delivery{}, replayed: map[*reorg]bool{},
+		stats: PushStats{ByStatus: map[int]int{}}}
+}
+
+// Push delivers the world's blocks to PushConfig.URL as the clock passes
+// them, from the block after the present on, until ctx ends; it returns
+// nil then. Run it once per Server.
+func (s *Server) Push(ctx context.Context) error {
+	p := s.push
+	if p.cfg.URL == "" {
+		return ErrNoPushURL
+	}
+	p.last = s.now().Truncate(time.Second)
+	for {
+		if err := s.sleep(ctx, p.cfg.Every); err != nil {
+			return nil
+		}
+		p.step(ctx)
+	}
+}
+
+// PushStats returns what the pusher did so far.
+func (s *Server) PushStats() PushStats {
+	p := s.push
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st := p.stats
+	st.ByStatus = make(map[int]int, len(p.stats.ByStatus))
+	for k, v := range p.stats.ByStatus {
+		st.ByStatus[k] = v
+	}
+	return st
+}
+
+// PushRecords returns the sends and drops so far, oldest first (the last
+// maxPushRecords of them).
+func (s *Server) PushRecords() []PushRecord {
+	p := s.push
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.records)
+}
+
+// pushDoc is GET /_sim/push.
+type pushDoc struct {
+	URL     string       `json:"url"`
+	Stats   PushStats    `json:"stats"`
+	Records []PushRecord `json:"records"`
+}
+
+func (s *Server) getPush(w http.ResponseWriter, _ *http.Request) {
+	recs := s.PushRecords()
+	writeJSON(w, http.StatusOK, pushDoc{URL: s.push.cfg.URL, Stats: s.PushStats(), Records: recs[max(0, len(recs)-100):]})
+}
+
+// step delivers what happened since the last step: rollbacks and blocks
+// in the order of their times (a rollback before a block of its second),
+// then the replays that came due.
+func (p *pusher) step(ctx context.Context) {
+	p.tick++
+	now := p.now()
+	for _, d := range p.deliveries(now) {
+		p.deliver(ctx, d)
+	}
+	if p.held != nil && p.heldAt < p.tick {
+		// Nothing came to overtake it for a whole tick.
+		d := p.held
+		p.held = nil
+		p.send(ctx, d, CopyReordered)
+	}
+	due := p.replays[:0:0]
+	rest := p.replays[:0:0]
+	for _, r := range p.replays {
+		if r.tick <= p.tick {
+			due = append(due, r)
+		} else {
+			rest = append(rest, r)
+		}
+	}
+	p.replays = rest
+	for _, r := range due {
+		p.send(ctx, r.d, CopyReplay)
+	}
+	if now.After(p.last) {
+		p.last = now
+	}
+}
+
+// deliver sends a new delivery through the faults.
+func (p *pusher) deliver(ctx context.Context, d *delivery) {
+	// Four draws a delivery, always, so that one fault's setting does not
+	// change which deliveries another fault hits.
+	drop, dup, reorder, again := p.rng.Float64(), p.rng.Float64(), p.rng.Float64(), p.rng.Float64()
+	p.mu.Lock()
+	p.stats.Deliveries++
+	p.stats.Txs += len(d.rec.TxIDs)
+	if d.rec.Kind == PushRollback {
+		p.stats.Rollbacks++
+	} else {
+		p.stats.Applies++
+	}
+	p.mu.Unlock()
+	if !d.reorg && drop < p.cfg.Drop {
+		rec := d.rec
+		rec.Dropped = true
+		p.mu.Lock()
+		p.stats.Dropped++
+		p.stats.DroppedTxs += len(d.rec.TxIDs)
+		p.appendLocked(rec)
+		p.mu.Unlock()
+		return
+	}
+	if again < p.cfg.Replay {
+		p.replays = append(p.replays, replay{tick: p.tick + max(1, int(p.cfg.ReplayAfter/p.cfg.Every)), d: d})
+	}
+	if p.held == nil && reorder < p.cfg.Reorder {
+		p.held, p.heldAt = d, p.tick
+		return
+	}
+	p.send(ctx, d, "")
+	if dup < p.cfg.Duplicate {
+		p.send(ctx, d, CopyDuplicate)
+	}
+	if h := p.held; h != nil && h != d {
+		p.held = nil
+		p.send(ctx, h, CopyReordered)
+	}
+}
+
+// send POSTs a delivery, trying again after a failure or a 429/5xx.
+func (p *pusher) send(ctx context.Context, d *delivery, copyOf string) {
+	rec := d.rec
+	rec.Copy = copyOf
+	rec.SentAt = time.Now()
+	for attempt := 1; ; attempt++ {
+		rec.Status, rec.Answer, rec.Err = 0, nil, ""
+		status, answer, err := p.post(ctx, d.body)
+		if err != nil {
+			rec.Err = err.Error()
+		} else {
+			rec.Status, rec.Answer = status, answer
+		}
+		if err == nil && status != http.StatusTooManyRequests && status < 500 || attempt >= p.cfg.Attempts || ctx.Err() != nil {
+			break
+		}
+		if p.sleep(ctx, time.Second) != nil {
+			break
+		}
+	}
+	rec.AnsweredAt = time.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if rec.Status != 0 {
+		p.stats.Sent++
+		p.stats.ByStatus[rec.Status]++
+	}
+	if rec.Status == 0 || rec.Status == http.StatusTooManyRequests || rec.Status >= 500 {
+		p.stats.Failed++
+	}
+	switch copyOf {
+	case CopyDuplicate:
+		p.stats.Duplicated++
+	case CopyReordered:
+		p.stats.Reordered++
+	case CopyReplay:
+		p.stats.Replayed++
+	}
+	p.appendLocked(rec)
+}
+
+func (p *pusher) appendLocked(rec PushRecord) {
+	if len(p.records) >= maxPushRecords {
+		p.records = slices.Delete(p.records, 0, len(p.records)-maxPushRecords+1)
+	}
+	p.records = append(p.records, rec)
+}
+
+func (p *pusher) post(ctx context.Context, body []byte) (int, json.RawMessage, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.cfg.URL, bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+p.cfg.Secret)
+	resp, err := p.cfg.Client.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))
+	if err != nil || !json.Valid(raw) {
+		return resp.StatusCode, nil, nil
+	}
+	return resp.StatusCode, raw, nil
+}
+
+// event is a block mined or rolled back between two steps.
+type event struct {
+	at       time.Time
+	rollback *reorg
+	height   int64
+	txs      []*worldTx
+}
+
+// deliveries builds the deliveries of what happened in (p.last, now]:
+// each block with a matching transaction, mined then (a re-applied
+// transaction in its new block), and each rollback.
+func (p *pusher) deliveries(now time.Time) []*delivery {
+	w := p.world
+	blocks := map[int64]*event{}
+	mined := func(height int64, at time.Time, tx *worldTx) {
+		if !at.After(p.last) || at.After(now) {
+			return
+		}
+		e := blocks[height]
+		if e == nil {
+			e = &event{at: at, height: height}
+			blocks[height] = e
+		}
+		e.txs = append(e.txs, tx)
+	}
+	for _, tx := range w.existing(now) {
+		if !w.matches(tx) {
+			continue
+		}
+		if !inMempool(tx.status) {
+			mined(heightAt(tx.burnTime()), tx.burnTime(), tx)
+		}
+		if r := tx.reorg; r != nil {
+			mined(r.newHeight, r.reapplyAt, tx)
+		}
+	}
+	events := make([]*event, 0, len(blocks))
+	for _, e := range blocks {
+		events = append(events, e)
+	}
+	for _, r := range w.reorgs {
+		if r.rollbackAt.After(p.last) && !r.rollbackAt.After(now) {
+			var txs []*worldTx
+			for _, tx := range r.txs {
+				if w.matches(tx) {
+					txs = append(txs, tx)
+				}
+			}
+			if len(txs) == 0 {
+				continue // nothing of it was ever delivered
+			}
+			events = append(events, &event{at: r.rollbackAt, rollback: r, height: r.height, txs: txs})
+		}
+	}
+	slices.SortFunc(events, func(a, b *event) int {
+		return cmp.Or(a.at.Compare(b.at), cmp.Compare(b.rollbackRank(), a.rollbackRank()), cmp.Compare(a.height, b.height))
+	})
+	out := make([]*delivery, 0, len(events))
+	for _, e := range events {
+		out = append(out, p.build(e))
+	}
+	return out
+}
+
+func (e *event) rollbackRank() int {
+	if e.rollback != nil {
+		return 1
+	}
+	return 0
+}
+
+// matches says whether a Chainhooks predicate of `pacer chainhook spec`
+// (a contract_call filter per allowlisted pair) matches the transaction:
+// a contract call to an allowlisted pair on the canonical chain, whatever
+// its outcome. The world's own allowlist decides.
+func (w *World) matches(tx *worldTx) bool {
+	return tx.found(w.allow) && !tx.fork
+}
+
+// build makes the delivery of an event: its payload and its record.
+func (p *pusher) build(e *event) *delivery {
+	slices.SortFunc(e.txs, func(a, b *worldTx) int { return strings.Compare(a.TxID, b.TxID) })
+	p.mu.Lock()
+	p.seq++
+	seq := p.seq
+	p.mu.Unlock()
+	d := &delivery{rec: PushRecord{Seq: seq, Kind: PushApply, Height: e.height}}
+	payload := hookPayload{
+		Event:     hookEvent{Apply: []hookBlock{}, Rollback: []hookBlock{}, Chain: "stacks", Network: "mainnet"},
+		Chainhook: hookMeta{Name: "pacer-sim", UUID: "5e3d0000-0000-4000-8000-000000000001"},
+	}
+	if r := e.rollback; r != nil {
+		d.rec.Kind, d.reorg = PushRollback, true
+		// As Chainhooks reports a reorg: the block that lost, then the one
+		// that won at its height (its transactions come back later, in a
+		// block of their own).
+		b := hookBlockOf(r.height, blockHash(r.height), e.txs[0].burnTime(), e.txs, e.txs[0].burnTime())
+		payload.Event.Rollback = append(payload.Event.Rollback, b)
+		payload.Event.Apply = append(payload.Event.Apply, hookBlockOf(r.height, competingHash(r.height), r.rollbackAt, nil, r.rollbackAt))
+		d.rec.Hash, d.rec.Timestamp = b.BlockIdentifier.Hash, b.Timestamp
+		p.rollbackOf[r] = d
+	} else {
+		b := hookBlockOf(e.height, blockHash(e.height), e.at, e.txs, e.at)
+		payload.Event.Apply = append(payload.Event.Apply, b)
+		d.rec.Hash, d.rec.Timestamp = b.BlockIdentifier.Hash, b.Timestamp
+		for _, tx := range e.txs {
+			if tx.reorg != nil {
+				d.reorg = true // the block that will be rolled back, or the new one
+			}
+			if r := tx.reorg; r != nil && r.newHeight == e.height {
+				if rb := p.rollbackOf[r]; rb != nil && !p.replayed[r] {
+					// The stale rollback, once more after the re-apply.
+					p.replayed[r] = true
+					p.replays = append(p.replays, replay{tick: p.tick + 1, d: rb})
+				}
+			}
+		}
+	}
+	for _, tx := range e.txs {
+		d.rec.TxIDs = append(d.rec.TxIDs, tx.TxID)
+	}
+	body, err := json.Marshal(payload)
+	if err != nil {
+		panic(fmt.Sprintf("sim: encode delivery: %v", err)) // the simulator's own types always encode
+	}
+	d.body = body
+	return d
+}
+
+// The Chainhooks 2.0 delivery, as Hiro documents it: what pacer reads and
+// a little more, so that a reader that ignores unknown fields is tested
+// against them.
+
+type hookPayload struct {
+	Event     hookEvent `json:"event"`
+	Chainhook hookMeta  `json:"chainhook"`
+}
+
+type hookEvent struct {
+	Apply    []hookBlock `json:"apply"`
+	Rollback []hookBlock `json:"rollback"`
+	Chain    string      `json:"chain"`
+	Network  string      `json:"network"`
+}
+
+type hookMeta struct {
+	Name string `json:"name"`
+	UUID string `json:"uuid"`
+}
+
+type hookBlockID struct {
+	Index int64  `json:"index"`
+	Hash  string `json:"hash"`
+}
+
+type hookBlock struct {
+	Timestamp             int64       `json:"timestamp"`
+	BlockIdentifier       hookBlockID `json:"block_identifier"`
+	ParentBlockIdentifier hookBlockID `json:"parent_block_identifier"`
+	Transactions          []hookTx    `json:"transactions"`
+}
+
+type hookTx struct {
+	TransactionIdentifier struct {
+		Hash string `json:"hash"`
+	} `json:"transaction_identifier"`
+	Metadata   hookTxMeta `json:"metadata"`
+	Operations []hookOp   `json:"operations"`
+}
+
+type hookTxMeta struct {
+	Type                string         `json:"type"`
+	Nonce               int            `json:"nonce"`
+	Result              clarityValue   `json:"result"`
+	Status              string         `json:"status"`
+	FeeRate             string         `json:"fee_rate"`
+	Position            hookPosition   `json:"position"`
+	SenderAddress       string         `json:"sender_address"`
+	SponsorAddress      *string        `json:"sponsor_address"`
+	Canonical           bool           `json:"canonical"`
+	Sponsored           bool           `json:"sponsored"`
+	MicroblockCanonical bool           `json:"microblock_canonical"`
+	ContractIdentifier  string         `json:"contract_identifier,omitempty"`
+	FunctionName        string         `json:"function_name,omitempty"`
+	Args                []hookArgument `json:"args,omitempty"`
+}
+
+type hookPosition struct {
+	Index               int64   `json:"index"`
+	MicroblockIdentifer *string `json:"microblock_identifier"`
+}
+
+type hookArgument struct {
+	Repr string `json:"repr"`
+	Name string `json:"name"`
+	Type string `json:"type"`
+}
+
+type hookOp struct {
+	OperationIdentifier struct {
+		Index int `json:"index"`
+	} `json:"operation_identifier"`
+	Type     string         `json:"type"`
+	Status   string         `json:"status"`
+	Account  hookAccount    `json:"account"`
+	Metadata hookCallOpMeta `json:"metadata"`
+}
+
+type hookAccount struct {
+	Address string `json:"address"`
+}
+
+type hookCallOpMeta struct {
+	ContractIdentifier string         `json:"contract_identifier"`
+	FunctionName       string         `json:"function_name"`
+	Args               []hookArgument `json:"args"`
+}
+
+// hookBlockOf is a block as a delivery shows it; at is the moment whose
+// view of the transactions it carries (a re-applied one in its new block).
+func hookBlockOf(height int64, hash string, blockTime time.Time, txs []*worldTx, at time.Time) hookBlock {
+	b := hookBlock{
+		Timestamp:             blockTime.Unix(),
+		BlockIdentifier:       hookBlockID{Index: height, Hash: hash},
+		ParentBlockIdentifier: hookBlockID{Index: height - 1, Hash: blockHash(height - 1)},
+		Transactions:          make([]hookTx, 0, len(txs)),
+	}
+	for _, tx := range txs {
+		b.Transactions = append(b.Transactions, hookTxOf(tx, at))
+	}
+	return b
+}
+
+// hookTxOf renders a contract call as a delivery carries it. Every other
+// one (by its place in the block) names its target only in its
+// contract_call operation, as some Chainhooks versions do.
+func hookTxOf(tx *worldTx, at time.Time) hookTx {
+	args := make([]hookArgument, len(tx.call.FunctionArgs))
+	for i, a := range tx.call.FunctionArgs {
+		args[i] = hookArgument(a)
+	}
+	opStatus := "success"
+	if tx.status != statusSuccess {
+		opStatus = "failed"
+	}
+	var h hookTx
+	h.TransactionIdentifier.Hash = tx.TxID
+	h.Metadata = hookTxMeta{
+		Type: txTypeContractCall, Nonce: tx.nonce, Result: tx.result, Status: tx.status,
+		FeeRate: fmt.Sprint(tx.feeRate), Position: hookPosition{Index: tx.position(at).index},
+		SenderAddress: tx.Sender, Canonical: true, MicroblockCanonical: true,
+	}
+	if tx.index%2 == 0 {
+		h.Metadata.ContractIdentifier, h.Metadata.FunctionName, h.Metadata.Args = tx.call.ContractID, tx.call.FunctionName, args
+	}
+	op := hookOp{Type: txTypeContractCall, Status: opStatus, Account: hookAccount{Address: tx.Sender},
+		Metadata: hookCallOpMeta{ContractIdentifier: tx.call.ContractID, FunctionName: tx.call.FunctionName, Args: args}}
+	h.Operations = []hookOp{op}
+	return h
+}
