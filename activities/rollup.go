@@ -28,6 +28,10 @@ const DayLookback = 7
 // made for it, creates a correction (store.RecomputeDirty). It also prunes
 // price observations past their retention.
 func (a *Activities) Rollup(ctx context.Context, in pacer.RollupInput) (pacer.RollupResult, error) {
+	// A liveness heartbeat: a run whose worker died is retried within the
+	// workflow's short heartbeat timeout for rollup, not after minutes. A
+	// run shorter than 0.8 × that sends none.
+	defer keepHeartbeating(ctx, func() any { return time.Now().Unix() })()
 	return ledgered(ctx, a, in.Occurrence, func(ctx context.Context) (pacer.RollupResult, error) {
 		return a.rollup(ctx, in)
 	})

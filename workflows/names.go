@@ -100,6 +100,13 @@ const (
 const (
 	rollupStartToClose  = 5 * time.Minute
 	deliverStartToClose = 3 * time.Minute
+	// The heartbeat timeouts say how soon a run whose worker died is
+	// retried elsewhere. A rollup run takes seconds and heartbeats only to
+	// say it is alive (none in a run shorter than 8 s); a deliver run
+	// heartbeats its progress. (Activity options are not part of what
+	// replay compares: no gate.)
+	rollupHeartbeatTimeout  = 10 * time.Second
+	deliverHeartbeatTimeout = 30 * time.Second
 	// deliverRetryAfterFailure is when a deliver run that failed as a whole
 	// (the database down) is tried again.
 	deliverRetryAfterFailure = time.Minute

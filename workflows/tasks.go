@@ -89,8 +89,9 @@ func (s *scheduler) resumeCrons(now time.Time) {
 // runRollup computes the rollups of its occurrence (SPEC §10.1); once it
 // did, deliveries may be due, so deliver wakes.
 func runRollup(ctx workflow.Context, s *scheduler, occ pacer.Occurrence, _ bool) schedule.Outcome {
-	res, o := runTask[pacer.RollupResult](ctx, s.activityOptions("hourly and daily rollups", rollupStartToClose),
-		ActivityRollup, pacer.RollupInput{Occurrence: occ})
+	opts := s.activityOptions("hourly and daily rollups", rollupStartToClose)
+	opts.HeartbeatTimeout = rollupHeartbeatTimeout
+	res, o := runTask[pacer.RollupResult](ctx, opts, ActivityRollup, pacer.RollupInput{Occurrence: occ})
 	s.state.LastRollupResult = res
 	if res.ErrorClass == "" {
 		s.wakeDeliver()
@@ -116,8 +117,9 @@ func (s *scheduler) wakeDeliver() {
 // dormant when nothing is pending, until a rollup run wakes it.
 func runDeliver(ctx workflow.Context, s *scheduler, occ pacer.Occurrence, _ bool) schedule.Outcome {
 	s.deliverWoken = false
-	res, o := runTask[pacer.DeliverResult](ctx, s.activityOptions("webhook deliveries", deliverStartToClose),
-		ActivityDeliver, pacer.DeliverInput{Occurrence: occ})
+	opts := s.activityOptions("webhook deliveries", deliverStartToClose)
+	opts.HeartbeatTimeout = deliverHeartbeatTimeout
+	res, o := runTask[pacer.DeliverResult](ctx, opts, ActivityDeliver, pacer.DeliverInput{Occurrence: occ})
 	if res.ErrorClass == "" || s.state.LastDeliverResult == nil {
 		s.state.LastDeliverResult = res
 	} else {
