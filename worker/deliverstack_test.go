@@ -70,16 +70,16 @@ func TestDeliveriesOnTheRealStack(t *testing.T) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "figures: ladder %s, Retry-After %s, attempt timeout 10s, rollup `* * * * *`\n",
 		dsOptions{ladder: dsLadder}.ladderEnv(), dsRetryAfter)
-	fmt.Fprintf(&b, "| stack | receivers | subscribers | deliveries | delivered | exhausted (pulled) | lost | POSTs | retries | duplicates | worst retry off its step | bad signatures |\n")
-	fmt.Fprintf(&b, "|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "| stack | receivers | subscribers | deliveries | delivered | exhausted (pulled) | lost | POSTs | retries | on step ±20%% (worst) | deferred by the 50-retry cap | duplicates | bad signatures |\n")
+	fmt.Fprintf(&b, "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range reports {
 		for _, o := range r.outcomes {
-			ladder := "—"
-			if r.kill == nil && o.retries > 0 {
-				ladder = fmt.Sprintf("%.1f%%", 100*o.worstLadder)
+			ladder, deferred := "—", "—"
+			if r.kill == nil {
+				ladder, deferred = fmt.Sprintf("%d (%.1f%%)", o.onStep, 100*o.worstLadder), fmt.Sprint(o.deferred)
 			}
-			fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %d (%d) | %d | %d | %d | %d | %s | %d |\n", r.name, o.mode, o.subscribers,
-				o.expected, o.delivered, o.exhausted, o.pulled, o.lost, o.arrivals, o.retries, o.duplicates, ladder, o.badSigs)
+			fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %d (%d) | %d | %d | %d | %s | %s | %d | %d |\n", r.name, o.mode, o.subscribers,
+				o.expected, o.delivered, o.exhausted, o.pulled, o.lost, o.arrivals, o.retries, ladder, deferred, o.duplicates, o.badSigs)
 		}
 	}
 	fmt.Fprintf(&b, "\n| stack | healthy deliveries | delay p50 | delay p99 | max |\n|---|---|---|---|---|\n")
