@@ -27,6 +27,15 @@ const (
 	// the healthy ones.
 	DefaultDeliveryConcurrency = 32
 	perSubscriber              = 4
+	// An attempt still waiting for its answer after slowAfter gives its
+	// slot back: an endpoint that hangs is failing, but nobody knows it
+	// until its attempt times out, and twenty of them with a few
+	// deliveries each would otherwise hold every slot for the whole
+	// attempt timeout while the healthy endpoints and the retries wait.
+	// What is in flight, slow or not, stays within parkedFactor × the
+	// concurrency (and perSubscriber per subscriber).
+	slowAfter    = 2 * time.Second
+	parkedFactor = 4
 	// maxRunTime ends a run's picking of new work; attempts in flight then
 	// finish within their timeout. It keeps a run, and so the new
 	// deliveries the next run emits, from waiting on a long stream of slow
@@ -102,7 +111,7 @@ func (a *Activities) deliver(ctx context.Context) (res pacer.DeliverResult, err 
 		return res, runError(pacer.ClassTransport, err.Error(), res)
 	}
 
-	d := &dispatcher{a: a, log: log, res: &res, done: make(chan attempt), perSub: map[string]int{}}
+	d := &dispatcher{a: a, log: log, res: &res, done: make(chan attempt), perSub: map[string]int{}, flights: map[string]*flight{}}
 	if err := d.emit(ctx); err != nil {
 		return fail(err)
 	}
@@ -162,12 +171,23 @@ type dispatcher struct {
 	log *zap.Logger
 	res *pacer.DeliverResult
 
-	done            chan attempt
-	emittedAt       time.Time
+	done      chan attempt
+	emittedAt time.Time
+	// inFlight counts every attempt under way, parked the slow ones that
+	// gave their slot back (slowAfter), suspectInFlight the failing
+	// endpoints' attempts that hold a slot.
 	inFlight        int
+	parked          int
 	suspectInFlight int
+	flights         map[string]*flight
 	perSub          map[string]int
 	recordErr       error
+}
+
+// flight is an attempt under way.
+type flight struct {
+	started         time.Time
+	suspect, parked bool
 }
 
 func (d *dispatcher) run(ctx context.Context, progress *atomic.Int64) error {
@@ -176,6 +196,7 @@ func (d *dispatcher) run(ctx context.Context, progress *atomic.Int64) error {
 		picking := ctx.Err() == nil && time.Now().Before(deadline) && d.recordErr == nil
 		launched := 0
 		var next *time.Time
+		d.park(time.Now())
 		if picking {
 			n, err := d.fill(ctx)
 			if err != nil {
@@ -199,7 +220,7 @@ func (d *dispatcher) run(ctx context.Context, progress *atomic.Int64) error {
 			// subscriber) wait for an attempt to finish; only later ones
 			// set the timer, and only while there is room to start them.
 			now := d.a.now()
-			if d.inFlight < d.concurrency() {
+			if d.room() > 0 {
 				if next, err = d.a.Store.NextDeliveryDueAfter(ctx, now); err != nil {
 					next = nil
 				}
@@ -220,6 +241,9 @@ func (d *dispatcher) run(ctx context.Context, progress *atomic.Int64) error {
 			in := time.Until(d.emittedAt.Add(soon))
 			if next != nil {
 				in = min(in, next.Sub(d.a.now()))
+			}
+			if at, ok := d.nextPark(); ok {
+				in = min(in, time.Until(at))
 			}
 			timer = time.NewTimer(in)
 			wake = timer.C
@@ -273,7 +297,7 @@ func (d *dispatcher) fill(ctx context.Context) (int, error) {
 	lease := d.a.Deliveries.Sender.Timeout() + leaseMargin
 	launched := 0
 	var after *store.DueKey
-	for d.inFlight < conc {
+	for d.room() > 0 {
 		var busy []string
 		for sub, n := range d.perSub {
 			if n >= perSubscriber {
@@ -283,7 +307,7 @@ func (d *dispatcher) fill(ctx context.Context) (int, error) {
 		now := d.a.now()
 		// A page a little larger than the room left: rows of busy
 		// subscribers or spent caps may be skipped.
-		limit := min(duePage, 2*(conc-d.inFlight)+8)
+		limit := min(duePage, 2*d.room()+8)
 		page, err := d.a.Store.DueDeliveries(ctx, store.DueQuery{
 			Now: now, After: after, Busy: busy, Limit: limit,
 			FirstAttemptsOnly: d.res.Retries >= MaxRetriesPerRun,
@@ -304,7 +328,7 @@ func (d *dispatcher) fill(ctx context.Context) (int, error) {
 			case retry && d.res.Retries >= MaxRetriesPerRun:
 				d.res.Capped = true
 				continue
-			case d.inFlight >= conc:
+			case d.room() <= 0:
 				full = true
 				break pick
 			case due.Suspect && d.suspectInFlight >= suspectSlots:
@@ -351,6 +375,38 @@ func (d *dispatcher) concurrency() int {
 	return DefaultDeliveryConcurrency
 }
 
+// room is how many more attempts may start now: the slots not held by an
+// attempt under way (parked ones hold none), within the bound of all that
+// may be in flight.
+func (d *dispatcher) room() int {
+	conc := d.concurrency()
+	return min(conc-(d.inFlight-d.parked), parkedFactor*conc-d.inFlight)
+}
+
+// park gives back the slots of attempts under way for slowAfter or more.
+func (d *dispatcher) park(now time.Time) {
+	for _, f := range d.flights {
+		if !f.parked && now.Sub(f.started) >= slowAfter {
+			f.parked = true
+			d.parked++
+			if f.suspect {
+				d.suspectInFlight--
+			}
+		}
+	}
+}
+
+// nextPark is when the next attempt under way will give its slot back.
+func (d *dispatcher) nextPark() (time.Time, bool) {
+	var at time.Time
+	for _, f := range d.flights {
+		if p := f.started.Add(slowAfter); !f.parked && (at.IsZero() || p.Before(at)) {
+			at = p
+		}
+	}
+	return at, !at.IsZero()
+}
+
 // reserve counts an attempt in (n = 1) or back out (n = -1) of the run's
 // caps and its concurrency, before it starts.
 func (d *dispatcher) reserve(due store.DueDelivery, n int) {
@@ -365,7 +421,17 @@ func (d *dispatcher) reserve(due store.DueDelivery, n int) {
 // concurrency bounds.
 func (d *dispatcher) hold(due store.DueDelivery, n int) {
 	d.inFlight += n
-	if due.Suspect {
+	f := d.flights[due.ID]
+	switch {
+	case n > 0:
+		d.flights[due.ID] = &flight{started: time.Now(), suspect: due.Suspect}
+	case f != nil:
+		delete(d.flights, due.ID)
+		if f.parked {
+			d.parked--
+		}
+	}
+	if due.Suspect && (f == nil || !f.parked) {
 		d.suspectInFlight += n
 	}
 	if d.perSub[due.SubscriberID] += n; d.perSub[due.SubscriberID] <= 0 {
