@@ -128,6 +128,13 @@ func (a *Activities) deliver(ctx context.Context) (res pacer.DeliverResult, err 
 		return fail(runErr)
 	}
 
+	if res.Retries >= MaxRetriesPerRun && !res.Capped {
+		// Past its retry cap a run reads first attempts only, so it never
+		// meets the retries it leaves: ask whether any is due.
+		if res.Capped, err = a.Store.RetriesDue(ctx, a.now()); err != nil {
+			return fail(err)
+		}
+	}
 	counts, err := a.Store.DeliveryCounts(ctx)
 	if err != nil {
 		return fail(err)
