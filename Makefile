@@ -83,11 +83,11 @@ cost: tools postgres ## measure billed Temporal actions per simulated day on the
 CATCHUP_OUTAGE ?= 5m
 catchup: tools postgres ## the schedules' catch-up on the real stack: rollup on `* * * * *` under each policy, every worker down CATCHUP_OUTAGE, SIGKILL ×3 mid-backfill (~9 min)
 	set -o pipefail; CATCHUP_OUTAGE=$(CATCHUP_OUTAGE) go test -tags catchup -count=1 -timeout 30m -run TestCatchUpOnTheRealStack -v ./worker/ \
-	  | grep -E 'figures|^\s+\||Error|SIGKILL|stopped at|^(ok|FAIL|---)'
+	  | grep -E 'figures|^\s+\||Error|SIGKILL|_test\.go:[0-9]+:|^(ok|FAIL|---)'
 
 deliver-check: tools postgres ## deliveries on the real stack: 100 subscribers with failures, SIGKILL ×3 mid deliver run, Deliver activities per run (~8 min, see BENCHMARKS.md)
 	set -o pipefail; go test -tags deliverstack -count=1 -timeout 30m -run 'TestDeliveriesOnTheRealStack$$' -v ./worker/ \
-	  | grep -E 'figures|^\s+\||Error|SIGKILL|^(ok|FAIL|---)'
+	  | grep -E 'figures|^\s+\||Error|SIGKILL|_test\.go:[0-9]+:|^(ok|FAIL|---)'
 
 histories: tools ## record today's workflow histories for the replay tests beside the older ones (never rewrites one; needs bin/temporal)
 	go test -tags histories -count=1 -run TestWriteHistories ./workflows/

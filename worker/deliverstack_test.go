@@ -19,11 +19,14 @@ import (
 )
 
 // The ladder and Retry-After of the real-stack check: the production
-// ladder (1m,5m,15m,1h,2h) scaled down to seconds; the attempt timeout
-// stays the production 10 s.
+// ladder (1m,5m,15m,1h,2h) scaled down to seconds, its first step long
+// enough that ±20% is more than a deliver run's scheduling (a timer, a
+// workflow task, the ladder's own ±10% jitter); the attempt timeout stays
+// the production 10 s. Retry-After is longer than the first step, so it
+// is what the 429 retries wait.
 var (
-	dsLadder     = []time.Duration{2 * time.Second, 4 * time.Second, 6 * time.Second}
-	dsRetryAfter = 3 * time.Second
+	dsLadder     = []time.Duration{5 * time.Second, 10 * time.Second, 15 * time.Second}
+	dsRetryAfter = 7 * time.Second
 )
 
 const dsCron = `{"rollup":{"cron":"* * * * *","catchup":"backfill"}}`
