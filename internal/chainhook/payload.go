@@ -145,7 +145,9 @@ func Parse(r io.Reader) (Payload, error) {
 		return Payload{}, decodeErr(err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		if err != nil && !isSyntax(err) {
+		// A reader's own failure (a body too large) passes through; a
+		// cut-off or malformed second value is the payload's fault.
+		if err != nil && !isSyntax(err) && !errors.Is(err, io.ErrUnexpectedEOF) {
 			return Payload{}, err
 		}
 		return Payload{}, payloadErr("more than one JSON value in the body")
