@@ -2,7 +2,6 @@ package activities_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -230,7 +229,7 @@ func TestDeliverUnderFailures(t *testing.T) {
 			case store.DeliveryExhausted:
 				exhausted++
 				require.Contains(t, []webhooktest.Mode{webhooktest.Gone, webhooktest.Down}, m.mode, "%s exhausted", id)
-				if pullDelivery(t, pull.URL, id, m.sub.Secret) {
+				if webhooktest.Pull(t, pull.URL, id, m.sub.Secret) {
 					pulled++
 				} else {
 					lost++
@@ -343,31 +342,6 @@ func countDeliveries(t *testing.T, st *store.Store, event string) int {
 	var n int
 	require.NoError(t, st.Pool().QueryRow(t.Context(), `select count(*) from deliveries where event = $1`, event).Scan(&n))
 	return n
-}
-
-// pullDelivery fetches a delivery as its subscriber would and checks that
-// it is the period's payload.
-func pullDelivery(t *testing.T, base, id, secret string) bool {
-	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, base+"/api/deliveries/"+id, nil)
-	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+secret)
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return false
-	}
-	var got store.Delivery
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(&got))
-	var payload struct {
-		Type string `json:"type"`
-		Data struct {
-			PeriodStart time.Time `json:"periodStart"`
-		} `json:"data"`
-	}
-	require.NoError(t, json.Unmarshal(got.Payload, &payload))
-	return got.ID == id && payload.Type == "rollup."+got.Event && payload.Data.PeriodStart.Equal(got.PeriodStart)
 }
 
 func percentile(ds []time.Duration, q float64) time.Duration {

@@ -393,7 +393,7 @@ func (d *deliveryStack) outcomes(t *testing.T, checkLadder bool) []*dsOutcome {
 				}
 			case store.DeliveryExhausted:
 				o.exhausted++
-				if d.pull(t, id, m.secret) {
+				if webhooktest.Pull(t, d.apiURL, id, m.secret) {
 					o.pulled++
 				} else {
 					o.lost++
@@ -491,31 +491,6 @@ func maxTime(a, b time.Time) time.Time {
 		return a
 	}
 	return b
-}
-
-// pull fetches a delivery from `pacer serve` as its subscriber would and
-// checks it is the period's payload.
-func (d *deliveryStack) pull(t *testing.T, id, secret string) bool {
-	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, d.apiURL+"/api/deliveries/"+id, nil)
-	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+secret)
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return false
-	}
-	var got store.Delivery
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(&got))
-	var payload struct {
-		Type string `json:"type"`
-		Data struct {
-			PeriodStart time.Time `json:"periodStart"`
-		} `json:"data"`
-	}
-	require.NoError(t, json.Unmarshal(got.Payload, &payload))
-	return got.ID == id && payload.Type == "rollup.hourly" && payload.Data.PeriodStart.Equal(got.PeriodStart)
 }
 
 // dsActions are the Temporal side of the deliver runs.
