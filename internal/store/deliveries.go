@@ -396,16 +396,20 @@ where subscriber_id = $1 and status in ('pending', 'retrying')`, f.SubscriberID,
 
 // dueAt is when a delivery can next be attempted: its next attempt time,
 // or, while an attempt holds its lease (a worker died mid-POST), when the
-// lease lapses.
-const dueAt = `greatest(d.next_attempt_at, coalesce(d.claimed_until, d.next_attempt_at))`
+// lease lapses. undelivered selects the deliveries of active subscribers
+// still to be delivered.
+const (
+	dueAt       = `greatest(d.next_attempt_at, coalesce(d.claimed_until, d.next_attempt_at))`
+	undelivered = `deliveries d join subscribers s on s.id = d.subscriber_id
+where d.status in ('pending', 'retrying') and s.status = 'active'`
+)
 
 // RetriesDue reports whether a delivery that already had an attempt is
 // due at now: what a run that spent its retries leaves for the next.
 func (s *Store) RetriesDue(ctx context.Context, now time.Time) (bool, error) {
 	var due bool
-	err := s.pool.QueryRow(ctx, `
-select exists (select 1 from deliveries d join subscribers s on s.id = d.subscriber_id
-where d.status in ('pending', 'retrying') and s.status = 'active' and d.attempts > 0 and `+dueAt+` <= $1)`, now).Scan(&due)
+	err := s.pool.QueryRow(ctx, `select exists (select 1 from `+undelivered+` and d.attempts > 0 and `+dueAt+` <= $1)`,
+		now).Scan(&due)
 	if err != nil {
 		return false, fmt.Errorf("retries due: %w", err)
 	}
@@ -415,23 +419,13 @@ where d.status in ('pending', 'retrying') and s.status = 'active' and d.attempts
 // NextDeliveryDue returns when the earliest undelivered delivery of an
 // active subscriber can next be attempted (dueAt), nil when there is none.
 func (s *Store) NextDeliveryDue(ctx context.Context) (*time.Time, error) {
-	var next *time.Time
-	err := s.pool.QueryRow(ctx, `
-select min(`+dueAt+`) from deliveries d join subscribers s on s.id = d.subscriber_id
-where d.status in ('pending', 'retrying') and s.status = 'active'`).Scan(&next)
-	if err != nil {
-		return nil, fmt.Errorf("next delivery due: %w", err)
-	}
-	return next, nil
+	return s.NextDeliveryDueAfter(ctx, time.Time{})
 }
 
-// NextDeliveryDueAfter returns the earliest next attempt later than now,
-// nil when there is none.
+// NextDeliveryDueAfter is NextDeliveryDue among those due later than now.
 func (s *Store) NextDeliveryDueAfter(ctx context.Context, now time.Time) (*time.Time, error) {
 	var next *time.Time
-	err := s.pool.QueryRow(ctx, `
-select min(`+dueAt+`) from deliveries d join subscribers s on s.id = d.subscriber_id
-where d.status in ('pending', 'retrying') and s.status = 'active' and `+dueAt+` > $1`, now).Scan(&next)
+	err := s.pool.QueryRow(ctx, `select min(`+dueAt+`) from `+undelivered+` and `+dueAt+` > $1`, now).Scan(&next)
 	if err != nil {
 		return nil, fmt.Errorf("next delivery due: %w", err)
 	}
