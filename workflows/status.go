@@ -78,6 +78,10 @@ type TaskStatus struct {
 	Coalesced int64 `json:"coalesced"`
 }
 
+// OnDemand reports whether the task has no schedule of its own: it runs
+// when something makes it due (deliver).
+func (t TaskStatus) OnDemand() bool { return t.Schedule == nil && t.Every == "0s" }
+
 // DeliveryCounts are the deliveries by status (SPEC §10.3).
 type DeliveryCounts struct {
 	Pending   int        `json:"pending"`

@@ -298,7 +298,7 @@ func everyText(t workflows.TaskStatus) string {
 			s += " " + t.Schedule.TZ
 		}
 		return s
-	case t.Schedule == nil && t.Every == "0s":
+	case t.OnDemand():
 		return "on demand"
 	}
 	return t.Every

@@ -264,7 +264,7 @@ func taskSchedule(ts workflows.TaskStatus) string {
 			out += fmt.Sprintf("; %d missed", ts.Missed)
 		}
 		return out
-	case spec == nil && ts.Every == "0s":
+	case ts.OnDemand():
 		return "while deliveries are due"
 	}
 	return schedule(ts.Every)
