@@ -12,12 +12,20 @@ const (
 	DefaultWorkflowID = "v1"
 	DefaultTaskQueue  = "pacer"
 
-	QueryStatus           = "status"
-	SignalPause           = "pause"
-	SignalResume          = "resume"
-	SignalRefresh         = "refresh"
-	SignalTune            = "tune"
-	UpdateRefreshNow      = "refreshNow"
+	QueryStatus      = "status"
+	SignalPause      = "pause"
+	SignalResume     = "resume"
+	SignalRefresh    = "refresh"
+	SignalTune       = "tune"
+	UpdateRefreshNow = "refreshNow"
+	// SignalHint says an agent has a new transaction (the fast path
+	// inserted its swap, or a chainhook delivery named it): the sweep runs
+	// soon whatever pacing it is under (SPEC §5.3). Payload {"agent":"SP…"}
+	// (optional). Senders debounce per agent before signalling.
+	SignalHint = "hint"
+	// UpdateBackfill runs a task's occurrences over a past range, each as of
+	// its own nominal time (SPEC §3.4). Payload {"task":…,"from":RFC3339,"to":RFC3339}.
+	UpdateBackfill        = "backfill"
 	ActivityRefreshTenero = "RefreshTenero"
 	ActivitySweep         = "Sweep"
 	ActivityRollup        = "Rollup"
