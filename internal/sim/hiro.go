@@ -72,6 +72,9 @@ type HiroConfig struct {
 	Features Features
 	// Reorgs rolls blocks back and re-applies their transactions later.
 	Reorgs Reorgs
+	// Chain is the strangers' traffic in the same blocks (chain.go):
+	// DefaultChainVolume calls a day unless set.
+	Chain ChainConfig
 }
 
 // noMonthQuota stands for an unlimited month: Hiro's anonymous plan has none,
@@ -216,15 +219,13 @@ func (s *Server) hiroAddressTransactions(w http.ResponseWriter, r *http.Request)
 	}
 
 	now := s.now()
-	listed := s.hiro.world.listed(principal, now)
-	page := listed[min(offset, len(listed)):min(offset+limit, len(listed))]
-	results := make([]txJSON, len(page))
-	for i, tx := range page {
-		// List results never carry events; event_count still tells how many.
-		results[i] = tx.render(now, eventWindow{})
+	if strings.Contains(principal, ".") {
+		// A contract's list: the calls made to it, strangers' included.
+		writeList(w, s.hiro.world.contractList(principal, now), limit, offset, deprecationWarning)
+		return
 	}
-	w.Header().Set("Warning", deprecationWarning)
-	writeJSON(w, http.StatusOK, txListJSON{Limit: limit, Offset: offset, Total: len(listed), Results: results})
+	listed := s.hiro.world.listed(principal, now)
+	writeList(w, merged{top: listed, at: now}, limit, offset, deprecationWarning)
 }
 
 // principalOf reads the principal of a list route, answering 400 when it

@@ -110,6 +110,8 @@ func (s *Server) routes() {
 		HiroAddressTransactionsRoute:   s.hiroAddressTransactions,
 		HiroPrincipalTransactionsRoute: s.hiroPrincipalTransactions,
 		HiroTxRoute:                    s.hiroTx,
+		HiroTxListRoute:                s.hiroTxList,
+		HiroTxMultipleRoute:            s.hiroTxMultiple,
 	} {
 		s.upstream(route, func(next http.Handler) http.Handler { return s.hiroLimitFor(route, next) }, h)
 	}
