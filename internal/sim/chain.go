@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -436,25 +437,12 @@ func (c *chain) seq(contract string, at time.Time) strangerSeq {
 		if d == len(s.days)-1 {
 			// The day holding at: only what was mined by then.
 			cut := uint32(at.Sub(c.dayStart(d)) / time.Second)
-			n = sortSearch(n, func(j int) bool { return s.call(d, j).sec > cut })
+			n = sort.Search(n, func(j int) bool { return s.call(d, j).sec > cut })
 		}
 		s.counts[d] = n
 		s.total += n
 	}
 	return s
-}
-
-func sortSearch(n int, f func(int) bool) int {
-	lo, hi := 0, n
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if !f(m) {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	return lo
 }
 
 // call is the j-th call (oldest first) of day d in the list.

@@ -158,6 +158,10 @@ type worldDoc struct {
 	Transactions     []WorldTx `json:"transactions"`
 	// Outcomes are the verdicts at Now, keyed by txid.
 	Outcomes map[string]Outcome `json:"outcomes"`
+	// ChainVolume is strangers' calls a day; StrangerCalls how many have
+	// been mined by Now (they are not in Transactions).
+	ChainVolume   int `json:"chainVolume"`
+	StrangerCalls int `json:"strangerCalls"`
 }
 
 func (s *Server) getWorld(w http.ResponseWriter, _ *http.Request) {
@@ -170,7 +174,21 @@ func (s *Server) getWorld(w http.ResponseWriter, _ *http.Request) {
 		Claims:           world.Claims(),
 		Transactions:     world.Transactions(),
 		Outcomes:         world.ExpectedOutcomes(now),
+		ChainVolume:      world.ChainVolume(),
+		StrangerCalls:    world.StrangerCalls(now),
 	})
+}
+
+// swapsDoc is GET /_sim/swaps: the oracle's side of a discovery-delay
+// measurement for a test that runs the simulator out of process.
+type swapsDoc struct {
+	Now   time.Time  `json:"now"`
+	Swaps []SwapTime `json:"swaps"`
+}
+
+func (s *Server) getSwaps(w http.ResponseWriter, _ *http.Request) {
+	now := s.now()
+	writeJSON(w, http.StatusOK, swapsDoc{Now: now.UTC(), Swaps: s.hiro.world.SwapTimes(now)})
 }
 
 // Hiro's list page size: the default and the most it accepts (SPEC §9).
