@@ -501,3 +501,113 @@ func BenchmarkFeedWeek(b *testing.B) {
 	b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(calls), "heapB/call")
 	b.ReportMetric(float64(calls), "calls")
 }
+
+// TestChainRoutesShareTheBudget: the feed, contracts' lists and
+// tx/multiple spend the one Hiro budget of the other routes, with the same
+// headers, costs, noisy neighbour and faults.
+func TestChainRoutesShareTheBudget(t *testing.T) {
+	t.Parallel()
+	s, clock := newSim(t, Config{Seed: 52, Hiro: HiroConfig{
+		Anonymous: Limits{PerMinute: 10, NoisyPerMinute: 2},
+		Costs:     map[string]int{HiroTxMultipleRoute: 2},
+	}})
+	clock.Add(30 * time.Minute)
+	agent := s.World().Agents()[0].STXAddress
+	stranger := readFeed(t, s, pagePath(0)).Results[0].TxID // 1 (+2 noisy)
+	for _, path := range []string{listPath(agent, ""), listPath(stableswapCore, ""), txPath(stranger)} {
+		require.Equal(t, http.StatusOK, get(t, s, path).Code, path) // 4, 5, 6
+	}
+	rec := get(t, s, "/extended/v1/tx/multiple?tx_id="+stranger) // 8
+	require.Equal(t, http.StatusOK, rec.Code)
+	require.Equal(t, "2", rec.Header().Get(hiroHeaderCost))
+	require.Equal(t, "2", rec.Header().Get(hiroHeaderRemaining))
+	require.Equal(t, http.StatusOK, get(t, s, pagePath(50)).Code) // 9
+	require.Equal(t, http.StatusOK, get(t, s, pagePath(0)).Code)  // 10
+	rec = get(t, s, pagePath(0))
+	require.Equal(t, http.StatusTooManyRequests, rec.Code)
+	require.NotEmpty(t, rec.Header().Get("retry-after"))
+	require.Equal(t, http.StatusTooManyRequests, get(t, s, "/extended/v1/tx/multiple?tx_id="+stranger).Code)
+
+	clock.Add(time.Minute)
+	require.NoError(t, s.SetFaults(Faults{PathPrefix: "/extended/v1/tx", ServerError: 1}))
+	require.GreaterOrEqual(t, get(t, s, pagePath(0)).Code, 500)
+	require.GreaterOrEqual(t, get(t, s, "/extended/v1/tx/multiple?tx_id="+stranger).Code, 500)
+	require.Equal(t, http.StatusOK, get(t, s, listPath(agent, "")).Code, "outside the prefix")
+}
+
+// TestFeedFollowsReorgs: a rolled-back block's transactions leave the feed
+// (back in the mempool) and come back at the top in their new block, as
+// Hiro's canonical-only list shows a reorg.
+func TestFeedFollowsReorgs(t *testing.T) {
+	t.Parallel()
+	s, clock := newSim(t, Config{Seed: 53, Hiro: HiroConfig{Origin: epoch, Anonymous: roomy,
+		Reorgs: Reorgs{Count: 1, RollbackAfter: 5 * time.Second, ReapplyAfter: 20 * time.Second}}})
+	rg := s.World().Reorgs()
+	require.Len(t, rg, 1)
+	txid := rg[0].TxIDs[0]
+	inFeed := func() (feedEntry, bool) {
+		for offset := 0; offset < 500; offset += 50 {
+			for _, e := range readFeed(t, s, pagePath(offset)).Results {
+				if e.TxID == txid {
+					return e, true
+				}
+			}
+		}
+		return feedEntry{}, false
+	}
+	clock.Add(rg[0].RollbackAt.Add(-time.Second).Sub(clock.Now()))
+	e, ok := inFeed()
+	require.True(t, ok)
+	require.Equal(t, rg[0].Height, e.BlockHeight)
+	clock.Add(2 * time.Second)
+	_, ok = inFeed()
+	require.False(t, ok, "rolled back: not in the feed")
+	clock.Add(rg[0].ReapplyAt.Sub(clock.Now()))
+	e, ok = inFeed()
+	require.True(t, ok)
+	require.Equal(t, rg[0].NewHeight, e.BlockHeight, "re-applied in its new block")
+	require.True(t, *e.Canonical)
+}
+
+// TestSwapTimes: every swap the ledger must hold has its mining time, the
+// start of its discovery delay; a re-applied one is canonical again from
+// its re-apply.
+func TestSwapTimes(t *testing.T) {
+	t.Parallel()
+	s, clock := newSim(t, Config{Seed: 54, Hiro: HiroConfig{Origin: epoch, Activity: true,
+		Reorgs: Reorgs{Count: 1}}})
+	clock.Add(2 * time.Hour)
+	w := s.World()
+	now := clock.Now()
+	swaps := w.ExpectedSwaps(now)
+	rec := get(t, s, "/_sim/swaps")
+	require.Equal(t, http.StatusOK, rec.Code)
+	var doc struct {
+		Now   time.Time  `json:"now"`
+		Swaps []SwapTime `json:"swaps"`
+	}
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &doc))
+	require.Len(t, doc.Swaps, len(swaps))
+	reorged := map[string]Reorg{}
+	for _, r := range w.Reorgs() {
+		for _, id := range r.TxIDs {
+			reorged[id] = r
+		}
+	}
+	moved := 0
+	for i, sw := range swaps {
+		got := doc.Swaps[i]
+		require.Equal(t, sw.TxID, got.TxID)
+		require.Equal(t, sw.Sender, got.Sender)
+		require.Equal(t, sw.BurnBlockTime, got.MinedAt.Unix())
+		require.False(t, got.MinedAt.After(now))
+		if r, ok := reorged[sw.TxID]; ok {
+			require.Equal(t, r.ReapplyAt.Unix(), got.CanonicalAt.Unix())
+			require.Equal(t, r.NewHeight, got.Height)
+			moved++
+			continue
+		}
+		require.Equal(t, got.MinedAt, got.CanonicalAt)
+	}
+	require.Positive(t, moved)
+}
