@@ -22,6 +22,7 @@ import (
 	"github.com/pacer-dev/pacer/internal/catalog"
 	"github.com/pacer-dev/pacer/internal/chainhook"
 	"github.com/pacer-dev/pacer/internal/competition"
+	"github.com/pacer-dev/pacer/internal/ingest"
 	"github.com/pacer-dev/pacer/internal/page"
 	"github.com/pacer-dev/pacer/internal/store"
 	"github.com/pacer-dev/pacer/workflows"
@@ -64,6 +65,13 @@ type Options struct {
 	// ChainhookSecret is the bearer secret of POST /api/chainhook; empty
 	// turns the endpoint off (404).
 	ChainhookSecret string
+	// HintEvery is how often public input (the fast path, chainhook
+	// deliveries) may make one agent due: PACER_HOT_EVERY, the fastest any
+	// agent is visited. Zero means ingest.DefaultHotEvery.
+	HintEvery time.Duration
+	// Waker signals the scheduler when a hint went through; nil sends no
+	// signal (the sweep finds the agent due at its next run).
+	Waker Waker
 }
 
 // Server is the HTTP handler.
@@ -118,6 +126,9 @@ func New(o Options) *Server {
 	}
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()
+	}
+	if o.HintEvery <= 0 {
+		o.HintEvery = ingest.DefaultHotEvery
 	}
 	if o.Metrics == nil {
 		o.Metrics = promhttp.Handler()

@@ -170,7 +170,6 @@ func (s *Server) takeDelivery(ctx context.Context, p chainhook.Payload, applied 
 	if err := st.NoteChainhookDelivery(ctx, time.Now()); err != nil {
 		return resp, err
 	}
-	hinted := map[string]bool{}
 	for _, rb := range rolled {
 		moved, err := st.RollbackBlock(ctx, rb.Block.Hash, rb.Block.Height, rb.TxIDs)
 		if err != nil {
@@ -180,7 +179,9 @@ func (s *Server) takeDelivery(ctx context.Context, p chainhook.Payload, applied 
 		resp.SwapsRolledBack += len(moved)
 		for _, m := range moved {
 			s.o.Logger.Info("api.chainhook_rolled_back", zap.String("txid", m.TxID), zap.String("block", rb.Block.Hash))
-			s.hint(ctx, m.Sender, hinted)
+			// Only a rollback that moved swaps hints, and a replay moves
+			// none: this needs no debounce, and must not wait for one.
+			s.hintAgentEvery(ctx, m.Sender, 0)
 		}
 	}
 
@@ -214,6 +215,7 @@ func (s *Server) takeDelivery(ctx context.Context, p chainhook.Payload, applied 
 	}
 	// The hint first: whatever happens to the verification, the sweep
 	// visits the agent now.
+	hinted := map[string]bool{}
 	for _, c := range mine {
 		s.hint(ctx, c.Sender, hinted)
 	}
@@ -227,9 +229,7 @@ func (s *Server) hint(ctx context.Context, agent string, done map[string]bool) {
 		return
 	}
 	done[agent] = true
-	if _, err := s.o.Store.HintAgent(ctx, agent); err != nil {
-		s.o.Logger.Warn("api.chainhook_hint_failed", zap.String("agent", agent), zap.Error(err))
-	}
+	s.hintAgent(ctx, agent)
 }
 
 // verifyPushed runs the verify path with source chainhook on the

@@ -130,7 +130,8 @@ type tradeResult struct {
 	retryAfter time.Duration
 }
 
-// verifyTrade runs the verify path and makes the sender's agent due now.
+// verifyTrade runs the verify path and, when it inserted a swap, makes the
+// sender's agent due now (debounced per agent).
 func (s *Server) verifyTrade(ctx context.Context, txid string) tradeResult {
 	o := s.o.Verifier.Verify(ctx, txid, competition.SourceAgent)
 	res := tradeResult{code: o.HTTPStatus(), resp: TradeResponse{TxID: o.TxID}}
@@ -144,9 +145,10 @@ func (s *Server) verifyTrade(ctx context.Context, txid string) tradeResult {
 		resp.Status, resp.Retryable = "pending", true
 	case competition.StatusAlreadyKnown:
 		resp.Status = "already_verified"
+		// Already known changes nothing: no hint, or a client replaying
+		// known txids would spend the sweep's budget (SPEC §5.6).
 		if sw, ok, err := s.o.Store.Swap(ctx, o.TxID); err == nil && ok {
 			resp.Swap = &sw
-			sender = sw.Sender
 		}
 	default:
 		resp.Status, resp.Reason, resp.Detail = "rejected", string(o.Reason), o.Detail
@@ -165,9 +167,7 @@ func (s *Server) verifyTrade(ctx context.Context, txid string) tradeResult {
 	}
 	if sender != "" {
 		// The agent has just traded: its next visit finds the rest.
-		if _, err := s.o.Store.HintAgent(ctx, sender); err != nil {
-			s.o.Logger.Warn("api.trade_hint_failed", zap.String("agent", sender), zap.Error(err))
-		}
+		s.hintAgent(ctx, sender)
 	}
 	return res
 }

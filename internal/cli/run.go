@@ -174,6 +174,11 @@ func (c *config) apiHandler(st *store.Store, tc client.Client, v *competition.Ve
 		Status:            c.status(tc),
 		HiroBudget:        hb,
 		ChainhookSecret:   c.chainhookSecret,
+		HintEvery:         c.hotEvery,
+		// A hint that passed the per-agent debounce wakes the sweep.
+		Waker: func(ctx context.Context, agent string) error {
+			return worker.Signal(ctx, tc, c.workflowID, workflows.SignalHint, map[string]string{"agent": agent})
+		},
 		TemporalHealth: func(ctx context.Context) error {
 			_, err := tc.CheckHealth(ctx, &client.CheckHealthRequest{})
 			return err
