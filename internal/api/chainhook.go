@@ -74,16 +74,22 @@ type chainhookState struct {
 func newChainhookState(o Options) *chainhookState {
 	h := &chainhookState{slots: make(chan struct{}, chainhookSlots), metrics: metrics.NewChainhook(o.Registerer)}
 	if o.ChainhookSecret != "" {
-		sum := sha256.Sum256([]byte("Bearer " + o.ChainhookSecret))
+		sum := sha256.Sum256([]byte(o.ChainhookSecret))
 		h.want = sum[:]
 	}
 	return h
 }
 
+// MinChainhookSecret is the shortest chainhook secret pacer accepts: a
+// shorter one could be guessed through the endpoint.
+const MinChainhookSecret = 24
+
 // authorized compares digests, so the time taken says nothing about the
-// secret, its length included.
-func (h *chainhookState) authorized(header string) bool {
-	got := sha256.Sum256([]byte(header))
+// secret, its length included. The scheme is case-insensitive (RFC 9110
+// §11.1): "bearer" and "BEARER" pass too.
+func (h *chainhookState) authorized(r *http.Request) bool {
+	token, _ := bearer(r)
+	got := sha256.Sum256([]byte(token))
 	return subtle.ConstantTimeCompare(got[:], h.want) == 1
 }
 
@@ -96,7 +102,7 @@ func (s *Server) chainhookPush(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path)
 		return
 	}
-	if !h.authorized(r.Header.Get("Authorization")) {
+	if !h.authorized(r) {
 		h.metrics.ObservePush(metrics.PushUnauthorized)
 		w.Header().Set("WWW-Authenticate", `Bearer realm="pacer chainhook"`)
 		writeError(w, http.StatusUnauthorized, "missing or wrong bearer secret")

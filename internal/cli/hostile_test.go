@@ -69,6 +69,7 @@ var hostileArgs = []struct {
 	{name: "day tz unknown", give: []string{"status", "--day-tz", "Mars/Olympus"}, wantErr: "PACER_DAY_TZ"},
 	{name: "day tz local", give: []string{"status", "--day-tz", "Local"}, wantErr: "PACER_DAY_TZ"},
 	{name: "ladder garbage", give: []string{"status", "--delivery-ladder", "1m,soon"}, wantErr: "PACER_DELIVERY_LADDER"},
+	{name: "chainhook secret short", give: []string{"status", "--chainhook-secret", "hunter2"}, wantErr: "at least 24"},
 	{name: "ladder negative", give: []string{"status", "--delivery-ladder", "-1m"}, wantErr: "PACER_DELIVERY_LADDER"},
 }
 

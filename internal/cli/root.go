@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/pacer-dev/pacer/internal/api"
 	"github.com/pacer-dev/pacer/internal/cron"
 	"github.com/pacer-dev/pacer/internal/ingest"
 )
@@ -198,6 +199,11 @@ func (c *config) validate() error {
 	}
 	if _, err := c.ingest(); err != nil {
 		return &UsageError{Err: err}
+	}
+	if c.chainhookSecret != "" && len(c.chainhookSecret) < api.MinChainhookSecret {
+		// Never the secret itself, only its length.
+		return usagef("PACER_CHAINHOOK_SECRET (--chainhook-secret) is %d characters; it must be at least %d (try: openssl rand -hex 24)",
+			len(c.chainhookSecret), api.MinChainhookSecret)
 	}
 	if c.fastPathPerMinute < 0 {
 		return usagef("fastpath-per-minute must not be negative (got %d)", c.fastPathPerMinute)

@@ -14,6 +14,10 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 )
 
+// MaxResponseHeaderBytes bounds a receiver's response headers; a longer
+// answer is a failed attempt. The body is never read.
+const MaxResponseHeaderBytes = 16 << 10
+
 // AttemptTimeout bounds one delivery attempt, connection to last header
 // (SPEC §10.3).
 const AttemptTimeout = 10 * time.Second
@@ -89,6 +93,9 @@ func NewSender(o SenderOptions) *Sender {
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		t.MaxIdleConnsPerHost = 4
 		t.ResponseHeaderTimeout = o.Timeout
+		// A receiver is anyone on the internet: its headers must not cost
+		// pacer 10 MB (Go's default) per attempt in flight.
+		t.MaxResponseHeaderBytes = MaxResponseHeaderBytes
 		o.Transport = t
 	}
 	return &Sender{
