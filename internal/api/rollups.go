@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -135,51 +136,53 @@ func (s *Server) rollups(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, RollupsResponse{Period: q.Period, From: q.From, To: q.To, Rollups: rows})
 }
 
-// dummySecret is compared against when there is no delivery, so that a
-// missing id and a wrong secret take the same time.
-var dummySecret = []byte(webhook.NewSecret())
+// dummyPullHash is compared against when there is no delivery (or its
+// subscriber has no pull token), so that every refusal does the same work.
+var dummyPullHash = webhook.HashPullToken(webhook.NewPullToken())
+
+// pullRefused is the one answer to an unknown id and to a wrong token
+// (SPEC §10.2): which of the two it was is not the caller's to learn.
+const pullRefused = "no delivery with this id for this token"
 
 // pullDelivery lets a subscriber fetch any of its deliveries, exhausted
-// ones included, authenticated by its signing secret as a Bearer token
-// (compared in constant time). 401 without a valid secret, 404 for an id
-// that does not exist.
+// ones included, authenticated by its pull token as a Bearer token (its
+// SHA-256 compared in constant time with the stored hash). The signing
+// secret is not a credential here: a captured pull must not let anyone
+// forge the subscriber's webhooks. 401 without a Bearer token at all; 404,
+// the same body, for an unknown id and for a wrong token.
 func (s *Server) pullDelivery(w http.ResponseWriter, r *http.Request) {
 	token, ok := bearer(r)
 	if !ok {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="pacer deliveries"`)
-		writeError(w, http.StatusUnauthorized, "Authorization: Bearer <subscriber secret> is required")
+		writeError(w, http.StatusUnauthorized, "Authorization: Bearer <pull token> is required")
 		return
 	}
 	id := r.PathValue("id")
 	var (
-		d      store.Delivery
-		secret string
-		found  bool
+		d     store.Delivery
+		want  []byte
+		found bool
 	)
 	if webhook.ValidDeliveryID(id) {
 		var err error
-		if d, secret, found, err = s.o.Store.DeliveryWithSecret(r.Context(), id); err != nil {
+		if d, want, found, err = s.o.Store.DeliveryForPull(r.Context(), id); err != nil {
 			s.dbError(w, err)
 			return
 		}
 	}
-	want := dummySecret
-	if found {
-		want = []byte(secret)
+	if len(want) == 0 {
+		want = dummyPullHash
 	}
-	match := subtle.ConstantTimeCompare([]byte(token), want) == 1
-	switch {
-	case !found:
-		writeError(w, http.StatusNotFound, "no such delivery")
-	case !match:
-		w.Header().Set("WWW-Authenticate", `Bearer realm="pacer deliveries", error="invalid_token"`)
-		writeError(w, http.StatusUnauthorized, "the secret does not match this delivery's subscriber")
-	default:
-		// The record and its payload: the JSON document every attempt POSTs.
-		d.PeriodStart, d.PeriodEnd, d.CreatedAt = d.PeriodStart.UTC(), d.PeriodEnd.UTC(), d.CreatedAt.UTC()
-		d.NextAttemptAt, d.LastAttemptAt, d.DeliveredAt = utcPtr(d.NextAttemptAt), utcPtr(d.LastAttemptAt), utcPtr(d.DeliveredAt)
-		writeJSON(w, http.StatusOK, d)
+	match := subtle.ConstantTimeCompare(webhook.HashPullToken(token), want) == 1
+	if !found || !match {
+		writeError(w, http.StatusNotFound, pullRefused)
+		return
 	}
+	// The record and its payload: the JSON document every attempt POSTs.
+	d.PeriodStart, d.PeriodEnd, d.CreatedAt = d.PeriodStart.UTC(), d.PeriodEnd.UTC(), d.CreatedAt.UTC()
+	d.NextAttemptAt, d.LastAttemptAt, d.DeliveredAt = utcPtr(d.NextAttemptAt), utcPtr(d.LastAttemptAt), utcPtr(d.DeliveredAt)
+	d.LastStatus, d.LastError = publicAttempt(d.LastStatus, d.LastError)
+	writeJSON(w, http.StatusOK, d)
 }
 
 func bearer(r *http.Request) (string, bool) {
@@ -197,4 +200,19 @@ func utcPtr(t *time.Time) *time.Time {
 	}
 	u := t.UTC()
 	return &u
+}
+
+// publicAttempt is what a pull shows of the last attempt: the HTTP status
+// if the endpoint answered one, else only that there was no answer. A
+// refused connection, a DNS failure, a timeout and a destination the
+// network policy refused all read alike, so deliveries cannot be used to
+// tell open ports from closed ones (SPEC §10.2).
+func publicAttempt(status *int, lastError string) (*int, string) {
+	switch {
+	case status != nil:
+		return status, "HTTP " + strconv.Itoa(*status)
+	case lastError != "":
+		return nil, "no HTTP answer"
+	}
+	return nil, ""
 }
