@@ -24,6 +24,8 @@ type Store struct {
 	// ownStatementTimeout says the pool's statement_timeout is pacer's
 	// default, not the URL's: migrations run without it.
 	ownStatementTimeout bool
+	// lockTimeout overrides MigrateLockTimeout (tests).
+	lockTimeout time.Duration
 }
 
 // DefaultMaxConns is the pool size unless the URL sets pool_max_conns.
