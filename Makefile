@@ -40,7 +40,7 @@ chromium: ## make sure Chromium is installed (the operator page's browser test d
 	@./scripts/ensure-chromium.sh
 
 dev: build tools postgres ## run the whole stack locally: Temporal dev server + Web UI, simulator, worker, API
-	$(BIN)/pacer dev --log-format console
+	PACER_WEBHOOK_ALLOW_PRIVATE=1 $(BIN)/pacer dev --log-format console
 
 test: tools postgres chromium ## run every test: unit, workflow (testsuite), integration (dev server + Postgres, Chromium), then a brief fuzz
 	go test $(GO_TEST_FLAGS) ./...

@@ -110,6 +110,7 @@ func newDeliveryStack(t *testing.T, o dsOptions) *deliveryStack {
 		"DATABASE_URL=" + d.s.dbURL, "TENERO_BASE_URL=" + d.s.simU, "HIRO_BASE_URL=" + d.s.simU,
 		"PACER_TENERO_EVERY=1h", "PACER_SWEEP_EVERY=1h", "PACER_LOG_LEVEL=info",
 		"PACER_SCHEDULES=" + o.schedules, "PACER_DELIVERY_LADDER=" + o.ladderEnv(),
+		"PACER_WEBHOOK_ALLOW_PRIVATE=1", // the receivers are on loopback
 	}
 
 	// Prices every 10 minutes for the last two days: what the rollups of

@@ -44,6 +44,11 @@ Hiro are the simulator unless TENERO_BASE_URL / HIRO_BASE_URL are set.`,
 			if c.httpAddr == "" {
 				return usagef("--http must not be empty for dev")
 			}
+			if f := cmd.Flag("webhook-allow-private"); f != nil && !f.Changed && os.Getenv("PACER_WEBHOOK_ALLOW_PRIVATE") == "" {
+				// Everything runs on this machine: so do the receivers
+				// one tries pacer with.
+				c.webhookAllowPrivate = true
+			}
 			if err := os.MkdirAll(stateDir, 0o755); err != nil {
 				return err
 			}

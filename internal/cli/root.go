@@ -82,6 +82,8 @@ type config struct {
 	fastPathPerMinute int
 	// chainhookSecret is the bearer secret of POST /api/chainhook.
 	chainhookSecret string
+	// webhookAllowPrivate lets webhooks reach private addresses (§10.2).
+	webhookAllowPrivate bool
 	logLevel        string
 	logFormat       string
 	// schedulesJSON is PACER_SCHEDULES as given; schedules is it parsed
@@ -171,6 +173,8 @@ func (c *config) bind(fs *pflag.FlagSet) {
 	fs.IntVar(&c.fastPathPerMinute, "fastpath-per-minute", int(c.envInt("PACER_FASTPATH_PER_MINUTE", 30)), "fast-path requests a minute per client address (0 = 30) [PACER_FASTPATH_PER_MINUTE]")
 	fs.StringVar(&c.chainhookSecret, "chainhook-secret", env("PACER_CHAINHOOK_SECRET", ""),
 		"bearer secret of POST /api/chainhook, empty turns it off; discouraged as a flag (any user sees it in ps): prefer PACER_CHAINHOOK_SECRET [PACER_CHAINHOOK_SECRET]")
+	fs.BoolVar(&c.webhookAllowPrivate, "webhook-allow-private", c.envBool("PACER_WEBHOOK_ALLOW_PRIVATE"),
+		"let webhooks reach loopback, private and link-local addresses (development only) [PACER_WEBHOOK_ALLOW_PRIVATE]")
 	fs.StringVar(&c.schedulesJSON, "schedules", env("PACER_SCHEDULES", ""),
 		`task schedules applied when the scheduler first starts, a JSON object of task → schedule, e.g. {"rollup":{"cron":"5 * * * *","catchup":"backfill"}} [PACER_SCHEDULES]`)
 	fs.StringVar(&c.logLevel, "log-level", env("PACER_LOG_LEVEL", "info"), "debug, info, warn or error [PACER_LOG_LEVEL]")

@@ -144,6 +144,9 @@ periods that end after now are delivered.`,
 			if err != nil {
 				return err
 			}
+			if err := webhook.CheckHost(sub.URL, c.webhookAllowPrivate); err != nil {
+				return &UsageError{Err: fmt.Errorf("--url: %w", err)}
+			}
 			return c.withStore(cmd.Context(), func(st *store.Store) error {
 				if err := st.AddSubscriber(cmd.Context(), sub); err != nil {
 					return err
@@ -303,7 +306,7 @@ disables the subscriber, as it would for a delivery.`,
 				nonce := make([]byte, 8)
 				_, _ = rand.Read(nonce)
 				msg := webhook.Message{ID: "test_" + hex.EncodeToString(nonce), URL: sub.URL, Secret: sub.Secret, Body: body}
-				out := webhook.NewSender(webhook.SenderOptions{}).Send(cmd.Context(), msg)
+				out := webhook.NewSender(webhook.SenderOptions{AllowPrivate: c.webhookAllowPrivate}).Send(cmd.Context(), msg)
 				took := out.Took.Round(time.Millisecond)
 				switch out.Result {
 				case webhook.Delivered:
