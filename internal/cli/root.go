@@ -84,8 +84,8 @@ type config struct {
 	chainhookSecret string
 	// webhookAllowPrivate lets webhooks reach private addresses (§10.2).
 	webhookAllowPrivate bool
-	logLevel        string
-	logFormat       string
+	logLevel            string
+	logFormat           string
 	// schedulesJSON is PACER_SCHEDULES as given; schedules is it parsed
 	// and validated.
 	schedulesJSON string

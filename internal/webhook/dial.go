@@ -25,26 +25,26 @@ var ErrForbiddenDestination = errors.New("destination not allowed: not a public 
 var forbiddenPrefixes = func() []netip.Prefix {
 	var out []netip.Prefix
 	for _, s := range []string{
-		"0.0.0.0/8",          // "this network"
-		"100.64.0.0/10",      // CGNAT, shared address space
-		"192.0.0.0/24",       // IETF protocol assignments
-		"192.0.2.0/24",       // TEST-NET-1
-		"192.88.99.0/24",     // 6to4 relay anycast
-		"198.18.0.0/15",      // benchmarking
-		"198.51.100.0/24",    // TEST-NET-2
-		"203.0.113.0/24",     // TEST-NET-3
-		"240.0.0.0/4",        // reserved, and 255.255.255.255
-		"64:ff9b::/96",       // NAT64: would reach any IPv4 address, private ones too
-		"64:ff9b:1::/48",     // local-use NAT64
-		"100::/64",           // discard-only
-		"2001::/32",          // Teredo: embeds an IPv4 address
-		"2001:db8::/32",      // documentation
-		"2002::/16",          // 6to4: embeds an IPv4 address
-		"fec0::/10",          // deprecated site-local
-		"::ffff:0:0:0/96",    // SIIT (IPv4-translated)
-		"::/96",              // deprecated IPv4-compatible
-		"3fff::/20",          // documentation
-		"5f00::/16",          // segment routing SIDs
+		"0.0.0.0/8",       // "this network"
+		"100.64.0.0/10",   // CGNAT, shared address space
+		"192.0.0.0/24",    // IETF protocol assignments
+		"192.0.2.0/24",    // TEST-NET-1
+		"192.88.99.0/24",  // 6to4 relay anycast
+		"198.18.0.0/15",   // benchmarking
+		"198.51.100.0/24", // TEST-NET-2
+		"203.0.113.0/24",  // TEST-NET-3
+		"240.0.0.0/4",     // reserved, and 255.255.255.255
+		"64:ff9b::/96",    // NAT64: would reach any IPv4 address, private ones too
+		"64:ff9b:1::/48",  // local-use NAT64
+		"100::/64",        // discard-only
+		"2001::/32",       // Teredo: embeds an IPv4 address
+		"2001:db8::/32",   // documentation
+		"2002::/16",       // 6to4: embeds an IPv4 address
+		"fec0::/10",       // deprecated site-local
+		"::ffff:0:0:0/96", // SIIT (IPv4-translated)
+		"::/96",           // deprecated IPv4-compatible
+		"3fff::/20",       // documentation
+		"5f00::/16",       // segment routing SIDs
 	} {
 		out = append(out, netip.MustParsePrefix(s))
 	}
