@@ -82,15 +82,16 @@ type config struct {
 	fastPathPerMinute int
 	// chainhookSecret is the bearer secret of POST /api/chainhook.
 	chainhookSecret string
-	// webhookAllowPrivate lets webhooks reach private addresses (§10.2).
-	webhookAllowPrivate bool
-	logLevel            string
-	logFormat           string
+	logLevel        string
+	logFormat       string
 	// schedulesJSON is PACER_SCHEDULES as given; schedules is it parsed
 	// and validated.
 	schedulesJSON string
 	schedules     cron.Schedules
 	rollups       rollupConfig
+
+	// The public surface (SPEC §7, §10.2).
+	webhookAllowPrivate bool
 
 	// envErrs collects environment values that do not parse; they are
 	// reported as usage errors before any command runs.
