@@ -15,14 +15,19 @@ import (
 func TestMetricsServesTheProcessRegistry(t *testing.T) {
 	t.Parallel()
 	m := metrics.New()
-	srv := httptest.NewServer(api.New(api.Options{Metrics: m.Handler()}))
+	h := api.New(api.Options{Metrics: m.Handler(), Registerer: m.Registry()})
+	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
+	op := httptest.NewServer(h.Operator())
+	t.Cleanup(op.Close)
 
-	resp, err := http.Get(srv.URL + "/metrics")
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
-	b, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	require.Contains(t, string(b), `pacer_task_runs_total{task="tenero"} 0`, "pacer's registry, not the default one")
+	for _, base := range []string{srv.URL, op.URL} {
+		resp, err := http.Get(base + "/metrics")
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		require.Contains(t, string(b), `pacer_task_runs_total{task="tenero"} 0`, "pacer's registry, not the default one")
+	}
 }

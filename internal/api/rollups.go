@@ -1,7 +1,9 @@
 package api
 
 import (
+	"context"
 	"crypto/subtle"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -26,14 +28,9 @@ const (
 	// answer of GET /api/rollups.
 	RollupsMaxAge  = time.Minute
 	rollupsPattern = "GET /api/rollups"
-	pullPattern    = "GET /api/deliveries/{id}"
+	// PullPattern is the delivery pull route.
+	PullPattern = "GET /api/deliveries/{id}"
 )
-
-// routeRollups adds the rollup and delivery endpoints (SPEC §7, §10).
-func (s *Server) routeRollups() {
-	s.mux.HandleFunc(rollupsPattern, s.rollups)
-	s.mux.HandleFunc(pullPattern, s.pullDelivery)
-}
 
 // RollupsResponse answers GET /api/rollups.
 type RollupsResponse struct {
@@ -116,24 +113,57 @@ func (s *Server) rollups(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	rows, err := s.o.Store.Rollups(r.Context(), q)
+	rd := s.rollupsCache.get(q).get(r.Context())
+	if !rd.Have {
+		if rd.Err == nil {
+			w.Header().Set("Retry-After", "1")
+			writeClassError(w, http.StatusServiceUnavailable, "rollups unavailable", readingClass(rd))
+			return
+		}
+		s.dbError(w, rd.Err)
+		return
+	}
+	if rd.Value.code == http.StatusOK {
+		// Rollups change at most once an hour (recomputed until complete).
+		cacheFor(w, RollupsMaxAge)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(rd.Value.code)
+	_, _ = w.Write(rd.Value.body)
+}
+
+// rollupsAnswer is one encoded answer of GET /api/rollups.
+type rollupsAnswer struct {
+	code int
+	body []byte
+}
+
+// fetchRollups runs one rollups query on the public reads' pool and
+// encodes its answer.
+func (s *Server) fetchRollups(ctx context.Context, q store.RollupQuery) (rollupsAnswer, error) {
+	rows, err := s.reads().Rollups(ctx, q)
 	if err != nil {
-		s.dbError(w, err)
-		return
+		return rollupsAnswer{}, err
 	}
+	var v any
+	code := http.StatusOK
 	if len(rows) > MaxRollupRows {
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("more than %d rollups: narrow the range or filter by token or agent", MaxRollupRows))
-		return
+		code = http.StatusBadRequest
+		v = ErrorBody{Error: fmt.Sprintf("more than %d rollups: narrow the range or filter by token or agent", MaxRollupRows)}
+	} else {
+		for i := range rows {
+			rows[i].PeriodStart, rows[i].PeriodEnd, rows[i].ComputedAt = rows[i].PeriodStart.UTC(), rows[i].PeriodEnd.UTC(), rows[i].ComputedAt.UTC()
+		}
+		if rows == nil {
+			rows = []store.Rollup{}
+		}
+		v = RollupsResponse{Period: q.Period, From: q.From, To: q.To, Rollups: rows}
 	}
-	for i := range rows {
-		rows[i].PeriodStart, rows[i].PeriodEnd, rows[i].ComputedAt = rows[i].PeriodStart.UTC(), rows[i].PeriodEnd.UTC(), rows[i].ComputedAt.UTC()
+	body, err := json.Marshal(v)
+	if err != nil {
+		return rollupsAnswer{}, err
 	}
-	if rows == nil {
-		rows = []store.Rollup{}
-	}
-	// Rollups change at most once an hour (recomputed until complete).
-	cacheFor(w, RollupsMaxAge)
-	writeJSON(w, http.StatusOK, RollupsResponse{Period: q.Period, From: q.From, To: q.To, Rollups: rows})
+	return rollupsAnswer{code: code, body: append(body, '\n')}, nil
 }
 
 // dummyPullHash is compared against when there is no delivery (or its
@@ -165,7 +195,7 @@ func (s *Server) pullDelivery(w http.ResponseWriter, r *http.Request) {
 	)
 	if webhook.ValidDeliveryID(id) {
 		var err error
-		if d, want, found, err = s.o.Store.DeliveryForPull(r.Context(), id); err != nil {
+		if d, want, found, err = s.reads().DeliveryForPull(r.Context(), id); err != nil {
 			s.dbError(w, err)
 			return
 		}

@@ -41,6 +41,10 @@ const DefaultStatementTimeout = 30 * time.Second
 // Open builds a pool for url without connecting: the API must be able to start
 // and report itself unready while Postgres is down. Call Ping to check.
 func Open(ctx context.Context, url string) (*Store, error) {
+	return open(ctx, url, nil)
+}
+
+func open(ctx context.Context, url string, tune func(*pgxpool.Config)) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		// pgx redacts the password in its parse errors.
@@ -70,6 +74,9 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	_, urlTimeout := cfg.ConnConfig.RuntimeParams[statementTimeout]
 	if !urlTimeout {
 		cfg.ConnConfig.RuntimeParams[statementTimeout] = strconv.FormatInt(DefaultStatementTimeout.Milliseconds(), 10)
+	}
+	if tune != nil {
+		tune(cfg)
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
