@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -249,5 +250,49 @@ func TestParseOperatorTokens(t *testing.T) {
 		_, err := api.ParseOperatorTokens(bad)
 		require.Error(t, err, bad)
 		require.NotContains(t, err.Error(), long, "never quotes a token")
+	}
+}
+
+// TestReadLimitPerClientBehindAProxy: through the real server, clients
+// behind a trusted proxy get a bucket each; a client spoofing
+// X-Forwarded-For from an untrusted address gets only its own.
+func TestReadLimitPerClientBehindAProxy(t *testing.T) {
+	t.Parallel()
+	proxies, err := api.ParseTrustedProxies("127.0.0.1/32")
+	require.NoError(t, err)
+	srv := httptest.NewServer(api.New(api.Options{ReadsPerMinute: 2, TrustedProxies: proxies}))
+	t.Cleanup(srv.Close)
+	get := func(xff string) int {
+		req, err := http.NewRequest(http.MethodGet, srv.URL+"/", nil)
+		require.NoError(t, err)
+		if xff != "" {
+			req.Header.Set("X-Forwarded-For", xff)
+		}
+		code, _ := fetch(t, req)
+		return code
+	}
+	for _, client := range []string{"198.51.100.1", "198.51.100.2", "2001:db8:1:1::1"} {
+		require.Equal(t, http.StatusOK, get(client))
+		require.Equal(t, http.StatusOK, get(client))
+		require.Equal(t, http.StatusTooManyRequests, get(client), client)
+	}
+	require.Equal(t, http.StatusTooManyRequests, get("2001:db8:1:1::ffff"), "the same /64 is the same client")
+	require.Equal(t, http.StatusOK, get("2001:db8:1:2::1"), "another /64 is another")
+	// Spoofing the left part changes nothing: the proxy's right-most hop
+	// is the client.
+	require.Equal(t, http.StatusTooManyRequests, get("203.0.113.50, 198.51.100.1"))
+
+	untrusted := httptest.NewServer(api.New(api.Options{ReadsPerMinute: 2}))
+	t.Cleanup(untrusted.Close)
+	for i := range 3 {
+		req, err := http.NewRequest(http.MethodGet, untrusted.URL+"/", nil)
+		require.NoError(t, err)
+		req.Header.Set("X-Forwarded-For", fmt.Sprintf("198.51.100.%d", i))
+		code, _ := fetch(t, req)
+		if i < 2 {
+			require.Equal(t, http.StatusOK, code)
+		} else {
+			require.Equal(t, http.StatusTooManyRequests, code, "an untrusted connection's header is ignored")
+		}
 	}
 }
