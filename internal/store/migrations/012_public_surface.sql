@@ -10,7 +10,58 @@ alter table agent_ingest add column last_hint_at timestamptz;
 -- before it have none and cannot pull until one is issued.
 alter table subscribers add column pull_token_hash bytea;
 
+-- The first rollup of an hour could miss a swap (010's trigger): a swap
+-- committed between the rollup's snapshot and its commit found no
+-- committed rollup row, so it marked nothing. Now the rollup of an hour
+-- holds an exclusive transaction-level advisory lock on the hour
+-- (classid rollup_hour_lock_class, objid the hour's number since the
+-- epoch) while it computes and commits, and the trigger:
+--  * takes the lock shared, without waiting: held until the swap's
+--    transaction ends, so a rollup that starts later waits for the swap
+--    to commit and then sees it;
+--  * cannot take it when a rollup of the hour is under way: it marks the
+--    hour whatever the rollup will find (a spare recompute at worst).
+create or replace function swaps_mark_dirty() returns trigger language plpgsql as $$
+declare
+    t    bigint;
+    hour timestamptz;
+begin
+    if tg_op = 'DELETE' then
+        t := old.burn_block_time;
+    else
+        t := new.burn_block_time;
+    end if;
+    -- The UTC hour, whatever the session's time zone.
+    hour := to_timestamp(t - ((t % 3600) + 3600) % 3600);
+    if not pg_try_advisory_xact_lock_shared(1885430629, (floor(extract(epoch from hour) / 3600))::int)
+       or exists (select 1 from rollups where period = 'hour' and period_start = hour) then
+        insert into rollup_dirty (hour_start, reason) values (hour, 'swaps_' || lower(tg_op))
+        on conflict (hour_start) do nothing;
+    end if;
+    return null;
+end;
+$$;
+
 ---- create above / drop below ----
+
+create or replace function swaps_mark_dirty() returns trigger language plpgsql as $$
+declare
+    t    bigint;
+    hour timestamptz;
+begin
+    if tg_op = 'DELETE' then
+        t := old.burn_block_time;
+    else
+        t := new.burn_block_time;
+    end if;
+    hour := to_timestamp(t - ((t % 3600) + 3600) % 3600);
+    if exists (select 1 from rollups where period = 'hour' and period_start = hour) then
+        insert into rollup_dirty (hour_start, reason) values (hour, 'swaps_' || lower(tg_op))
+        on conflict (hour_start) do nothing;
+    end if;
+    return null;
+end;
+$$;
 
 alter table subscribers drop column pull_token_hash;
 alter table agent_ingest drop column last_hint_at;
