@@ -26,6 +26,8 @@ type Store struct {
 	ownStatementTimeout bool
 	// lockTimeout overrides MigrateLockTimeout (tests).
 	lockTimeout time.Duration
+	// retentionMaxFor overrides retention row bounds by table (tests).
+	retentionMaxFor map[string]int
 }
 
 // DefaultMaxConns is the pool size unless the URL sets pool_max_conns.

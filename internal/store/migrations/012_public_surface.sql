@@ -42,7 +42,19 @@ begin
 end;
 $$;
 
+-- Retention of what public input writes (store.PrunePublicInput): each
+-- table is pruned by the column that dates its rows.
+create index pending_txs_first_seen_idx on pending_txs (first_seen_at);
+create index swap_rejections_last_seen_idx on swap_rejections (last_seen_at);
+create index chainhook_txs_updated_idx on chainhook_txs (updated_at);
+create index swap_rollbacks_rolled_back_idx on swap_rollbacks (rolled_back_at);
+
 ---- create above / drop below ----
+
+drop index pending_txs_first_seen_idx;
+drop index swap_rejections_last_seen_idx;
+drop index chainhook_txs_updated_idx;
+drop index swap_rollbacks_rolled_back_idx;
 
 create or replace function swaps_mark_dirty() returns trigger language plpgsql as $$
 declare
