@@ -154,6 +154,8 @@ func TestFastPathHintsOnlyWhatItInserted(t *testing.T) {
 	require.Equal(t, http.StatusOK, code)
 	sender := tr.Swap.Sender
 	require.Equal(t, 1, due())
+	// The wake goes out apart from the answer.
+	require.Eventually(t, func() bool { return len(f.wakes()) == 1 }, 10*time.Second, 10*time.Millisecond)
 	require.Equal(t, []string{sender}, f.wakes(), "an insert wakes the sweep for its agent")
 
 	notDue()

@@ -34,7 +34,16 @@ func (s *Server) hintAgentEvery(ctx context.Context, agent string, every time.Du
 	if !hinted || s.o.Waker == nil {
 		return
 	}
-	if err := s.o.Waker(ctx, agent); err != nil {
-		s.o.Logger.Warn("api.wake_failed", zap.String("agent", agent), zap.Error(err))
-	}
+	// Apart from the request: a slow Temporal must not hold the answer
+	// back, and the debounce bounds these to one per agent per HintEvery.
+	go func() {
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wakeTimeout)
+		defer cancel()
+		if err := s.o.Waker(wctx, agent); err != nil {
+			s.o.Logger.Warn("api.wake_failed", zap.String("agent", agent), zap.Error(err))
+		}
+	}()
 }
+
+// wakeTimeout bounds one wake signal.
+const wakeTimeout = 5 * time.Second

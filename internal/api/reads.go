@@ -161,12 +161,15 @@ func isPublicRead(r *http.Request) bool {
 // Server-side cache of GET /api/rollups: one query per distinct request
 // every rollupsTTL, however many clients ask, and never two at once.
 const (
-	rollupsTTL        = 10 * time.Second
-	rollupsTimeout    = 8 * time.Second
-	maxCachedRollups  = 512
-	rollupsCacheWhat  = "rollups"
-	pageTTL           = 2 * time.Second
-	pageRenderTimeout = 8 * time.Second
+	rollupsTTL       = 10 * time.Second
+	rollupsTimeout   = 8 * time.Second
+	maxCachedRollups = 512
+	// maxCachedRollupBytes bounds what the cached answers hold together
+	// (an answer may be a few MB at MaxRollupRows).
+	maxCachedRollupBytes = 64 << 20
+	rollupsCacheWhat     = "rollups"
+	pageTTL              = 2 * time.Second
+	pageRenderTimeout    = 8 * time.Second
 )
 
 // rollupsCache holds a cell per distinct query. It is bounded: at
@@ -176,6 +179,9 @@ type rollupsCache struct {
 	s     *Server
 	mu    sync.Mutex
 	cells map[store.RollupQuery]*cell[rollupsAnswer]
+	// bytes is what the answers fetched since the cache last started
+	// over hold.
+	bytes int
 }
 
 func (c *rollupsCache) get(q store.RollupQuery) *cell[rollupsAnswer] {
@@ -184,11 +190,18 @@ func (c *rollupsCache) get(q store.RollupQuery) *cell[rollupsAnswer] {
 	if cl, ok := c.cells[q]; ok {
 		return cl
 	}
-	if len(c.cells) >= maxCachedRollups {
+	if len(c.cells) >= maxCachedRollups || c.bytes >= maxCachedRollupBytes {
 		clear(c.cells)
+		c.bytes = 0
 	}
 	cl := &cell[rollupsAnswer]{what: rollupsCacheWhat, ttl: rollupsTTL, failTTL: time.Second, timeout: rollupsTimeout,
-		fetch:     func(ctx context.Context) (rollupsAnswer, error) { return c.s.fetchRollups(ctx, q) },
+		fetch: func(ctx context.Context) (rollupsAnswer, error) {
+			a, err := c.s.fetchRollups(ctx, q)
+			c.mu.Lock()
+			c.bytes += len(a.body)
+			c.mu.Unlock()
+			return a, err
+		},
 		onFailure: func(err error) { c.s.o.Logger.Warn("api.rollups_failed", zap.Error(err)) }}
 	c.cells[q] = cl
 	return cl
