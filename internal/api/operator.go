@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/pacer-dev/pacer/internal/actor"
 	"github.com/pacer-dev/pacer/internal/page"
@@ -111,7 +112,15 @@ func (s *Server) newOperator() *operator {
 	// Rendered at most once every pageTTL however many views.
 	op.handle("GET /{$}", newCachedPage(page.New(page.Options{Store: s.o.Store, Catalog: s.o.Catalog, Status: s.SchedulerStatus,
 		HiroBudget: s.o.HiroBudget, Logger: s.o.Logger.Named("page")}), s.o.Logger))
-	op.handle("GET /metrics", s.o.Metrics)
+	// The full metrics, from one gather a second however many scrape: a
+	// scrape whose client gave up leaves nothing behind.
+	var metrics http.Handler = s.o.Metrics
+	if s.gatherer() != nil {
+		all := &cell[[]byte]{what: "metrics_all", ttl: time.Second, failTTL: time.Second, timeout: metricsTimeout,
+			fetch: s.gatherAll}
+		metrics = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { serveMetrics(w, r, all) })
+	}
+	op.handle("GET /metrics", metrics)
 	admin := s.o.Admin
 	if admin == nil {
 		admin = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

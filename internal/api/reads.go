@@ -54,7 +54,12 @@ func (s *Server) reads() *store.Store {
 // the gather in flight only as long as its own request lives, so timed-out
 // scrapes never pile up behind a collector's lock.
 func (s *Server) publicMetrics(w http.ResponseWriter, r *http.Request) {
-	rd := s.metricsText.get(r.Context())
+	serveMetrics(w, r, s.metricsText)
+}
+
+// serveMetrics answers a scrape from a gather cell.
+func serveMetrics(w http.ResponseWriter, r *http.Request, c *cell[[]byte]) {
+	rd := c.get(r.Context())
 	if !rd.Have {
 		w.Header().Set("Retry-After", "1")
 		writeClassError(w, http.StatusServiceUnavailable, "metrics unavailable", readingClass(rd))
@@ -64,15 +69,27 @@ func (s *Server) publicMetrics(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(rd.Value)
 }
 
-func (s *Server) gatherPublic(context.Context) ([]byte, error) {
-	g := s.o.Gatherer
+func (s *Server) gatherPublic(context.Context) ([]byte, error) { return s.gather(true) }
+
+// gatherAll is the operators' scrape: every family.
+func (s *Server) gatherAll(context.Context) ([]byte, error) { return s.gather(false) }
+
+// gatherer is Options.Gatherer, else the registry the API registers in
+// when it can gather, else nil: Options.Metrics then serves the operators.
+func (s *Server) gatherer() prometheus.Gatherer {
+	if s.o.Gatherer != nil {
+		return s.o.Gatherer
+	}
+	if rg, ok := s.o.Registerer.(prometheus.Gatherer); ok {
+		return rg
+	}
+	return nil
+}
+
+func (s *Server) gather(public bool) ([]byte, error) {
+	g := s.gatherer()
 	if g == nil {
-		// The process's registry, when that is what the API registers in.
-		if rg, ok := s.o.Registerer.(prometheus.Gatherer); ok {
-			g = rg
-		} else {
-			g = prometheus.DefaultGatherer
-		}
+		g = prometheus.DefaultGatherer
 	}
 	families, err := g.Gather()
 	if err != nil && len(families) == 0 {
@@ -83,7 +100,7 @@ func (s *Server) gatherPublic(context.Context) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := expfmt.NewEncoder(&buf, expfmt.NewFormat(expfmt.TypeTextPlain))
 	for _, mf := range families {
-		if isPrivateFamily(mf) {
+		if public && isPrivateFamily(mf) {
 			continue
 		}
 		if err := enc.Encode(mf); err != nil {
