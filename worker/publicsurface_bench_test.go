@@ -177,6 +177,8 @@ type readStack struct {
 	s   *stack
 	api string
 	sub string
+	// batches counts the delivery batches made, for fresh periods.
+	batches int
 }
 
 func newReadStack(t *testing.T) *readStack {
@@ -208,13 +210,14 @@ insert into subscribers (id, url, secret, events, status, created_at) values ($1
 // activities' own durations, sweeps then delivers, in ms.
 func (r *readStack) runs(t *testing.T, n int) (sweeps, delivers []int64) {
 	ctx := context.Background()
-	for i := range n {
+	for range n {
 		makeAllDue(t, r.s.st)
 		res, err := worker.RefreshNow(ctx, r.s.tc, r.s.sched.WorkflowID, pacer.TaskSweep)
 		require.NoError(t, err)
 		require.NotNil(t, res.Sweep)
 		sweeps = append(sweeps, res.Sweep.DurationMs)
-		base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(i*20) * time.Hour)
+		r.batches++
+		base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(r.batches*20) * time.Hour)
 		_, err = r.s.st.Pool().Exec(ctx, `
 insert into deliveries (id, subscriber_id, event, period_start, period_end, payload, status, attempts, next_attempt_at, created_at)
 select $1 || '-hourly-' || to_char($2::timestamptz + g * interval '1 hour', 'YYYYMMDD"T"HH24MI"Z"'), $1, 'hourly',
