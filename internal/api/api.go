@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
+	"golang.org/x/time/rate"
 
 	"github.com/pacer-dev/pacer"
 	"github.com/pacer-dev/pacer/internal/catalog"
@@ -88,10 +89,12 @@ type Options struct {
 	// Gatherer is what the public /metrics serves (less the private
 	// families); nil is the default Prometheus registry.
 	Gatherer prometheus.Gatherer
-	// MaxReadsInFlight and ReadsPerMinute bound the public reads (0 =
-	// DefaultMaxReadsInFlight, DefaultReadsPerMinute per client).
+	// MaxReadsInFlight, ReadsPerMinute and ReadsPerSecond bound the public
+	// reads (0 = DefaultMaxReadsInFlight, DefaultReadsPerMinute per
+	// client, DefaultReadsPerSecond for the process).
 	MaxReadsInFlight int
 	ReadsPerMinute   int
+	ReadsPerSecond   int
 }
 
 // Server is the HTTP handler.
@@ -104,6 +107,7 @@ type Server struct {
 	op      *operator
 	// The public reads' bounds.
 	readers      *clientLimits
+	readRate     *rate.Limiter
 	inFlight     chan struct{}
 	metricsText  *cell[[]byte]
 	rollupsCache *rollupsCache
@@ -164,11 +168,15 @@ func New(o Options) *Server {
 	if o.ReadsPerMinute <= 0 {
 		o.ReadsPerMinute = DefaultReadsPerMinute
 	}
+	if o.ReadsPerSecond <= 0 {
+		o.ReadsPerSecond = DefaultReadsPerSecond
+	}
 	if o.Metrics == nil {
 		o.Metrics = promhttp.Handler()
 	}
 	s := &Server{o: o, mux: http.NewServeMux(), fast: newFastPath(o.FastPathPerMinute), hook: newChainhookState(o),
-		readers: newClientLimits(o.ReadsPerMinute, defaultMaxClients), inFlight: make(chan struct{}, o.MaxReadsInFlight)}
+		readers: newClientLimits(o.ReadsPerMinute, defaultMaxClients), inFlight: make(chan struct{}, o.MaxReadsInFlight),
+		readRate: rate.NewLimiter(rate.Limit(o.ReadsPerSecond), o.ReadsPerSecond)}
 	s.newCells()
 	s.rollupsCache = &rollupsCache{s: s, cells: map[store.RollupQuery]*cell[rollupsAnswer]{}}
 	s.handle("GET /api/prices", s.prices)

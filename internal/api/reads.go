@@ -29,8 +29,14 @@ const (
 	// pool's connections.
 	DefaultMaxReadsInFlight = 256
 	readSlotWait            = 250 * time.Millisecond
-	// DefaultReadsPerMinute is each client's public GETs a minute.
-	DefaultReadsPerMinute = 600
+	// DefaultReadsPerMinute is each client's public GETs a minute (and
+	// its burst): a page polling every few seconds is well within it.
+	DefaultReadsPerMinute = 120
+	// DefaultReadsPerSecond caps the public GETs the process serves a
+	// second, all clients together: past it a read is a cheap 503, so a
+	// flood from many addresses costs the process a bounded share of its
+	// CPU, whatever the per-client limit lets through.
+	DefaultReadsPerSecond = 300
 	// metricsTTL is how long one gather serves every public scrape.
 	metricsTTL     = 5 * time.Second
 	metricsTimeout = 5 * time.Second
@@ -139,6 +145,11 @@ func (s *Server) index(w http.ResponseWriter, _ *http.Request) {
 // readGate admits a public read: within the client's limit and the cap on
 // reads in flight. release must be called when admitted.
 func (s *Server) readGate(w http.ResponseWriter, r *http.Request) (release func(), ok bool) {
+	if !s.readRate.Allow() {
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusServiceUnavailable, "too many reads; retry shortly")
+		return nil, false
+	}
 	if allowed, wait := s.readers.allow(s.clientKey(r), time.Now()); !allowed {
 		w.Header().Set("Retry-After", strconv.Itoa(max(1, int(wait.Seconds()+0.999))))
 		writeError(w, http.StatusTooManyRequests, "this address's reads a minute are spent")
