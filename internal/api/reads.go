@@ -36,7 +36,7 @@ const (
 	// second, all clients together: past it a read is a cheap 503, so a
 	// flood from many addresses costs the process a bounded share of its
 	// CPU, whatever the per-client limit lets through.
-	DefaultReadsPerSecond = 300
+	DefaultReadsPerSecond = 100
 	// metricsTTL is how long one gather serves every public scrape.
 	metricsTTL     = 5 * time.Second
 	metricsTimeout = 5 * time.Second
