@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"sync"
 	"time"
@@ -249,11 +248,23 @@ type renderedPage struct {
 func newCachedPage(h http.Handler, log *zap.Logger) *cachedPage {
 	return &cachedPage{c: &cell[renderedPage]{what: "page", ttl: pageTTL, failTTL: time.Second, timeout: pageRenderTimeout,
 		fetch: func(ctx context.Context) (renderedPage, error) {
-			rec := httptest.NewRecorder()
-			h.ServeHTTP(rec, httptest.NewRequestWithContext(ctx, http.MethodGet, "/", nil))
-			return renderedPage{header: rec.Header().Clone(), code: rec.Code, body: rec.Body.Bytes()}, nil
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, "/", nil)
+			if err != nil {
+				return renderedPage{}, err
+			}
+			rec := &renderedPage{header: http.Header{}, code: http.StatusOK}
+			h.ServeHTTP(rec, req)
+			return *rec, nil
 		},
 		onFailure: func(err error) { log.Warn("api.page_failed", zap.Error(err)) }}}
+}
+
+// renderedPage records a rendering as an http.ResponseWriter.
+func (p *renderedPage) Header() http.Header  { return p.header }
+func (p *renderedPage) WriteHeader(code int) { p.code = code }
+func (p *renderedPage) Write(b []byte) (int, error) {
+	p.body = append(p.body, b...)
+	return len(b), nil
 }
 
 func (p *cachedPage) ServeHTTP(w http.ResponseWriter, r *http.Request) {
