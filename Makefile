@@ -19,7 +19,7 @@ FUZZ_TARGETS := \
 	workflows:FuzzParsePause workflows:FuzzParseRefresh workflows:FuzzParseTune workflows:FuzzParseReconfigure \
 	internal/cron:FuzzParseSpec internal/chainhook:FuzzParse
 
-.PHONY: help build dev test test-unit lint tools clean postgres chromium histories bench bench-hidden bench-push cost catchup deliver-check fuzz
+.PHONY: help build dev test test-unit lint tools clean postgres chromium histories bench bench-hidden bench-push bench-public cost catchup deliver-check fuzz
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -40,7 +40,7 @@ chromium: ## make sure Chromium is installed (the operator page's browser test d
 	@./scripts/ensure-chromium.sh
 
 dev: build tools postgres ## run the whole stack locally: Temporal dev server + Web UI, simulator, worker, API
-	$(BIN)/pacer dev --log-format console
+	PACER_WEBHOOK_ALLOW_PRIVATE=1 $(BIN)/pacer dev --log-format console
 
 test: tools postgres chromium ## run every test: unit, workflow (testsuite), integration (dev server + Postgres, Chromium), then a brief fuzz
 	go test $(GO_TEST_FLAGS) ./...
@@ -69,6 +69,9 @@ bench: postgres ## the pacing and discovery benchmarks in virtual time, and the 
 
 bench-hidden: tools postgres ## the shared Hiro budget on the real stack: 5 minutes against a hidden per-minute limit (see BENCHMARKS.md)
 	set -o pipefail; go test -tags benchstack -count=1 -timeout 15m -run TestHiddenMinuteLimit -v ./worker/ | grep -E 'figures|Error|^(ok|FAIL|---)'
+
+bench-public: tools postgres ## the public surface on the real stack: a replay flood vs the sweep's Hiro requests, a read flood vs sweep/deliver run times (~8 min, see RELIABILITY.md)
+	set -o pipefail; go test -tags benchstack -count=1 -timeout 20m -run 'TestReplayFloodDoesNotSpendTheSweep|TestReadFloodDoesNotSlowTheWorkers' -v ./worker/ | grep -E 'figures|Error Trace|Error:|Messages|^(ok|FAIL|---)'
 
 bench-push: tools postgres ## Chainhook push end to end on the real stack: polling alone vs push with 20% dropped, a rollback + re-apply (~3 min, see BENCHMARKS.md)
 	set -o pipefail; go test -tags benchstack -count=1 -timeout 15m -run TestPushBench -v ./worker/ | grep -E 'figures|Error Trace|Error:|^(ok|FAIL|---)'

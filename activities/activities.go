@@ -157,6 +157,9 @@ type Options struct {
 	// DeliveryTimeout bounds each delivery attempt (0 = 10 s, SPEC §10.3;
 	// tests shorten it with the ladder).
 	DeliveryTimeout time.Duration
+	// WebhookAllowPrivate lets deliveries reach loopback and private
+	// addresses (PACER_WEBHOOK_ALLOW_PRIVATE=1; development and tests).
+	WebhookAllowPrivate bool
 	// Clock replaces time.Now for the rollup and deliver tasks (tests).
 	Clock func() time.Time
 }

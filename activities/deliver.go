@@ -75,7 +75,7 @@ func newDeliveryConfig(o Options) DeliveryConfig {
 	}
 	return DeliveryConfig{
 		Ladder:      ladder,
-		Sender:      webhook.NewSender(webhook.SenderOptions{Timeout: o.DeliveryTimeout}),
+		Sender:      webhook.NewSender(webhook.SenderOptions{Timeout: o.DeliveryTimeout, AllowPrivate: o.WebhookAllowPrivate}),
 		Concurrency: DefaultDeliveryConcurrency,
 	}
 }

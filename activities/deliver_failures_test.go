@@ -229,7 +229,7 @@ func TestDeliverUnderFailures(t *testing.T) {
 			case store.DeliveryExhausted:
 				exhausted++
 				require.Contains(t, []webhooktest.Mode{webhooktest.Gone, webhooktest.Down}, m.mode, "%s exhausted", id)
-				if webhooktest.Pull(t, pull.URL, id, m.sub.Secret) {
+				if webhooktest.Pull(t, pull.URL, id, m.sub.PullToken) {
 					pulled++
 				} else {
 					lost++

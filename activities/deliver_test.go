@@ -38,7 +38,8 @@ func (f *rollupFixture) subscribe(t *testing.T, r *webhooktest.Receiver, at time
 	if len(events) == 0 {
 		events = rollup.Events
 	}
-	sub := store.Subscriber{ID: webhook.NewSubscriberID(), URL: r.URL, Secret: webhook.NewSecret(), Events: events, CreatedAt: at}
+	sub := store.Subscriber{ID: webhook.NewSubscriberID(), URL: r.URL, Secret: webhook.NewSecret(), PullToken: webhook.NewPullToken(),
+		Events: events, CreatedAt: at}
 	require.NoError(t, f.st.AddSubscriber(t.Context(), sub))
 	r.SetSecret(sub.Secret)
 	return sub

@@ -120,6 +120,16 @@ func (a *Activities) rollup(ctx context.Context, in pacer.RollupInput) (res pace
 		log.Warn("rollup.prune_failed", zap.Error(err))
 	}
 	res.PrunedObservations = pruned
+	// The tables public input writes are bounded here too (SPEC §5.6).
+	if byTable, err := a.Store.PrunePublicInput(ctx, a.now()); err != nil {
+		log.Warn("rollup.prune_public_failed", zap.Error(err))
+	} else {
+		for table, n := range byTable {
+			if n > 0 {
+				log.Info("rollup.pruned", zap.String("table", table), zap.Int64("rows", n))
+			}
+		}
+	}
 	res.DurationMs = time.Since(started).Milliseconds()
 	log.Info("rollup.completed", zap.Time("nominalAt", at), zap.Time("hour", hour.Start),
 		zap.Int("days", len(res.Days)), zap.Int("rows", res.Rows), zap.Int("dirty", len(res.Dirty)),

@@ -61,6 +61,7 @@ func newRollupFixture(t *testing.T, o fixtureOptions) *rollupFixture {
 	acts := activities.New(activities.Options{
 		Store: st, Logger: log, TeneroBaseURL: "http://127.0.0.1:1", HiroBaseURL: "http://127.0.0.1:1",
 		DayZone: o.zone, DeliveryLadder: o.ladder, DeliveryTimeout: o.deliveryTimeout, Clock: clock.Now, Metrics: o.metrics,
+		WebhookAllowPrivate: true, // the receivers are on loopback
 	})
 	return &rollupFixture{st: st, acts: acts, clock: clock}
 }

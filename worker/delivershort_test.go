@@ -70,9 +70,9 @@ func (o dsOptions) ladderEnv() string {
 
 // dsMember is one subscriber and its receiver.
 type dsMember struct {
-	r          *webhooktest.Receiver
-	b          webhooktest.Behaviour
-	id, secret string
+	r                     *webhooktest.Receiver
+	b                     webhooktest.Behaviour
+	id, secret, pullToken string
 }
 
 // deliveryStack is one scheduler with its own schema, workers, API and
@@ -110,6 +110,7 @@ func newDeliveryStack(t *testing.T, o dsOptions) *deliveryStack {
 		"DATABASE_URL=" + d.s.dbURL, "TENERO_BASE_URL=" + d.s.simU, "HIRO_BASE_URL=" + d.s.simU,
 		"PACER_TENERO_EVERY=1h", "PACER_SWEEP_EVERY=1h", "PACER_LOG_LEVEL=info",
 		"PACER_SCHEDULES=" + o.schedules, "PACER_DELIVERY_LADDER=" + o.ladderEnv(),
+		"PACER_WEBHOOK_ALLOW_PRIVATE=1", // the receivers are on loopback
 	}
 
 	// Prices every 10 minutes for the last two days: what the rollups of
@@ -166,12 +167,12 @@ func (d *deliveryStack) addSubscribers(t *testing.T) {
 				errs[i] = fmt.Errorf("pacer subscribers add: %w: %s", err, out)
 				return
 			}
-			var sub struct{ ID, Secret string }
-			if err := json.Unmarshal(out, &sub); err != nil || sub.ID == "" || sub.Secret == "" {
+			var sub struct{ ID, Secret, PullToken string }
+			if err := json.Unmarshal(out, &sub); err != nil || sub.ID == "" || sub.Secret == "" || sub.PullToken == "" {
 				errs[i] = fmt.Errorf("pacer subscribers add printed %q (%v)", out, err)
 				return
 			}
-			m.id, m.secret = sub.ID, sub.Secret
+			m.id, m.secret, m.pullToken = sub.ID, sub.Secret, sub.PullToken
 			m.r.SetSecret(sub.Secret)
 		}()
 	}
@@ -393,7 +394,7 @@ func (d *deliveryStack) outcomes(t *testing.T, checkLadder bool) []*dsOutcome {
 				}
 			case store.DeliveryExhausted:
 				o.exhausted++
-				if webhooktest.Pull(t, d.apiURL, id, m.secret) {
+				if webhooktest.Pull(t, d.apiURL, id, m.pullToken) {
 					o.pulled++
 				} else {
 					o.lost++

@@ -9,7 +9,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"sync"
 	"time"
@@ -17,12 +19,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
+	"golang.org/x/time/rate"
 
 	"github.com/pacer-dev/pacer"
 	"github.com/pacer-dev/pacer/internal/catalog"
 	"github.com/pacer-dev/pacer/internal/chainhook"
 	"github.com/pacer-dev/pacer/internal/competition"
-	"github.com/pacer-dev/pacer/internal/page"
+	"github.com/pacer-dev/pacer/internal/ingest"
 	"github.com/pacer-dev/pacer/internal/store"
 	"github.com/pacer-dev/pacer/workflows"
 )
@@ -64,6 +67,34 @@ type Options struct {
 	// ChainhookSecret is the bearer secret of POST /api/chainhook; empty
 	// turns the endpoint off (404).
 	ChainhookSecret string
+	// HintEvery is how often public input (the fast path, chainhook
+	// deliveries) may make one agent due: PACER_HOT_EVERY, the fastest any
+	// agent is visited. Zero means ingest.DefaultHotEvery.
+	HintEvery time.Duration
+	// Waker signals the scheduler when a hint went through; nil sends no
+	// signal (the sweep finds the agent due at its next run).
+	Waker Waker
+	// Admin serves the admin API under AdminPrefix on the operator
+	// listener; nil answers 404 there.
+	Admin http.Handler
+	// OperatorTokens guard the operator listener (PACER_OPERATOR_TOKEN);
+	// none leaves it open to whoever can reach its address.
+	OperatorTokens []OperatorToken
+	// TrustedProxies are the proxies whose X-Forwarded-For names the
+	// client (PACER_TRUSTED_PROXIES); none trusts no header.
+	TrustedProxies []netip.Prefix
+	// ReadStore serves the public reads from a pool of its own, so that a
+	// flood of reads cannot take the workers' connections; nil uses Store.
+	ReadStore *store.Store
+	// Gatherer is what the public /metrics serves (less the private
+	// families); nil is the default Prometheus registry.
+	Gatherer prometheus.Gatherer
+	// MaxReadsInFlight, ReadsPerMinute and ReadsPerSecond bound the public
+	// reads (0 = DefaultMaxReadsInFlight, DefaultReadsPerMinute per
+	// client, DefaultReadsPerSecond for the process).
+	MaxReadsInFlight int
+	ReadsPerMinute   int
+	ReadsPerSecond   int
 }
 
 // Server is the HTTP handler.
@@ -73,6 +104,15 @@ type Server struct {
 	handler http.Handler
 	fast    *fastPath
 	hook    *chainhookState
+	op      *operator
+	// The public reads' bounds.
+	readers      *clientLimits
+	readRate     *rate.Limiter
+	inFlight     chan struct{}
+	metricsText  *cell[[]byte]
+	rollupsCache *rollupsCache
+	// routes are the public listener's patterns.
+	routes []string
 
 	// Each cell makes at most one call at a time, however many requests
 	// want its answer (SPEC §7).
@@ -119,29 +159,43 @@ func New(o Options) *Server {
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()
 	}
+	if o.HintEvery <= 0 {
+		o.HintEvery = ingest.DefaultHotEvery
+	}
+	if o.MaxReadsInFlight <= 0 {
+		o.MaxReadsInFlight = DefaultMaxReadsInFlight
+	}
+	if o.ReadsPerMinute <= 0 {
+		o.ReadsPerMinute = DefaultReadsPerMinute
+	}
+	if o.ReadsPerSecond <= 0 {
+		o.ReadsPerSecond = DefaultReadsPerSecond
+	}
 	if o.Metrics == nil {
 		o.Metrics = promhttp.Handler()
 	}
-	s := &Server{o: o, mux: http.NewServeMux(), fast: newFastPath(o.FastPathPerMinute), hook: newChainhookState(o)}
+	s := &Server{o: o, mux: http.NewServeMux(), fast: newFastPath(o.FastPathPerMinute), hook: newChainhookState(o),
+		readers: newClientLimits(o.ReadsPerMinute, defaultMaxClients), inFlight: make(chan struct{}, o.MaxReadsInFlight),
+		readRate: rate.NewLimiter(rate.Limit(o.ReadsPerSecond), o.ReadsPerSecond)}
 	s.newCells()
-	s.mux.HandleFunc("GET /api/prices", s.prices)
-	s.mux.HandleFunc("GET /api/scheduler/status", s.schedulerStatus)
-	s.mux.HandleFunc("POST /api/competition/trades", s.trade)
-	s.mux.HandleFunc("GET /api/competition/tracked-tokens", s.trackedTokens)
-	s.mux.HandleFunc("POST "+ChainhookPath, s.chainhookPush)
-	s.routeRollups()
-	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+	s.rollupsCache = &rollupsCache{s: s, cells: map[store.RollupQuery]*cell[rollupsAnswer]{}}
+	s.handle("GET /api/prices", s.prices)
+	s.handle("GET /api/scheduler/status", s.schedulerStatus)
+	s.handle("POST /api/competition/trades", s.trade)
+	s.handle("GET /api/competition/tracked-tokens", s.trackedTokens)
+	s.handle("POST "+ChainhookPath, s.chainhookPush)
+	s.handle(rollupsPattern, s.rollups)
+	s.handle(PullPattern, s.pullDelivery)
+	s.handle("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"ok": true})
 	})
-	s.mux.HandleFunc("GET /readyz", s.ready)
-	s.mux.Handle("GET /metrics", o.Metrics)
-	// The operator's page reads the status through the same cache as
-	// /api/scheduler/status: a page view never adds a Temporal query.
-	s.mux.Handle("GET /{$}", page.New(page.Options{Store: o.Store, Catalog: o.Catalog, Status: s.SchedulerStatus,
-		HiroBudget: o.HiroBudget, Logger: o.Logger.Named("page")}))
+	s.handle("GET /readyz", s.ready)
+	s.handle("GET /metrics", s.publicMetrics)
+	s.handle("GET /{$}", s.index)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path)
 	})
+	s.op = s.newOperator()
 	// The deadline of every request: its context ends (cancelling queries
 	// and calls), and whatever the handler is doing, the client gets a 503
 	// then.
@@ -164,7 +218,7 @@ func (s *Server) newCells() {
 	s.tracked = &cell[[]string]{what: fetchTracked, ttl: trackedTTL, failTTL: trackedFailTTL,
 		timeout: trackedTimeout, staleOK: true, metrics: m,
 		fetch: func(ctx context.Context) ([]string, error) {
-			traded, err := s.o.Store.TradedTokens(ctx, 50)
+			traded, err := s.reads().TradedTokens(ctx, 50)
 			if err != nil {
 				return nil, err
 			}
@@ -174,6 +228,9 @@ func (s *Server) newCells() {
 	s.postgres = &cell[struct{}]{what: fetchPostgres, ttl: healthTTL, failTTL: healthTTL, timeout: healthTimeout, metrics: m,
 		fetch:     func(ctx context.Context) (struct{}, error) { return struct{}{}, s.o.Store.Ping(ctx) },
 		onFailure: func(err error) { s.o.Logger.Warn("api.postgres_unready", zap.Error(err)) }}
+	s.metricsText = &cell[[]byte]{what: "metrics", ttl: metricsTTL, failTTL: time.Second, timeout: metricsTimeout,
+		fetch:     s.gatherPublic,
+		onFailure: func(err error) { s.o.Logger.Warn("api.metrics_gather_failed", zap.Error(err)) }}
 	s.temporal = &cell[struct{}]{what: fetchTemporal, ttl: healthTTL, failTTL: healthTTL, timeout: healthTimeout, metrics: m,
 		fetch: func(ctx context.Context) (struct{}, error) {
 			if s.o.TemporalHealth == nil {
@@ -186,6 +243,11 @@ func (s *Server) newCells() {
 
 var errNotConfigured = errors.New("not configured")
 
+func (s *Server) handle(pattern string, h http.HandlerFunc) {
+	s.mux.HandleFunc(pattern, h)
+	s.routes = append(s.routes, pattern)
+}
+
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	limit := int64(MaxBodyBytes)
 	if r.URL.Path == ChainhookPath {
@@ -197,11 +259,28 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")
+	if isPublicRead(r) {
+		release, ok := s.readGate(w, r)
+		if !ok {
+			return
+		}
+		defer release()
+	}
 	s.handler.ServeHTTP(w, r)
 }
 
 // Serve listens on addr until ctx ends, then shuts down gracefully.
 func Serve(ctx context.Context, addr string, h http.Handler, log *zap.Logger) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	return ServeListener(ctx, ln, h, log)
+}
+
+// ServeListener serves on ln until ctx ends, then shuts down gracefully.
+func ServeListener(ctx context.Context, ln net.Listener, h http.Handler, log *zap.Logger) error {
+	addr := ln.Addr().String()
 	srv := &http.Server{
 		Addr:              addr,
 		Handler:           h,
@@ -212,7 +291,7 @@ func Serve(ctx context.Context, addr string, h http.Handler, log *zap.Logger) er
 		MaxHeaderBytes:    32 << 10,
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.ListenAndServe() }()
+	go func() { errc <- srv.Serve(ln) }()
 	log.Info("http.listening", zap.String("addr", addr))
 	select {
 	case err := <-errc:

@@ -28,7 +28,9 @@ const (
 )
 
 type fixture struct {
-	srv         *httptest.Server
+	srv *httptest.Server
+	// op is the operator listener (the page, the admin API).
+	op          *httptest.Server
 	statusCalls atomic.Int32
 	statusErr   atomic.Pointer[error]
 }
@@ -63,6 +65,8 @@ func newFixture(t *testing.T) *fixture {
 	})
 	f.srv = httptest.NewServer(h)
 	t.Cleanup(f.srv.Close)
+	f.op = httptest.NewServer(h.Operator())
+	t.Cleanup(f.op.Close)
 	return f
 }
 

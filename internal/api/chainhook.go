@@ -74,16 +74,22 @@ type chainhookState struct {
 func newChainhookState(o Options) *chainhookState {
 	h := &chainhookState{slots: make(chan struct{}, chainhookSlots), metrics: metrics.NewChainhook(o.Registerer)}
 	if o.ChainhookSecret != "" {
-		sum := sha256.Sum256([]byte("Bearer " + o.ChainhookSecret))
+		sum := sha256.Sum256([]byte(o.ChainhookSecret))
 		h.want = sum[:]
 	}
 	return h
 }
 
+// MinChainhookSecret is the shortest chainhook secret pacer accepts: a
+// shorter one could be guessed through the endpoint.
+const MinChainhookSecret = 24
+
 // authorized compares digests, so the time taken says nothing about the
-// secret, its length included.
-func (h *chainhookState) authorized(header string) bool {
-	got := sha256.Sum256([]byte(header))
+// secret, its length included. The scheme is case-insensitive (RFC 9110
+// §11.1): "bearer" and "BEARER" pass too.
+func (h *chainhookState) authorized(r *http.Request) bool {
+	token, _ := bearer(r)
+	got := sha256.Sum256([]byte(token))
 	return subtle.ConstantTimeCompare(got[:], h.want) == 1
 }
 
@@ -96,7 +102,7 @@ func (s *Server) chainhookPush(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path)
 		return
 	}
-	if !h.authorized(r.Header.Get("Authorization")) {
+	if !h.authorized(r) {
 		h.metrics.ObservePush(metrics.PushUnauthorized)
 		w.Header().Set("WWW-Authenticate", `Bearer realm="pacer chainhook"`)
 		writeError(w, http.StatusUnauthorized, "missing or wrong bearer secret")
@@ -170,7 +176,6 @@ func (s *Server) takeDelivery(ctx context.Context, p chainhook.Payload, applied 
 	if err := st.NoteChainhookDelivery(ctx, time.Now()); err != nil {
 		return resp, err
 	}
-	hinted := map[string]bool{}
 	for _, rb := range rolled {
 		moved, err := st.RollbackBlock(ctx, rb.Block.Hash, rb.Block.Height, rb.TxIDs)
 		if err != nil {
@@ -180,7 +185,9 @@ func (s *Server) takeDelivery(ctx context.Context, p chainhook.Payload, applied 
 		resp.SwapsRolledBack += len(moved)
 		for _, m := range moved {
 			s.o.Logger.Info("api.chainhook_rolled_back", zap.String("txid", m.TxID), zap.String("block", rb.Block.Hash))
-			s.hint(ctx, m.Sender, hinted)
+			// Only a rollback that moved swaps hints, and a replay moves
+			// none: this needs no debounce, and must not wait for one.
+			s.hintAgentEvery(ctx, m.Sender, 0)
 		}
 	}
 
@@ -214,6 +221,7 @@ func (s *Server) takeDelivery(ctx context.Context, p chainhook.Payload, applied 
 	}
 	// The hint first: whatever happens to the verification, the sweep
 	// visits the agent now.
+	hinted := map[string]bool{}
 	for _, c := range mine {
 		s.hint(ctx, c.Sender, hinted)
 	}
@@ -227,9 +235,7 @@ func (s *Server) hint(ctx context.Context, agent string, done map[string]bool) {
 		return
 	}
 	done[agent] = true
-	if _, err := s.o.Store.HintAgent(ctx, agent); err != nil {
-		s.o.Logger.Warn("api.chainhook_hint_failed", zap.String("agent", agent), zap.Error(err))
-	}
+	s.hintAgent(ctx, agent)
 }
 
 // verifyPushed runs the verify path with source chainhook on the

@@ -179,8 +179,8 @@ func TestChainhookRefusesWrongSecret(t *testing.T) {
 	body := delivery([]block{{hash: "0xb1", height: 10, txs: []sim.WorldTx{tx}}}, nil)
 	before := f.ledger(t)
 	f.sim.ResetStats()
-	for _, auth := range []string{"", "Bearer", "Bearer ", "Bearer wrong", hookSecret, "bearer " + hookSecret,
-		"Basic " + hookSecret, "Bearer " + hookSecret + "x"} {
+	for _, auth := range []string{"", "Bearer", "Bearer ", "Bearer wrong", hookSecret, "Bearer  " + hookSecret,
+		"Basic " + hookSecret, "Bearer " + hookSecret + "x", "Bearer" + hookSecret} {
 		code, _, raw := f.push(t, auth, body)
 		require.Equal(t, http.StatusUnauthorized, code, "auth %q", auth)
 		require.NotContains(t, raw, hookSecret, "never echoes the secret")
@@ -190,7 +190,18 @@ func TestChainhookRefusesWrongSecret(t *testing.T) {
 	var hinted int
 	require.NoError(t, f.st.Pool().QueryRow(context.Background(), `select count(*) from agent_ingest where hinted_at is not null`).Scan(&hinted))
 	require.Zero(t, hinted, "no agent hinted")
-	require.Equal(t, 8.0, counter(t, f.reg, "pacer_chainhook_pushes_total", "unauthorized"))
+	require.Equal(t, 9.0, counter(t, f.reg, "pacer_chainhook_pushes_total", "unauthorized"))
+}
+
+// TestChainhookSchemeIsCaseInsensitive: RFC 9110 makes the auth scheme
+// case-insensitive, and a Chainhook configured with "bearer …" must work.
+func TestChainhookSchemeIsCaseInsensitive(t *testing.T) {
+	t.Parallel()
+	f := newHookFixture(t, hookSecret)
+	for _, scheme := range []string{"bearer", "BEARER", "Bearer"} {
+		code, _, raw := f.push(t, scheme+" "+hookSecret, delivery(nil, nil))
+		require.Equal(t, http.StatusOK, code, "%s: %s", scheme, raw)
+	}
 }
 
 func TestChainhookRefusesBadBodies(t *testing.T) {

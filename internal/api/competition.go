@@ -6,17 +6,14 @@ import (
 	"errors"
 	"io"
 	"math"
-	"net"
 	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"go.uber.org/zap"
 	"golang.org/x/sync/singleflight"
-	"golang.org/x/time/rate"
 
 	"github.com/pacer-dev/pacer"
 	"github.com/pacer-dev/pacer/internal/competition"
@@ -89,7 +86,7 @@ func (s *Server) trade(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "txid must be 64 hex characters, optionally prefixed by 0x")
 		return
 	}
-	if ok, wait := s.fast.clients.allow(clientAddress(r), time.Now()); !ok {
+	if ok, wait := s.fast.clients.allow(s.clientKey(r), time.Now()); !ok {
 		tooMany(w, TradeResponse{Status: "rate_limited", TxID: req.TxID,
 			Detail: "this address's fast-path requests a minute are spent"}, wait)
 		return
@@ -130,7 +127,8 @@ type tradeResult struct {
 	retryAfter time.Duration
 }
 
-// verifyTrade runs the verify path and makes the sender's agent due now.
+// verifyTrade runs the verify path and, when it inserted a swap, makes the
+// sender's agent due now (debounced per agent).
 func (s *Server) verifyTrade(ctx context.Context, txid string) tradeResult {
 	o := s.o.Verifier.Verify(ctx, txid, competition.SourceAgent)
 	res := tradeResult{code: o.HTTPStatus(), resp: TradeResponse{TxID: o.TxID}}
@@ -144,9 +142,10 @@ func (s *Server) verifyTrade(ctx context.Context, txid string) tradeResult {
 		resp.Status, resp.Retryable = "pending", true
 	case competition.StatusAlreadyKnown:
 		resp.Status = "already_verified"
+		// Already known changes nothing: no hint, or a client replaying
+		// known txids would spend the sweep's budget (SPEC §5.6).
 		if sw, ok, err := s.o.Store.Swap(ctx, o.TxID); err == nil && ok {
 			resp.Swap = &sw
-			sender = sw.Sender
 		}
 	default:
 		resp.Status, resp.Reason, resp.Detail = "rejected", string(o.Reason), o.Detail
@@ -165,9 +164,7 @@ func (s *Server) verifyTrade(ctx context.Context, txid string) tradeResult {
 	}
 	if sender != "" {
 		// The agent has just traded: its next visit finds the rest.
-		if _, err := s.o.Store.HintAgent(ctx, sender); err != nil {
-			s.o.Logger.Warn("api.trade_hint_failed", zap.String("agent", sender), zap.Error(err))
-		}
+		s.hintAgent(ctx, sender)
 	}
 	return res
 }
@@ -177,16 +174,6 @@ func tooMany(w http.ResponseWriter, resp TradeResponse, wait time.Duration) {
 	resp.Retryable = true
 	w.Header().Set("Retry-After", strconv.FormatInt(max(1, int64(math.Ceil(wait.Seconds()))), 10))
 	writeJSON(w, http.StatusTooManyRequests, resp)
-}
-
-// clientAddress is the address a request came from: the connection's, not
-// a header a client could set.
-func clientAddress(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
 }
 
 // fastPath is the fast path's shared state.
@@ -199,60 +186,7 @@ func newFastPath(perMinute int) *fastPath {
 	if perMinute <= 0 {
 		perMinute = DefaultFastPathPerMinute
 	}
-	return &fastPath{clients: &clientLimits{perMinute: perMinute, byAddr: map[string]*clientLimit{}}}
-}
-
-// clientLimits keeps one token bucket per client address: perMinute a
-// minute, a minute's worth at once. Buckets of clients gone quiet are
-// dropped, so the map grows with the clients of the last minutes only.
-type clientLimits struct {
-	perMinute int
-	mu        sync.Mutex
-	byAddr    map[string]*clientLimit
-	prunedAt  time.Time
-}
-
-type clientLimit struct {
-	lim  *rate.Limiter
-	seen time.Time
-}
-
-// maxClients bounds the map; past it, new addresses share one bucket.
-const maxClients = 100_000
-
-const sharedClient = "\x00shared"
-
-func (c *clientLimits) allow(addr string, now time.Time) (ok bool, wait time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if now.Sub(c.prunedAt) > time.Minute {
-		// A bucket idle for two minutes is full again: forgetting it
-		// changes nothing.
-		for a, l := range c.byAddr {
-			if now.Sub(l.seen) > 2*time.Minute {
-				delete(c.byAddr, a)
-			}
-		}
-		c.prunedAt = now
-	}
-	l, found := c.byAddr[addr]
-	if !found {
-		if len(c.byAddr) >= maxClients {
-			addr = sharedClient
-			l = c.byAddr[addr]
-		}
-		if l == nil {
-			l = &clientLimit{lim: rate.NewLimiter(rate.Limit(float64(c.perMinute)/60), c.perMinute)}
-			c.byAddr[addr] = l
-		}
-	}
-	l.seen = now
-	r := l.lim.ReserveN(now, 1)
-	if d := r.DelayFrom(now); d > 0 {
-		r.CancelAt(now)
-		return false, d
-	}
-	return true, 0
+	return &fastPath{clients: newClientLimits(perMinute, defaultMaxClients)}
 }
 
 func (s *Server) trackedTokens(w http.ResponseWriter, r *http.Request) {

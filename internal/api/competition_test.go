@@ -31,6 +31,16 @@ type tradeFixture struct {
 	st    *store.Store
 	world *sim.World
 	acts  *activities.Activities
+
+	mu sync.Mutex
+	// woken are the agents the API's Waker was called for, in order.
+	woken []string
+}
+
+func (f *tradeFixture) wakes() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.woken...)
 }
 
 func newTradeFixture(t *testing.T) *tradeFixture {
@@ -60,7 +70,13 @@ func newTradeFixtureWith(t *testing.T, hiroPerMinute, perClient int) *tradeFixtu
 	})
 	f := &tradeFixture{st: st, sim: s, world: s.World(), acts: acts}
 	f.srv = httptest.NewServer(api.New(api.Options{Store: st, Catalog: catalog.Default(),
-		Verifier: acts.FastVerifier, FastPathPerMinute: perClient}))
+		Verifier: acts.FastVerifier, FastPathPerMinute: perClient,
+		Waker: func(_ context.Context, agent string) error {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.woken = append(f.woken, agent)
+			return nil
+		}}))
 	t.Cleanup(f.srv.Close)
 	return f
 }

@@ -128,3 +128,64 @@ func TestFastPathMakesTheSenderDue(t *testing.T) {
 	require.NoError(t, f.st.Pool().QueryRow(ctx, `select count(*) from agent_ingest where next_run_at <= now()`).Scan(&due))
 	require.Equal(t, 1, due, "only the sender")
 }
+
+// TestFastPathHintsOnlyWhatItInserted replays a known txid: an answer from
+// the ledger changes nothing, so a client replaying known txids cannot make
+// the sweep visit their agents (SPEC §5.6). A second insert for the same
+// agent within PACER_HOT_EVERY is debounced too.
+func TestFastPathHintsOnlyWhatItInserted(t *testing.T) {
+	t.Parallel()
+	f := newTradeFixture(t)
+	ctx := context.Background()
+	notDue := func() {
+		t.Helper()
+		_, err := f.st.Pool().Exec(ctx, `update agent_ingest set next_run_at = now() + interval '1 hour'`)
+		require.NoError(t, err)
+	}
+	due := func() int {
+		t.Helper()
+		var n int
+		require.NoError(t, f.st.Pool().QueryRow(ctx, `select count(*) from agent_ingest where next_run_at <= now()`).Scan(&n))
+		return n
+	}
+	notDue()
+	swap := f.txOf(t, sim.CaseSwap)
+	code, tr, _ := f.post(t, `{"txid":"`+swap+`"}`)
+	require.Equal(t, http.StatusOK, code)
+	sender := tr.Swap.Sender
+	require.Equal(t, 1, due())
+	// The wake goes out apart from the answer.
+	require.Eventually(t, func() bool { return len(f.wakes()) == 1 }, 10*time.Second, 10*time.Millisecond)
+	require.Equal(t, []string{sender}, f.wakes(), "an insert wakes the sweep for its agent")
+
+	notDue()
+	for range 5 {
+		code, tr, _ = f.post(t, `{"txid":"`+swap+`"}`)
+		require.Equal(t, http.StatusConflict, code)
+		require.Equal(t, "already_verified", tr.Status)
+	}
+	require.Zero(t, due(), "a replayed txid makes nobody due")
+	require.Equal(t, []string{sender}, f.wakes(), "nor wakes the sweep")
+
+	// Another swap of the same agent inside the debounce interval is
+	// recorded but does not hint again.
+	var other string
+	for _, tx := range f.world.Transactions() {
+		if tx.Case == sim.CaseSwap && tx.Sender == sender && tx.TxID != swap && !tx.AppearsAt.After(worldAt) {
+			other = tx.TxID
+			break
+		}
+	}
+	if other != "" {
+		code, _, _ = f.post(t, `{"txid":"`+other+`"}`)
+		require.Equal(t, http.StatusOK, code)
+		require.Zero(t, due(), "debounced: one hint per agent per interval")
+		require.Equal(t, []string{sender}, f.wakes())
+	}
+	// Past the interval the next insert hints again.
+	_, err := f.st.Pool().Exec(ctx, `update agent_ingest set last_hint_at = now() - interval '2 minutes'`)
+	require.NoError(t, err)
+	found, err := f.st.HintAgentAtMost(ctx, sender, time.Minute)
+	require.NoError(t, err)
+	require.True(t, found)
+}

@@ -20,7 +20,7 @@ func TestPageSharesTheStatusCache(t *testing.T) {
 	var wg sync.WaitGroup
 	for range views {
 		wg.Go(func() {
-			resp, err := http.Get(f.srv.URL + "/")
+			resp, err := http.Get(f.op.URL + "/")
 			if !assert.NoError(t, err) {
 				return
 			}

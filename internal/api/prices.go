@@ -114,7 +114,7 @@ func (s *Server) prices(w http.ResponseWriter, r *http.Request) {
 		s.dbError(w, err)
 		return
 	}
-	found, err := s.o.Store.Prices(r.Context(), ids)
+	found, err := s.reads().Prices(r.Context(), ids)
 	if err != nil {
 		s.dbError(w, err)
 		return
@@ -138,7 +138,7 @@ func (s *Server) onePrice(w http.ResponseWriter, r *http.Request, id string) {
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("malformed token id %q", clip(id)))
 		return
 	}
-	found, err := s.o.Store.Prices(r.Context(), []string{id})
+	found, err := s.reads().Prices(r.Context(), []string{id})
 	if err != nil {
 		s.dbError(w, err)
 		return

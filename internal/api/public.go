@@ -53,9 +53,10 @@ func publicError(class pacer.ErrorClass) (pacer.ErrorClass, string) {
 	return class, text + " (details in the worker logs)"
 }
 
-// PublicStatus is the status document with every error message replaced by
-// its class's fixed text, for anyone outside the operators: the HTTP API
-// and `pacer status`. st is not changed.
+// PublicStatus is the status document as anyone outside the operators may
+// read it: every error message replaced by its class's fixed text, the stop
+// reason and the upstream budgets left out (SPEC §7). The HTTP API and
+// `pacer status` show it. st is not changed.
 func PublicStatus(st workflows.Status) workflows.Status {
 	if r := st.LastTeneroResult; r != nil {
 		c := *r
@@ -78,8 +79,20 @@ func PublicStatus(st workflows.Status) workflows.Status {
 		c.Run = publicRun(c.Run)
 		st.LastDeliverResult = &c
 	}
+	if st.Stopping != nil {
+		// An operator's reason is theirs (it may name a person, an
+		// incident, a host); the public learns only that it is stopping.
+		st.Stopping = &workflows.StopInput{}
+	}
 	tasks := make(map[string]workflows.TaskStatus, len(st.Tasks))
 	for name, t := range st.Tasks {
+		if t.Pacing != nil && t.Pacing.Budget != nil {
+			// The upstream budget left is the operators': it tells an
+			// attacker when a little more traffic starves the sweep.
+			p := *t.Pacing
+			p.Budget = nil
+			t.Pacing = &p
+		}
 		if e := t.LastError; e != nil {
 			class, text := publicError(pacer.ErrorClass(e.Class))
 			t.LastError = &schedule.RunError{Class: string(class), Message: text, At: e.At}
@@ -93,6 +106,7 @@ func PublicStatus(st workflows.Status) workflows.Status {
 }
 
 func publicRun(r pacer.Run) pacer.Run {
+	r.MinuteRemaining, r.MonthRemaining = nil, nil
 	if r.ErrorClass != "" || r.Error != "" {
 		r.ErrorClass, r.Error = publicError(r.ErrorClass)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/pacer-dev/pacer"
 	"github.com/pacer-dev/pacer/internal/api"
 	"github.com/pacer-dev/pacer/internal/catalog"
+	"github.com/pacer-dev/pacer/internal/pacing"
 	"github.com/pacer-dev/pacer/internal/schedule"
 	"github.com/pacer-dev/pacer/internal/store"
 	"github.com/pacer-dev/pacer/workflows"
@@ -33,17 +34,20 @@ var rawPieces = []string{"pacer_rw", "pacer_prod", "10.3.7.12", "db-primary.inte
 
 func rawStatus() workflows.Status {
 	at := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	left := 17
 	return workflows.Status{
 		WorkflowID: "v1", RunID: "r1",
-		LastTeneroResult: &pacer.TeneroResult{Run: pacer.Run{ErrorClass: pacer.ClassTransport, Error: rawDB}},
-		LastSweepResult: &pacer.SweepResult{Run: pacer.Run{ErrorClass: pacer.ClassServerError, Error: rawUpstream},
+		Stopping:         &workflows.StopInput{Reason: "alice's incident on db-primary.internal"},
+		LastTeneroResult: &pacer.TeneroResult{Run: pacer.Run{ErrorClass: pacer.ClassTransport, Error: rawDB, MinuteRemaining: &left}},
+		LastSweepResult: &pacer.SweepResult{Run: pacer.Run{ErrorClass: pacer.ClassServerError, Error: rawUpstream, MonthRemaining: &left},
 			RejectionReasons: map[string]int{"tx_failed": 1}},
 		LastRollupResult:  &pacer.RollupResult{Run: pacer.Run{ErrorClass: pacer.ClassTransport, Error: rawDB}},
 		LastDeliverResult: &pacer.DeliverResult{Run: pacer.Run{ErrorClass: pacer.ClassTransport, Error: rawDB}, Retrying: 2},
 		Tasks: map[string]workflows.TaskStatus{
 			pacer.TaskTenero: {LastError: &schedule.RunError{Class: string(pacer.ClassTransport), Message: rawDB, At: at}},
-			pacer.TaskSweep:  {LastError: &schedule.RunError{Class: string(pacer.ClassServerError), Message: rawUpstream, At: at}},
-			"other":          {LastError: &schedule.RunError{Class: "made-up " + rawDB, Message: rawDB, At: at}},
+			pacer.TaskSweep: {LastError: &schedule.RunError{Class: string(pacer.ClassServerError), Message: rawUpstream, At: at},
+				Pacing: &pacing.TaskStatus{Batch: 3, Budget: &pacing.BudgetStatus{}}},
+			"other": {LastError: &schedule.RunError{Class: "made-up " + rawDB, Message: rawDB, At: at}},
 		},
 	}
 }
@@ -65,6 +69,14 @@ func TestPublicStatusCarriesClassesNotRawText(t *testing.T) {
 	require.Equal(t, 1, got.LastSweepResult.RejectionReasons["tx_failed"])
 	require.Equal(t, pacer.ClassTransport, got.LastRollupResult.ErrorClass)
 	require.Equal(t, 2, got.LastDeliverResult.Retrying)
+	// Operators' matters: the stop reason and the upstream budgets.
+	require.NotNil(t, got.Stopping)
+	require.Empty(t, got.Stopping.Reason)
+	require.NotContains(t, string(b), "alice's incident")
+	require.Nil(t, got.LastTeneroResult.MinuteRemaining)
+	require.Nil(t, got.LastSweepResult.MonthRemaining)
+	require.Nil(t, got.Tasks[pacer.TaskSweep].Pacing.Budget)
+	require.Equal(t, 3, got.Tasks[pacer.TaskSweep].Pacing.Batch)
 	// The document the cache holds is not changed.
 	require.Equal(t, rawDB, raw.Tasks[pacer.TaskTenero].LastError.Message)
 	require.Equal(t, rawDB, raw.LastTeneroResult.Error)

@@ -1,10 +1,13 @@
 package api
 
 import (
+	"context"
 	"crypto/subtle"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -25,14 +28,9 @@ const (
 	// answer of GET /api/rollups.
 	RollupsMaxAge  = time.Minute
 	rollupsPattern = "GET /api/rollups"
-	pullPattern    = "GET /api/deliveries/{id}"
+	// PullPattern is the delivery pull route.
+	PullPattern = "GET /api/deliveries/{id}"
 )
-
-// routeRollups adds the rollup and delivery endpoints (SPEC §7, §10).
-func (s *Server) routeRollups() {
-	s.mux.HandleFunc(rollupsPattern, s.rollups)
-	s.mux.HandleFunc(pullPattern, s.pullDelivery)
-}
 
 // RollupsResponse answers GET /api/rollups.
 type RollupsResponse struct {
@@ -115,71 +113,106 @@ func (s *Server) rollups(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	rows, err := s.o.Store.Rollups(r.Context(), q)
-	if err != nil {
-		s.dbError(w, err)
+	rd := s.rollupsCache.get(q).get(r.Context())
+	if !rd.Have {
+		if rd.Err == nil {
+			w.Header().Set("Retry-After", "1")
+			writeClassError(w, http.StatusServiceUnavailable, "rollups unavailable", readingClass(rd))
+			return
+		}
+		s.dbError(w, rd.Err)
 		return
 	}
-	if len(rows) > MaxRollupRows {
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("more than %d rollups: narrow the range or filter by token or agent", MaxRollupRows))
-		return
+	if rd.Value.code == http.StatusOK {
+		// Rollups change at most once an hour (recomputed until complete).
+		cacheFor(w, RollupsMaxAge)
 	}
-	for i := range rows {
-		rows[i].PeriodStart, rows[i].PeriodEnd, rows[i].ComputedAt = rows[i].PeriodStart.UTC(), rows[i].PeriodEnd.UTC(), rows[i].ComputedAt.UTC()
-	}
-	if rows == nil {
-		rows = []store.Rollup{}
-	}
-	// Rollups change at most once an hour (recomputed until complete).
-	cacheFor(w, RollupsMaxAge)
-	writeJSON(w, http.StatusOK, RollupsResponse{Period: q.Period, From: q.From, To: q.To, Rollups: rows})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(rd.Value.code)
+	_, _ = w.Write(rd.Value.body)
 }
 
-// dummySecret is compared against when there is no delivery, so that a
-// missing id and a wrong secret take the same time.
-var dummySecret = []byte(webhook.NewSecret())
+// rollupsAnswer is one encoded answer of GET /api/rollups.
+type rollupsAnswer struct {
+	code int
+	body []byte
+}
+
+// fetchRollups runs one rollups query on the public reads' pool and
+// encodes its answer.
+func (s *Server) fetchRollups(ctx context.Context, q store.RollupQuery) (rollupsAnswer, error) {
+	rows, err := s.reads().Rollups(ctx, q)
+	if err != nil {
+		return rollupsAnswer{}, err
+	}
+	var v any
+	code := http.StatusOK
+	if len(rows) > MaxRollupRows {
+		code = http.StatusBadRequest
+		v = ErrorBody{Error: fmt.Sprintf("more than %d rollups: narrow the range or filter by token or agent", MaxRollupRows)}
+	} else {
+		for i := range rows {
+			rows[i].PeriodStart, rows[i].PeriodEnd, rows[i].ComputedAt = rows[i].PeriodStart.UTC(), rows[i].PeriodEnd.UTC(), rows[i].ComputedAt.UTC()
+		}
+		if rows == nil {
+			rows = []store.Rollup{}
+		}
+		v = RollupsResponse{Period: q.Period, From: q.From, To: q.To, Rollups: rows}
+	}
+	body, err := json.Marshal(v)
+	if err != nil {
+		return rollupsAnswer{}, err
+	}
+	return rollupsAnswer{code: code, body: append(body, '\n')}, nil
+}
+
+// dummyPullHash is compared against when there is no delivery (or its
+// subscriber has no pull token), so that every refusal does the same work.
+var dummyPullHash = webhook.HashPullToken(webhook.NewPullToken())
+
+// pullRefused is the one answer to an unknown id and to a wrong token
+// (SPEC §10.2): which of the two it was is not the caller's to learn.
+const pullRefused = "no delivery with this id for this token"
 
 // pullDelivery lets a subscriber fetch any of its deliveries, exhausted
-// ones included, authenticated by its signing secret as a Bearer token
-// (compared in constant time). 401 without a valid secret, 404 for an id
-// that does not exist.
+// ones included, authenticated by its pull token as a Bearer token (its
+// SHA-256 compared in constant time with the stored hash). The signing
+// secret is not a credential here: a captured pull must not let anyone
+// forge the subscriber's webhooks. 401 without a Bearer token at all; 404,
+// the same body, for an unknown id and for a wrong token.
 func (s *Server) pullDelivery(w http.ResponseWriter, r *http.Request) {
 	token, ok := bearer(r)
 	if !ok {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="pacer deliveries"`)
-		writeError(w, http.StatusUnauthorized, "Authorization: Bearer <subscriber secret> is required")
+		writeError(w, http.StatusUnauthorized, "Authorization: Bearer <pull token> is required")
 		return
 	}
 	id := r.PathValue("id")
 	var (
-		d      store.Delivery
-		secret string
-		found  bool
+		d     store.Delivery
+		want  []byte
+		found bool
 	)
 	if webhook.ValidDeliveryID(id) {
 		var err error
-		if d, secret, found, err = s.o.Store.DeliveryWithSecret(r.Context(), id); err != nil {
+		if d, want, found, err = s.reads().DeliveryForPull(r.Context(), id); err != nil {
 			s.dbError(w, err)
 			return
 		}
 	}
-	want := dummySecret
-	if found {
-		want = []byte(secret)
+	if len(want) == 0 {
+		want = dummyPullHash
 	}
-	match := subtle.ConstantTimeCompare([]byte(token), want) == 1
-	switch {
-	case !found:
-		writeError(w, http.StatusNotFound, "no such delivery")
-	case !match:
-		w.Header().Set("WWW-Authenticate", `Bearer realm="pacer deliveries", error="invalid_token"`)
-		writeError(w, http.StatusUnauthorized, "the secret does not match this delivery's subscriber")
-	default:
-		// The record and its payload: the JSON document every attempt POSTs.
-		d.PeriodStart, d.PeriodEnd, d.CreatedAt = d.PeriodStart.UTC(), d.PeriodEnd.UTC(), d.CreatedAt.UTC()
-		d.NextAttemptAt, d.LastAttemptAt, d.DeliveredAt = utcPtr(d.NextAttemptAt), utcPtr(d.LastAttemptAt), utcPtr(d.DeliveredAt)
-		writeJSON(w, http.StatusOK, d)
+	match := subtle.ConstantTimeCompare(webhook.HashPullToken(token), want) == 1
+	if !found || !match {
+		writeError(w, http.StatusNotFound, pullRefused)
+		return
 	}
+	// The record and its payload: the JSON document every attempt POSTs.
+	d.PeriodStart, d.PeriodEnd, d.CreatedAt = d.PeriodStart.UTC(), d.PeriodEnd.UTC(), d.CreatedAt.UTC()
+	d.NextAttemptAt, d.LastAttemptAt, d.DeliveredAt = utcPtr(d.NextAttemptAt), utcPtr(d.LastAttemptAt), utcPtr(d.DeliveredAt)
+	d.LastStatus, d.LastError = publicAttempt(d.LastStatus, d.LastError)
+	writeJSON(w, http.StatusOK, d)
 }
 
 func bearer(r *http.Request) (string, bool) {
@@ -197,4 +230,19 @@ func utcPtr(t *time.Time) *time.Time {
 	}
 	u := t.UTC()
 	return &u
+}
+
+// publicAttempt is what a pull shows of the last attempt: the HTTP status
+// if the endpoint answered one, else only that there was no answer. A
+// refused connection, a DNS failure, a timeout and a destination the
+// network policy refused all read alike, so deliveries cannot be used to
+// tell open ports from closed ones (SPEC §10.2).
+func publicAttempt(status *int, lastError string) (*int, string) {
+	switch {
+	case status != nil:
+		return status, "HTTP " + strconv.Itoa(*status)
+	case lastError != "":
+		return nil, "no HTTP answer"
+	}
+	return nil, ""
 }

@@ -135,26 +135,37 @@ select 'hour', $1, $2, 'agent', 'SP' || lpad(g::text, 38, '0'), '{}', true, $2 f
 	require.Contains(t, string(raw), "narrow the range")
 }
 
-// A subscriber pulls any of its deliveries with its secret; nobody else can.
+// A subscriber pulls any of its deliveries with its pull token; nobody else
+// can, and a refusal says nothing about whether the id exists.
 func TestPullDelivery(t *testing.T) {
 	t.Parallel()
 	f := newRollupsFixture(t)
 	sub := store.Subscriber{ID: webhook.NewSubscriberID(), URL: "https://hooks.example/x", Secret: webhook.NewSecret(),
-		Events: []string{rollup.EventHourly}, CreatedAt: time.Now()}
+		PullToken: webhook.NewPullToken(), Events: []string{rollup.EventHourly}, CreatedAt: time.Now()}
 	require.NoError(t, f.st.AddSubscriber(t.Context(), sub))
 	other := store.Subscriber{ID: webhook.NewSubscriberID(), URL: "https://hooks.example/y", Secret: webhook.NewSecret(),
-		Events: []string{rollup.EventHourly}, CreatedAt: time.Now()}
+		PullToken: webhook.NewPullToken(), Events: []string{rollup.EventHourly}, CreatedAt: time.Now()}
 	require.NoError(t, f.st.AddSubscriber(t.Context(), other))
+	// A subscriber from before pull tokens: it has none, and no token
+	// (not even an empty one) pulls its deliveries.
+	old := store.Subscriber{ID: webhook.NewSubscriberID(), URL: "https://hooks.example/z", Secret: webhook.NewSecret(),
+		Events: []string{rollup.EventHourly}, CreatedAt: time.Now()}
+	require.NoError(t, f.st.AddSubscriber(t.Context(), old))
 	start := time.Date(2026, 11, 2, 9, 0, 0, 0, time.UTC)
 	id := webhook.DeliveryID(sub.ID, rollup.EventHourly, start)
-	_, err := f.st.Pool().Exec(t.Context(), `
-insert into deliveries (id, subscriber_id, event, period_start, period_end, payload, status, attempts, created_at)
-values ($1, $2, 'hourly', $3, $4, '{"type":"rollup.hourly","data":{"x":1.10}}', 'exhausted', 6, now())`,
-		id, sub.ID, start, start.Add(time.Hour))
-	require.NoError(t, err)
+	oldID := webhook.DeliveryID(old.ID, rollup.EventHourly, start)
+	for _, d := range []struct{ id, sub string }{{id, sub.ID}, {oldID, old.ID}} {
+		_, err := f.st.Pool().Exec(t.Context(), `
+insert into deliveries (id, subscriber_id, event, period_start, period_end, payload, status, attempts, created_at,
+    last_status, last_error)
+values ($1, $2, 'hourly', $3, $4, '{"type":"rollup.hourly","data":{"x":1.10}}', 'exhausted', 6, now(),
+    null, 'connection refused or unreachable')`,
+			d.id, d.sub, start, start.Add(time.Hour))
+		require.NoError(t, err)
+	}
 
 	bearer := func(s string) http.Header { return http.Header{"Authorization": {"Bearer " + s}} }
-	code, raw := f.get(t, "/api/deliveries/"+id, bearer(sub.Secret))
+	code, raw := f.get(t, "/api/deliveries/"+id, bearer(sub.PullToken))
 	require.Equal(t, http.StatusOK, code, string(raw))
 	var d store.Delivery
 	require.NoError(t, json.Unmarshal(raw, &d))
@@ -162,25 +173,45 @@ values ($1, $2, 'hourly', $3, $4, '{"type":"rollup.hourly","data":{"x":1.10}}', 
 	require.Equal(t, store.DeliveryExhausted, d.Status)
 	require.JSONEq(t, `{"type":"rollup.hourly","data":{"x":1.10}}`, string(d.Payload))
 	require.NotContains(t, string(raw), sub.Secret)
+	require.NotContains(t, string(raw), sub.PullToken)
+	require.Equal(t, "no HTTP answer", d.LastError, "a refused connection reads like any other failure: no port scanner")
 
+	// Unknown id, wrong token, the signing secret, a token of another
+	// subscriber: one status, one body.
+	var refusal []byte
 	for _, tc := range []struct {
 		name   string
 		path   string
 		header http.Header
-		want   int
 	}{
-		{"no credentials", "/api/deliveries/" + id, nil, http.StatusUnauthorized},
-		{"basic auth", "/api/deliveries/" + id, http.Header{"Authorization": {"Basic eDp5"}}, http.StatusUnauthorized},
-		{"empty bearer", "/api/deliveries/" + id, http.Header{"Authorization": {"Bearer "}}, http.StatusUnauthorized},
-		{"another subscriber's secret", "/api/deliveries/" + id, bearer(other.Secret), http.StatusUnauthorized},
-		{"the secret with a suffix", "/api/deliveries/" + id, bearer(sub.Secret + "x"), http.StatusUnauthorized},
-		{"unknown id", "/api/deliveries/" + webhook.DeliveryID(sub.ID, rollup.EventHourly, start.Add(time.Hour)), bearer(sub.Secret), http.StatusNotFound},
-		{"malformed id", "/api/deliveries/..%2f..%2fetc", bearer(sub.Secret), http.StatusNotFound},
+		{"the signing secret is no credential", "/api/deliveries/" + id, bearer(sub.Secret)},
+		{"another subscriber's token", "/api/deliveries/" + id, bearer(other.PullToken)},
+		{"the token with a suffix", "/api/deliveries/" + id, bearer(sub.PullToken + "x")},
+		{"unknown id", "/api/deliveries/" + webhook.DeliveryID(sub.ID, rollup.EventHourly, start.Add(time.Hour)), bearer(sub.PullToken)},
+		{"malformed id", "/api/deliveries/..%2f..%2fetc", bearer(sub.PullToken)},
+		{"a subscriber without a token", "/api/deliveries/" + oldID, bearer(webhook.NewPullToken())},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, raw := f.get(t, tc.path, tc.header)
-			require.Equal(t, tc.want, code, string(raw))
-			require.NotContains(t, string(raw), "x\":1.1", "no payload without the secret")
+			require.Equal(t, http.StatusNotFound, code, string(raw))
+			require.NotContains(t, string(raw), "x\":1.1", "no payload without the token")
+			if refusal == nil {
+				refusal = raw
+			}
+			require.Equal(t, string(refusal), string(raw), "every refusal reads alike")
+		})
+	}
+	for _, tc := range []struct {
+		name   string
+		header http.Header
+	}{
+		{"no credentials", nil},
+		{"basic auth", http.Header{"Authorization": {"Basic eDp5"}}},
+		{"empty bearer", http.Header{"Authorization": {"Bearer "}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, raw := f.get(t, "/api/deliveries/"+id, tc.header)
+			require.Equal(t, http.StatusUnauthorized, code, string(raw))
 		})
 	}
 }

@@ -50,7 +50,7 @@ func TestRequestsAnswerWithinTheirDeadlineWhenPostgresIsSlow(t *testing.T) {
 	st, err := store.Open(ctx, proxy.URL)
 	require.NoError(t, err)
 	t.Cleanup(st.Close)
-	srv := httptest.NewServer(api.New(api.Options{Store: st, Catalog: catalog.Default(), Logger: zap.NewNop(),
+	srv := httptest.NewServer(api.New(api.Options{ReadsPerMinute: stormReads, ReadsPerSecond: stormReads, Store: st, Catalog: catalog.Default(), Logger: zap.NewNop(),
 		RequestTimeout: deadline, Status: okStatus, TemporalHealth: func(context.Context) error { return nil }}))
 	t.Cleanup(srv.Close)
 	a := storm(srv.URL, "/api/prices", 1)[0]
@@ -120,7 +120,7 @@ func TestTrackedTokensRankingRunsOnceUnderLoad(t *testing.T) {
 	t.Cleanup(st.Close)
 	require.NoError(t, st.Migrate(ctx))
 	reg := prometheus.NewRegistry()
-	srv := httptest.NewServer(api.New(api.Options{Store: st, Catalog: catalog.Default(), Logger: zap.NewNop(),
+	srv := httptest.NewServer(api.New(api.Options{ReadsPerMinute: stormReads, ReadsPerSecond: stormReads, Store: st, Catalog: catalog.Default(), Logger: zap.NewNop(),
 		RequestTimeout: deadline, Status: okStatus, Registerer: reg}))
 	t.Cleanup(srv.Close)
 

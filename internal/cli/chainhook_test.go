@@ -28,15 +28,15 @@ func TestChainhookSpecCommand(t *testing.T) {
 	require.Len(t, def.Filters.Events, len(catalog.Default().Pairs()))
 
 	code, out, errOut = run("chainhook", "spec", "--format", "v1", "--network", "testnet", "--start-block", "5",
-		"--chainhook-secret", "hunter2")
+		"--chainhook-secret", "hunter2-long-enough-for-pacer")
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, "Bearer "+chainhook.PlaceholderSecret, "a placeholder unless asked")
-	require.NotContains(t, out, "hunter2")
+	require.NotContains(t, out, "hunter2-long-enough-for-pacer")
 	require.Contains(t, out, `"start_block": 5`)
 
-	code, out, errOut = run("chainhook", "spec", "--format", "v1", "--with-secret", "--chainhook-secret", "hunter2")
+	code, out, errOut = run("chainhook", "spec", "--format", "v1", "--with-secret", "--chainhook-secret", "hunter2-long-enough-for-pacer")
 	require.Equal(t, 0, code, errOut)
-	require.Contains(t, out, "Bearer hunter2")
+	require.Contains(t, out, "Bearer hunter2-long-enough-for-pacer")
 }
 
 func TestChainhookSpecUsage(t *testing.T) {

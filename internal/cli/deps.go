@@ -91,5 +91,7 @@ func (c *config) activities(st *store.Store, log *zap.Logger, m *metrics.Metrics
 		Schedules:        c.schedules,
 		DayZone:          c.rollups.zone,
 		DeliveryLadder:   c.rollups.steps,
+		// Webhooks go to private addresses only when the operator says so.
+		WebhookAllowPrivate: c.webhookAllowPrivate,
 	})
 }

@@ -44,6 +44,11 @@ Hiro are the simulator unless TENERO_BASE_URL / HIRO_BASE_URL are set.`,
 			if c.httpAddr == "" {
 				return usagef("--http must not be empty for dev")
 			}
+			if f := cmd.Flag("webhook-allow-private"); f != nil && !f.Changed && os.Getenv("PACER_WEBHOOK_ALLOW_PRIVATE") == "" {
+				// Everything runs on this machine: so do the receivers
+				// one tries pacer with.
+				c.webhookAllowPrivate = true
+			}
 			if err := os.MkdirAll(stateDir, 0o755); err != nil {
 				return err
 			}
@@ -89,8 +94,8 @@ Hiro are the simulator unless TENERO_BASE_URL / HIRO_BASE_URL are set.`,
 				}
 			}
 			host, _, _ := net.SplitHostPort(addr)
-			return c.runStack(ctx, stackOptions{worker: true, migrate: true, http: c.httpAddr, onReady: func() {
-				devBanner(out, devURLs{api: c.httpAddr, temporal: addr, ui: fmt.Sprintf("%s:%d", host, uiPort),
+			return c.runStack(ctx, stackOptions{worker: true, migrate: true, http: c.httpAddr, admin: c.adminAddr, adminSet: adminFlagSet(cmd), onReady: func() {
+				devBanner(out, devURLs{api: c.httpAddr, admin: c.adminAddr, temporal: addr, ui: fmt.Sprintf("%s:%d", host, uiPort),
 					workflowID: c.workflowID, sim: simURL, tenero: c.teneroBaseURL})
 			}})
 		},
@@ -100,6 +105,7 @@ Hiro are the simulator unless TENERO_BASE_URL / HIRO_BASE_URL are set.`,
 	cmd.Flags().IntVar(&uiPort, "ui-port", 8233, "Temporal Web UI port")
 	so.bind(cmd, true)
 	cmd.Flags().StringVar(&c.httpAddr, "http", env("PACER_HTTP_ADDR", "127.0.0.1:8080"), "HTTP API address [PACER_HTTP_ADDR]")
+	bindAdmin(cmd, c)
 	return cmd
 }
 
@@ -130,14 +136,25 @@ func devPush(so *simOptions, c *config, urlGiven bool) error {
 
 // devURLs are the addresses `pacer dev` runs on.
 type devURLs struct {
-	api, temporal, ui, workflowID, sim, tenero string
+	api, admin, temporal, ui, workflowID, sim, tenero string
 }
 
 // devBanner says what runs where once `pacer dev` is up, the operator's
-// page first: the one address to open.
+// page first: the one address to open. It is on the operator listener;
+// the public API is apart (SPEC §7).
 func devBanner(out io.Writer, u devURLs) {
-	fmt.Fprintf(out, "\npacer dev is up: http://%s/ (Ctrl-C stops everything)\n", u.api)
-	fmt.Fprintf(out, "  operator page    http://%s/\n", u.api)
+	page := u.admin
+	if page == "" {
+		page = "(no operator listener: --admin is empty)"
+	} else {
+		page = "http://" + page + "/"
+	}
+	fmt.Fprintf(out, "\npacer dev is up: %s (Ctrl-C stops everything)\n", page)
+	fmt.Fprintf(out, "  operator page    %s\n", page)
+	if u.admin != "" {
+		fmt.Fprintf(out, "  admin API        http://%s%s\n", u.admin, api.AdminPrefix)
+	}
+	fmt.Fprintf(out, "  public API       http://%s/\n", u.api)
 	fmt.Fprintf(out, "  Temporal Web UI  http://%s/namespaces/default/workflows/%s\n", u.ui, u.workflowID)
 	fmt.Fprintf(out, "  Temporal gRPC    %s\n", u.temporal)
 	fmt.Fprintf(out, "  pacer API        http://%s/api/prices  http://%s/api/scheduler/status\n", u.api, u.api)

@@ -15,7 +15,7 @@ import (
 func TestDevBannerPrintsThePageFirst(t *testing.T) {
 	t.Parallel()
 	var out bytes.Buffer
-	devBanner(&out, devURLs{api: "127.0.0.1:8080", temporal: "127.0.0.1:7233", ui: "127.0.0.1:8233",
+	devBanner(&out, devURLs{api: "127.0.0.1:8080", admin: "127.0.0.1:8081", temporal: "127.0.0.1:7233", ui: "127.0.0.1:8233",
 		workflowID: "v1", sim: "http://127.0.0.1:43111", tenero: "http://127.0.0.1:43111"})
 	var urls []string
 	for _, f := range strings.Fields(out.String()) {
@@ -24,8 +24,9 @@ func TestDevBannerPrintsThePageFirst(t *testing.T) {
 		}
 	}
 	require.NotEmpty(t, urls)
-	require.Equal(t, "http://127.0.0.1:8080/", urls[0], "the operator's page is the first address printed:\n%s", out.String())
-	require.Contains(t, out.String(), "operator page    http://127.0.0.1:8080/\n")
+	require.Equal(t, "http://127.0.0.1:8081/", urls[0], "the operator's page is the first address printed:\n%s", out.String())
+	require.Contains(t, out.String(), "operator page    http://127.0.0.1:8081/\n")
+	require.Contains(t, out.String(), "public API       http://127.0.0.1:8080/\n", "both listeners are printed")
 	require.Contains(t, out.String(), "http://127.0.0.1:8233/namespaces/default/workflows/v1")
 }
 

@@ -69,6 +69,10 @@ var hostileArgs = []struct {
 	{name: "day tz unknown", give: []string{"status", "--day-tz", "Mars/Olympus"}, wantErr: "PACER_DAY_TZ"},
 	{name: "day tz local", give: []string{"status", "--day-tz", "Local"}, wantErr: "PACER_DAY_TZ"},
 	{name: "ladder garbage", give: []string{"status", "--delivery-ladder", "1m,soon"}, wantErr: "PACER_DELIVERY_LADDER"},
+	{name: "operator token short", give: []string{"status", "--operator-token", "alice:short"}, wantErr: "at least 16"},
+	{name: "operator names twice", give: []string{"status", "--operator-token", "a:0123456789abcdef,a:0123456789abcdefX"}, wantErr: "given twice"},
+	{name: "trusted proxies garbage", give: []string{"status", "--trusted-proxies", "10.0.0.0/99"}, wantErr: "PACER_TRUSTED_PROXIES"},
+	{name: "chainhook secret short", give: []string{"status", "--chainhook-secret", "hunter2"}, wantErr: "at least 24"},
 	{name: "ladder negative", give: []string{"status", "--delivery-ladder", "-1m"}, wantErr: "PACER_DELIVERY_LADDER"},
 }
 

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/pacer-dev/pacer/internal/api"
 	"github.com/pacer-dev/pacer/internal/cron"
 	"github.com/pacer-dev/pacer/internal/ingest"
 )
@@ -88,6 +90,14 @@ type config struct {
 	schedulesJSON string
 	schedules     cron.Schedules
 	rollups       rollupConfig
+
+	// The public surface (SPEC §7, §10.2).
+	webhookAllowPrivate bool
+	adminAddr           string
+	operatorTokensRaw   string
+	operatorTokens      []api.OperatorToken
+	trustedProxiesRaw   string
+	trustedProxies      []netip.Prefix
 
 	// envErrs collects environment values that do not parse; they are
 	// reported as usage errors before any command runs.
@@ -170,6 +180,12 @@ func (c *config) bind(fs *pflag.FlagSet) {
 	fs.IntVar(&c.fastPathPerMinute, "fastpath-per-minute", int(c.envInt("PACER_FASTPATH_PER_MINUTE", 30)), "fast-path requests a minute per client address (0 = 30) [PACER_FASTPATH_PER_MINUTE]")
 	fs.StringVar(&c.chainhookSecret, "chainhook-secret", env("PACER_CHAINHOOK_SECRET", ""),
 		"bearer secret of POST /api/chainhook, empty turns it off; discouraged as a flag (any user sees it in ps): prefer PACER_CHAINHOOK_SECRET [PACER_CHAINHOOK_SECRET]")
+	fs.BoolVar(&c.webhookAllowPrivate, "webhook-allow-private", c.envBool("PACER_WEBHOOK_ALLOW_PRIVATE"),
+		"let webhooks reach loopback, private and link-local addresses (development only) [PACER_WEBHOOK_ALLOW_PRIVATE]")
+	fs.StringVar(&c.operatorTokensRaw, "operator-token", env("PACER_OPERATOR_TOKEN", ""),
+		"bearer token(s) of the operator listener, TOKEN or NAME:TOKEN,NAME2:TOKEN2; empty leaves it open to whoever reaches its address; prefer the variable [PACER_OPERATOR_TOKEN]")
+	fs.StringVar(&c.trustedProxiesRaw, "trusted-proxies", env("PACER_TRUSTED_PROXIES", ""),
+		"CIDRs of the reverse proxies whose X-Forwarded-For names the client [PACER_TRUSTED_PROXIES]")
 	fs.StringVar(&c.schedulesJSON, "schedules", env("PACER_SCHEDULES", ""),
 		`task schedules applied when the scheduler first starts, a JSON object of task → schedule, e.g. {"rollup":{"cron":"5 * * * *","catchup":"backfill"}} [PACER_SCHEDULES]`)
 	fs.StringVar(&c.logLevel, "log-level", env("PACER_LOG_LEVEL", "info"), "debug, info, warn or error [PACER_LOG_LEVEL]")
@@ -198,6 +214,18 @@ func (c *config) validate() error {
 	}
 	if _, err := c.ingest(); err != nil {
 		return &UsageError{Err: err}
+	}
+	if c.chainhookSecret != "" && len(c.chainhookSecret) < api.MinChainhookSecret {
+		// Never the secret itself, only its length.
+		return usagef("PACER_CHAINHOOK_SECRET (--chainhook-secret) is %d characters; it must be at least %d (try: openssl rand -hex 24)",
+			len(c.chainhookSecret), api.MinChainhookSecret)
+	}
+	var err error
+	if c.operatorTokens, err = api.ParseOperatorTokens(c.operatorTokensRaw); err != nil {
+		return &UsageError{Err: err}
+	}
+	if c.trustedProxies, err = api.ParseTrustedProxies(c.trustedProxiesRaw); err != nil {
+		return usagef("PACER_TRUSTED_PROXIES (--trusted-proxies): %v", err)
 	}
 	if c.fastPathPerMinute < 0 {
 		return usagef("fastpath-per-minute must not be negative (got %d)", c.fastPathPerMinute)

@@ -32,11 +32,13 @@ func newWorkerCmd(c *config) *cobra.Command {
 		Short: "Run the Temporal worker, keep the scheduler running, and serve the HTTP API",
 		Args:  wrapArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return c.runStack(cmd.Context(), stackOptions{worker: true, http: c.httpAddr, metrics: metricsAddr, migrate: migrate})
+			return c.runStack(cmd.Context(), stackOptions{worker: true, http: c.httpAddr, metrics: metricsAddr, migrate: migrate,
+				admin: c.adminAddr, adminSet: adminFlagSet(cmd)})
 		},
 	}
 	cmd.Flags().BoolVar(&migrate, "migrate", true, "apply database migrations at start")
 	cmd.Flags().StringVar(&c.httpAddr, "http", env("PACER_HTTP_ADDR", "127.0.0.1:8080"), `HTTP API address, "" for none [PACER_HTTP_ADDR]`)
+	bindAdmin(cmd, c)
 	cmd.Flags().StringVar(&metricsAddr, "metrics-addr", env("PACER_METRICS_ADDR", ""),
 		`serve /metrics and /healthz alone on this address, for a worker run with --http "" [PACER_METRICS_ADDR]`)
 	return cmd
@@ -51,10 +53,11 @@ func newServeCmd(c *config) *cobra.Command {
 			if c.httpAddr == "" {
 				return usagef("--http must not be empty for serve")
 			}
-			return c.runStack(cmd.Context(), stackOptions{http: c.httpAddr})
+			return c.runStack(cmd.Context(), stackOptions{http: c.httpAddr, admin: c.adminAddr, adminSet: adminFlagSet(cmd)})
 		},
 	}
 	cmd.Flags().StringVar(&c.httpAddr, "http", env("PACER_HTTP_ADDR", "127.0.0.1:8080"), "HTTP API address [PACER_HTTP_ADDR]")
+	bindAdmin(cmd, c)
 	return cmd
 }
 
@@ -84,6 +87,11 @@ type stackOptions struct {
 	http    string
 	// metrics is an address serving /metrics without the API.
 	metrics string
+	// admin is the operator listener's address (with the API only);
+	// adminSet says the operator chose it, so failing to listen there is
+	// fatal rather than logged.
+	admin    string
+	adminSet bool
 	// onReady, when set, is called once everything is up.
 	onReady func()
 }
@@ -149,8 +157,16 @@ func (c *config) runStack(ctx context.Context, o stackOptions) error {
 		if err := m.WatchScheduler(view, st.LatestRuns, metricsEvery); err != nil {
 			return err
 		}
-		h := c.apiHandler(st, tc, acts.FastVerifier, acts.Budget, m, log)
+		reads, err := store.OpenPublicReads(ctx, c.databaseURL)
+		if err != nil {
+			return fmt.Errorf("postgres (DATABASE_URL): %w", err)
+		}
+		defer reads.Close()
+		h := c.apiHandler(st, reads, tc, acts.FastVerifier, acts.Budget, m, log)
 		g.Go(func() error { return api.Serve(ctx, o.http, h, log) })
+		if err := c.serveOperator(ctx, g, o, h, log); err != nil {
+			return err
+		}
 	}
 	if o.metrics != "" {
 		g.Go(func() error { return api.Serve(ctx, o.metrics, m.ServeMux(), log.Named("metrics")) })
@@ -161,10 +177,15 @@ func (c *config) runStack(ctx context.Context, o stackOptions) error {
 	return g.Wait()
 }
 
-func (c *config) apiHandler(st *store.Store, tc client.Client, v *competition.Verifier, hb *store.SharedBudget, m *metrics.Metrics, log *zap.Logger) *api.Server {
+func (c *config) apiHandler(st, reads *store.Store, tc client.Client, v *competition.Verifier, hb *store.SharedBudget, m *metrics.Metrics, log *zap.Logger) *api.Server {
 	return api.New(api.Options{
-		Store:    st,
-		Verifier: v,
+		Store:     st,
+		ReadStore: reads,
+		Gatherer:  m.Registry(),
+		// PACER_OPERATOR_TOKEN, PACER_TRUSTED_PROXIES (SPEC §5.6, §7).
+		OperatorTokens: c.operatorTokens,
+		TrustedProxies: c.trustedProxies,
+		Verifier:       v,
 		// The fast path's verifier takes from the Hiro budget's fast lane.
 		FastPathPerMinute: c.fastPathPerMinute,
 		Catalog:           catalog.Default(),
@@ -174,6 +195,11 @@ func (c *config) apiHandler(st *store.Store, tc client.Client, v *competition.Ve
 		Status:            c.status(tc),
 		HiroBudget:        hb,
 		ChainhookSecret:   c.chainhookSecret,
+		HintEvery:         c.hotEvery,
+		// A hint that passed the per-agent debounce wakes the sweep.
+		Waker: func(ctx context.Context, agent string) error {
+			return worker.Signal(ctx, tc, c.workflowID, workflows.SignalHint, map[string]string{"agent": agent})
+		},
 		TemporalHealth: func(ctx context.Context) error {
 			_, err := tc.CheckHealth(ctx, &client.CheckHealthRequest{})
 			return err

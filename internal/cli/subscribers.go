@@ -67,7 +67,7 @@ func newSubscriber(rawURL, events, tokens, agents string, now time.Time) (store.
 		return store.Subscriber{}, err
 	}
 	return store.Subscriber{
-		ID: webhook.NewSubscriberID(), URL: u, Secret: webhook.NewSecret(),
+		ID: webhook.NewSubscriberID(), URL: u, Secret: webhook.NewSecret(), PullToken: webhook.NewPullToken(),
 		Events: evs, Tokens: toks, Agents: ags, Status: store.SubscriberActive, CreatedAt: now.UTC(),
 	}, nil
 }
@@ -130,10 +130,12 @@ func newSubscribersAddCmd(c *config) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "add --url URL [--events hourly,daily] [--tokens A,B] [--agents X,Y]",
-		Short: "Register a webhook endpoint; prints its signing secret, once",
+		Short: "Register a webhook endpoint; prints its signing secret and pull token, once",
 		Long: `add registers an endpoint for the hourly and/or daily rollups. Deliveries are
 signed as Standard Webhooks with a secret generated here and printed once:
-store it now, pacer never shows it again. --tokens and --agents narrow what
+store it now, pacer never shows it again. The pull token printed beside it
+fetches a missed delivery (GET /api/deliveries/{id}); pacer keeps only its
+hash. --tokens and --agents narrow what
 the deliveries carry (the competition totals always come along). Only
 periods that end after now are delivered.`,
 		Args: wrapArgs(cobra.NoArgs),
@@ -141,6 +143,9 @@ periods that end after now are delivered.`,
 			sub, err := newSubscriber(rawURL, events, tokens, agents, time.Now())
 			if err != nil {
 				return err
+			}
+			if err := webhook.CheckHost(sub.URL, c.webhookAllowPrivate); err != nil {
+				return &UsageError{Err: fmt.Errorf("--url: %w", err)}
 			}
 			return c.withStore(cmd.Context(), func(st *store.Store) error {
 				if err := st.AddSubscriber(cmd.Context(), sub); err != nil {
@@ -150,12 +155,14 @@ periods that end after now are delivered.`,
 				if asJSON {
 					return printJSON(out, struct {
 						store.Subscriber
-						Secret string `json:"secret"`
-					}{sub, sub.Secret})
+						Secret    string `json:"secret"`
+						PullToken string `json:"pullToken"`
+					}{sub, sub.Secret, sub.PullToken})
 				}
 				fmt.Fprintf(out, "subscriber %s added (%s) for %s\n", sub.ID, strings.Join(sub.Events, ","), redactURL(sub.URL))
 				fmt.Fprintf(out, "signing secret: %s\n", sub.Secret)
-				fmt.Fprintln(out, "store it now: it is shown this once and never again")
+				fmt.Fprintf(out, "pull token:     %s  (GET /api/deliveries/{id} with Authorization: Bearer <pull token>)\n", sub.PullToken)
+				fmt.Fprintln(out, "store both now: they are shown this once and never again")
 				return nil
 			})
 		},
@@ -164,7 +171,7 @@ periods that end after now are delivered.`,
 	cmd.Flags().StringVar(&events, "events", strings.Join(rollup.Events, ","), "which rollups to deliver: hourly, daily or both")
 	cmd.Flags().StringVar(&tokens, "tokens", "", "deliver only these tokens' rollups (comma-separated ids; default all)")
 	cmd.Flags().StringVar(&agents, "agents", "", "deliver only these agents' rollups (comma-separated addresses; default all)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the new subscriber, secret included, as JSON")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the new subscriber, secret and pull token included, as JSON")
 	return cmd
 }
 
@@ -299,7 +306,7 @@ disables the subscriber, as it would for a delivery.`,
 				nonce := make([]byte, 8)
 				_, _ = rand.Read(nonce)
 				msg := webhook.Message{ID: "test_" + hex.EncodeToString(nonce), URL: sub.URL, Secret: sub.Secret, Body: body}
-				out := webhook.NewSender(webhook.SenderOptions{}).Send(cmd.Context(), msg)
+				out := webhook.NewSender(webhook.SenderOptions{AllowPrivate: c.webhookAllowPrivate}).Send(cmd.Context(), msg)
 				took := out.Took.Round(time.Millisecond)
 				switch out.Result {
 				case webhook.Delivered:

@@ -31,6 +31,11 @@ func TestSubscribersAndDeliveries(t *testing.T) {
 
 	r := webhooktest.New(webhooktest.Behaviour{})
 	t.Cleanup(r.Close)
+	// A loopback receiver is refused unless private addresses are allowed.
+	code, _, errOut := pacer("subscribers", "add", "--url", r.URL, "--events", "daily")
+	require.Equal(t, 2, code, errOut)
+	require.Contains(t, errOut, "not a public address")
+	db = append(db, "--webhook-allow-private")
 	code, out, errOut := pacer("subscribers", "add", "--url", r.URL+"?token=t0ps3cret", "--events", "daily", "--tokens", "stx, stx")
 	require.Equal(t, 0, code, errOut)
 	m := regexp.MustCompile(`subscriber (sub_[a-z2-7]{16}) added \(daily\).*\nsigning secret: (whsec_\S+)\n`).FindStringSubmatch(out)

@@ -109,7 +109,8 @@ func newBrowserStack(t *testing.T) *browserStack {
 		// Longer than the test: every view must share one query.
 		StatusTTL: time.Hour,
 	})
-	srv := httptest.NewServer(h)
+	// The page is on the operator listener (SPEC §7).
+	srv := httptest.NewServer(h.Operator())
 	t.Cleanup(srv.Close)
 	s.url = srv.URL + "/"
 	return s

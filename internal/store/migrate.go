@@ -5,6 +5,7 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -29,10 +30,44 @@ func (s *Store) Migrate(ctx context.Context) error {
 	return s.migrateTo(ctx, -1)
 }
 
+// MigrateLockTimeout is how long one migration statement waits for a lock
+// (lock_timeout) before it gives up and the migration is retried. During a
+// rolling deploy the old version still serves: a DDL waiting for its
+// ACCESS EXCLUSIVE lock behind a long read would otherwise queue every
+// query on the table behind it. Giving up releases the queue; retrying
+// later finds a gap.
+const MigrateLockTimeout = 3 * time.Second
+
+// migrateLockRetryFor bounds the retries: a table that stays locked this
+// long is an operator's problem, reported as the last lock timeout.
+const migrateLockRetryFor = 5 * time.Minute
+
 // migrateTo migrates to version, or to the newest when version is
-// negative. Tests use it to put data in an older schema and watch a
+// negative, retrying while a statement times out waiting for a lock (each
+// migration is its own transaction, so a retry starts from the last one
+// applied). Tests use it to put data in an older schema and watch a
 // migration carry it forward.
 func (s *Store) migrateTo(ctx context.Context, version int32) error {
+	deadline := time.Now().Add(migrateLockRetryFor)
+	backoff := 250 * time.Millisecond
+	for {
+		err := s.migrateOnce(ctx, version)
+		if !isPgCode(err, lockNotAvailable) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("migrate: %w (after: %w)", ctx.Err(), err)
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+// lockNotAvailable is SQLSTATE 55P03, what lock_timeout raises.
+const lockNotAvailable = "55P03"
+
+func (s *Store) migrateOnce(ctx context.Context, version int32) error {
 	// A dedicated connection rather than one from the pool: closing it is what
 	// guarantees the advisory lock is released, however the migration ends, and
 	// the pool's connections are not tied up meanwhile.
@@ -42,6 +77,9 @@ func (s *Store) migrateTo(ctx context.Context, version int32) error {
 		// runaway queries is not meant for it (an operator's URL setting is).
 		delete(cfg.RuntimeParams, statementTimeout)
 	}
+	// Also bounds the wait for tern's advisory lock: a worker that finds
+	// another migrating retries rather than blocks.
+	cfg.RuntimeParams["lock_timeout"] = strconv.FormatInt(s.migrateLockTimeout().Milliseconds(), 10)
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
@@ -73,4 +111,11 @@ func (s *Store) migrateTo(ctx context.Context, version int32) error {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	return nil
+}
+
+func (s *Store) migrateLockTimeout() time.Duration {
+	if s.lockTimeout > 0 {
+		return s.lockTimeout
+	}
+	return MigrateLockTimeout
 }

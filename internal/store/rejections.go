@@ -56,10 +56,14 @@ delete from pending_txs where txid = (select txid from kept)`,
 }
 
 // RecordPending keeps a transaction still in the mempool, so the next visit
-// of its sender looks at it again. Keeping it again changes nothing.
+// of its sender looks at it again. Keeping it again changes nothing, and
+// so does keeping one whose sender is not a registered agent: anyone can
+// name any mempool transaction to the fast path, and only agents' are
+// worth a row (SPEC §5.6).
 func (s *Store) RecordPending(ctx context.Context, txid, sender string) error {
 	_, err := s.pool.Exec(ctx, `
-insert into pending_txs (txid, sender, first_seen_at) values ($1, $2, now())
+insert into pending_txs (txid, sender, first_seen_at)
+select $1, $2, now() where exists (select 1 from agents where stx_address = $2)
 on conflict (txid) do nothing`, txid, sender)
 	if err != nil {
 		return fmt.Errorf("record pending %s: %w", txid, err)

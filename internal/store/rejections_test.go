@@ -64,6 +64,14 @@ func TestPendingTxs(t *testing.T) {
 	s := newStore(t)
 	ctx := t.Context()
 	const agent, other = "SP4DXVEC16FS6QR7RBKGWZYJKTXPC81W49W0ATJE", "SP1M8KHCJXB3SBRQRDBCG3J3859AA1CN0AWDHN17B"
+	register(t, s, agent)
+	register(t, s, other)
+	// Anyone's mempool transaction can be named to the fast path: only
+	// agents' are kept.
+	require.NoError(t, s.RecordPending(ctx, "0x0bad", "SP3STRANGER"))
+	var strangers int
+	require.NoError(t, s.Pool().QueryRow(ctx, `select count(*) from pending_txs where sender = 'SP3STRANGER'`).Scan(&strangers))
+	require.Zero(t, strangers, "a sender that is not an agent gets no row")
 
 	for _, txid := range []string{"0x0a", "0x0b", "0x0c", "0x0d"} {
 		require.NoError(t, s.RecordPending(ctx, txid, agent))

@@ -188,6 +188,13 @@ func computeRollup(ctx context.Context, tx pgx.Tx, spec RollupSpec) (RollupOutco
 	}
 	var out RollupOutcome
 	err := func() error {
+		if p.Kind == rollup.Hour {
+			// Swaps of the hour committing meanwhile either finish first
+			// (this waits for them) or mark the hour (012's trigger).
+			if _, err := tx.Exec(ctx, `select pg_advisory_xact_lock($1, $2)`, rollupHourLockClass, hourNumber(p.Start)); err != nil {
+				return err
+			}
+		}
 		var was bool
 		err := tx.QueryRow(ctx, `
 select complete from rollups
@@ -380,3 +387,11 @@ limit $6`, q.Period, q.From, q.To, q.SubjectKind, q.Subject, q.Limit)
 	}
 	return out, nil
 }
+
+// rollupHourLockClass is the advisory lock class ("pace") of an hour's
+// rollup, shared with migration 012's swaps_mark_dirty trigger.
+const rollupHourLockClass int32 = 1885430629
+
+// hourNumber is an hour's number since the epoch, the lock's object id
+// (it fits an int4 until the year 2214).
+func hourNumber(t time.Time) int32 { return int32(t.Unix() / 3600) }

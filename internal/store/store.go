@@ -24,6 +24,10 @@ type Store struct {
 	// ownStatementTimeout says the pool's statement_timeout is pacer's
 	// default, not the URL's: migrations run without it.
 	ownStatementTimeout bool
+	// lockTimeout overrides MigrateLockTimeout (tests).
+	lockTimeout time.Duration
+	// retentionMaxFor overrides retention row bounds by table (tests).
+	retentionMaxFor map[string]int
 }
 
 // DefaultMaxConns is the pool size unless the URL sets pool_max_conns.
@@ -39,6 +43,10 @@ const DefaultStatementTimeout = 30 * time.Second
 // Open builds a pool for url without connecting: the API must be able to start
 // and report itself unready while Postgres is down. Call Ping to check.
 func Open(ctx context.Context, url string) (*Store, error) {
+	return open(ctx, url, nil)
+}
+
+func open(ctx context.Context, url string, tune func(*pgxpool.Config)) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		// pgx redacts the password in its parse errors.
@@ -68,6 +76,9 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	_, urlTimeout := cfg.ConnConfig.RuntimeParams[statementTimeout]
 	if !urlTimeout {
 		cfg.ConnConfig.RuntimeParams[statementTimeout] = strconv.FormatInt(DefaultStatementTimeout.Milliseconds(), 10)
+	}
+	if tune != nil {
+		tune(cfg)
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pacer-dev/pacer/internal/webhook"
 )
 
 // Subscriber statuses (SPEC §6).
@@ -18,10 +20,13 @@ const (
 // Subscriber is one row of subscribers. Secret is never serialised: it is
 // shown once, by the command that creates it.
 type Subscriber struct {
-	ID     string   `json:"id"`
-	URL    string   `json:"url"`
-	Secret string   `json:"-"`
-	Events []string `json:"events"`
+	ID     string `json:"id"`
+	URL    string `json:"url"`
+	Secret string `json:"-"`
+	// PullToken is the pull credential, set only on the way in
+	// (AddSubscriber stores its hash, never the token) and shown once.
+	PullToken string   `json:"-"`
+	Events    []string `json:"events"`
 	// Tokens and Agents filter what the deliveries carry; nil means all.
 	Tokens         []string   `json:"tokens"`
 	Agents         []string   `json:"agents"`
@@ -36,10 +41,14 @@ type Subscriber struct {
 // AddSubscriber stores a new, active subscriber. CreatedAt is when its
 // deliveries start: only periods that end after it are delivered.
 func (s *Store) AddSubscriber(ctx context.Context, sub Subscriber) error {
+	var pullHash []byte
+	if sub.PullToken != "" {
+		pullHash = webhook.HashPullToken(sub.PullToken)
+	}
 	_, err := s.pool.Exec(ctx, `
-insert into subscribers (id, url, secret, events, tokens, agents, status, created_at)
-values ($1, $2, $3, $4, $5, $6, 'active', $7)`,
-		sub.ID, sub.URL, sub.Secret, sub.Events, sub.Tokens, sub.Agents, sub.CreatedAt)
+insert into subscribers (id, url, secret, events, tokens, agents, status, created_at, pull_token_hash)
+values ($1, $2, $3, $4, $5, $6, 'active', $7, $8)`,
+		sub.ID, sub.URL, sub.Secret, sub.Events, sub.Tokens, sub.Agents, sub.CreatedAt, pullHash)
 	if err != nil {
 		// A Postgres error's text names the constraint, never the row's
 		// values (those are in its Detail), so the secret stays out of it.

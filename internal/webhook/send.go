@@ -14,6 +14,10 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 )
 
+// MaxResponseHeaderBytes bounds a receiver's response headers; a longer
+// answer is a failed attempt. The body is never read.
+const MaxResponseHeaderBytes = 16 << 10
+
 // AttemptTimeout bounds one delivery attempt, connection to last header
 // (SPEC §10.3).
 const AttemptTimeout = 10 * time.Second
@@ -68,8 +72,15 @@ type Sender struct {
 type SenderOptions struct {
 	// Timeout bounds each attempt (AttemptTimeout).
 	Timeout time.Duration
-	// Transport carries the requests (a fresh pooled transport).
+	// Transport carries the requests (a fresh pooled transport that
+	// connects through Dial, never through a proxy: the guard must see the
+	// destination itself).
 	Transport http.RoundTripper
+	// AllowPrivate lets deliveries reach loopback, private and link-local
+	// addresses (PACER_WEBHOOK_ALLOW_PRIVATE=1, for development).
+	AllowPrivate bool
+	// Dial connects the default transport; nil is Guard with AllowPrivate.
+	Dial ConnectFunc
 	// Now stamps webhook-timestamp (time.Now). It is the wall clock on
 	// purpose: receivers compare it with theirs to refuse replays.
 	Now func() time.Time
@@ -87,8 +98,16 @@ func NewSender(o SenderOptions) *Sender {
 	}
 	if o.Transport == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.Proxy = nil
+		t.DialContext = o.Dial
+		if t.DialContext == nil {
+			t.DialContext = Guard(GuardOptions{AllowPrivate: o.AllowPrivate})
+		}
 		t.MaxIdleConnsPerHost = 4
 		t.ResponseHeaderTimeout = o.Timeout
+		// A receiver is anyone on the internet: its headers must not cost
+		// pacer 10 MB (Go's default) per attempt in flight.
+		t.MaxResponseHeaderBytes = MaxResponseHeaderBytes
 		o.Transport = t
 	}
 	return &Sender{
@@ -183,6 +202,8 @@ func classify(ctx context.Context, err error) Outcome {
 	var dnsErr *net.DNSError
 	var opErr *net.OpError
 	switch {
+	case errors.Is(err, ErrForbiddenDestination):
+		return Outcome{Result: Network, Error: "destination refused: not a public address"}
 	case errors.As(err, &dnsErr):
 		return Outcome{Result: Network, Error: "host name does not resolve"}
 	case errors.As(err, &opErr) && opErr.Op == "dial":

@@ -162,7 +162,8 @@ func TestSendOutcomes(t *testing.T) {
 		t.Cleanup(srv.Close)
 		return srv.URL + "/hook?token=s3cr3t"
 	}
-	s := webhook.NewSender(webhook.SenderOptions{Timeout: 300 * time.Millisecond})
+	// The receivers are on loopback.
+	s := webhook.NewSender(webhook.SenderOptions{Timeout: 300 * time.Millisecond, AllowPrivate: true})
 	send := func(url string) webhook.Outcome {
 		return s.Send(t.Context(), webhook.Message{ID: "id-1", URL: url, Secret: secret, Body: []byte(`{}`)})
 	}
@@ -208,6 +209,12 @@ func TestSendOutcomes(t *testing.T) {
 		{name: "redirect is not followed", h: func(w http.ResponseWriter, r *http.Request) {
 			http.Redirect(w, r, "https://elsewhere.example/", http.StatusTemporaryRedirect)
 		}, want: webhook.HTTPError, wantStatus: 307},
+		{name: "headers past the bound", h: func(w http.ResponseWriter, _ *http.Request) {
+			// Go's default would take 10 MB of these; 128 attempts in
+			// flight would hold over a GB.
+			w.Header().Set("X-Pad", strings.Repeat("a", 2*webhook.MaxResponseHeaderBytes))
+			w.WriteHeader(200)
+		}, want: webhook.Network},
 		{name: "timeout", h: func(w http.ResponseWriter, r *http.Request) {
 			// The server notices a hang-up only once the body is read.
 			_, _ = io.ReadAll(r.Body)

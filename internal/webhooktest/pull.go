@@ -12,13 +12,13 @@ import (
 )
 
 // Pull fetches delivery id from the API at base as its subscriber would
-// (GET /api/deliveries/{id} with the subscriber's secret) and reports
+// (GET /api/deliveries/{id} with the subscriber's pull token) and reports
 // whether it came back as that delivery, carrying its period's payload.
-func Pull(t testing.TB, base, id, secret string) bool {
+func Pull(t testing.TB, base, id, pullToken string) bool {
 	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, base+"/api/deliveries/"+id, nil)
 	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+secret)
+	req.Header.Set("Authorization", "Bearer "+pullToken)
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
