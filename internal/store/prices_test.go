@@ -1,9 +1,6 @@
 package store_test
 
 import (
-	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -291,13 +288,8 @@ func TestCheckedAtMigrationStartsFromFetchedAt(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	s := openStore(t, testenv.PostgresURL(t))
-	files, err := filepath.Glob("migrations/*_checked_at.sql")
-	require.NoError(t, err)
-	require.Len(t, files, 1)
-	n, err := strconv.Atoi(strings.SplitN(filepath.Base(files[0]), "_", 2)[0])
-	require.NoError(t, err)
-	require.NoError(t, s.MigrateTo(ctx, int32(n-1)))
-	_, err = s.Pool().Exec(ctx, `insert into token_prices (token_id, price_usd, source, fetched_at) values ('stx', 1.5, 'tenero', $1)`, t0)
+	migrateBefore(t, s, "checked_at")
+	_, err := s.Pool().Exec(ctx, `insert into token_prices (token_id, price_usd, source, fetched_at) values ('stx', 1.5, 'tenero', $1)`, t0)
 	require.NoError(t, err)
 	require.NoError(t, s.Migrate(ctx))
 
