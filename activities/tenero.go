@@ -13,6 +13,7 @@ import (
 	"github.com/pacer-dev/pacer"
 	"github.com/pacer-dev/pacer/internal/pacing"
 	"github.com/pacer-dev/pacer/internal/store"
+	"github.com/pacer-dev/pacer/internal/tenero"
 )
 
 // maxUpstreamStreak stops a run after this many upstream failures in a row:
@@ -100,7 +101,11 @@ func (a *Activities) refreshTenero(ctx context.Context, in pacer.TeneroInput) (r
 			res.Failed++
 			lastFailure = err
 			class := pacer.ClassOf(err)
-			log.Warn("tenero.token_failed", zap.String("token", id), zap.String("class", string(class)), zap.Error(err))
+			fields := []zap.Field{zap.String("token", id), zap.String("class", string(class)), zap.Error(err)}
+			if ray := tenero.RayID(err); ray != "" {
+				fields = append(fields, zap.String("cfRay", ray)) // what Tenero's support asks for
+			}
+			log.Warn("tenero.token_failed", fields...)
 			if class == pacer.ClassNotFound {
 				// Tenero answered: it does not know the token. That is a
 				// check, or a cut run would pick the token first forever.

@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/pacer-dev/pacer"
 	"github.com/pacer-dev/pacer/activities"
@@ -221,4 +222,26 @@ func TestRefreshTeneroKeepsTheMinuteReserve(t *testing.T) {
 	prices, err := f2.st.Prices(context.Background(), catalog.Default().StaticBase()[:2])
 	require.NoError(t, err)
 	require.Len(t, prices, 2)
+}
+
+// A failed token's one log line names the answer's cf-ray.
+func TestRefreshTeneroLogsTheCFRay(t *testing.T) {
+	t.Parallel()
+	upstreamSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("cf-ray", "8f1c2d3e4a5b6c7d-AMS")
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(upstreamSrv.Close)
+	core, logs := observer.New(zap.WarnLevel)
+	acts := activities.New(activities.Options{Store: testenv.Store(t), Logger: zap.New(core),
+		TeneroBaseURL: upstreamSrv.URL, HiroBaseURL: upstreamSrv.URL, Sleep: noSleep})
+	f := &teneroFixture{acts: acts}
+	_, err := f.run(t)
+	require.Error(t, err)
+	failed := logs.FilterMessage("tenero.token_failed").All()
+	require.NotEmpty(t, failed)
+	for _, e := range failed {
+		require.Equal(t, "8f1c2d3e4a5b6c7d-AMS", e.ContextMap()["cfRay"])
+		require.Contains(t, e.ContextMap()["error"], "(cf-ray 8f1c2d3e4a5b6c7d-AMS)")
+	}
 }
