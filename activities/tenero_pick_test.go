@@ -13,27 +13,13 @@ import (
 	"github.com/pacer-dev/pacer/internal/sim"
 	"github.com/pacer-dev/pacer/internal/store"
 	"github.com/pacer-dev/pacer/internal/tenero"
+	"github.com/pacer-dev/pacer/internal/testenv"
 )
 
 // fixedClock is a clock the test sets.
 type fixedClock struct{ at time.Time }
 
 func (c *fixedClock) now() time.Time { return c.at }
-
-// tradeTokens makes ids the agents' traded tokens, ids[0] the most traded:
-// ids[j] is both sides of len(ids)-j successful swaps.
-func tradeTokens(t *testing.T, st *store.Store, ids []string) {
-	t.Helper()
-	for j, id := range ids {
-		_, err := st.Pool().Exec(t.Context(), `
-insert into swaps (txid, sender, contract_id, function_name, token_in, amount_in, token_out, amount_out,
-                   burn_block_time, tx_status, source)
-select format('0x%s-%s', $1::int, g), 'SP000000000000000000002Q6VF78', 'SP000000000000000000002Q6VF78.router', 'swap',
-       $2, 1, $2, 1, 1778700600, 'success', 'sweep'
-from generate_series(1, $3::int) g`, j, id, len(ids)-j)
-		require.NoError(t, err)
-	}
-}
 
 // simTraded is n of the simulator's own tokens that are neither static nor
 // pegs: ones it answers with a price (or a confirmed "no price").
@@ -69,7 +55,7 @@ func TestRefreshTeneroFetchesWhatTheBenchmarkPicks(t *testing.T) {
 	static := cat.StaticBase()
 	require.Len(t, static, picks[0].Static, "the benchmark's static base is the catalog's")
 	traded := simTraded(t, f.sim, len(picks[0].Checked)-len(static))
-	tradeTokens(t, f.st, traded)
+	testenv.TradeTokens(t, f.st, traded)
 	// The benchmark's tokens by index: the static base, then the traded
 	// tokens from most to least traded.
 	tokens := append(append([]string(nil), static...), traded...)
@@ -120,7 +106,7 @@ func TestRefreshTeneroRecordsEveryCheck(t *testing.T) {
 	}
 	require.NotEmpty(t, noPrice, "the simulator has tokens without a price")
 	unknown := "SP3ZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZ.unknown-token::unknown"
-	tradeTokens(t, f.st, []string{noPrice, unknown})
+	testenv.TradeTokens(t, f.st, []string{noPrice, unknown})
 	set := catalog.Default().TokenSet([]string{noPrice, unknown})
 
 	checked := func() map[string]*time.Time {
