@@ -21,6 +21,7 @@ import (
 	"github.com/pacer-dev/pacer/internal/catalog"
 	"github.com/pacer-dev/pacer/internal/pacing"
 	"github.com/pacer-dev/pacer/internal/sim"
+	"github.com/pacer-dev/pacer/internal/store"
 	"github.com/pacer-dev/pacer/internal/tenero"
 	"github.com/pacer-dev/pacer/internal/testenv"
 	"github.com/pacer-dev/pacer/worker"
@@ -112,9 +113,10 @@ func teneroRuns(t *testing.T, s *stack) []teneroRun {
 
 // TestTeneroFetchesWhatPickChoosesOnTheRealStack runs the worker and the
 // workflow against the simulator's Tenero on the Starter plan (10/min,
-// 10,000/month) with 50 traded tokens, and holds every run the budget cut
-// to the benchmark's rule: the tokens the simulator received, in order, are
-// the first of what pacing.PickTokens chooses from the state before the run
+// 10,000/month) with 50 traded tokens, each checked some minutes to hours
+// before, and holds every run (the ones the budget cut above all) to the
+// benchmark's rule: the tokens the simulator received, in order, are the
+// first of what pacing.PickTokens chooses from the state before the run
 // (each token's last check, read back from the price observations), at the
 // instant the run started, for the allowance the workflow gave it.
 func TestTeneroFetchesWhatPickChoosesOnTheRealStack(t *testing.T) {
@@ -138,6 +140,19 @@ func TestTeneroFetchesWhatPickChoosesOnTheRealStack(t *testing.T) {
 	// The benchmark's list: the static base, then the traded tokens, most
 	// traded first.
 	tokens := append(slices.Clone(static), traded...)
+	// Every token was checked before, some minutes to hours ago, as in a
+	// service that has run for a while: from the first cut run on, the
+	// choice is by staleness × weight, not "never checked first".
+	seeded := time.Now().Truncate(time.Second)
+	var obs []store.Observation
+	for i, id := range tokens {
+		at := seeded.Add(-time.Duration(10+(i*7919)%480) * time.Minute)
+		_, err := s.st.UpsertPrice(t.Context(), store.Price{TokenID: id, Source: store.SourceTenero, FetchedAt: at})
+		require.NoError(t, err)
+		obs = append(obs, store.Observation{TokenID: id, ObservedAt: at})
+	}
+	_, err := s.st.InsertObservations(t.Context(), obs)
+	require.NoError(t, err)
 
 	w := worker.New(s.tc, s.sched.TaskQueue, activities.New(activities.Options{
 		Store: s.st, Logger: s.log, TeneroBaseURL: hs.URL, TeneroAPIKey: key,
@@ -145,7 +160,7 @@ func TestTeneroFetchesWhatPickChoosesOnTheRealStack(t *testing.T) {
 	}))
 	require.NoError(t, w.Start())
 	t.Cleanup(w.Stop)
-	_, err := worker.EnsureRunning(t.Context(), s.tc, s.sched)
+	_, err = worker.EnsureRunning(t.Context(), s.tc, s.sched)
 	require.NoError(t, err)
 
 	cut := func() int {
@@ -175,7 +190,7 @@ func TestTeneroFetchesWhatPickChoosesOnTheRealStack(t *testing.T) {
 			checkedAt[id] = append(checkedAt[id], o.ObservedAt)
 		}
 	}
-	compared := 0
+	compared, weighted := 0, 0 // runs cut by the budget; of them, chosen off the list's order
 	for k, r := range runs {
 		var next time.Time
 		if k+1 < len(runs) {
@@ -203,10 +218,20 @@ func TestTeneroFetchesWhatPickChoosesOnTheRealStack(t *testing.T) {
 		}
 		require.LessOrEqual(t, len(got), len(want))
 		require.Equal(t, want[:len(got)], got, "run %d at %s, allowance %d", k, at, r.in.MaxTokens)
+		listOrder := make([]string, 0, len(got))
+		for _, id := range tokens[:len(got)] {
+			listOrder = append(listOrder, tenero.Address(id))
+		}
+		byWeight := !slices.Equal(got, listOrder)
 		if r.in.MaxTokens > 0 && r.in.MaxTokens < len(tokens) && len(got) > 0 {
 			compared++
-			t.Logf("figures: run %d at %s: allowance %d, fetched %d as Pick chose: %v", k, at.Format(time.RFC3339), r.in.MaxTokens, len(got), got)
+			if byWeight {
+				weighted++
+			}
 		}
+		t.Logf("figures: run %d at %s: allowance %d, fetched %d as PickTokens chose (not the list's order: %v): %v",
+			k, at.Format(time.RFC3339), r.in.MaxTokens, len(got), byWeight, got)
 	}
 	require.GreaterOrEqual(t, compared, cutRuns)
+	require.Equal(t, compared, weighted, "every cut run chose by staleness × weight, not the list's order")
 }
