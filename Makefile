@@ -92,6 +92,11 @@ deliver-check: tools postgres ## deliveries on the real stack: 100 subscribers w
 	set -o pipefail; go test -tags deliverstack -count=1 -timeout 30m -run 'TestDeliveriesOnTheRealStack$$' -v ./worker/ \
 	  | grep -E 'figures|^\s+\||Error|SIGKILL|_test\.go:[0-9]+:|^(ok|FAIL|---)'
 
+.PHONY: tenero-check
+tenero-check: tools postgres ## a cut tenero run on the real stack fetches what pacing.PickTokens chooses: worker + workflow + the simulator's Tenero on the Starter plan (~15 min, see BENCHMARKS.md)
+	set -o pipefail; go test -tags tenerostack -count=1 -timeout 40m -run TestTeneroFetchesWhatPickChoosesOnTheRealStack -v ./worker/ \
+	  | grep -E 'figures|Error|_test\.go:[0-9]+:|^(ok|FAIL|---)'
+
 histories: tools ## record today's workflow histories for the replay tests beside the older ones (never rewrites one; needs bin/temporal)
 	go test -tags histories -count=1 -run TestWriteHistories ./workflows/
 

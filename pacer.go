@@ -196,7 +196,9 @@ type TeneroResult struct {
 	Pegged    int `json:"pegged"`
 	NoPrice   int `json:"noPrice"`
 	Skipped   int `json:"skipped"`
-	// NextTailFrom is the TailFrom of the next run.
+	// NextTailFrom is the TailFrom of the next run. Always 0 since a cut
+	// batch is pacing.PickTokens' choice (SPEC §4.8); kept for the
+	// workflow's recorded histories.
 	NextTailFrom int `json:"nextTailFrom,omitempty"`
 	// Wanted is how many requests the whole token set needs (its tokens that
 	// are not pegs), cut or not: what the next run will ask of the budget.
@@ -208,10 +210,9 @@ type TeneroInput struct {
 	// MaxTokens caps how many tokens one run refreshes (0 = the whole set);
 	// the static base comes first, so a cut keeps it.
 	MaxTokens int `json:"maxTokens,omitempty"`
-	// TailFrom rotates a cut batch through the traded tokens: the run takes
-	// the static base first, then the traded tokens from this position on,
-	// wrapping, so every token comes round. The result says where the next
-	// run starts.
+	// TailFrom rotated a cut batch through the traded tokens. Ignored since
+	// a cut batch is pacing.PickTokens' choice from each token's last check
+	// (SPEC §4.8); kept so that recorded histories still decode.
 	TailFrom int `json:"tailFrom,omitempty"`
 	// StopAtMinuteRemaining ends the run normally once Tenero says this many
 	// requests or fewer are left this minute (0 = run until it says 0). A

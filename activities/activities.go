@@ -54,8 +54,9 @@ type Activities struct {
 	DayZone *time.Location
 	// Deliveries configures the deliver task.
 	Deliveries DeliveryConfig
-	// Clock is the time the rollup and deliver tasks work by (time.Now);
-	// tests shift it to just after a period's end.
+	// Clock is the time the rollup, deliver and tenero tasks work by
+	// (time.Now); tests shift it to just after a period's end, or fix the
+	// instant a cut tenero batch is chosen at.
 	Clock func() time.Time
 
 	// plan is the optimal policy's last allocation.

@@ -11,7 +11,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/pacing"
 	"github.com/pacer-dev/pacer/internal/store"
+	"github.com/pacer-dev/pacer/internal/tenero"
 )
 
 // maxUpstreamStreak stops a run after this many upstream failures in a row:
@@ -29,8 +31,11 @@ func (a *Activities) RefreshTenero(ctx context.Context, in pacer.TeneroInput) (p
 }
 
 func (a *Activities) refreshTenero(ctx context.Context, in pacer.TeneroInput) (res pacer.TeneroResult, err error) {
-	started := time.Now()
-	defer func() { a.Metrics.ObserveTenero(time.Since(started), res, err) }()
+	clock := time.Now() // durations, whatever a.Clock says
+	// started is also the instant a cut batch is chosen by: StartedAt
+	// tells anyone checking the choice what "stale" was measured from.
+	started := a.now()
+	defer func() { a.Metrics.ObserveTenero(time.Since(clock), res, err) }()
 	res = pacer.TeneroResult{Run: pacer.Run{StartedAt: started.UTC()}}
 	log := a.Logger.With(zap.String("task", pacer.TaskTenero))
 
@@ -49,7 +54,12 @@ func (a *Activities) refreshTenero(ctx context.Context, in pacer.TeneroInput) (r
 			log.Warn("tenero.tracked_tokens_not_recorded", zap.Error(err))
 		}
 	}
-	tokens := a.batch(set, in, &res)
+	tokens, err := a.batch(ctx, set, in, started, &res)
+	if err != nil {
+		res.ErrorClass, res.Error = pacer.ClassTransport, err.Error()
+		log.Error("tenero.checked_at_unread", zap.Error(err))
+		return res, runError(pacer.ClassTransport, err.Error(), res)
+	}
 	var obs []store.Observation // every price fetched, for the rollups: one insert per run
 	defer func() { a.recordObservations(ctx, obs) }()
 
@@ -67,7 +77,7 @@ func (a *Activities) refreshTenero(ctx context.Context, in pacer.TeneroInput) (r
 			return res, runError(pacer.ClassTimeout, "run cancelled: "+err.Error(), res)
 		}
 		res.TokensAttempted++
-		now := time.Now().UTC()
+		now := a.now().UTC()
 
 		if peg, ok := a.Catalog.Peg(id); ok {
 			one, dec := "1", peg.Decimals
@@ -91,7 +101,20 @@ func (a *Activities) refreshTenero(ctx context.Context, in pacer.TeneroInput) (r
 			res.Failed++
 			lastFailure = err
 			class := pacer.ClassOf(err)
-			log.Warn("tenero.token_failed", zap.String("token", id), zap.String("class", string(class)), zap.Error(err))
+			fields := []zap.Field{zap.String("token", id), zap.String("class", string(class)), zap.Error(err)}
+			if ray := tenero.RayID(err); ray != "" {
+				fields = append(fields, zap.String("cfRay", ray)) // what Tenero's support asks for
+			}
+			log.Warn("tenero.token_failed", fields...)
+			if class == pacer.ClassNotFound {
+				// Tenero answered: it does not know the token. That is a
+				// check, or a cut run would pick the token first forever.
+				if err := a.Store.MarkChecked(ctx, id, now); err != nil {
+					res.ErrorClass, res.Error = pacer.ClassTransport, err.Error()
+					log.Error("tenero.store_failed", zap.String("token", id), zap.Error(err))
+					return res, runError(pacer.ClassTransport, "store check: "+err.Error(), res)
+				}
+			}
 			if class.IsUpstreamFailure() {
 				res.UpstreamFailed++
 			}
@@ -212,37 +235,45 @@ func (a *Activities) store(ctx context.Context, res *pacer.TeneroResult, obs *[]
 	return nil
 }
 
-// batch chooses the tokens of a run. Pegs cost no request and are always
-// kept; MaxTokens counts the tokens that call Tenero. A cut batch takes the
-// static base first (what every page shows), then the traded tokens from
-// TailFrom on, wrapping, so that under a tight budget the tail rotates
-// instead of going stale for good.
-func (a *Activities) batch(set []string, in pacer.TeneroInput, res *pacer.TeneroResult) []string {
-	var pegs, static, tail []string
-	nStatic := len(a.Catalog.StaticBase())
+// batch chooses the tokens of a run (SPEC §4.1, §4.8). Pegs cost no
+// request and are always kept; MaxTokens counts the tokens that call Tenero.
+// A cut batch is pacing.PickTokens' choice at now from each token's last
+// check (token_prices.checked_at), the function the benchmark runs: the
+// static base first, then the traded tokens whose staleness × weight is
+// largest, so that BENCHMARKS.md's staleness figures are this run's.
+func (a *Activities) batch(ctx context.Context, set []string, in pacer.TeneroInput, now time.Time, res *pacer.TeneroResult) ([]string, error) {
+	var pegs, priced []string // priced: the tokens that call Tenero, in set order
+	nStatic, static := 0, len(a.Catalog.StaticBase())
 	for i, id := range set {
-		switch _, peg := a.Catalog.Peg(id); {
-		case peg:
+		if _, peg := a.Catalog.Peg(id); peg {
 			pegs = append(pegs, id)
-		case i < nStatic:
-			static = append(static, id)
-		default:
-			tail = append(tail, id)
+			continue
 		}
+		if i < static {
+			nStatic++
+		}
+		priced = append(priced, id)
 	}
-	res.Wanted = len(static) + len(tail)
+	res.Wanted = len(priced)
 	n := in.MaxTokens
-	if n <= 0 || n >= len(static)+len(tail) {
-		return set
+	if n <= 0 || n >= len(priced) {
+		return set, nil
 	}
-	out := append(static[:min(n, len(static)):min(n, len(static))], pegs...)
-	take := n - min(n, len(static))
-	if len(tail) > 0 && take > 0 {
-		from := in.TailFrom % len(tail)
-		for k := range take {
-			out = append(out, tail[(from+k)%len(tail)])
+	stored, err := a.Store.Prices(ctx, priced)
+	if err != nil {
+		return nil, fmt.Errorf("read when each token was checked: %w", err)
+	}
+	checked := make([]*time.Time, len(priced))
+	for i, id := range priced {
+		checked[i] = stored[id].CheckedAt
+	}
+	out := make([]string, 0, n+len(pegs))
+	for _, i := range pacing.PickTokens(now, checked, nStatic, n) {
+		if i >= nStatic && len(pegs) > 0 {
+			// After the static base, as in the whole set.
+			out, pegs = append(out, pegs...), nil
 		}
-		res.NextTailFrom = (from + take) % len(tail)
+		out = append(out, priced[i])
 	}
-	return out
+	return append(out, pegs...), nil
 }

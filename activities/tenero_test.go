@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"math"
+	"net/http"
 	"net/http/httptest"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +16,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/pacer-dev/pacer"
 	"github.com/pacer-dev/pacer/activities"
@@ -31,23 +35,48 @@ type teneroFixture struct {
 	sim     *sim.Server
 	acts    *activities.Activities
 	metrics *metrics.Metrics
+
+	mu sync.Mutex
+	// fetched is the path of every Tenero token request, in the order the
+	// simulator received them.
+	fetched []string
 }
 
-func newTeneroFixture(t *testing.T, cfg sim.Config) *teneroFixture {
+func newTeneroFixture(t *testing.T, cfg sim.Config, opts ...func(*activities.Options)) *teneroFixture {
 	t.Helper()
 	ctx := context.Background()
 	st, err := store.Open(ctx, testenv.PostgresURL(t))
 	require.NoError(t, err)
 	t.Cleanup(st.Close)
 	require.NoError(t, st.Migrate(ctx))
-	s := sim.New(cfg)
-	hs := httptest.NewServer(s)
+	f := &teneroFixture{st: st, sim: sim.New(cfg), metrics: metrics.New()}
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if addr, ok := strings.CutPrefix(r.URL.Path, "/v1/stacks/tokens/"); ok {
+			f.mu.Lock()
+			f.fetched = append(f.fetched, addr)
+			f.mu.Unlock()
+		}
+		f.sim.ServeHTTP(w, r)
+	}))
 	t.Cleanup(hs.Close)
-	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
-	m := metrics.New()
-	return &teneroFixture{st: st, sim: s, metrics: m, acts: activities.New(activities.Options{
-		Store: st, Logger: log, Metrics: m, TeneroBaseURL: hs.URL, HiroBaseURL: hs.URL, Sleep: noSleep,
-	})}
+	o := activities.Options{
+		Store: st, Logger: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)), Metrics: f.metrics,
+		TeneroBaseURL: hs.URL, HiroBaseURL: hs.URL, Sleep: noSleep,
+	}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	f.acts = activities.New(o)
+	return f
+}
+
+// takeFetched returns the addresses fetched since the last call.
+func (f *teneroFixture) takeFetched() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := f.fetched
+	f.fetched = nil
+	return out
 }
 
 // run executes RefreshTenero the way a worker does.
@@ -195,29 +224,24 @@ func TestRefreshTeneroKeepsTheMinuteReserve(t *testing.T) {
 	require.Len(t, prices, 2)
 }
 
-// A cut batch keeps the static base and rotates through the traded tail.
-func TestRefreshTeneroRotatesTheTail(t *testing.T) {
+// A failed token's one log line names the answer's cf-ray.
+func TestRefreshTeneroLogsTheCFRay(t *testing.T) {
 	t.Parallel()
-	f := newTeneroFixture(t, sim.Config{Seed: 3})
-	cat := catalog.Default()
-	static := cat.StaticBase()
-	traded := []string{"SP1AY6K3PQV5MRT6R4S671NWW2FRVPKM0BR162CT6.leo-token::leo",
-		"SP3NE50GEXFG9SZGTT51P40X2CKYSZ5CC4ZTZ7A2G.welshcorgicoin-token::welshcorgicoin",
-		"SP2C2YFP12AJZB4MABJBAJ55XECVS7E4PMMZ89YZR.arkadiko-token::diko"}
-	set := append(cat.TokenSet(nil), traded...)
-	var res pacer.TeneroResult
-	// Two requests a run beyond the three static tokens: the tail rotates.
-	in := pacer.TeneroInput{MaxTokens: len(static) + 2}
-	got := activities.BatchForTest(f.acts, set, in, &res)
-	require.Equal(t, static, got[:len(static)], "the static base first")
-	require.Equal(t, traded[:2], got[len(got)-2:])
-	require.Equal(t, 2, res.NextTailFrom)
-	in.TailFrom = res.NextTailFrom
-	got = activities.BatchForTest(f.acts, set, in, &res)
-	require.Equal(t, []string{traded[2], traded[0]}, got[len(got)-2:], "wrapping round")
-	require.Equal(t, 1, res.NextTailFrom)
-	// Pegs cost nothing and are always kept.
-	for _, id := range cat.TokenSet(nil)[len(static):] {
-		require.Contains(t, got, id)
+	upstreamSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("cf-ray", "8f1c2d3e4a5b6c7d-AMS")
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(upstreamSrv.Close)
+	core, logs := observer.New(zap.WarnLevel)
+	acts := activities.New(activities.Options{Store: testenv.Store(t), Logger: zap.New(core),
+		TeneroBaseURL: upstreamSrv.URL, HiroBaseURL: upstreamSrv.URL, Sleep: noSleep})
+	f := &teneroFixture{acts: acts}
+	_, err := f.run(t)
+	require.Error(t, err)
+	failed := logs.FilterMessage("tenero.token_failed").All()
+	require.NotEmpty(t, failed)
+	for _, e := range failed {
+		require.Equal(t, "8f1c2d3e4a5b6c7d-AMS", e.ContextMap()["cfRay"])
+		require.Contains(t, e.ContextMap()["error"], "(cf-ray 8f1c2d3e4a5b6c7d-AMS)")
 	}
 }

@@ -280,10 +280,21 @@ type StatusError struct {
 	// Detail explains the status and quotes the start of the body.
 	Detail string
 	Quota  Quota
+	// RayID and RequestID are the response's cf-ray and x-request-id when
+	// it had them: what Hiro's support traces a failed request by. Hiro
+	// documents neither; api.hiro.so is behind Cloudflare.
+	RayID, RequestID string
 }
 
 func (e *StatusError) Error() string {
-	return fmt.Sprintf("status %d: %s", e.StatusCode, e.Detail)
+	msg := fmt.Sprintf("status %d: %s", e.StatusCode, e.Detail)
+	if e.RayID != "" {
+		msg += " (cf-ray " + e.RayID + ")"
+	}
+	if e.RequestID != "" {
+		msg += " (x-request-id " + e.RequestID + ")"
+	}
+	return msg
 }
 
 // result is what get returns: the 2xx body, the quota of the last
@@ -424,7 +435,9 @@ func (c *Client) statusError(res response, quota Quota, what string) *StatusErro
 		}
 		detail += ": " + snippet
 	}
-	return &StatusError{StatusCode: res.status, Detail: c.redactString(detail), Quota: quota}
+	return &StatusError{StatusCode: res.status, Detail: c.redactString(detail), Quota: quota,
+		RayID:     c.redactString(upstream.TraceID(res.header, upstream.HeaderCFRay)),
+		RequestID: c.redactString(upstream.TraceID(res.header, upstream.HeaderRequestID))}
 }
 
 // attempt sends one request under its own timeout and reads the body.

@@ -854,3 +854,28 @@ func TestRedirectIsNotFollowed(t *testing.T) {
 	require.False(t, leaked.Load())
 	require.NotContains(t, err.Error(), "secret-key")
 }
+
+// A failure names the response's cf-ray and x-request-id, what Hiro's
+// support traces a request by; one without them says nothing of them.
+func TestStatusErrorCarriesTraceIDs(t *testing.T) {
+	t.Parallel()
+	srv, _ := newFakeHiro(t,
+		canned{status: http.StatusServiceUnavailable, body: "upstream connect error",
+			header: map[string]string{"cf-ray": "8f1c2d3e4a5b6c7d-AMS", "x-request-id": "0b9d7c1e-52f4-4c53-9d61-7f0e2a1b3c4d"}},
+	)
+	c := newTestClient(t, Config{BaseURL: srv.URL})
+	_, err := c.Tx(t.Context(), "0x01")
+	var se *StatusError
+	require.ErrorAs(t, err, &se)
+	require.Equal(t, "8f1c2d3e4a5b6c7d-AMS", se.RayID)
+	require.Equal(t, "0b9d7c1e-52f4-4c53-9d61-7f0e2a1b3c4d", se.RequestID)
+	require.Contains(t, err.Error(), "cf-ray 8f1c2d3e4a5b6c7d-AMS")
+	require.Contains(t, err.Error(), "x-request-id 0b9d7c1e-52f4-4c53-9d61-7f0e2a1b3c4d")
+
+	bare, _ := newFakeHiro(t, canned{status: http.StatusNotFound, body: `{"error":"not found"}`})
+	_, err = newTestClient(t, Config{BaseURL: bare.URL}).Tx(t.Context(), "0x01")
+	require.ErrorAs(t, err, &se)
+	require.Empty(t, se.RayID)
+	require.NotContains(t, err.Error(), "cf-ray")
+	require.NotContains(t, err.Error(), "x-request-id")
+}

@@ -104,3 +104,26 @@ func weightedAge(now time.Time, it Item) int64 {
 	}
 	return age * w
 }
+
+// PickTokens is the tenero run's choice (SPEC §4.1, §4.8), the one function
+// the activity and the benchmark both call. checked holds each token's last
+// check (nil: never), the first static of them the static base, the rest the
+// traded tokens from most to least traded, weighted by RankWeights. A run
+// with an allowance of n refreshes the static base first and always (what
+// every page shows; Pick among it only when n cannot hold it all), then
+// spends what is left on the traded tokens Pick chooses by staleness ×
+// weight. It returns indexes into checked in list order: the order of the
+// run's requests, so that a rate-limit cut takes the tail.
+func PickTokens(now time.Time, checked []*time.Time, static, n int) []int {
+	static = min(max(static, 0), len(checked))
+	weights := RankWeights(static, len(checked)-static)
+	items := make([]Item, len(checked))
+	for i, at := range checked {
+		items[i] = Item{Weight: weights[i], RefreshedAt: at}
+	}
+	picked := Pick(now, items[:static], min(n, static))
+	for _, i := range Pick(now, items[static:], n-len(picked)) {
+		picked = append(picked, static+i)
+	}
+	return picked
+}

@@ -59,12 +59,7 @@ func TestMigrationTakesOverFromTheRoundRobinCursor(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	s := openStore(t, testenv.PostgresURL(t))
-	files, err := filepath.Glob("migrations/*_agent_ingest.sql")
-	require.NoError(t, err)
-	require.Len(t, files, 1)
-	n, err := strconv.Atoi(strings.SplitN(filepath.Base(files[0]), "_", 2)[0])
-	require.NoError(t, err)
-	require.NoError(t, s.MigrateTo(ctx, int32(n-1)))
+	migrateBefore(t, s, "agent_ingest")
 
 	now := time.Now()
 	for _, stx := range []string{"SPHOT", "SPWARM", "SPCOLD", "SPNONE"} {
@@ -263,4 +258,16 @@ func TestIngestSummaryAndRates(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, hot, 2)
 	require.Equal(t, "SPA", hot[0].Address, "the earliest due first")
+}
+
+// migrateBefore migrates s to the version before the migration named name
+// (migrations/NNN_name.sql), whatever number it has.
+func migrateBefore(t *testing.T, s *store.Store, name string) {
+	t.Helper()
+	files, err := filepath.Glob("migrations/*_" + name + ".sql")
+	require.NoError(t, err)
+	require.Len(t, files, 1)
+	n, err := strconv.Atoi(strings.SplitN(filepath.Base(files[0]), "_", 2)[0])
+	require.NoError(t, err)
+	require.NoError(t, s.MigrateTo(t.Context(), int32(n-1)))
 }

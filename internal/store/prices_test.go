@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pacer-dev/pacer/internal/store"
+	"github.com/pacer-dev/pacer/internal/testenv"
 )
 
 // t0 has no sub-microsecond part, so it survives a round trip through
@@ -137,6 +138,14 @@ func TestUpsertPrice(t *testing.T) {
 			require.Contains(t, got, id)
 			require.Equal(t, tt.wantUSD, got[id].PriceUSD)
 			require.True(t, tt.wantFetched.Equal(got[id].FetchedAt), "fetched_at %s, want %s", got[id].FetchedAt, tt.wantFetched)
+			// Every answer is a check, written or not (SPEC §4.8); an
+			// older one never moves it back.
+			wantChecked := give.FetchedAt
+			if tt.giveStored != nil && tt.giveStored.FetchedAt.After(wantChecked) {
+				wantChecked = tt.giveStored.FetchedAt
+			}
+			require.NotNil(t, got[id].CheckedAt)
+			require.True(t, wantChecked.Equal(*got[id].CheckedAt), "checked_at %s, want %s", *got[id].CheckedAt, wantChecked)
 		})
 	}
 }
@@ -166,6 +175,9 @@ func TestUpsertPriceRoundTrip(t *testing.T) {
 	require.False(t, p.UpdatedAt.IsZero())
 	p.UpdatedAt = time.Time{}
 	p.FetchedAt = p.FetchedAt.UTC()
+	require.NotNil(t, p.CheckedAt)
+	require.True(t, t0.Equal(*p.CheckedAt))
+	p.CheckedAt = nil
 	require.Equal(t, give, p)
 }
 
@@ -240,4 +252,49 @@ func TestPrices(t *testing.T) {
 		"SP2C2YFP12AJZB4MABJBAJ55XECVS7E4PMMZ89YZR.usda-token",
 		"stx",
 	}, ids)
+}
+
+// A 404 is Tenero's answer too: it moves checked_at and nothing else, and a
+// token never priced gets the row of a confirmed "no price".
+func TestMarkChecked(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := t.Context()
+	priced := store.Price{TokenID: "SP0000000000000000000000000000000000000A.priced", PriceUSD: ptr("2"), Decimals: ptr(6),
+		Source: store.SourceTenero, FetchedAt: t0}
+	_, err := s.UpsertPrice(ctx, priced)
+	require.NoError(t, err)
+	unknown := "SP0000000000000000000000000000000000000B.unknown"
+
+	at := t0.Add(time.Hour)
+	require.NoError(t, s.MarkChecked(ctx, priced.TokenID, at))
+	require.NoError(t, s.MarkChecked(ctx, unknown, at))
+	require.NoError(t, s.MarkChecked(ctx, unknown, t0), "an older check is ignored")
+
+	got, err := s.Prices(ctx, []string{priced.TokenID, unknown})
+	require.NoError(t, err)
+	p := got[priced.TokenID]
+	require.Equal(t, ptr("2"), p.PriceUSD, "the price stays")
+	require.True(t, t0.Equal(p.FetchedAt))
+	require.True(t, at.Equal(*p.CheckedAt))
+	u := got[unknown]
+	require.Nil(t, u.PriceUSD)
+	require.Equal(t, store.SourceTenero, u.Source)
+	require.True(t, at.Equal(*u.CheckedAt))
+}
+
+// Rows written before checked_at existed start from their fetched_at.
+func TestCheckedAtMigrationStartsFromFetchedAt(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s := openStore(t, testenv.PostgresURL(t))
+	migrateBefore(t, s, "checked_at")
+	_, err := s.Pool().Exec(ctx, `insert into token_prices (token_id, price_usd, source, fetched_at) values ('stx', 1.5, 'tenero', $1)`, t0)
+	require.NoError(t, err)
+	require.NoError(t, s.Migrate(ctx))
+
+	got, err := s.Prices(ctx, []string{"stx"})
+	require.NoError(t, err)
+	require.NotNil(t, got["stx"].CheckedAt)
+	require.True(t, t0.Equal(*got["stx"].CheckedAt))
 }

@@ -265,6 +265,7 @@ order by table_name, ordinal_position`)
 		{"token_prices", "minute_remaining", "bigint", true, ""},
 		{"token_prices", "month_remaining", "bigint", true, ""},
 		{"token_prices", "updated_at", tz, false, "now()"},
+		{"token_prices", "checked_at", tz, true, ""},
 		{"upstream_budget", "upstream", "text", false, ""},
 		{"upstream_budget", "window_start", tz, false, ""},
 		{"upstream_budget", "used", "integer", false, ""},

@@ -23,6 +23,8 @@
 //     the real recovery path: a 429 twice (Retry-After capped at 30 s, else
 //     1.5 s then 3 s), 5xx, timeouts and network errors twice (0.5 s, 1 s),
 //     and nothing at all once a response says a quota is spent;
+//   - a failure Tenero answered with a cf-ray header carries it (RayError,
+//     RayID), and its text ends with it;
 //   - the rate-limit headers of the last response come back in Price.Quota,
 //     on errors too, so the caller can pace itself;
 //   - the API key is sent as x-api-key and never appears in an error or a log.
@@ -141,6 +143,9 @@ func (c *Client) Price(ctx context.Context, tokenID string) (Price, error) {
 		if out.responded {
 			p.Quota = out.quota
 		}
+		if out.err != nil && out.rayID != "" {
+			out.err = &RayError{RayID: out.rayID, Err: out.err}
+		}
 		if out.err == nil {
 			p.PriceUSD, p.Decimals = out.token.priceUSD, out.token.decimals
 			return p, nil
@@ -174,15 +179,39 @@ const (
 	retryFailure
 )
 
+// RayError is the cause inside a *pacer.Error for a failure Tenero
+// answered with a cf-ray header: the id its support traces the request by
+// (Tenero is behind Cloudflare). Its text ends with the id, so the one log
+// line that reports the failure carries it.
+type RayError struct {
+	RayID string
+	Err   error
+}
+
+func (e *RayError) Error() string { return e.Err.Error() + " (cf-ray " + e.RayID + ")" }
+
+func (e *RayError) Unwrap() error { return e.Err }
+
+// RayID returns the cf-ray of the answer that err reports, or "" when the
+// answer had none or no answer came.
+func RayID(err error) string {
+	if re, ok := errors.AsType[*RayError](err); ok {
+		return re.RayID
+	}
+	return ""
+}
+
 // outcome is what one attempt produced.
 type outcome struct {
 	token     decodedToken
 	responded bool
-	status    int
-	quota     Quota
-	class     pacer.ErrorClass
-	retry     retryKind
-	err       error
+	// rayID is the answer's cf-ray header, when it had a plausible one.
+	rayID  string
+	status int
+	quota  Quota
+	class  pacer.ErrorClass
+	retry  retryKind
+	err    error
 }
 
 // nextDelay decides whether a failed attempt is worth another and how long
@@ -235,7 +264,11 @@ func (c *Client) attempt(ctx context.Context, target string) outcome {
 	}
 	defer resp.Body.Close()
 
-	out := outcome{responded: true, status: resp.StatusCode, quota: ParseQuota(resp.Header)}
+	out := outcome{responded: true, status: resp.StatusCode, quota: ParseQuota(resp.Header),
+		rayID: upstream.TraceID(resp.Header, upstream.HeaderCFRay)}
+	if c.conn.APIKey != "" && strings.Contains(out.rayID, c.conn.APIKey) {
+		out.rayID = "" // an upstream echoing the key into a header must not get it into a log
+	}
 	ok := resp.StatusCode >= 200 && resp.StatusCode <= 299
 	limit := int64(maxErrorBody)
 	if ok {

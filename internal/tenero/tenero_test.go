@@ -523,3 +523,43 @@ func TestPriceCallerDeadline(t *testing.T) {
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.Empty(t, s.got(), "no retry once the caller's time is up")
 }
+
+// A failure Tenero answered carries the answer's cf-ray, in the error and
+// its text, whatever the failure; one without the header, or with the key
+// echoed into it, says nothing of it.
+func TestPriceFailureCarriesCFRay(t *testing.T) {
+	t.Parallel()
+	const ray, key = "8f1c2d3e4a5b6c7d-AMS", "tenero-secret-key-789"
+	withRay := func(rep reply) reply {
+		rep.headers = map[string]string{"cf-ray": ray}
+		return rep
+	}
+	for _, rep := range []reply{
+		withRay(reply{status: 503, body: `{"statusCode":503,"message":"Service Unavailable"}`}),
+		withRay(reply{status: 401, body: `{"statusCode":401,"message":"Invalid API key"}`}),
+		withRay(reply{status: 404, body: `{"statusCode":404,"message":"Token not found"}`}),
+		withRay(ok(`{"statusCode":500,"message":"wrapped"}`)),
+		withRay(ok(`not json`)),
+	} {
+		t.Run(rep.body, func(t *testing.T) {
+			t.Parallel()
+			c, _ := newClient(t, &fakeTenero{replies: []reply{rep}}, "")
+			_, err := c.Price(t.Context(), "stx")
+			require.Error(t, err)
+			require.Equal(t, ray, RayID(err))
+			require.Contains(t, err.Error(), "(cf-ray "+ray+")")
+			_, isPacer := errors.AsType[*pacer.Error](err)
+			require.True(t, isPacer, "still a *pacer.Error with its class")
+		})
+	}
+
+	c, _ := newClient(t, &fakeTenero{replies: []reply{{status: 503, body: `{}`}}}, "")
+	_, err := c.Price(t.Context(), "stx")
+	require.Empty(t, RayID(err))
+	require.NotContains(t, err.Error(), "cf-ray")
+
+	c, _ = newClient(t, &fakeTenero{replies: []reply{{status: 503, body: `{}`, headers: map[string]string{"cf-ray": key}}}}, key)
+	_, err = c.Price(t.Context(), "stx")
+	require.Empty(t, RayID(err), "a key echoed into the header stays out")
+	require.NotContains(t, err.Error(), key)
+}

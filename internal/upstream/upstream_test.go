@@ -3,6 +3,7 @@ package upstream
 import (
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -32,4 +33,16 @@ func TestNoRedirectsKeepsTheKeyHome(t *testing.T) {
 	require.False(t, leaked)
 	require.Nil(t, given.CheckRedirect, "the client passed in is left as it was")
 	require.NotNil(t, NoRedirects(nil))
+}
+
+func TestTraceID(t *testing.T) {
+	t.Parallel()
+	h := http.Header{}
+	h.Set(HeaderCFRay, "8f1c2d3e4a5b6c7d-AMS")
+	h.Set(HeaderRequestID, "a1b2\nlevel=error forged")
+	require.Equal(t, "8f1c2d3e4a5b6c7d-AMS", TraceID(h, HeaderCFRay))
+	require.Empty(t, TraceID(h, HeaderRequestID), "a line break is not an id")
+	require.Empty(t, TraceID(http.Header{}, HeaderCFRay))
+	h.Set(HeaderRequestID, strings.Repeat("a", 65))
+	require.Empty(t, TraceID(h, HeaderRequestID), "too long")
 }

@@ -108,3 +108,21 @@ func TestPercentile(t *testing.T) {
 	require.Equal(t, 2*time.Minute, percentile(hist, 0.99))
 	require.Equal(t, 3*time.Minute, percentile(hist, 1))
 }
+
+// StarterPicks hands out the runs' real choices: cut runs, from states
+// where tokens were checked at different times.
+func TestStarterPicks(t *testing.T) {
+	t.Parallel()
+	picks := StarterPicks(12 * time.Hour)
+	require.NotEmpty(t, picks)
+	cut := 0
+	for _, p := range picks {
+		require.Len(t, p.Checked, 53)
+		require.Len(t, p.Picked, min(p.N, 53))
+		if p.N < 53 {
+			cut++
+		}
+	}
+	require.Greater(t, cut, len(picks)/2, "on the Starter plan most runs are cut")
+	t.Logf("%d runs in 12 h, %d cut; run 10: n %d, picked %v", len(picks), cut, picks[10].N, picks[10].Picked)
+}

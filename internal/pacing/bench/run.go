@@ -35,9 +35,10 @@ type taskSim struct {
 	done       int
 	finishedAt *time.Time
 	cursor     int
-	// Prices: every token's refresh times, and the weights Pick sees.
+	// Prices: every token's refresh times.
 	refreshedAt [][]time.Time
-	weights     []int
+	// onPick, when set, hears every choice byPriority makes (StarterPicks).
+	onPick func(at time.Time, checked []*time.Time, n int, picked []int)
 }
 
 func newTaskSim(t Task, start time.Time, horizon time.Duration) *taskSim {
@@ -48,7 +49,6 @@ func newTaskSim(t Task, start time.Time, horizon time.Duration) *taskSim {
 	}
 	if t.Work.Kind == Prices {
 		s.refreshedAt = make([][]time.Time, t.Work.Items)
-		s.weights = pacing.RankWeights(t.Work.Static, t.Work.Items-t.Work.Static)
 	}
 	return s
 }
@@ -101,11 +101,17 @@ func (s *taskSim) items(at time.Time, p plan) []int {
 		}
 		return out
 	case byPriority:
-		items := make([]pacing.Item, w.Items)
-		for i := range items {
-			items[i] = pacing.Item{Weight: s.weights[i], RefreshedAt: s.lastRefresh(i)}
+		// The activity's own choice: the static base, then the tail by
+		// staleness × weight from each token's last successful check.
+		checked := make([]*time.Time, w.Items)
+		for i := range checked {
+			checked[i] = s.lastRefresh(i)
 		}
-		return pacing.Pick(at, items, n)
+		picked := pacing.PickTokens(at, checked, w.Static, n)
+		if s.onPick != nil {
+			s.onPick(at, checked, n, picked)
+		}
+		return picked
 	}
 	out := make([]int, n)
 	for i := range out {

@@ -33,7 +33,8 @@ const (
 	inOrder order = iota
 	// roundRobin goes on where the last run stopped.
 	roundRobin
-	// byPriority asks pacing.Pick: stalest by weight, static first.
+	// byPriority asks pacing.PickTokens, as the tenero activity does: the
+	// static base, then the stalest traded tokens by weight.
 	byPriority
 )
 
