@@ -14,6 +14,8 @@ import (
 type Delays struct {
 	N         int
 	Mean, P99 time.Duration
+	// Max is the worst.
+	Max time.Duration
 }
 
 // Result is one strategy's figures in one world on one budget.
@@ -112,7 +114,7 @@ func delays(ds []time.Duration) Delays {
 		sum += d.Seconds()
 	}
 	p := ds[min(len(ds)-1, int(float64(len(ds))*0.99))]
-	return Delays{N: len(ds), Mean: time.Duration(sum / float64(len(ds)) * float64(time.Second)), P99: p}
+	return Delays{N: len(ds), Mean: time.Duration(sum / float64(len(ds)) * float64(time.Second)), P99: p, Max: ds[len(ds)-1]}
 }
 
 // Comparison is optimal against tiers in one world on one budget.
