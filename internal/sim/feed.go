@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"regexp"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 )
@@ -85,9 +86,39 @@ func (m merged) page(offset, limit int) []*worldTx {
 	for ; offset < len(m.top) && len(out) < limit; offset++ {
 		out = append(out, m.top[offset])
 	}
-	k := offset - len(m.top)
-	if len(out) == limit || k >= len(m.agents)+m.s.total {
-		return out
+	for _, it := range m.items(offset-len(m.top), limit-len(out)) {
+		out = append(out, m.tx(it))
+	}
+	return out
+}
+
+// item is an entry of the mined part: an agent's transaction, or the
+// stranger's call of rank r.
+type item struct {
+	agent *worldTx
+	r     int
+}
+
+func (m merged) mined() int { return len(m.agents) + m.s.total }
+
+func (m merged) tx(it item) *worldTx {
+	if it.agent != nil {
+		return it.agent
+	}
+	return m.s.tx(it.r)
+}
+
+func (m merged) position(it item) position {
+	if it.agent != nil {
+		return it.agent.position(m.at)
+	}
+	return m.s.position(it.r)
+}
+
+// items returns the mined part's entries at [k, k+limit).
+func (m merged) items(k, limit int) []item {
+	if k < 0 || limit <= 0 || k >= m.mined() {
+		return nil
 	}
 	// a is how many agents' entries rank above k: found by bisection, as
 	// the strangers' list is only indexed, never materialised.
@@ -101,16 +132,22 @@ func (m merged) page(offset, limit int) []*worldTx {
 		}
 	}
 	a, r := lo, k-lo
+	var out []item
 	for len(out) < limit && (a < len(m.agents) || r < m.s.total) {
 		if r == m.s.total || a < len(m.agents) && m.agents[a].position(m.at).compare(m.s.position(r)) > 0 {
-			out = append(out, m.agents[a])
+			out = append(out, item{agent: m.agents[a]})
 			a++
 			continue
 		}
-		out = append(out, m.s.tx(r))
+		out = append(out, item{r: r})
 		r++
 	}
 	return out
+}
+
+// rankAt is the rank in the mined part of the first entry at or below p.
+func (m merged) rankAt(p position) int {
+	return sort.Search(m.mined(), func(k int) bool { return m.position(m.items(k, 1)[0]).compare(p) <= 0 })
 }
 
 // chainList is the feed (contract "") or a contract's own list at at,
