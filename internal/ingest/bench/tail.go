@@ -1,7 +1,7 @@
 package bench
 
 import (
-	"math"
+	"sort"
 	"time"
 
 	"github.com/pacer-dev/pacer/internal/budget"
@@ -145,6 +145,9 @@ func SimulateTail(c *Chain, b Budget, eng Engine, from, to time.Time) ChainResul
 // take asks pacer's budget for one request for reader and sends it; false
 // when the budget would make it wait longer than maxWait, or Hiro refused.
 func (x *tailSim) take(now *time.Time, reader string) bool {
+	if !now.Before(x.c.W.End) {
+		return false // the horizon is over: its month's figures stay its own
+	}
 	for {
 		d := x.st.Take(x.bcfg, budget.LaneSweep, 1, *now)
 		if d.OK {
@@ -224,27 +227,35 @@ func (x *tailSim) fetch(now *time.Time, swaps [][2]int) bool {
 }
 
 // reconcile reads every allowlisted contract's list from the
-// reconciler's cursor to the head: a page of 50 (at least one) per
-// contract, and the details of any swap the tail has not handed out. A
-// budget stop leaves the cursor where it was.
+// reconciler's cursor to the head, a page of 50 of every contract at a
+// time (at least one each, to learn there is nothing new), and fetches
+// the details of any swap the tail has not handed out. It moves its
+// cursor a round of pages at a time, oldest first: the engine walks each
+// list newest first and resumes where a budget stop left it, which costs
+// the same requests.
 func (x *tailSim) reconcile(now *time.Time) {
 	head := x.c.Visible(*now)
 	k := reconcileContracts()
-	n := x.c.AllowedIn(x.recAt, head)
-	pages := k * max(1, int(math.Ceil(float64(n)/float64(k)/float64(hiro.MaxLimit))))
-	for range pages {
-		if !x.take(now, ReaderReconciler) {
+	for first := true; first || x.recAt < head; first = false {
+		end := x.recAt + sort.Search(head-x.recAt, func(n int) bool {
+			return x.c.AllowedIn(x.recAt, x.recAt+n+1) >= k*hiro.MaxLimit
+		}) + 1
+		end = min(end, head)
+		for range k {
+			if !x.take(now, ReaderReconciler) {
+				return
+			}
+		}
+		var missing [][2]int
+		for _, ref := range x.c.AgentsIn(x.recAt, end) {
+			if x.c.W.Agents[ref.agent].Txs[ref.tx].Swap && x.found[ref.agent][ref.tx].IsZero() {
+				missing = append(missing, [2]int{int(ref.agent), int(ref.tx)})
+			}
+		}
+		if !x.fetch(now, missing) {
 			return
 		}
-	}
-	var missing [][2]int
-	for _, ref := range x.c.AgentsIn(x.recAt, head) {
-		if x.c.W.Agents[ref.agent].Txs[ref.tx].Swap && x.found[ref.agent][ref.tx].IsZero() {
-			missing = append(missing, [2]int{int(ref.agent), int(ref.tx)})
-		}
-	}
-	if x.fetch(now, missing) {
-		x.recAt = head
+		x.recAt = end
 	}
 }
 
