@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"io"
+	"math"
 	"time"
 )
 
@@ -105,5 +106,56 @@ func (r ChainReport) Write(w io.Writer, budgets []Budget) {
 		}
 		fmt.Fprintln(w)
 	}
+	writeGoals(w, r.Goals())
 	fmt.Fprintf(w, "(%d simulations in %s.)\n", len(r.Results), r.Took.Round(time.Second))
+}
+
+// Goals checks the report against issue 18's goals for the tail.
+func (r ChainReport) Goals() []Goal {
+	tails := func(keep func(ChainResult) bool) []ChainResult {
+		var out []ChainResult
+		for _, x := range r.Results {
+			if x.Requests["visits"] == 0 && keep(x) {
+				out = append(out, x)
+			}
+		}
+		return out
+	}
+	var out []Goal
+
+	// Cost independent of agents: per budget and volume, the tail
+	// reader's (and with the reconciler's) requests across sizes.
+	worst, worstWith := 0.0, 0.0
+	groups := map[string][]ChainResult{}
+	for _, x := range tails(func(ChainResult) bool { return true }) {
+		key := fmt.Sprintf("%s/%d", x.Budget, x.Volume)
+		groups[key] = append(groups[key], x)
+	}
+	for _, g := range groups {
+		lo, hi, loW, hiW := math.Inf(1), 0.0, math.Inf(1), 0.0
+		for _, x := range g {
+			t, tr := x.PerDay(ReaderTail), x.PerDay(ReaderTail)+x.PerDay(ReaderReconciler)
+			lo, hi, loW, hiW = math.Min(lo, t), math.Max(hi, t), math.Min(loW, tr), math.Max(hiW, tr)
+		}
+		if len(g) > 1 && lo > 0 {
+			worst, worstWith = math.Max(worst, hi/lo-1), math.Max(worstWith, hiW/loW-1)
+		}
+	}
+	out = append(out, Goal{Name: "cost independent of agents: the tail's requests a day differ by ≤ 10% across sizes",
+		OK: worst <= 0.10, Detail: fmt.Sprintf("largest spread %.1f%% for the tail reader, %.1f%% with the reconciler (whose lists carry the agents' own swaps); details counted apart", 100*worst, 100*worstWith)})
+
+	for _, x := range tails(func(x ChainResult) bool {
+		return x.World == "10000 agents" && x.Budget == Budgets[0].Name && x.Volume == 40_000
+	}) {
+		share := x.PerDay("") / (float64(Budgets[0].PerMinute) * 24 * 60)
+		out = append(out, Goal{Name: "seconds, not hours: 10,000 agents, keyless, 40,000 a day: p99 ≤ 30 s, mean ≤ 15 s, ≤ 25% of the budget, 0 missed",
+			OK:     x.All.P99 <= 30*time.Second && x.All.Mean <= 15*time.Second && share <= 0.25 && x.Missed+x.NeverFound == 0,
+			Detail: fmt.Sprintf("mean %s, p99 %s, %.0f%% of the budget, %d missed, %d never found", fmtDur(x.All.Mean), fmtDur(x.All.P99), 100*share, x.Missed, x.NeverFound)})
+	}
+	for _, x := range tails(func(x ChainResult) bool { return x.World == "10000 agents" && x.HasMonth }) {
+		out = append(out, Goal{Name: fmt.Sprintf("the month-capped plan, 10,000 agents, %d a day: 0 never found, p99 ≤ 5 min, never dry", x.Volume),
+			OK:     x.NeverFound == 0 && x.All.P99 <= 5*time.Minute && x.DryAt == nil && x.MonthLeft > 0,
+			Detail: fmt.Sprintf("%d never found, p99 %s, month left %d", x.NeverFound, fmtDur(x.All.P99), x.MonthLeft)})
+	}
+	return out
 }

@@ -231,9 +231,15 @@ func (r Report) Write(w io.Writer) {
 		}
 		fmt.Fprintln(w)
 	}
+	writeGoals(w, r.Goals())
+	fmt.Fprintf(w, "(%d simulations.)\n", len(r.Results))
+}
+
+// writeGoals prints a goals section.
+func writeGoals(w io.Writer, goals []Goal) {
 	fmt.Fprintln(w, "### Goals")
 	fmt.Fprintln(w)
-	for _, g := range r.Goals() {
+	for _, g := range goals {
 		mark := "ok"
 		if !g.OK {
 			mark = "NOT MET"
@@ -241,7 +247,6 @@ func (r Report) Write(w io.Writer) {
 		fmt.Fprintf(w, "- %s: %s — %s\n", g.Name, mark, g.Detail)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "(%d simulations.)\n", len(r.Results))
 }
 
 // Goal is one of the goals and whether the run met it.
