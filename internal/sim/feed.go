@@ -42,8 +42,9 @@ const (
 //     in the schema: the only bound is the request line, which Node's
 //     default 16 KiB header limit turns into a 431 (about 200 ids).
 //     Each id must match ^(0x)?[a-fA-F0-9]{64}$ and then carry its 0x
-//     (validateRequestHexInput → hexToBuffer: `Hex string is missing the
-//     "0x" prefix`), else 400. `event_limit` (default 20, at most 100) and
+//     (src/api/query-helpers.ts validateRequestHexInput → hexToBuffer of
+//     @stacks/api-toolkit, as in the server's own src/helpers.ts up to
+//     v6: `Hex string is missing the "0x" prefix`), else 400. `event_limit` (default 20, at most 100) and
 //     `event_offset` apply to every transaction: pg-store.ts
 //     getTxListEvents selects event_index BETWEEN offset AND
 //     offset+limit-1 per transaction, so each result carries its own
@@ -56,6 +57,9 @@ const (
 //     result: {tx_id}} (keyed by the id as asked). So unlike /tx/{id},
 //     which falls back to a non-canonical mined transaction,
 //     tx/multiple reports a losing fork's transaction as not found.
+//   - src/api/routes/v3/transactions.ts, GET /extended/v3/transactions,
+//     the feed's current replacement, is cursor paged and has no type
+//     filter: it pages through every transaction type (not simulated).
 const (
 	// maxRequestLine is Node's default header limit, which bounds how many
 	// ids one tx/multiple request can carry.
