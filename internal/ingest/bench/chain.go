@@ -31,6 +31,8 @@ type Chain struct {
 	// agents' entries, ascending; agentRef says whose they are.
 	agentOrd []uint32
 	agentRef []agentTxRef
+	// swapsBefore[i] is how many of the first i agents' entries are swaps.
+	swapsBefore []uint32
 }
 
 // agentTxRef is an agent's transaction: World.Agents[agent].Txs[tx].
@@ -123,6 +125,13 @@ func NewChain(w *World, volume int, seed uint64) *Chain {
 		c.agentOrd[i] = c.cum[p.sec] + uint32(k)
 		c.agentRef[i] = p.ref
 	}
+	c.swapsBefore = make([]uint32, len(agents)+1)
+	for i, p := range agents {
+		c.swapsBefore[i+1] = c.swapsBefore[i]
+		if w.Agents[p.ref.agent].Txs[p.ref.tx].Swap {
+			c.swapsBefore[i+1]++
+		}
+	}
 	return c
 }
 
@@ -205,23 +214,22 @@ func (c *Chain) AllowedIn(lo, hi int) int {
 	if hi <= lo {
 		return 0
 	}
-	a := sort.Search(len(c.agentOrd), func(i int) bool { return int(c.agentOrd[i]) >= lo })
-	b := sort.Search(len(c.agentOrd), func(i int) bool { return int(c.agentOrd[i]) >= hi })
-	swaps := 0
-	for i := a; i < b; i++ {
-		ref := c.agentRef[i]
-		if c.W.Agents[ref.agent].Txs[ref.tx].Swap {
-			swaps++
-		}
-	}
+	a, b := c.agentSpan(lo, hi)
+	swaps := int(c.swapsBefore[b] - c.swapsBefore[a])
 	return swaps + int(float64(hi-lo-(b-a))*strangerAllowedShare+0.5)
 }
 
 // AgentsIn returns the agents' entries of ordinals [lo, hi).
 func (c *Chain) AgentsIn(lo, hi int) []agentTxRef {
-	a := sort.Search(len(c.agentOrd), func(i int) bool { return int(c.agentOrd[i]) >= lo })
-	b := sort.Search(len(c.agentOrd), func(i int) bool { return int(c.agentOrd[i]) >= hi })
+	a, b := c.agentSpan(lo, hi)
 	return c.agentRef[a:b]
+}
+
+// agentSpan is the agents' entries of ordinals [lo, hi), as indexes.
+func (c *Chain) agentSpan(lo, hi int) (a, b int) {
+	a = sort.Search(len(c.agentOrd), func(i int) bool { return int(c.agentOrd[i]) >= lo })
+	b = sort.Search(len(c.agentOrd), func(i int) bool { return int(c.agentOrd[i]) >= hi })
+	return a, max(a, b)
 }
 
 func mixBits(x uint64) uint64 {
