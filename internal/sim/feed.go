@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"regexp"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 )
@@ -41,8 +42,9 @@ const (
 //     in the schema: the only bound is the request line, which Node's
 //     default 16 KiB header limit turns into a 431 (about 200 ids).
 //     Each id must match ^(0x)?[a-fA-F0-9]{64}$ and then carry its 0x
-//     (validateRequestHexInput → hexToBuffer: `Hex string is missing the
-//     "0x" prefix`), else 400. `event_limit` (default 20, at most 100) and
+//     (src/api/query-helpers.ts validateRequestHexInput → hexToBuffer of
+//     @stacks/api-toolkit, as in the server's own src/helpers.ts up to
+//     v6: `Hex string is missing the "0x" prefix`), else 400. `event_limit` (default 20, at most 100) and
 //     `event_offset` apply to every transaction: pg-store.ts
 //     getTxListEvents selects event_index BETWEEN offset AND
 //     offset+limit-1 per transaction, so each result carries its own
@@ -55,6 +57,9 @@ const (
 //     result: {tx_id}} (keyed by the id as asked). So unlike /tx/{id},
 //     which falls back to a non-canonical mined transaction,
 //     tx/multiple reports a losing fork's transaction as not found.
+//   - src/api/routes/v3/transactions.ts, GET /extended/v3/transactions,
+//     the feed's current replacement, is cursor paged and has no type
+//     filter: it pages through every transaction type (not simulated).
 const (
 	// maxRequestLine is Node's default header limit, which bounds how many
 	// ids one tx/multiple request can carry.
@@ -85,9 +90,39 @@ func (m merged) page(offset, limit int) []*worldTx {
 	for ; offset < len(m.top) && len(out) < limit; offset++ {
 		out = append(out, m.top[offset])
 	}
-	k := offset - len(m.top)
-	if len(out) == limit || k >= len(m.agents)+m.s.total {
-		return out
+	for _, it := range m.items(offset-len(m.top), limit-len(out)) {
+		out = append(out, m.tx(it))
+	}
+	return out
+}
+
+// item is an entry of the mined part: an agent's transaction, or the
+// stranger's call of rank r.
+type item struct {
+	agent *worldTx
+	r     int
+}
+
+func (m merged) mined() int { return len(m.agents) + m.s.total }
+
+func (m merged) tx(it item) *worldTx {
+	if it.agent != nil {
+		return it.agent
+	}
+	return m.s.tx(it.r)
+}
+
+func (m merged) position(it item) position {
+	if it.agent != nil {
+		return it.agent.position(m.at)
+	}
+	return m.s.position(it.r)
+}
+
+// items returns the mined part's entries at [k, k+limit).
+func (m merged) items(k, limit int) []item {
+	if k < 0 || limit <= 0 || k >= m.mined() {
+		return nil
 	}
 	// a is how many agents' entries rank above k: found by bisection, as
 	// the strangers' list is only indexed, never materialised.
@@ -101,16 +136,22 @@ func (m merged) page(offset, limit int) []*worldTx {
 		}
 	}
 	a, r := lo, k-lo
+	var out []item
 	for len(out) < limit && (a < len(m.agents) || r < m.s.total) {
 		if r == m.s.total || a < len(m.agents) && m.agents[a].position(m.at).compare(m.s.position(r)) > 0 {
-			out = append(out, m.agents[a])
+			out = append(out, item{agent: m.agents[a]})
 			a++
 			continue
 		}
-		out = append(out, m.s.tx(r))
+		out = append(out, item{r: r})
 		r++
 	}
 	return out
+}
+
+// rankAt is the rank in the mined part of the first entry at or below p.
+func (m merged) rankAt(p position) int {
+	return sort.Search(m.mined(), func(k int) bool { return m.position(m.items(k, 1)[0]).compare(p) <= 0 })
 }
 
 // chainList is the feed (contract "") or a contract's own list at at,

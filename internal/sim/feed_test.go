@@ -611,3 +611,56 @@ func TestSwapTimes(t *testing.T) {
 	}
 	require.Positive(t, moved)
 }
+
+// TestContractListV3: the current cursor endpoint lists a contract's
+// calls too, strangers' included, canonical ones only, and its cursor
+// pages walk the same entries as the v1 list.
+func TestContractListV3(t *testing.T) {
+	t.Parallel()
+	s, clock := newSim(t, Config{Seed: 55, Hiro: HiroConfig{Activity: true, Anonymous: roomy,
+		Chain: ChainConfig{ForkShare: 0.05}}})
+	clock.Add(2 * time.Hour)
+	contract := xykCore
+	var v1 []string
+	for offset := 0; len(v1) < 300; offset += 50 {
+		p := readFeed(t, s, listPath(contract, "?limit=50&offset="+strconv.Itoa(offset)))
+		require.NotEmpty(t, p.Results)
+		for _, e := range p.Results {
+			if !inMempool(e.TxStatus) && *e.Canonical {
+				v1 = append(v1, e.TxID)
+			}
+		}
+	}
+	type v3Page struct {
+		Cursor struct {
+			Next *string `json:"next"`
+		} `json:"cursor"`
+		Results []struct {
+			Transaction struct {
+				TxID         string `json:"tx_id"`
+				ContractCall struct {
+					ContractID string `json:"contract_id"`
+				} `json:"contract_call"`
+			} `json:"transaction"`
+		} `json:"results"`
+	}
+	var v3 []string
+	cursor := ""
+	for len(v3) < 300 {
+		q := "?limit=50"
+		if cursor != "" {
+			q += "&cursor=" + cursor
+		}
+		rec := get(t, s, v3Path(contract, q))
+		require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+		var p v3Page
+		require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &p))
+		for _, r := range p.Results {
+			require.Equal(t, contract, r.Transaction.ContractCall.ContractID)
+			v3 = append(v3, r.Transaction.TxID)
+		}
+		require.NotNil(t, p.Cursor.Next)
+		cursor = *p.Cursor.Next
+	}
+	require.Equal(t, v1[:300], v3[:300])
+}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -424,34 +425,48 @@ func (s *Server) hiroPrincipalTransactions(w http.ResponseWriter, r *http.Reques
 	}
 
 	now := s.now()
-	var mined []*worldTx
-	for _, tx := range s.hiro.world.listed(principal, now) {
-		if !inMempool(tx.statusAt(now)) && !tx.fork {
-			mined = append(mined, tx)
+	m := merged{at: now}
+	if strings.Contains(principal, ".") {
+		// A contract's list: the calls made to it, strangers' included.
+		m = s.hiro.world.contractList(principal, now)
+		m.top = nil
+		m.agents = slices.DeleteFunc(m.agents, func(tx *worldTx) bool { return tx.fork })
+	} else {
+		for _, tx := range s.hiro.world.listed(principal, now) {
+			if !inMempool(tx.statusAt(now)) && !tx.fork {
+				m.agents = append(m.agents, tx)
+			}
 		}
 	}
 	start := 0
 	if from != nil {
-		start = len(mined)
-		for i, tx := range mined {
-			if tx.position(now).compare(*from) <= 0 {
-				start = i
-				break
+		start = m.rankAt(*from)
+	}
+	// Strangers' calls on a losing fork are passed over here (the total
+	// still counts them: they are a few in a thousand).
+	var page []*worldTx
+	k := start
+	for len(page) < limit && k < m.mined() {
+		its := m.items(k, limit-len(page))
+		k += len(its)
+		for _, it := range its {
+			if tx := m.tx(it); !tx.fork {
+				page = append(page, tx)
 			}
 		}
 	}
-	page := mined[start:min(start+limit, len(mined))]
-	body := v3PageJSON{Limit: limit, Total: len(mined), Results: make([]v3ItemJSON, len(page))}
+	body := v3PageJSON{Limit: limit, Total: m.mined(), Results: make([]v3ItemJSON, len(page))}
 	cursorOf := func(i int) *string {
-		if i < 0 || i >= len(mined) {
+		its := m.items(i, 1)
+		if len(its) == 0 {
 			return nil
 		}
-		p := mined[i].position(now)
+		p := m.position(its[0])
 		c := fmt.Sprintf("%d:%d:%d", p.height, anchoredSequence, p.index)
 		return &c
 	}
 	body.Cursor.Current = cursorOf(start)
-	body.Cursor.Next = cursorOf(start + limit)
+	body.Cursor.Next = cursorOf(k)
 	if start > 0 {
 		body.Cursor.Previous = cursorOf(max(0, start-limit))
 	}

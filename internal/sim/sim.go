@@ -119,6 +119,9 @@ func (s *Server) routes() {
 	} {
 		s.upstream(route, func(next http.Handler) http.Handler { return s.hiroLimitFor(route, next) }, h)
 	}
+	// Hiro serves its feed with a trailing slash too (a prefixed fastify
+	// route answers both); it counts as the feed.
+	s.mux.Handle("GET /extended/v1/tx/{$}", s.count(HiroTxListRoute, s.hiroLimitFor(HiroTxListRoute, s.inject(http.HandlerFunc(s.hiroTxList)))))
 
 	// Anything else is counted too: a client calling a wrong path is worth
 	// seeing in the stats.

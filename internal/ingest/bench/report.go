@@ -14,6 +14,8 @@ import (
 type Delays struct {
 	N         int
 	Mean, P99 time.Duration
+	// Max is the worst.
+	Max time.Duration
 }
 
 // Result is one strategy's figures in one world on one budget.
@@ -112,7 +114,7 @@ func delays(ds []time.Duration) Delays {
 		sum += d.Seconds()
 	}
 	p := ds[min(len(ds)-1, int(float64(len(ds))*0.99))]
-	return Delays{N: len(ds), Mean: time.Duration(sum / float64(len(ds)) * float64(time.Second)), P99: p}
+	return Delays{N: len(ds), Mean: time.Duration(sum / float64(len(ds)) * float64(time.Second)), P99: p, Max: ds[len(ds)-1]}
 }
 
 // Comparison is optimal against tiers in one world on one budget.
@@ -229,9 +231,15 @@ func (r Report) Write(w io.Writer) {
 		}
 		fmt.Fprintln(w)
 	}
+	writeGoals(w, r.Goals())
+	fmt.Fprintf(w, "(%d simulations.)\n", len(r.Results))
+}
+
+// writeGoals prints a goals section.
+func writeGoals(w io.Writer, goals []Goal) {
 	fmt.Fprintln(w, "### Goals")
 	fmt.Fprintln(w)
-	for _, g := range r.Goals() {
+	for _, g := range goals {
 		mark := "ok"
 		if !g.OK {
 			mark = "NOT MET"
@@ -239,7 +247,6 @@ func (r Report) Write(w io.Writer) {
 		fmt.Fprintf(w, "- %s: %s — %s\n", g.Name, mark, g.Detail)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "(%d simulations.)\n", len(r.Results))
 }
 
 // Goal is one of the goals and whether the run met it.

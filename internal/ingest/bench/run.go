@@ -55,16 +55,7 @@ func RunAll() Report {
 	}
 	results := make([][]Result, len(jobs))
 	comparisons := make([]Comparison, len(jobs))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 2)
-	for i, j := range jobs {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			results[i], comparisons[i] = compare(j.w, j.b)
-		})
-	}
-	wg.Wait()
+	twoAtATime(len(jobs), func(i int) { results[i], comparisons[i] = compare(jobs[i].w, jobs[i].b) })
 	for i := range jobs {
 		rep.Results = append(rep.Results, results[i]...)
 		rep.Comparisons = append(rep.Comparisons, comparisons[i])
@@ -136,4 +127,19 @@ func ratio(a, b time.Duration) float64 {
 		return 0
 	}
 	return float64(a) / float64(b)
+}
+
+// twoAtATime runs f(0) … f(n-1), two at a time (the box has two cores),
+// and returns when all are done.
+func twoAtATime(n int, f func(i int)) {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 2)
+	for i := range n {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			f(i)
+		})
+	}
+	wg.Wait()
 }

@@ -7,6 +7,12 @@
 // randomness but a seeded generator, and drives the code the sweep runs:
 // ingest (the policies, the due order, the allocation) and budget (the
 // shared Hiro budget), so the figures are those of the production policy.
+//
+// The chain benchmark (chain.go, tail.go, chainreport.go; issue 18) puts
+// the same agents on a chain that carries strangers' traffic too and reads
+// it once for every agent: the tail walks the feed through the discovery
+// engine's scan (Engine), the reconciler reads the allowlisted contracts'
+// lists, and details come in batches; per-agent optimal runs beside it.
 package bench
 
 import (

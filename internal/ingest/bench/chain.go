@@ -1,0 +1,240 @@
+package bench
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/pacer-dev/pacer/internal/hiro"
+)
+
+// Chain is the whole chain around a World's agents, for the discovery
+// benchmark's readers (SPEC §5.0): strangers' contract calls at Volume a
+// day and every transaction of the agents, one block a second, as the
+// feed (/extended/v1/tx?type=contract_call) lists them newest first at any
+// moment. Agents' transactions come first in their block, strangers'
+// after.
+//
+// At 200,000 calls a day over a month there are millions of entries, so
+// the chain keeps only a running count per second and where the agents'
+// entries are: an entry is rendered when a page is read.
+type Chain struct {
+	W      *World
+	Volume int
+	// cum[s] is how many entries are in the blocks before second s of
+	// the horizon.
+	cum []uint32
+	// agentOrd are the ordinals (place from the oldest, 0-based) of the
+	// agents' entries, ascending; agentRef says whose they are.
+	agentOrd []uint32
+	agentRef []agentTxRef
+	// swapsBefore[i] is how many of the first i agents' entries are swaps.
+	swapsBefore []uint32
+}
+
+// agentTxRef is an agent's transaction: World.Agents[agent].Txs[tx].
+type agentTxRef struct{ agent, tx int32 }
+
+// Shares of strangers' calls on the allowlisted pairs; the rest go
+// elsewhere (SPEC §8's world: a third swap through the DEXes that count).
+const strangerAllowedShare = 0.33
+
+// chainHeight0 is the block height of the horizon's first second.
+const chainHeight0 = 1_000_000
+
+// Allowlisted pairs of the benchmark's chain: agents' swaps go through
+// them; strangers call them and other contracts.
+var (
+	benchPairs = []pair{
+		{"SM1.xyk-core", "swap-x-for-y"},
+		{"SM1.xyk-core", "swap-y-for-x"},
+		{"SM1.stableswap-core", "swap-x-for-y"},
+		{"SP2.univ2-router", "swap-exact-tokens-for-tokens"},
+		{"SM1.router-multihop", "swap-helper-b"},
+		{"SP3.dlmm-core", "swap-x-for-y"},
+	}
+	otherCall = pair{"SP9.token-transfer", "transfer"}
+)
+
+type pair struct{ contract, function string }
+
+func (p pair) call() *hiro.ContractCall {
+	return &hiro.ContractCall{ContractID: p.contract, FunctionName: p.function}
+}
+
+// BenchAllowed reports whether a (contract, function) pair counts.
+func BenchAllowed(contractID, function string) bool {
+	return slices.Contains(benchPairs, pair{contractID, function})
+}
+
+// AgentAddress is the address of agent i, as the per-agent simulation
+// names it.
+func AgentAddress(i int) string { return fmt.Sprintf("SP%06d", i) }
+
+// NewChain lays the strangers' calls (a Poisson process at volume a day,
+// from seed) and the agents' transactions of w into blocks.
+func NewChain(w *World, volume int, seed uint64) *Chain {
+	secs := int(w.End.Sub(w.Start) / time.Second)
+	counts := make([]uint32, secs)
+	rng := rand.New(rand.NewPCG(seed, seed^0xc4a1))
+	if volume > 0 {
+		perSec := float64(volume) / 86400
+		for t := 0.0; ; {
+			t += rng.ExpFloat64() / perSec
+			if t >= float64(secs) {
+				break
+			}
+			counts[int(t)]++
+		}
+	}
+	// Agents' transactions, by second; they take the first indexes of
+	// their block.
+	type placed struct {
+		sec int
+		ref agentTxRef
+	}
+	var agents []placed
+	for i, a := range w.Agents {
+		for j, tx := range a.Txs {
+			if s := int(tx.At.Sub(w.Start) / time.Second); s >= 0 && s < secs {
+				agents = append(agents, placed{s, agentTxRef{int32(i), int32(j)}})
+			}
+		}
+	}
+	slices.SortStableFunc(agents, func(a, b placed) int { return a.sec - b.sec })
+	agentsIn := make([]uint32, secs)
+	for _, p := range agents {
+		agentsIn[p.sec]++
+	}
+	c := &Chain{W: w, Volume: volume, cum: make([]uint32, secs+1)}
+	for s := range secs {
+		c.cum[s+1] = c.cum[s] + counts[s] + agentsIn[s]
+	}
+	c.agentOrd = make([]uint32, len(agents))
+	c.agentRef = make([]agentTxRef, len(agents))
+	k := 0
+	for i, p := range agents {
+		if i > 0 && agents[i-1].sec == p.sec {
+			k++
+		} else {
+			k = 0
+		}
+		c.agentOrd[i] = c.cum[p.sec] + uint32(k)
+		c.agentRef[i] = p.ref
+	}
+	c.swapsBefore = make([]uint32, len(agents)+1)
+	for i, p := range agents {
+		c.swapsBefore[i+1] = c.swapsBefore[i]
+		if w.Agents[p.ref.agent].Txs[p.ref.tx].Swap {
+			c.swapsBefore[i+1]++
+		}
+	}
+	return c
+}
+
+// Visible is how many entries the feed holds at now: every block up to
+// now's second.
+func (c *Chain) Visible(now time.Time) int {
+	s := int(now.Sub(c.W.Start)/time.Second) + 1
+	return int(c.cum[min(max(s, 0), len(c.cum)-1)])
+}
+
+// Feed is the feed's page at offset (limit entries) as Hiro answers it at
+// now, and the feed's total then.
+func (c *Chain) Feed(now time.Time, offset, limit int) ([]hiro.Entry, int) {
+	total := c.Visible(now)
+	var out []hiro.Entry
+	for r := offset; r < min(offset+limit, total); r++ {
+		out = append(out, c.Entry(total-1-r))
+	}
+	return out, total
+}
+
+// Entry renders the entry of ordinal g.
+func (c *Chain) Entry(g int) hiro.Entry {
+	sec := sort.Search(len(c.cum), func(s int) bool { return int(c.cum[s]) > g }) - 1
+	e := hiro.Entry{
+		TxID:          fmt.Sprintf("0x%064x", g),
+		TxType:        "contract_call",
+		TxStatus:      "success",
+		BlockHeight:   chainHeight0 + int64(sec),
+		TxIndex:       int64(g) - int64(c.cum[sec]),
+		BurnBlockTime: c.W.Start.Unix() + int64(sec),
+		Canonical:     true,
+	}
+	if i, ok := slices.BinarySearch(c.agentOrd, uint32(g)); ok {
+		ref := c.agentRef[i]
+		e.SenderAddress = AgentAddress(int(ref.agent))
+		call := otherCall
+		if c.W.Agents[ref.agent].Txs[ref.tx].Swap {
+			call = benchPairs[int(ref.tx)%len(benchPairs)]
+		}
+		e.ContractCall = call.call()
+		return e
+	}
+	// A stranger: its sender and call drawn from its ordinal.
+	h := mixBits(uint64(g))
+	e.SenderAddress = fmt.Sprintf("ST%06d", h%50_000)
+	call := otherCall
+	if float64(h>>32)/(1<<32) < strangerAllowedShare {
+		call = benchPairs[(h>>8)%uint64(len(benchPairs))]
+	}
+	e.ContractCall = call.call()
+	return e
+}
+
+// AgentTx returns the agent's transaction an entry of ordinal g is, if it
+// is one.
+func (c *Chain) AgentTx(g int) (agent, tx int, ok bool) {
+	i, ok := slices.BinarySearch(c.agentOrd, uint32(g))
+	if !ok {
+		return 0, 0, false
+	}
+	return int(c.agentRef[i].agent), int(c.agentRef[i].tx), true
+}
+
+// Ordinal is the ordinal of a rendered entry.
+func Ordinal(e hiro.Entry) int {
+	if len(e.TxID) < 16 {
+		return -1
+	}
+	g, err := strconv.ParseUint(e.TxID[len(e.TxID)-16:], 16, 64)
+	if err != nil {
+		return -1
+	}
+	return int(g)
+}
+
+// AllowedIn counts the entries of ordinals [lo, hi) on the allowlisted
+// pairs: the agents' swaps there and, by their share, the strangers'.
+func (c *Chain) AllowedIn(lo, hi int) int {
+	if hi <= lo {
+		return 0
+	}
+	a, b := c.agentSpan(lo, hi)
+	swaps := int(c.swapsBefore[b] - c.swapsBefore[a])
+	return swaps + int(float64(hi-lo-(b-a))*strangerAllowedShare+0.5)
+}
+
+// AgentsIn returns the agents' entries of ordinals [lo, hi).
+func (c *Chain) AgentsIn(lo, hi int) []agentTxRef {
+	a, b := c.agentSpan(lo, hi)
+	return c.agentRef[a:b]
+}
+
+// agentSpan is the agents' entries of ordinals [lo, hi), as indexes.
+func (c *Chain) agentSpan(lo, hi int) (a, b int) {
+	a = sort.Search(len(c.agentOrd), func(i int) bool { return int(c.agentOrd[i]) >= lo })
+	b = sort.Search(len(c.agentOrd), func(i int) bool { return int(c.agentOrd[i]) >= hi })
+	return a, max(a, b)
+}
+
+func mixBits(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
+}

@@ -1,0 +1,161 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"time"
+)
+
+// The chain benchmark (issue 18 item 7): per-agent optimal against the
+// tail, at 1,000, 10,000 and 100,000 agents, chain volumes of 10,000,
+// 40,000 and 200,000 strangers' calls a day, on the three Hiro plans.
+
+// ChainVolumes are the strangers' calls a day of the benchmark's chains.
+var ChainVolumes = []int{10_000, 40_000, 200_000}
+
+// ChainSizes are the benchmark's agent counts.
+var ChainSizes = []int{1_000, 10_000, 100_000}
+
+// ChainOptions shape a chain benchmark run.
+type ChainOptions struct {
+	Sizes, Volumes []int
+	Budgets        []Budget
+	// Horizon is the minute plans' run (default 2 days); the month plan
+	// runs a calendar month unless ShortMonth.
+	Horizon    time.Duration
+	ShortMonth bool
+	// PerAgent also runs per-agent optimal, once per world and budget
+	// (it does not read the chain, so its figures hold for every volume).
+	PerAgent bool
+}
+
+// ChainReport is the chain benchmark's figures.
+type ChainReport struct {
+	Results []ChainResult
+	Took    time.Duration
+}
+
+// RunChain runs eng's tail (and per-agent optimal) over every size,
+// volume and budget, two simulations at a time.
+func RunChain(eng Engine, o ChainOptions) ChainReport {
+	began := time.Now()
+	if o.Horizon <= 0 {
+		o.Horizon = 48 * time.Hour
+	}
+	type job func() []ChainResult
+	var jobs []job
+	for i, n := range o.Sizes {
+		name := fmt.Sprintf("%d agents", n)
+		for _, b := range o.Budgets {
+			end := start.Add(o.Horizon)
+			if b.Month > 0 && !o.ShortMonth {
+				end = start.AddDate(0, 1, 0)
+			}
+			from, to := start.Add(min(warmup, o.Horizon/4)), end.Add(-min(tail, o.Horizon/4))
+			seed := uint64(100 + i)
+			if o.PerAgent {
+				jobs = append(jobs, func() []ChainResult {
+					w := NewWorld(name, n, seed, start, end)
+					r := Simulate(w, b, Strategy{Name: "optimal", Kind: KindOptimal}, from, to)
+					return []ChainResult{perAgentChainResult(r, 0)}
+				})
+			}
+			for _, v := range o.Volumes {
+				jobs = append(jobs, func() []ChainResult {
+					w := NewWorld(name, n, seed, start, end)
+					return []ChainResult{SimulateTail(NewChain(w, v, seed^uint64(v)), b, eng, from, to)}
+				})
+			}
+		}
+	}
+	results := make([][]ChainResult, len(jobs))
+	twoAtATime(len(jobs), func(i int) { results[i] = jobs[i]() })
+	rep := ChainReport{Took: time.Since(began)}
+	for _, r := range results {
+		rep.Results = append(rep.Results, r...)
+	}
+	return rep
+}
+
+// Write prints the report as Markdown, one table per budget.
+func (r ChainReport) Write(w io.Writer, budgets []Budget) {
+	fmt.Fprintln(w, "## Results: the chain read once (tail) against per-agent optimal")
+	fmt.Fprintln(w)
+	for _, b := range budgets {
+		fmt.Fprintf(w, "### %s\n\n", b.Name)
+		fmt.Fprintln(w, "| world | strategy | chain volume | tail req/day | reconciler | details | visits | all req/day | mean / p99 | worst | missed | never found | gaps | month left |")
+		fmt.Fprintln(w, "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+		for _, x := range r.Results {
+			if x.Budget != b.Name {
+				continue
+			}
+			vol, month := "—", "—"
+			if x.Volume > 0 {
+				vol = fmt.Sprintf("%d", x.Volume)
+			}
+			if x.HasMonth {
+				month = fmt.Sprintf("%d", x.MonthLeft)
+				if x.DryAt != nil {
+					month += " (dry " + x.DryAt.Format("Jan 2 15:04") + ")"
+				}
+			}
+			fmt.Fprintf(w, "| %s | %s | %s | %.0f | %.0f | %.0f | %.0f | %.0f | %s | %s | %d | %d | %d | %s |\n",
+				x.World, x.Strategy, vol, x.PerDay(ReaderTail), x.PerDay(ReaderReconciler), x.PerDay(ReaderDetails),
+				x.PerDay("visits"), x.PerDay(""), fmtDelays(x.All), fmtDur(x.All.Max), x.Missed, x.NeverFound, x.Gaps, month)
+		}
+		fmt.Fprintln(w)
+	}
+	writeGoals(w, r.Goals())
+	fmt.Fprintf(w, "(%d simulations in %s.)\n", len(r.Results), r.Took.Round(time.Second))
+}
+
+// Goals checks the report against issue 18's goals for the tail.
+func (r ChainReport) Goals() []Goal {
+	tails := func(keep func(ChainResult) bool) []ChainResult {
+		var out []ChainResult
+		for _, x := range r.Results {
+			if x.Requests["visits"] == 0 && keep(x) {
+				out = append(out, x)
+			}
+		}
+		return out
+	}
+	var out []Goal
+
+	// Cost independent of agents: per budget and volume, the tail
+	// reader's (and with the reconciler's) requests across sizes.
+	worst, worstWith := 0.0, 0.0
+	groups := map[string][]ChainResult{}
+	for _, x := range tails(func(ChainResult) bool { return true }) {
+		key := fmt.Sprintf("%s/%d", x.Budget, x.Volume)
+		groups[key] = append(groups[key], x)
+	}
+	for _, g := range groups {
+		lo, hi, loW, hiW := math.Inf(1), 0.0, math.Inf(1), 0.0
+		for _, x := range g {
+			t, tr := x.PerDay(ReaderTail), x.PerDay(ReaderTail)+x.PerDay(ReaderReconciler)
+			lo, hi, loW, hiW = math.Min(lo, t), math.Max(hi, t), math.Min(loW, tr), math.Max(hiW, tr)
+		}
+		if len(g) > 1 && lo > 0 {
+			worst, worstWith = math.Max(worst, hi/lo-1), math.Max(worstWith, hiW/loW-1)
+		}
+	}
+	out = append(out, Goal{Name: "cost independent of agents: the tail's requests a day differ by ≤ 10% across sizes",
+		OK: worst <= 0.10, Detail: fmt.Sprintf("largest spread %.1f%% for the tail reader, %.1f%% with the reconciler (whose lists carry the agents' own swaps); details counted apart", 100*worst, 100*worstWith)})
+
+	for _, x := range tails(func(x ChainResult) bool {
+		return x.World == "10000 agents" && x.Budget == Budgets[0].Name && x.Volume == 40_000
+	}) {
+		share := x.PerDay("") / (float64(Budgets[0].PerMinute) * 24 * 60)
+		out = append(out, Goal{Name: "seconds, not hours: 10,000 agents, keyless, 40,000 a day: p99 ≤ 30 s, mean ≤ 15 s, ≤ 25% of the budget, 0 missed",
+			OK:     x.All.P99 <= 30*time.Second && x.All.Mean <= 15*time.Second && share <= 0.25 && x.Missed+x.NeverFound == 0,
+			Detail: fmt.Sprintf("mean %s, p99 %s, %.0f%% of the budget, %d missed, %d never found", fmtDur(x.All.Mean), fmtDur(x.All.P99), 100*share, x.Missed, x.NeverFound)})
+	}
+	for _, x := range tails(func(x ChainResult) bool { return x.World == "10000 agents" && x.HasMonth }) {
+		out = append(out, Goal{Name: fmt.Sprintf("the month-capped plan, 10,000 agents, %d a day: 0 never found, p99 ≤ 5 min, never dry", x.Volume),
+			OK:     x.NeverFound == 0 && x.All.P99 <= 5*time.Minute && x.DryAt == nil && x.MonthLeft > 0,
+			Detail: fmt.Sprintf("%d never found, p99 %s, month left %d", x.NeverFound, fmtDur(x.All.P99), x.MonthLeft)})
+	}
+	return out
+}

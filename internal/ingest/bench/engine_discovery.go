@@ -1,0 +1,53 @@
+//go:build discoveryengine
+
+// This file needs internal/discovery (branch disc): build with
+// -tags discoveryengine until it is merged, then delete this constraint.
+
+package bench
+
+import (
+	"github.com/pacer-dev/pacer/internal/discovery"
+	"github.com/pacer-dev/pacer/internal/hiro"
+)
+
+// DiscoveryEngine is the service's discovery engine (internal/discovery)
+// as the chain benchmark drives it: its scan, its filter and its tail
+// cadence.
+var DiscoveryEngine = Engine{
+	Name:    "discovery engine",
+	NewScan: newEngineScan,
+	Candidate: func(e hiro.Entry, agent func(string) bool) bool {
+		return discovery.Filter{Agent: agent, Allowed: BenchAllowed}.Candidate(e)
+	},
+	Interval: discovery.TailInterval,
+}
+
+// engineScan is a discovery.Scan seen as a Scanner.
+type engineScan struct{ s *discovery.Scan }
+
+func newEngineScan(from *Mark) Scanner {
+	cfg := discovery.ScanConfig{}
+	if from != nil {
+		cfg.From = &discovery.Position{BlockHeight: from.Height, TxIndex: from.Index, TxID: from.TxID}
+	}
+	return engineScan{discovery.NewScan(cfg, discovery.State{})}
+}
+
+func (e engineScan) NextOffset() int { return e.s.NextOffset() }
+
+func (e engineScan) AddFeed(entries []hiro.Entry, total int) ([]hiro.Entry, bool) {
+	p := e.s.AddFeed(entries, total)
+	return p.Fresh, p.Reached
+}
+
+func (e engineScan) Commit()    { e.s.Commit() }
+func (e engineScan) Done() bool { return e.s.Done() }
+func (e engineScan) Gap() bool  { return e.s.Gap() != nil }
+
+func (e engineScan) Position() *Mark {
+	p := e.s.Position()
+	if p == nil {
+		return nil
+	}
+	return &Mark{Height: p.BlockHeight, Index: p.TxIndex, TxID: p.TxID}
+}
