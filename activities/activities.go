@@ -157,6 +157,10 @@ type Options struct {
 	// DeliveryTimeout bounds each delivery attempt (0 = 10 s, SPEC §10.3;
 	// tests shorten it with the ladder).
 	DeliveryTimeout time.Duration
+	// DisableAfter is PACER_DISABLE_AFTER: a subscriber failing every
+	// attempt for this long is disabled (0 = DefaultDisableAfter; < 0 =
+	// never).
+	DisableAfter time.Duration
 	// Clock replaces time.Now for the rollup and deliver tasks (tests).
 	Clock func() time.Time
 }

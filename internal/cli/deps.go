@@ -91,5 +91,6 @@ func (c *config) activities(st *store.Store, log *zap.Logger, m *metrics.Metrics
 		Schedules:        c.schedules,
 		DayZone:          c.rollups.zone,
 		DeliveryLadder:   c.rollups.steps,
+		DisableAfter:     c.operating.disableAfter,
 	})
 }
