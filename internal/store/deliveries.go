@@ -311,7 +311,11 @@ func (s *Store) ReleaseDelivery(ctx context.Context, id string) error {
 // failing mark. It applies whatever the delivery's status: a 2xx is the
 // truth even if the subscriber was disabled meanwhile.
 func (s *Store) RecordDelivered(ctx context.Context, id string, at time.Time, status int) error {
-	_, err := s.pool.Exec(ctx, `
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := lockSubscriberOf(ctx, tx, id); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `
 with d as (
     update deliveries set status = 'delivered', attempts = attempts + 1, delivered_at = $2,
         last_attempt_at = $2, last_status = $3, last_error = null, next_attempt_at = null, claimed_until = null
@@ -320,10 +324,22 @@ with d as (
 )
 update subscribers set failing_since = null, failure_streak = 0
 where id = (select subscriber_id from d) and (failing_since is not null or failure_streak > 0)`, id, at, status)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("record delivery %s: %w", id, err)
 	}
 	return nil
+}
+
+// lockSubscriberOf locks the subscriber of delivery id before the
+// delivery's row is written: every transaction that writes both takes the
+// subscriber first (a disable exhausts all of its deliveries), so that two
+// never wait on each other.
+func lockSubscriberOf(ctx context.Context, tx pgx.Tx, id string) error {
+	_, err := tx.Exec(ctx, `
+select 1 from deliveries d join subscribers s on s.id = d.subscriber_id where d.id = $1 for update of s`, id)
+	return err
 }
 
 // Failure is a failed attempt to record.
@@ -356,6 +372,9 @@ func (s *Store) RecordFailed(ctx context.Context, f Failure) (disabled bool, err
 		code = &f.Status
 	}
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := lockSubscriberOf(ctx, tx, f.ID); err != nil {
+			return err
+		}
 		var since *time.Time
 		var streak int
 		var subStatus string
@@ -397,6 +416,9 @@ returning failing_since, failure_streak, status`, f.ID, status, f.At, code, f.Er
 // and whether it disabled the subscriber (false: already disabled).
 func (s *Store) DisableSubscriber(ctx context.Context, f Failure) (exhausted int, disabled bool, err error) {
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `select 1 from subscribers where id = $1 for update`, f.SubscriberID); err != nil {
+			return err
+		}
 		if _, err := tx.Exec(ctx, `
 update deliveries set attempts = attempts + 1, last_attempt_at = $2, last_status = $3
 where id = $1 and status in ('pending', 'retrying')`, f.ID, f.At, f.Status); err != nil {
