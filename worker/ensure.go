@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	workflowpb "go.temporal.io/api/workflow/v1"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
 	"github.com/pacer-dev/pacer/internal/metrics"
@@ -38,6 +40,61 @@ type Ensured struct {
 	Stopped *workflows.StopResult
 	// Restart is set when the new run carries the state of a closed one.
 	Restart *workflows.Restart
+	// Task is the open run's workflow task as its description shows it:
+	// whether its tasks keep failing, and which version it is pinned to.
+	Task TaskHealth
+}
+
+// TaskHealth is what a description says of an open run's workflow tasks
+// and its deployment version (no history read, no billed action).
+type TaskHealth struct {
+	// Attempt is the pending workflow task's attempt (0: none pending).
+	// Temporal retries a failed workflow task for ever, each retry one
+	// attempt more and none of them written to history: past the first,
+	// the run's workflow tasks are failing (a nondeterminism error, a
+	// panic, a worker that cannot decode its input), and it makes no
+	// progress until a worker can run it.
+	Attempt int32
+	// Since is when the failing task was first scheduled.
+	Since *time.Time
+	// Version is the deployment version the run is pinned to or ran on
+	// last ("" when unversioned); Behavior its versioning behaviour.
+	Version  string
+	Behavior string
+}
+
+// Failing says the run's workflow tasks keep failing.
+func (h TaskHealth) Failing() bool { return h.Attempt >= FailingAttempt }
+
+// FailingAttempt is the attempt from which a pending workflow task counts
+// as failing: the first retry. A transient failure (a worker stopped
+// mid-task) is retried once and clears; a deterministic one never does,
+// and the server retries it about every 10 s, so a keep-alive check every
+// minute sees it within two.
+const FailingAttempt = 2
+
+func taskHealth(d *workflowservice.DescribeWorkflowExecutionResponse) TaskHealth {
+	var h TaskHealth
+	if p := d.GetPendingWorkflowTask(); p != nil {
+		h.Attempt = p.GetAttempt()
+		if t := p.GetOriginalScheduledTime(); t != nil {
+			since := t.AsTime().UTC()
+			h.Since = &since
+		}
+	}
+	if v := d.GetWorkflowExecutionInfo().GetVersioningInfo(); v != nil {
+		if dv := v.GetDeploymentVersion(); dv != nil {
+			h.Version = dv.GetDeploymentName() + "." + dv.GetBuildId()
+		}
+		if o := v.GetVersioningOverride(); o != nil && o.GetPinned().GetVersion() != nil {
+			pv := o.GetPinned().GetVersion()
+			h.Version = pv.GetDeploymentName() + "." + pv.GetBuildId()
+		}
+		if b := v.GetBehavior(); b != enumspb.VERSIONING_BEHAVIOR_UNSPECIFIED {
+			h.Behavior = strings.ToLower(strings.TrimPrefix(b.String(), "VERSIONING_BEHAVIOR_"))
+		}
+	}
+	return h
 }
 
 // EnsureRunning starts the scheduler unless a run is open, as an operator
@@ -70,7 +127,7 @@ func Ensure(ctx context.Context, c client.Client, s Scheduler, mode Mode) (Ensur
 	runID := info.GetExecution().GetRunId()
 	switch info.GetStatus() {
 	case enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW:
-		return Ensured{RunID: runID}, nil
+		return Ensured{RunID: runID, Task: taskHealth(d)}, nil
 	}
 	if info.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
 		var res *workflows.StopResult
@@ -170,9 +227,14 @@ func Describe(ctx context.Context, c client.Client, s Scheduler) (metrics.Schedu
 		return metrics.SchedulerView{}, fmt.Errorf("describe scheduler %s: %w", s.WorkflowID, err)
 	}
 	info := d.GetWorkflowExecutionInfo()
+	h := taskHealth(d)
 	v := metrics.SchedulerView{
-		Running:       info.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING,
-		HistoryLength: int(info.GetHistoryLength()),
+		Running:             info.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING,
+		HistoryLength:       int(info.GetHistoryLength()),
+		WorkflowTaskAttempt: int(h.Attempt),
+		WorkflowTaskFailing: h.Failing(),
+		FailingSince:        h.Since,
+		Version:             h.Version,
 	}
 	if info.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
 		// Only a stop completes the scheduler; its result need not be read.

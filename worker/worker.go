@@ -109,6 +109,9 @@ type Scheduler struct {
 	// DataConverter decodes the carried state as the client encoded it (nil:
 	// the SDK's default, what Dial's clients use).
 	DataConverter converter.DataConverter
+	// OnCheck, when set, is told what each keep-alive check found (the
+	// worker's metrics; tests).
+	OnCheck func(Ensured, error)
 }
 
 func (s Scheduler) withDefaults() Scheduler {
@@ -151,6 +154,17 @@ func KeepRunning(ctx context.Context, c client.Client, s Scheduler, log *zap.Log
 			logRestart(log, s.WorkflowID, e)
 		case e.Started:
 			log.Info("scheduler.ensured", zap.String("workflowId", s.WorkflowID), zap.String("runId", e.RunID))
+		case e.Task.Failing():
+			// The run is open but makes no progress: the keep-alive's
+			// description is the one place that sees it (the status query
+			// needs a workflow task too).
+			log.Error("scheduler.workflow_task_failing", zap.String("workflowId", s.WorkflowID), zap.String("runId", e.RunID),
+				zap.Int32("attempt", e.Task.Attempt), zap.Timep("since", e.Task.Since), zap.String("version", e.Task.Version),
+				zap.String("hint", "a workflow task that keeps failing is a nondeterminism error or a panic: see the worker logs and "+
+					"the Web UI; roll back with pacer deploy promote --build-id <previous>"))
+		}
+		if s.OnCheck != nil {
+			s.OnCheck(e, err)
 		}
 	}
 	ensure()
