@@ -69,7 +69,7 @@ type schedulerCollector struct {
 	lastAt   time.Time
 
 	up, stopped, paused, history, wftFailing, wftAttempt, failures, breaker, batch, interval, zone, runsOutEarly, lastRun, lastFailed *prometheus.Desc
-	errors                                                                                                    prometheus.Counter
+	errors                                                                                                                            prometheus.Counter
 }
 
 func newSchedulerCollector(view ViewFunc, runs LatestRunsFunc, every time.Duration) *schedulerCollector {
