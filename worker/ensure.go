@@ -26,6 +26,8 @@ const (
 	KeepAlive Mode = iota
 	// Start is an operator's `pacer start`: a stopped scheduler starts too.
 	Start
+	// Inspect only describes: nothing is started.
+	Inspect
 )
 
 // Ensured is what Ensure found and did.
@@ -118,6 +120,8 @@ func Ensure(ctx context.Context, c client.Client, s Scheduler, mode Mode) (Ensur
 	d, err := c.DescribeWorkflowExecution(ctx, s.WorkflowID, "")
 	var nf *serviceerror.NotFound
 	switch {
+	case errors.As(err, &nf) && mode == Inspect:
+		return Ensured{}, nil
 	case errors.As(err, &nf):
 		return start(ctx, c, s, workflows.SchedulerInput{Config: s.Config})
 	case err != nil:
@@ -129,13 +133,16 @@ func Ensure(ctx context.Context, c client.Client, s Scheduler, mode Mode) (Ensur
 	case enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW:
 		return Ensured{RunID: runID, Task: taskHealth(d)}, nil
 	}
+	if mode == Inspect {
+		return Ensured{RunID: runID}, nil
+	}
 	if info.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
 		var res *workflows.StopResult
 		if err := c.GetWorkflow(ctx, s.WorkflowID, runID).Get(ctx, &res); err != nil {
 			return Ensured{}, fmt.Errorf("read stopped scheduler %s: %w", s.WorkflowID, err)
 		}
 		if res != nil && res.State != nil {
-			if mode == KeepAlive {
+			if mode == KeepAlive && !isHandoff(res) {
 				return Ensured{RunID: runID, Stopped: res}, nil
 			}
 			return start(ctx, c, s, workflows.SchedulerInput{Config: res.Config, State: res.State,

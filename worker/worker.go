@@ -112,6 +112,9 @@ type Scheduler struct {
 	// OnCheck, when set, is told what each keep-alive check found (the
 	// worker's metrics; tests).
 	OnCheck func(Ensured, error)
+	// Deployment is the workers' Worker Deployment Version (nil:
+	// unversioned workers, as in most tests). See deploy.go.
+	Deployment *Deployment
 }
 
 func (s Scheduler) withDefaults() Scheduler {
@@ -163,6 +166,9 @@ func KeepRunning(ctx context.Context, c client.Client, s Scheduler, log *zap.Log
 				zap.String("hint", "a workflow task that keeps failing is a nondeterminism error or a panic: see the worker logs and "+
 					"the Web UI; roll back with pacer deploy promote --build-id <previous>"))
 		}
+		if err == nil && e.Stopped == nil {
+			handOff(ctx, c, s, e, log)
+		}
 		if s.OnCheck != nil {
 			s.OnCheck(e, err)
 		}
@@ -195,10 +201,17 @@ func logRestart(log *zap.Logger, id string, e Ensured) {
 // New builds a worker for the scheduler's task queue with every workflow and
 // activity registered.
 func New(c client.Client, taskQueue string, acts *activities.Activities) sdkworker.Worker {
+	return NewVersioned(c, taskQueue, acts, nil)
+}
+
+// NewVersioned is New for workers of Worker Deployment Version d (nil:
+// unversioned).
+func NewVersioned(c client.Client, taskQueue string, acts *activities.Activities, d *Deployment) sdkworker.Worker {
 	if taskQueue == "" {
 		taskQueue = workflows.DefaultTaskQueue
 	}
 	w := sdkworker.New(c, taskQueue, sdkworker.Options{
+		DeploymentOptions: deploymentOptions(d),
 		// On SIGTERM give in-flight activities time to finish; what does not
 		// finish is retried elsewhere by Temporal.
 		WorkerStopTimeout: StopTimeout,
@@ -296,12 +309,17 @@ func Register(r sdkworker.Registry, acts *activities.Activities) {
 // worker gracefully.
 func Run(ctx context.Context, c client.Client, s Scheduler, acts *activities.Activities, log *zap.Logger) error {
 	s = s.withDefaults()
-	w := New(c, s.TaskQueue, acts)
+	w := NewVersioned(c, s.TaskQueue, acts, s.Deployment)
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)
 	}
 	defer w.Stop()
-	log.Info("worker.started", zap.String("taskQueue", s.TaskQueue), zap.String("workflowId", s.WorkflowID))
+	fields := []zap.Field{zap.String("taskQueue", s.TaskQueue), zap.String("workflowId", s.WorkflowID)}
+	if s.Deployment != nil {
+		fields = append(fields, zap.String("version", s.Deployment.Version()))
+		go promoteIfNone(ctx, c, *s.Deployment, log)
+	}
+	log.Info("worker.started", fields...)
 	if note := s.Config.CostNote(); note != "" {
 		log.Warn("scheduler.short_cadence", zap.String("cost", note),
 			zap.String("hint", "fine for staging or adaptive tasks; every run is billed on Temporal Cloud"))

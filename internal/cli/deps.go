@@ -72,6 +72,7 @@ func (c *config) scheduler() worker.Scheduler {
 		TaskQueue:  c.taskQueue,
 		Config: workflows.Config{TeneroEvery: pacer.Duration(c.teneroEvery), SweepEvery: pacer.Duration(c.sweepEvery),
 			Schedules: c.schedules},
+		Deployment: c.operating.deployment(),
 	}
 }
 

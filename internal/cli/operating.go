@@ -16,6 +16,7 @@ import (
 	"github.com/pacer-dev/pacer/internal/actor"
 	"github.com/pacer-dev/pacer/internal/operate"
 	"github.com/pacer-dev/pacer/internal/store"
+	"github.com/pacer-dev/pacer/worker"
 )
 
 // operatingConfig is what operating pacer takes (SPEC §2, §10.2):
@@ -23,6 +24,10 @@ import (
 type operatingConfig struct {
 	secretOverlap time.Duration
 	disableAfter  time.Duration
+	// The workers' Worker Deployment Version (SPEC §3.5).
+	versioning     bool
+	deploymentName string
+	buildID        string
 }
 
 func (o *operatingConfig) bind(c *config, fs *pflag.FlagSet) {
@@ -30,6 +35,30 @@ func (o *operatingConfig) bind(c *config, fs *pflag.FlagSet) {
 		"after a subscriber's secret is rotated, the old one stays valid this long: deliveries carry both signatures [PACER_SECRET_OVERLAP]")
 	fs.DurationVar(&o.disableAfter, "disable-after", c.envDuration("PACER_DISABLE_AFTER", 120*time.Hour),
 		"a subscriber failing every delivery attempt for this long is disabled [PACER_DISABLE_AFTER]")
+	fs.BoolVar(&o.versioning, "versioning", env("PACER_VERSIONING", "true") != "false",
+		"workers declare a Worker Deployment Version and the scheduler is pinned to its build (false: unversioned) [PACER_VERSIONING]")
+	fs.StringVar(&o.deploymentName, "deployment-name", env("PACER_DEPLOYMENT_NAME", worker.DefaultDeploymentName),
+		"the workers' Worker Deployment name [PACER_DEPLOYMENT_NAME]")
+	fs.StringVar(&o.buildID, "build-id", env("PACER_BUILD_ID", worker.BuildID()),
+		"this build's ID in its deployment (default: the VCS revision it was built from) [PACER_BUILD_ID]")
+}
+
+func (o *operatingConfig) validate() error {
+	if !worker.ValidBuildID(o.buildID) {
+		return usagef("--build-id / PACER_BUILD_ID %q: letters, digits and -_.+ only, at most 128", clipArg(o.buildID))
+	}
+	if !worker.ValidBuildID(o.deploymentName) {
+		return usagef("--deployment-name / PACER_DEPLOYMENT_NAME %q: letters, digits and -_.+ only, at most 128", clipArg(o.deploymentName))
+	}
+	return nil
+}
+
+// deployment is the workers' version, nil when versioning is off.
+func (o *operatingConfig) deployment() *worker.Deployment {
+	if !o.versioning {
+		return nil
+	}
+	return &worker.Deployment{Name: o.deploymentName, BuildID: o.buildID}
 }
 
 // withService runs f with the operations, acting as the CLI: a store, and

@@ -195,6 +195,9 @@ func (c *config) validate() error {
 	if err := c.rollups.validate(); err != nil {
 		return err
 	}
+	if err := c.operating.validate(); err != nil {
+		return err
+	}
 	if err := c.scheduler().Config.Validate(); err != nil {
 		return &UsageError{Err: err}
 	}
@@ -255,7 +258,7 @@ single-writer scheduler workflow on Temporal, paced to the upstreams' limits.`,
 		newStatusCmd(c), newRefreshCmd(c), newPauseCmd(c), newResumeCmd(c), newTuneCmd(c),
 		newStartCmd(c), newStopCmd(c), newReconfigureCmd(c),
 		newMigrateCmd(c), newPricesCmd(c), newScheduleCmd(c), newSubscribersCmd(c), newDeliveriesCmd(c), newAgentsCmd(c),
-		newChainhookCmd(c), newAuditCmd(c),
+		newChainhookCmd(c), newAuditCmd(c), newDeployCmd(c),
 	)
 	hideSecretDefaults(root)
 	return root

@@ -25,6 +25,7 @@ const (
 	ActionStop        = "scheduler.stop"
 	ActionStart       = "scheduler.start"
 	ActionBackfill    = "scheduler.backfill"
+	ActionPromote     = "deploy.promote"
 )
 
 // Tasks are the scheduler's tasks, the names pause and backfill take.

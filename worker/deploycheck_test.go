@@ -1,0 +1,154 @@
+//go:build deploycheck
+
+package worker_test
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/workflowservice/v1"
+
+	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/testenv"
+	"github.com/pacer-dev/pacer/worker"
+	"github.com/pacer-dev/pacer/workflows"
+)
+
+// TestDeploySequence is make deploy-check (SPEC §3.5, issue 21) on the real
+// stack: real `pacer worker` processes of two builds (A and B: the same
+// code under two build IDs) against a Temporal dev server, Postgres and
+// the simulator. Build A runs the scheduler; B is deployed beside it and
+// promoted, and the scheduler moves to B at a run boundary; A is stopped;
+// A is started again and promoted (a rollback), and the scheduler moves
+// back; A and B then run side by side. Throughout, no run of the
+// scheduler records a workflow task failure or timeout, and tenero keeps
+// its cadence: the figures are printed for RELIABILITY.md.
+func TestDeploySequence(t *testing.T) {
+	bin := testenv.PacerBinary(t)
+	const every = 2 * time.Second
+	s := newStack(t, workflows.Config{TeneroEvery: pacer.Duration(every), SweepEvery: pacer.Duration(time.Minute)})
+	deployment := strings.ReplaceAll(s.sched.TaskQueue, "_", "-")
+	ctx := context.Background()
+	start := func(build string) *exec.Cmd {
+		cmd, out := s.startProcess(t, bin, "--build-id", build, "--deployment-name", deployment,
+			"--tenero-every", every.String(), "--sweep-every", "1m", "--hiro-base-url", s.simU)
+		t.Cleanup(func() {
+			if t.Failed() {
+				t.Logf("worker %s output:\n%s", build, out.String())
+			}
+		})
+		return cmd
+	}
+	onVersion := func(build string) func() bool {
+		return func() bool {
+			e, err := worker.Ensure(ctx, s.tc, s.sched, worker.Inspect)
+			return err == nil && e.Task.Version == deployment+"."+build && !e.Task.Failing()
+		}
+	}
+	type step struct {
+		name string
+		took time.Duration
+	}
+	var steps []step
+	timed := func(name string, f func()) {
+		t0 := time.Now()
+		f()
+		steps = append(steps, step{name, time.Since(t0)})
+	}
+	began := time.Now()
+
+	a := start("A")
+	timed("A starts the scheduler (first version: made current by its worker)", func() {
+		eventually(t, time.Minute, "v1 runs on A", onVersion("A"))
+	})
+	time.Sleep(10 * time.Second)
+
+	b := start("B")
+	timed("B deployed beside A, promoted; v1 moves to B", func() {
+		eventually(t, time.Minute, "B is known to the server", func() bool {
+			_, err := worker.Promote(ctx, s.tc, deployment, "B")
+			return err == nil
+		})
+		eventually(t, 2*time.Minute, "v1 runs on B", onVersion("B"))
+	})
+	time.Sleep(10 * time.Second)
+
+	timed("A stopped (SIGTERM); B alone", func() {
+		require.NoError(t, a.Process.Signal(syscall.SIGTERM))
+		_ = a.Wait()
+	})
+	time.Sleep(10 * time.Second)
+
+	start("A")
+	timed("A started again and promoted (rollback); v1 moves to A", func() {
+		eventually(t, time.Minute, "A is known again", func() bool {
+			_, err := worker.Promote(ctx, s.tc, deployment, "A")
+			return err == nil
+		})
+		eventually(t, 2*time.Minute, "v1 runs on A", onVersion("A"))
+	})
+	timed("A and B side by side, A current", func() { time.Sleep(20 * time.Second) })
+	require.True(t, onVersion("A")(), "still on A with B running beside it")
+	_ = b
+	ended := time.Now()
+
+	// No run of v1 failed or timed out a workflow task.
+	resp, err := s.tc.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+		Query: fmt.Sprintf("WorkflowId = '%s'", s.sched.WorkflowID),
+	})
+	require.NoError(t, err)
+	runs, failed, timedOut, events := 0, 0, 0, 0
+	for _, e := range resp.GetExecutions() {
+		runs++
+		it := s.tc.GetWorkflowHistory(ctx, s.sched.WorkflowID, e.GetExecution().GetRunId(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		for it.HasNext() {
+			ev, err := it.Next()
+			require.NoError(t, err)
+			events++
+			switch ev.GetEventType() {
+			case enumspb.EVENT_TYPE_WORKFLOW_TASK_FAILED:
+				failed++
+			case enumspb.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT:
+				timedOut++
+			}
+		}
+	}
+
+	// tenero's cadence, from the ledger of runs every worker writes.
+	rows, err := s.st.Pool().Query(ctx, `select started_at from task_runs where task = 'tenero' and started_at between $1 and $2 order by started_at`, began, ended)
+	require.NoError(t, err)
+	var starts []time.Time
+	for rows.Next() {
+		var at time.Time
+		require.NoError(t, rows.Scan(&at))
+		starts = append(starts, at)
+	}
+	require.NoError(t, rows.Err())
+	require.NotEmpty(t, starts)
+	var gaps []time.Duration
+	for i := 1; i < len(starts); i++ {
+		gaps = append(gaps, starts[i].Sub(starts[i-1]))
+	}
+	sort.Slice(gaps, func(i, j int) bool { return gaps[i] < gaps[j] })
+	pct := func(p float64) time.Duration { return gaps[int(p*float64(len(gaps)-1))] }
+
+	t.Logf("figures: deploy sequence on the real stack (tenero every %s, %s in all)", every, ended.Sub(began).Round(time.Second))
+	for _, st := range steps {
+		t.Logf("figures:   %-70s %s", st.name, st.took.Round(100*time.Millisecond))
+	}
+	t.Logf("figures: v1 executions %d, history events %d, workflow task failures %d, timeouts %d", runs, events, failed, timedOut)
+	t.Logf("figures: tenero runs %d; gap between starts p50 %s, p90 %s, max %s (cadence %s)",
+		len(starts), pct(0.5).Round(10*time.Millisecond), pct(0.9).Round(10*time.Millisecond),
+		gaps[len(gaps)-1].Round(10*time.Millisecond), every)
+	require.Zero(t, failed, "no workflow task failure in any step")
+	require.Zero(t, timedOut, "no workflow task timeout in any step")
+	require.Less(t, gaps[len(gaps)-1], 3*every, "every handoff kept tenero within a beat or two of its cadence")
+}
