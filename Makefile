@@ -19,7 +19,7 @@ FUZZ_TARGETS := \
 	workflows:FuzzParsePause workflows:FuzzParseRefresh workflows:FuzzParseTune workflows:FuzzParseReconfigure \
 	internal/cron:FuzzParseSpec internal/chainhook:FuzzParse
 
-.PHONY: help build dev test test-unit lint tools clean postgres chromium histories bench bench-hidden bench-push cost catchup deliver-check fuzz
+.PHONY: help build dev test test-unit lint tools clean postgres chromium histories bench bench-hidden bench-push cost catchup deliver-check deploy-check fuzz
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -40,7 +40,7 @@ chromium: ## make sure Chromium is installed (the operator page's browser test d
 	@./scripts/ensure-chromium.sh
 
 dev: build tools postgres ## run the whole stack locally: Temporal dev server + Web UI, simulator, worker, API
-	$(BIN)/pacer dev --log-format console
+	PACER_BUILD_ID=$${PACER_BUILD_ID:-$$(git rev-parse --short HEAD 2>/dev/null || echo dev)} $(BIN)/pacer dev --log-format console
 
 test: tools postgres chromium ## run every test: unit, workflow (testsuite), integration (dev server + Postgres, Chromium), then a brief fuzz
 	go test $(GO_TEST_FLAGS) ./...
@@ -88,6 +88,10 @@ catchup: tools postgres ## the schedules' catch-up on the real stack: rollup on 
 deliver-check: tools postgres ## deliveries on the real stack: 100 subscribers with failures, SIGKILL ×3 mid deliver run, Deliver activities per run (~8 min, see BENCHMARKS.md)
 	set -o pipefail; go test -tags deliverstack -count=1 -timeout 30m -run 'TestDeliveriesOnTheRealStack$$' -v ./worker/ \
 	  | grep -E 'figures|^\s+\||Error|SIGKILL|_test\.go:[0-9]+:|^(ok|FAIL|---)'
+
+deploy-check: tools postgres ## deploys on the real stack: build A runs v1, B deployed beside it and promoted, A stopped, rollback to A, A and B side by side; no workflow task failure, tenero's cadence (~3 min, see RELIABILITY.md)
+	set -o pipefail; go test -tags deploycheck -count=1 -timeout 20m -run 'TestDeploySequence$$' -v ./worker/ \
+	  | grep -E 'figures|Error|_test\.go:[0-9]+:|^(ok|FAIL|---)'
 
 histories: tools ## record today's workflow histories for the replay tests beside the older ones (never rewrites one; needs bin/temporal)
 	go test -tags histories -count=1 -run TestWriteHistories ./workflows/

@@ -145,10 +145,13 @@ func TestDeploySequence(t *testing.T) {
 		t.Logf("figures:   %-70s %s", st.name, st.took.Round(100*time.Millisecond))
 	}
 	t.Logf("figures: v1 executions %d, history events %d, workflow task failures %d, timeouts %d", runs, events, failed, timedOut)
-	t.Logf("figures: tenero runs %d; gap between starts p50 %s, p90 %s, max %s (cadence %s)",
+	t.Logf("figures: tenero runs %d; gap between starts p50 %s, p90 %s, max %s (configured floor %s; pacing sets the interval)",
 		len(starts), pct(0.5).Round(10*time.Millisecond), pct(0.9).Round(10*time.Millisecond),
 		gaps[len(gaps)-1].Round(10*time.Millisecond), every)
 	require.Zero(t, failed, "no workflow task failure in any step")
 	require.Zero(t, timedOut, "no workflow task timeout in any step")
-	require.Less(t, gaps[len(gaps)-1], 3*every, "every handoff kept tenero within a beat or two of its cadence")
+	// tenero's own pacing sets its interval (the configured cadence is
+	// its floor); a handoff happens at an idle moment and takes well under
+	// a second, so no gap stands out from the others.
+	require.Less(t, gaps[len(gaps)-1], pct(0.5)*3/2, "every handoff kept tenero on its cadence")
 }
