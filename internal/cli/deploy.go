@@ -83,4 +83,3 @@ ID; its workers must be running.`,
 		},
 	}
 }
-

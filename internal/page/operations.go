@@ -53,7 +53,7 @@ type HealthRow struct {
 
 // ActionRow is one audit log entry, without its before and after.
 type ActionRow struct {
-	At                     Moment
+	At                    Moment
 	Actor, Action, Target string
 }
 

@@ -65,6 +65,8 @@ values ('sub_healthyaaaaaaaaaa', 'https://d.example/', 'whsec_w', '{daily}', 'ac
 
 	// A healthy scheduler says so.
 	p = page.New(page.Options{Store: d.st, Now: func() time.Time { return now },
-		SchedulerHealth: func(context.Context) (page.SchedulerHealth, error) { return page.SchedulerHealth{Version: "pacer.A"}, nil }})
+		SchedulerHealth: func(context.Context) (page.SchedulerHealth, error) {
+			return page.SchedulerHealth{Version: "pacer.A"}, nil
+		}})
 	require.Equal(t, "healthy", p.View(t.Context()).Operations.Tasks)
 }
