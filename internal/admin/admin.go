@@ -303,9 +303,17 @@ func (h *handler) backfill(w http.ResponseWriter, r *http.Request) {
 	h.reply(w, r, http.StatusOK, map[string]any{"result": res}, err)
 }
 
-// decode reads a JSON object body into v: bounded, unknown fields and
-// trailing data refused. emptyOK accepts no body at all.
+// decode reads a JSON object body into v: sent as application/json,
+// bounded, unknown fields and trailing data refused. emptyOK accepts no
+// body at all.
 func (h *handler) decode(w http.ResponseWriter, r *http.Request, v any, emptyOK bool) bool {
+	// Every change asks for application/json, even with no body: a web
+	// page can make a browser send a form or text/plain to a loopback
+	// listener without asking first, never this.
+	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		writeError(w, http.StatusUnsupportedMediaType, "send Content-Type: application/json")
+		return false
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
 	if err != nil {
 		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body larger than %d bytes", MaxBody))
@@ -316,10 +324,6 @@ func (h *handler) decode(w http.ResponseWriter, r *http.Request, v any, emptyOK 
 			return true
 		}
 		writeError(w, http.StatusBadRequest, "a JSON object body is required")
-		return false
-	}
-	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
-		writeError(w, http.StatusUnsupportedMediaType, "send Content-Type: application/json")
 		return false
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))

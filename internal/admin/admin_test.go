@@ -79,6 +79,7 @@ func TestBadInputIsAClearJSONError(t *testing.T) {
 	for _, tt := range tests {
 		req, err := http.NewRequestWithContext(t.Context(), tt.method, a.base+tt.path, strings.NewReader(tt.body))
 		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)
 		require.NoError(t, err)
 		raw, _ := io.ReadAll(resp.Body)
@@ -90,13 +91,24 @@ func TestBadInputIsAClearJSONError(t *testing.T) {
 			require.Contains(t, e.Error, tt.wantErr, "%s %s", tt.method, tt.path)
 		}
 	}
-	// A wrong Content-Type is refused too.
-	req, _ := http.NewRequestWithContext(t.Context(), "POST", a.base+"subscribers", strings.NewReader(`{"url":"https://x.example/"}`))
-	req.Header.Set("Content-Type", "text/plain")
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	resp.Body.Close()
-	require.Equal(t, http.StatusUnsupportedMediaType, resp.StatusCode)
+	// A change sent as anything but JSON is refused, with a body or
+	// without: what a web page could make a browser send to a loopback
+	// listener unasked (a form, text/plain).
+	for _, tt := range []struct{ path, ct, body string }{
+		{"subscribers", "text/plain", `{"url":"https://x.example/"}`},
+		{"subscribers", "application/x-www-form-urlencoded", `url=https://x.example/`},
+		{"subscribers/" + sub + "/enable", "text/plain", ``},
+		{"subscribers/" + sub + "/enable", "", ``},
+	} {
+		req, _ := http.NewRequestWithContext(t.Context(), "POST", a.base+tt.path, strings.NewReader(tt.body))
+		if tt.ct != "" {
+			req.Header.Set("Content-Type", tt.ct)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusUnsupportedMediaType, resp.StatusCode, "%s %q", tt.path, tt.ct)
+	}
 
 	var n int
 	require.NoError(t, st.Pool().QueryRow(t.Context(), `select count(*) from audit_log`).Scan(&n))
