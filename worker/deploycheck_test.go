@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"path/filepath"
 	"sort"
 	"strings"
 	"syscall"
@@ -22,23 +23,36 @@ import (
 	"github.com/pacer-dev/pacer/workflows"
 )
 
+// buildB builds cmd/pacer with the deploy check's gated workflow change
+// (worker/probe.go): the release after A.
+func buildB(t *testing.T) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "pacer-b")
+	cmd := exec.Command("go", "build", "-ldflags", "-X github.com/pacer-dev/pacer/worker.deployCheckChange=on", "-o", out, "./cmd/pacer")
+	cmd.Dir = ".."
+	b, err := cmd.CombinedOutput()
+	require.NoError(t, err, string(b))
+	return out
+}
+
 // TestDeploySequence is make deploy-check (SPEC §3.5, issue 21) on the real
-// stack: real `pacer worker` processes of two builds (A and B: the same
-// code under two build IDs) against a Temporal dev server, Postgres and
-// the simulator. Build A runs the scheduler; B is deployed beside it and
+// stack: real `pacer worker` processes of two builds against a Temporal dev
+// server, Postgres and the simulator. Build B is A plus a gated workflow
+// change (worker/probe.go: each run starts with a timer behind a
+// GetVersion marker, which A's code would never start). Build A runs the scheduler; B is deployed beside it and
 // promoted, and the scheduler moves to B at a run boundary; A is stopped;
 // A is started again and promoted (a rollback), and the scheduler moves
 // back; A and B then run side by side. Throughout, no run of the
 // scheduler records a workflow task failure or timeout, and tenero keeps
 // its cadence: the figures are printed for RELIABILITY.md.
 func TestDeploySequence(t *testing.T) {
-	bin := testenv.PacerBinary(t)
+	bins := map[string]string{"A": testenv.PacerBinary(t), "B": buildB(t)}
 	const every = 2 * time.Second
 	s := newStack(t, workflows.Config{TeneroEvery: pacer.Duration(every), SweepEvery: pacer.Duration(time.Minute)})
 	deployment := strings.ReplaceAll(s.sched.TaskQueue, "_", "-")
 	ctx := context.Background()
 	start := func(build string) *exec.Cmd {
-		cmd, out := s.startProcess(t, bin, "--build-id", build, "--deployment-name", deployment,
+		cmd, out := s.startProcess(t, bins[build], "--build-id", build, "--deployment-name", deployment,
 			"--tenero-every", every.String(), "--sweep-every", "1m", "--hiro-base-url", s.simU)
 		t.Cleanup(func() {
 			if t.Failed() {
@@ -106,8 +120,10 @@ func TestDeploySequence(t *testing.T) {
 	})
 	require.NoError(t, err)
 	runs, failed, timedOut, events := 0, 0, 0, 0
+	var chain []string // each execution's builds, oldest first
 	for _, e := range resp.GetExecutions() {
 		runs++
+		builds := map[string]bool{}
 		it := s.tc.GetWorkflowHistory(ctx, s.sched.WorkflowID, e.GetExecution().GetRunId(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 		for it.HasNext() {
 			ev, err := it.Next()
@@ -118,9 +134,19 @@ func TestDeploySequence(t *testing.T) {
 				failed++
 			case enumspb.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT:
 				timedOut++
+			case enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+				builds[ev.GetWorkflowTaskCompletedEventAttributes().GetDeploymentVersion().GetBuildId()] = true
 			}
 		}
+		var bs []string
+		for b := range builds {
+			bs = append(bs, b)
+		}
+		sort.Strings(bs)
+		require.Len(t, bs, 1, "one execution's workflow tasks completed by one build only: %v", bs)
+		chain = append([]string{bs[0]}, chain...) // ListWorkflow answers newest first
 	}
+	require.Equal(t, []string{"A", "B", "A"}, chain, "v1 ran on A, then B, then A again")
 
 	// tenero's cadence, from the ledger of runs every worker writes.
 	rows, err := s.st.Pool().Query(ctx, `select started_at from task_runs where task = 'tenero' and started_at between $1 and $2 order by started_at`, began, ended)
@@ -144,7 +170,8 @@ func TestDeploySequence(t *testing.T) {
 	for _, st := range steps {
 		t.Logf("figures:   %-70s %s", st.name, st.took.Round(100*time.Millisecond))
 	}
-	t.Logf("figures: v1 executions %d, history events %d, workflow task failures %d, timeouts %d", runs, events, failed, timedOut)
+	t.Logf("figures: v1 executions %d (builds %s), history events %d, workflow task failures %d, timeouts %d",
+		runs, strings.Join(chain, " → "), events, failed, timedOut)
 	t.Logf("figures: tenero runs %d; gap between starts p50 %s, p90 %s, max %s (configured floor %s; pacing sets the interval)",
 		len(starts), pct(0.5).Round(10*time.Millisecond), pct(0.9).Round(10*time.Millisecond),
 		gaps[len(gaps)-1].Round(10*time.Millisecond), every)
@@ -154,4 +181,34 @@ func TestDeploySequence(t *testing.T) {
 	// its floor); a handoff happens at an idle moment and takes well under
 	// a second, so no gap stands out from the others.
 	require.Less(t, gaps[len(gaps)-1], pct(0.5)*3/2, "every handoff kept tenero on its cadence")
+}
+
+// TestDeployWithoutVersioningFails is the control: the same two builds
+// unversioned on one task queue (the shape before Worker Versioning), and
+// a rollback from B to A. Build A meets B's gated change in the history it
+// replays and fails every workflow task of the run: the wedge the
+// versioned sequence never has.
+func TestDeployWithoutVersioningFails(t *testing.T) {
+	bins := map[string]string{"A": testenv.PacerBinary(t), "B": buildB(t)}
+	s := newStack(t, workflows.Config{TeneroEvery: pacer.Duration(2 * time.Second), SweepEvery: pacer.Duration(time.Minute)})
+	start := func(build string) *exec.Cmd {
+		cmd, _ := s.startProcess(t, bins[build], "--versioning=false", "--tenero-every", "2s", "--sweep-every", "1m", "--hiro-base-url", s.simU)
+		return cmd
+	}
+	// B starts the run, so its history has the change; then the rollback:
+	// A starts, B stops, and A takes the run's workflow tasks.
+	b := start("B")
+	time.Sleep(5 * time.Second)
+	start("A")
+	require.NoError(t, b.Process.Signal(syscall.SIGTERM))
+	_ = b.Wait()
+	ctx := context.Background()
+	var attempt int32
+	eventually(t, 2*time.Minute, "A fails a workflow task of B's run", func() bool {
+		e, err := worker.Ensure(ctx, s.tc, s.sched, worker.Inspect)
+		require.NoError(t, err)
+		attempt = max(attempt, e.Task.Attempt)
+		return e.Task.Failing()
+	})
+	t.Logf("figures: unversioned control: a workflow task of v1 failed (attempt %d): build A replayed B's gated change", attempt)
 }

@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/pacer-dev/pacer/internal/metrics"
+	"github.com/pacer-dev/pacer/internal/page"
 	"github.com/pacer-dev/pacer/workflows"
 )
 
@@ -255,4 +256,15 @@ func Describe(ctx context.Context, c client.Client, s Scheduler) (metrics.Schedu
 		v.Memo = &m
 	}
 	return v, nil
+}
+
+// PageHealth is what the operator's page shows of the scheduler's workflow
+// tasks, from one description (page.Options.SchedulerHealth).
+func PageHealth(ctx context.Context, c client.Client, s Scheduler) (page.SchedulerHealth, error) {
+	v, err := Describe(ctx, c, s)
+	if err != nil {
+		return page.SchedulerHealth{}, err
+	}
+	return page.SchedulerHealth{Failing: v.WorkflowTaskFailing, Attempt: v.WorkflowTaskAttempt,
+		Since: v.FailingSince, Version: v.Version}, nil
 }

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/pacer-dev/pacer/internal/metrics"
+	"github.com/pacer-dev/pacer/internal/page"
 	"github.com/pacer-dev/pacer/worker"
 	"github.com/pacer-dev/pacer/workflows"
 )
@@ -77,6 +78,11 @@ func TestFailingWorkflowTaskIsReported(t *testing.T) {
 	require.True(t, v.WorkflowTaskFailing)
 	require.GreaterOrEqual(t, v.WorkflowTaskAttempt, worker.FailingAttempt)
 	require.NotNil(t, v.FailingSince)
+	// The operator's page shows it, from the same description.
+	pg := page.New(page.Options{Store: s.st, SchedulerHealth: func(ctx context.Context) (page.SchedulerHealth, error) {
+		return worker.PageHealth(ctx, s.tc, s.sched)
+	}})
+	require.Contains(t, pg.View(ctx).Operations.Tasks, "FAILING: attempt ")
 
 	// A healthy scheduler is not reported: the same checks against a
 	// worker that runs the real workflow.

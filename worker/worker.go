@@ -301,7 +301,7 @@ func (a *retryOnStopActivity) ExecuteActivity(ctx context.Context, in *intercept
 
 // Register registers pacer's workflows and activities on r.
 func Register(r sdkworker.Registry, acts *activities.Activities) {
-	workflows.Register(r)
+	registerScheduler(r)
 	activities.Register(r, acts)
 }
 
