@@ -40,9 +40,15 @@ func TestInputRulesComeFirst(t *testing.T) {
 			_, err := svc.CreateSubscriber(ctx, operate.SubscriberInput{URL: "https://a.example/", Agents: []string{"SPnope"}})
 			return err
 		}, "agents"},
-		{"bad id", func() error { _, err := svc.UpdateSubscriber(ctx, "x", operate.SubscriberPatch{Events: list("daily")}); return err }, "id"},
+		{"bad id", func() error {
+			_, err := svc.UpdateSubscriber(ctx, "x", operate.SubscriberPatch{Events: list("daily")})
+			return err
+		}, "id"},
 		{"empty patch", func() error { _, err := svc.UpdateSubscriber(ctx, sub, operate.SubscriberPatch{}); return err }, ""},
-		{"patch no events", func() error { _, err := svc.UpdateSubscriber(ctx, sub, operate.SubscriberPatch{Events: list()}); return err }, "events"},
+		{"patch no events", func() error {
+			_, err := svc.UpdateSubscriber(ctx, sub, operate.SubscriberPatch{Events: list()})
+			return err
+		}, "events"},
 		{"long reason", func() error { _, err := svc.DisableSubscriber(ctx, sub, strings.Repeat("r", 501)); return err }, "reason"},
 		{"recover no from", func() error { _, err := svc.Recover(ctx, operate.RecoverInput{Subscriber: sub}); return err }, "from"},
 		{"recover reversed", func() error {
