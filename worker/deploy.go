@@ -49,6 +49,10 @@ const DefaultDeploymentName = "pacer"
 type Deployment struct {
 	Name    string
 	BuildID string
+	// PromoteOnStart makes this version current as its workers start,
+	// whatever is current: pacer dev, whose one build replaces the last
+	// one's (its dev server keeps its state across restarts).
+	PromoteOnStart bool
 }
 
 // Version is the version's name as Temporal shows it: name.buildID.
@@ -156,7 +160,7 @@ func Promote(ctx context.Context, c client.Client, name, buildID string) (previo
 func promoteIfNone(ctx context.Context, c client.Client, d Deployment, log *zap.Logger) {
 	for delay := 200 * time.Millisecond; ; delay = min(2*delay, 5*time.Second) {
 		cur, err := CurrentVersion(ctx, c, d.Name)
-		if err == nil && cur != "" {
+		if err == nil && cur != "" && !(d.PromoteOnStart && cur != d.Version()) {
 			if cur != d.Version() {
 				log.Info("deploy.not_current", zap.String("version", d.Version()), zap.String("current", cur),
 					zap.String("hint", "pacer deploy promote --build-id "+d.BuildID+" moves the scheduler to this build"))
@@ -185,8 +189,13 @@ func promoteIfNone(ctx context.Context, c client.Client, d Deployment, log *zap.
 const HandoffReason = "handoff to "
 
 // handoffTimeout bounds the stop of a handoff: running tasks finish first
-// (a sweep run may take minutes).
-const handoffTimeout = 10 * time.Minute
+// (a sweep run may take minutes). acceptWait is how long the old version's
+// workers get to take the stop: past it, none is running (they were
+// stopped before the scheduler moved), and the run is ended instead.
+const (
+	handoffTimeout = 10 * time.Minute
+	acceptWait     = 30 * time.Second
+)
 
 // handOff moves the scheduler to this worker's version when that version is
 // current and the open run is pinned to another: stop at the next idle
@@ -204,14 +213,23 @@ func handOff(ctx context.Context, c client.Client, s Scheduler, e Ensured, log *
 	ctx, cancel := context.WithTimeout(ctx, handoffTimeout)
 	defer cancel()
 	reason := HandoffReason + d.Version()
+	why := ""
 	if e.Task.Failing() {
-		// A run whose workflow tasks fail cannot take the stop update (it
-		// needs a workflow task): end it, and the start below carries the
-		// state it began with and its memo's pause and breakers, as for
-		// any run that ended without a result.
-		err = c.TerminateWorkflow(ctx, s.WorkflowID, e.RunID, reason+": its workflow tasks fail on "+e.Task.Version)
+		why = "its workflow tasks fail on " + e.Task.Version
 	} else {
-		_, err = Update[*workflows.StopResult](ctx, c, s.WorkflowID, workflows.UpdateStop, workflows.StopInput{Reason: reason})
+		var accepted bool
+		accepted, err = stopForHandoff(ctx, c, s.WorkflowID, reason)
+		if err == nil && !accepted {
+			why = "no worker of " + e.Task.Version + " took the stop within " + acceptWait.String()
+		}
+	}
+	if why != "" {
+		// A run that cannot take the stop update (its workflow tasks fail,
+		// or its version's workers are gone) is ended instead; the start
+		// below carries the state it began with and its memo's pause and
+		// breakers, as for any run that ended without a result.
+		log.Warn("deploy.handoff_terminates", zap.String("from", e.Task.Version), zap.String("to", d.Version()), zap.String("why", why))
+		err = c.TerminateWorkflow(ctx, s.WorkflowID, e.RunID, reason+": "+why)
 	}
 	if err != nil {
 		log.Warn("deploy.handoff_stop_failed", zap.String("from", e.Task.Version), zap.String("to", d.Version()), zap.Error(err))
@@ -226,6 +244,26 @@ func handOff(ctx context.Context, c client.Client, s Scheduler, e Ensured, log *
 	}
 	log.Info("deploy.handed_off", zap.String("workflowId", s.WorkflowID), zap.String("from", e.Task.Version),
 		zap.String("to", d.Version()), zap.String("runId", started.RunID))
+}
+
+// stopForHandoff asks the scheduler to stop; accepted is false when no
+// worker took the request within acceptWait.
+func stopForHandoff(ctx context.Context, c client.Client, workflowID, reason string) (accepted bool, err error) {
+	actx, cancel := context.WithTimeout(ctx, acceptWait)
+	defer cancel()
+	h, err := c.UpdateWorkflow(actx, client.UpdateWorkflowOptions{WorkflowID: workflowID, UpdateName: workflows.UpdateStop,
+		Args: []any{workflows.StopInput{Reason: reason}}, WaitForStage: client.WorkflowUpdateStageAccepted})
+	if err != nil {
+		if actx.Err() != nil && ctx.Err() == nil {
+			return false, nil
+		}
+		return false, fmt.Errorf("stop %s for a handoff: %w", workflowID, err)
+	}
+	var res *workflows.StopResult
+	if err := h.Get(ctx, &res); err != nil {
+		return true, fmt.Errorf("stop %s for a handoff: %w", workflowID, err)
+	}
+	return true, nil
 }
 
 // isHandoff says a stopped run was stopped by a handoff.

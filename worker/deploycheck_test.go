@@ -212,3 +212,44 @@ func TestDeployWithoutVersioningFails(t *testing.T) {
 	})
 	t.Logf("figures: unversioned control: a workflow task of v1 failed (attempt %d): build A replayed B's gated change", attempt)
 }
+
+// TestPromoteAfterTheOldBuildStopped: the old build's workers were stopped
+// before the new build was promoted (or pacer dev restarted on a new
+// build). Nothing can take the pinned run's stop, so the new build's
+// worker ends the run and starts it again on the new version with the
+// state it began with and its memo's; no workflow task fails.
+func TestPromoteAfterTheOldBuildStopped(t *testing.T) {
+	bins := map[string]string{"A": testenv.PacerBinary(t), "B": buildB(t)}
+	s := newStack(t, workflows.Config{TeneroEvery: pacer.Duration(2 * time.Second), SweepEvery: pacer.Duration(time.Minute)})
+	deployment := s.sched.TaskQueue
+	ctx := context.Background()
+	start := func(build string) *exec.Cmd {
+		cmd, _ := s.startProcess(t, bins[build], "--build-id", build, "--deployment-name", deployment,
+			"--tenero-every", "2s", "--sweep-every", "1m", "--hiro-base-url", s.simU)
+		return cmd
+	}
+	onVersion := func(build string) func() bool {
+		return func() bool {
+			e, err := worker.Ensure(ctx, s.tc, s.sched, worker.Inspect)
+			return err == nil && e.Task.Version == deployment+"."+build && !e.Task.Failing()
+		}
+	}
+	a := start("A")
+	eventually(t, time.Minute, "v1 runs on A", onVersion("A"))
+	require.NoError(t, a.Process.Signal(syscall.SIGTERM))
+	_ = a.Wait()
+	start("B")
+	t0 := time.Now()
+	eventually(t, time.Minute, "B is known", func() bool {
+		_, err := worker.Promote(ctx, s.tc, deployment, "B")
+		return err == nil
+	})
+	eventually(t, 3*time.Minute, "v1 runs on B", onVersion("B"))
+	t.Logf("figures: promote after the old build stopped: v1 on B after %s (one check, then %s for the old build to take the stop)",
+		time.Since(t0).Round(100*time.Millisecond), 30*time.Second)
+	eventually(t, time.Minute, "B runs tenero", func() bool {
+		var n int
+		require.NoError(t, s.st.Pool().QueryRow(ctx, `select count(*) from task_runs where task = 'tenero' and started_at > $1`, t0).Scan(&n))
+		return n > 0
+	})
+}

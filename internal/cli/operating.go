@@ -28,6 +28,7 @@ type operatingConfig struct {
 	versioning     bool
 	deploymentName string
 	buildID        string
+	promoteOnStart bool // pacer dev
 }
 
 func (o *operatingConfig) bind(c *config, fs *pflag.FlagSet) {
@@ -44,6 +45,9 @@ func (o *operatingConfig) bind(c *config, fs *pflag.FlagSet) {
 }
 
 func (o *operatingConfig) validate() error {
+	if !o.versioning {
+		return nil
+	}
 	if !worker.ValidBuildID(o.buildID) {
 		return usagef("--build-id / PACER_BUILD_ID %q: letters, digits and -_.+ only, at most 128", clipArg(o.buildID))
 	}
@@ -58,7 +62,7 @@ func (o *operatingConfig) deployment() *worker.Deployment {
 	if !o.versioning {
 		return nil
 	}
-	return &worker.Deployment{Name: o.deploymentName, BuildID: o.buildID}
+	return &worker.Deployment{Name: o.deploymentName, BuildID: o.buildID, PromoteOnStart: o.promoteOnStart}
 }
 
 // withService runs f with the operations, acting as the CLI: a store, and
