@@ -285,7 +285,7 @@ func newDeliveriesRecoverCmd(c *config) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "recover --subscriber ID --from RFC3339 [--to RFC3339] [--status exhausted,...]",
-		Short: "Send again a subscriber's deliveries of periods in [from, to) (default: the exhausted ones)",
+		Short: "Send again a subscriber's deliveries of periods that ended in (from, to] (default: the exhausted ones, and those never created)",
 		Args:  wrapArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			in := operate.RecoverInput{Subscriber: subscriber, Statuses: splitComma(statuses)}
@@ -317,8 +317,8 @@ func newDeliveriesRecoverCmd(c *config) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&subscriber, "subscriber", "", "the subscriber")
 	cmd.Flags().StringVar(&statuses, "status", "", "statuses to recover, comma-separated (default exhausted)")
-	cmd.Flags().StringVar(&from, "from", "", "periods starting at or after this time")
-	cmd.Flags().StringVar(&to, "to", "", "periods starting before this time (default now)")
+	cmd.Flags().StringVar(&from, "from", "", "periods that ended after this time")
+	cmd.Flags().StringVar(&to, "to", "", "periods that ended at or before this time (default now)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
 	return cmd
 }

@@ -423,8 +423,8 @@ func validStatus(status string) error {
 }
 
 // RecoverInput selects what to send again: a subscriber's deliveries in
-// Statuses (default exhausted) whose period starts in [From, To) (To
-// zero: now).
+// Statuses (default exhausted) whose period ended in (From, To] (To
+// zero: now), and those of the range never created.
 type RecoverInput struct {
 	Subscriber string    `json:"subscriber"`
 	Statuses   []string  `json:"statuses"`

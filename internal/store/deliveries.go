@@ -77,11 +77,13 @@ const payloadDataSQL = `jsonb_build_object(
 // retrying gets no new daily one (SPEC §10.3). The id is
 // webhook.DeliveryID, derived from (subscriber, event, period); the
 // payload is the period's rollups through the subscriber's filters, frozen
-// now so that every attempt and every pull sends the same bytes.
+// now so that every attempt and every pull sends the same bytes. $5 narrows
+// it to one subscriber (null: all) and $6 bounds the periods' end (a
+// recovery's range; else now).
 const emitSQL = `
 with subs as (
     select s.id, s.tokens, s.agents, s.created_at from subscribers s
-    where s.status = 'active' and $1::text = any(s.events)
+    where s.status = 'active' and $1::text = any(s.events) and ($5::text is null or s.id = $5)
       and ($1::text <> 'daily' or not exists (
           select 1 from deliveries r
           where r.subscriber_id = s.id and r.event = 'daily' and r.status = 'retrying'))
@@ -89,7 +91,7 @@ with subs as (
 periods as (
     select c.period_start, c.period_end, c.complete from rollups c
     where c.period = $2::text and c.subject_kind = 'competition' and c.subject = '` + rollup.CompetitionSubject + `'
-      and c.period_end > $4::timestamptz and c.period_end <= $3::timestamptz
+      and c.period_end > $4::timestamptz and c.period_end <= least($3::timestamptz, $6::timestamptz)
       and ($1::text <> 'daily' or c.complete)
 ),
 todo as (
@@ -170,7 +172,7 @@ func (s *Store) EmitDeliveries(ctx context.Context, event string, now, since tim
 	if event == rollup.EventDaily {
 		period = rollup.Day
 	}
-	tag, err := s.pool.Exec(ctx, emitSQL, event, period, now, since)
+	tag, err := s.pool.Exec(ctx, emitSQL, event, period, now, since, nil, now)
 	if err != nil {
 		return 0, fmt.Errorf("emit %s deliveries: %w", event, err)
 	}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pacer-dev/pacer/internal/rollup"
 )
 
 // ErrNotFound is wrapped when the subscriber or delivery named does not
@@ -155,7 +157,7 @@ func disableApply(at time.Time, reason string) func(*Subscriber) error {
 
 // RecoverQuery selects the deliveries to send again (SPEC §10.2, like
 // Svix's recover): one subscriber's, in the given statuses, whose period
-// starts in [From, To).
+// ended in (From, To], when they fell due.
 type RecoverQuery struct {
 	SubscriberID string
 	Statuses     []string
@@ -164,16 +166,23 @@ type RecoverQuery struct {
 
 // Recovered is what Recover put back in the due set.
 type Recovered struct {
-	Count int            `json:"count"`
-	From  map[string]int `json:"from"` // status → how many
-	IDs   []string       `json:"ids"`  // the first MaxRecoveredIDs of them
+	Count int `json:"count"`
+	// From counts them by the status they had, "missing" for those never
+	// created (the subscriber was disabled when their period ended).
+	From map[string]int `json:"from"`
+	IDs  []string       `json:"ids"` // the first MaxRecoveredIDs of them
 }
+
+// RecoveredMissing counts the deliveries a recovery created.
+const RecoveredMissing = "missing"
 
 // MaxRecoveredIDs bounds the ids a recovery lists (and audits).
 const MaxRecoveredIDs = 100
 
 // Recover puts the selected deliveries back in the due set, due at c.At on
-// a fresh ladder under the same ids, and audits it, in one transaction.
+// a fresh ladder under the same ids, creates those of the range that were
+// never created (their period ended while the subscriber was disabled, or
+// outside the emission's lookback), and audits it, in one transaction.
 // The subscriber must be active.
 func (s *Store) Recover(ctx context.Context, q RecoverQuery, c Change) (Recovered, error) {
 	out := Recovered{From: map[string]int{}, IDs: []string{}}
@@ -194,7 +203,7 @@ func (s *Store) Recover(ctx context.Context, q RecoverQuery, c Change) (Recovere
 		rows, _ := tx.Query(ctx, `
 with old as (
     select id, status from deliveries
-    where subscriber_id = $1 and status = any($2) and period_start >= $3 and period_start < $4
+    where subscriber_id = $1 and status = any($2) and period_end > $3 and period_end <= $4
     for update
 )
 update deliveries d set status = 'pending', attempts = 0, next_attempt_at = $5, claimed_until = null,
@@ -211,6 +220,19 @@ returning d.id, old.status`, q.SubscriberID, q.Statuses, q.From, q.To, c.At)
 			return nil
 		}); err != nil {
 			return err
+		}
+		for _, e := range []struct{ event, period string }{{rollup.EventHourly, rollup.Hour}, {rollup.EventDaily, rollup.Day}} {
+			rows, _ := tx.Query(ctx, emitSQL+` returning id`, e.event, e.period, c.At, q.From, q.SubscriberID, q.To)
+			if _, err := pgx.ForEachRow(rows, []any{&id}, func() error {
+				out.Count++
+				out.From[RecoveredMissing]++
+				if len(out.IDs) < MaxRecoveredIDs {
+					out.IDs = append(out.IDs, id)
+				}
+				return nil
+			}); err != nil {
+				return err
+			}
 		}
 		slices.Sort(out.IDs)
 		e, err := c.entry(q.SubscriberID, q, out)
