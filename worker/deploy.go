@@ -197,18 +197,31 @@ const (
 	acceptWait     = 30 * time.Second
 )
 
+// HandOff moves the scheduler to s.Deployment now if that version is
+// current and the scheduler runs on another (what pacer deploy promote
+// does right after the promote, rather than wait for a keep-alive check).
+// moved says it did.
+func HandOff(ctx context.Context, c client.Client, s Scheduler, log *zap.Logger) (moved bool, err error) {
+	s = s.withDefaults()
+	e, err := Ensure(ctx, c, s, Inspect)
+	if err != nil || e.RunID == "" {
+		return false, err
+	}
+	return handOff(ctx, c, s, e, log), nil
+}
+
 // handOff moves the scheduler to this worker's version when that version is
 // current and the open run is pinned to another: stop at the next idle
 // moment, carrying the state, then start again (a new execution starts on
 // the current version).
-func handOff(ctx context.Context, c client.Client, s Scheduler, e Ensured, log *zap.Logger) {
+func handOff(ctx context.Context, c client.Client, s Scheduler, e Ensured, log *zap.Logger) bool {
 	d := s.Deployment
 	if d == nil || e.Task.Version == "" || e.Task.Version == d.Version() {
-		return
+		return false
 	}
 	cur, err := CurrentVersion(ctx, c, d.Name)
 	if err != nil || cur != d.Version() {
-		return
+		return false
 	}
 	ctx, cancel := context.WithTimeout(ctx, handoffTimeout)
 	defer cancel()
@@ -218,7 +231,7 @@ func handOff(ctx context.Context, c client.Client, s Scheduler, e Ensured, log *
 		why = "its workflow tasks fail on " + e.Task.Version
 	} else {
 		var accepted bool
-		accepted, err = stopForHandoff(ctx, c, s.WorkflowID, reason)
+		accepted, err = stopForHandoff(ctx, c, s.WorkflowID, e.RunID, reason)
 		if err == nil && !accepted {
 			why = "no worker of " + e.Task.Version + " took the stop within " + acceptWait.String()
 		}
@@ -233,25 +246,28 @@ func handOff(ctx context.Context, c client.Client, s Scheduler, e Ensured, log *
 	}
 	if err != nil {
 		log.Warn("deploy.handoff_stop_failed", zap.String("from", e.Task.Version), zap.String("to", d.Version()), zap.Error(err))
-		return
+		return false
 	}
 	started, err := Ensure(ctx, c, s, Start)
 	if err != nil {
 		// The next keep-alive check (any worker's) starts it: a handoff's
 		// stop is not an operator's.
 		log.Error("deploy.handoff_start_failed", zap.String("to", d.Version()), zap.Error(err))
-		return
+		return true
 	}
 	log.Info("deploy.handed_off", zap.String("workflowId", s.WorkflowID), zap.String("from", e.Task.Version),
 		zap.String("to", d.Version()), zap.String("runId", started.RunID))
+	return true
 }
 
-// stopForHandoff asks the scheduler to stop; accepted is false when no
-// worker took the request within acceptWait.
-func stopForHandoff(ctx context.Context, c client.Client, workflowID, reason string) (accepted bool, err error) {
+// stopForHandoff asks the scheduler's run runID to stop; accepted is false
+// when no worker took the request within acceptWait. Naming the run keeps
+// two handoffs at once (a worker's check and pacer deploy promote) from
+// stopping the run the other just started.
+func stopForHandoff(ctx context.Context, c client.Client, workflowID, runID, reason string) (accepted bool, err error) {
 	actx, cancel := context.WithTimeout(ctx, acceptWait)
 	defer cancel()
-	h, err := c.UpdateWorkflow(actx, client.UpdateWorkflowOptions{WorkflowID: workflowID, UpdateName: workflows.UpdateStop,
+	h, err := c.UpdateWorkflow(actx, client.UpdateWorkflowOptions{WorkflowID: workflowID, RunID: runID, UpdateName: workflows.UpdateStop,
 		Args: []any{workflows.StopInput{Reason: reason}}, WaitForStage: client.WorkflowUpdateStageAccepted})
 	if err != nil {
 		if actx.Err() != nil && ctx.Err() == nil {

@@ -35,6 +35,23 @@ func buildB(t *testing.T) string {
 	return out
 }
 
+// promote runs `pacer deploy promote` as an operator would, until the
+// build is known to the server (its workers poll), and returns its output.
+func (s *stack) promote(t *testing.T, bin, deployment, build string) string {
+	t.Helper()
+	var out []byte
+	eventually(t, 2*time.Minute, "pacer deploy promote "+build, func() bool {
+		cmd := exec.Command(bin, "deploy", "promote", "--build-id", build, "--deployment-name", deployment,
+			"--temporal-address", temporalHostPort, "--task-queue", s.sched.TaskQueue, "--workflow-id", s.sched.WorkflowID,
+			"--database-url", s.dbURL)
+		cmd.Env = []string{"PATH=/usr/bin:/bin"}
+		var err error
+		out, err = cmd.CombinedOutput()
+		return err == nil
+	})
+	return string(out)
+}
+
 // TestDeploySequence is make deploy-check (SPEC §3.5, issue 21) on the real
 // stack: real `pacer worker` processes of two builds against a Temporal dev
 // server, Postgres and the simulator. Build B is A plus a gated workflow
@@ -86,12 +103,10 @@ func TestDeploySequence(t *testing.T) {
 	time.Sleep(10 * time.Second)
 
 	b := start("B")
-	timed("B deployed beside A, promoted; v1 moves to B", func() {
-		eventually(t, time.Minute, "B is known to the server", func() bool {
-			_, err := worker.Promote(ctx, s.tc, deployment, "B")
-			return err == nil
-		})
-		eventually(t, 2*time.Minute, "v1 runs on B", onVersion("B"))
+	timed("B deployed beside A; pacer deploy promote B moves v1 to B", func() {
+		out := s.promote(t, bins["B"], deployment, "B")
+		require.Contains(t, out, "the scheduler now runs on "+deployment+".B")
+		require.True(t, onVersion("B")())
 	})
 	time.Sleep(10 * time.Second)
 
@@ -102,12 +117,10 @@ func TestDeploySequence(t *testing.T) {
 	time.Sleep(10 * time.Second)
 
 	start("A")
-	timed("A started again and promoted (rollback); v1 moves to A", func() {
-		eventually(t, time.Minute, "A is known again", func() bool {
-			_, err := worker.Promote(ctx, s.tc, deployment, "A")
-			return err == nil
-		})
-		eventually(t, 2*time.Minute, "v1 runs on A", onVersion("A"))
+	timed("A started again; pacer deploy promote A (rollback) moves v1 to A", func() {
+		out := s.promote(t, bins["A"], deployment, "A")
+		require.Contains(t, out, "the scheduler now runs on "+deployment+".A")
+		require.True(t, onVersion("A")())
 	})
 	timed("A and B side by side, A current", func() { time.Sleep(20 * time.Second) })
 	require.True(t, onVersion("A")(), "still on A with B running beside it")
@@ -240,12 +253,10 @@ func TestPromoteAfterTheOldBuildStopped(t *testing.T) {
 	_ = a.Wait()
 	start("B")
 	t0 := time.Now()
-	eventually(t, time.Minute, "B is known", func() bool {
-		_, err := worker.Promote(ctx, s.tc, deployment, "B")
-		return err == nil
-	})
-	eventually(t, 3*time.Minute, "v1 runs on B", onVersion("B"))
-	t.Logf("figures: promote after the old build stopped: v1 on B after %s (one check, then %s for the old build to take the stop)",
+	out := s.promote(t, bins["B"], deployment, "B")
+	require.Contains(t, out, "the scheduler now runs on "+deployment+".B")
+	require.True(t, onVersion("B")())
+	t.Logf("figures: promote after the old build stopped: v1 on B after %s (%s for the old build to take the stop, then ended and started again)",
 		time.Since(t0).Round(100*time.Millisecond), 30*time.Second)
 	eventually(t, time.Minute, "B runs tenero", func() bool {
 		var n int

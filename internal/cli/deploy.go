@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
+	"go.uber.org/zap"
 
 	"github.com/pacer-dev/pacer/internal/operate"
 	"github.com/pacer-dev/pacer/worker"
@@ -61,13 +62,13 @@ func newDeployStatusCmd(c *config) *cobra.Command {
 func newDeployPromoteCmd(c *config) *cobra.Command {
 	return &cobra.Command{
 		Use:   "promote",
-		Short: "Make --build-id (default: this build) the current version; the scheduler moves to it at its next keep-alive check",
-		Long: `promote makes a build the deployment's current version. New executions run
-on it, and the workers of that build move the scheduler to it at their next
-keep-alive check (at most a minute): the run stops at an idle moment and a
-new one starts on the new build carrying its state, so no run ever replays
-on a build that did not write it. Roll back by promoting the previous build
-ID; its workers must be running.`,
+		Short: "Make --build-id (default: this build) the current version and move the scheduler to it",
+		Long: `promote makes a build the deployment's current version and moves the
+scheduler to it: the run stops at an idle moment and a new one starts on the
+new build carrying its state, so no run ever replays on a build that did not
+write it (should this command fail to, the new build's workers do it at their
+next keep-alive check, within a minute). Roll back by promoting the previous
+build ID; its workers must be running.`,
 		Args: wrapArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return c.withClient(cmd.Context(), func(tc client.Client) error {
@@ -77,7 +78,21 @@ ID; its workers must be running.`,
 				}
 				to := c.operating.deploymentName + "." + c.operating.buildID
 				c.auditTemporal(cmd, operate.ActionPromote, map[string]string{"from": prev}, map[string]string{"to": to})
-				fmt.Fprintf(cmd.OutOrStdout(), "current version: %s (was %s); the scheduler moves at the next keep-alive check\n", to, orDash(prev))
+				out := cmd.OutOrStdout()
+				fmt.Fprintf(out, "current version: %s (was %s)\n", to, orDash(prev))
+				// Move the scheduler now rather than at the new build's next
+				// keep-alive check (which does the same if this fails).
+				s := c.scheduler()
+				s.Deployment = &worker.Deployment{Name: c.operating.deploymentName, BuildID: c.operating.buildID}
+				moved, err := worker.HandOff(cmd.Context(), tc, s, zap.NewNop())
+				switch {
+				case err != nil:
+					fmt.Fprintf(out, "the scheduler moves at the new build's next keep-alive check (%v)\n", err)
+				case moved:
+					fmt.Fprintf(out, "the scheduler now runs on %s\n", to)
+				default:
+					fmt.Fprintf(out, "the scheduler already runs on %s, or is not running\n", to)
+				}
 				return nil
 			})
 		},
