@@ -90,7 +90,7 @@ deliver-check: tools postgres ## deliveries on the real stack: 100 subscribers w
 	  | grep -E 'figures|^\s+\||Error|SIGKILL|_test\.go:[0-9]+:|^(ok|FAIL|---)'
 
 deploy-check: tools postgres ## deploys on the real stack: build A runs v1, B deployed beside it and promoted, A stopped, rollback to A, A and B side by side; no workflow task failure, tenero's cadence (~10 min, see RELIABILITY.md)
-	set -o pipefail; go test -tags deploycheck -count=1 -timeout 20m -run 'TestDeploySequence$$|TestDeployWithoutVersioningFails' -v ./worker/ \
+	set -o pipefail; go test -tags deploycheck -count=1 -timeout 20m -run 'TestDeploySequence$$|TestDeployWithoutVersioningFails|TestPromoteAfterTheOldBuildStopped' -v ./worker/ \
 	  | grep -E 'figures|Error|_test\.go:[0-9]+:|^(ok|FAIL|---)'
 
 histories: tools ## record today's workflow histories for the replay tests beside the older ones (never rewrites one; needs bin/temporal)
