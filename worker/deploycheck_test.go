@@ -106,7 +106,8 @@ func TestDeploySequence(t *testing.T) {
 	timed("B deployed beside A; pacer deploy promote B moves v1 to B", func() {
 		out := s.promote(t, bins["B"], deployment, "B")
 		require.Contains(t, out, "the scheduler now runs on "+deployment+".B")
-		require.True(t, onVersion("B")())
+		// Its first workflow task records the version it runs on.
+		eventually(t, 30*time.Second, "v1 runs on B", onVersion("B"))
 	})
 	time.Sleep(10 * time.Second)
 
@@ -120,7 +121,8 @@ func TestDeploySequence(t *testing.T) {
 	timed("A started again; pacer deploy promote A (rollback) moves v1 to A", func() {
 		out := s.promote(t, bins["A"], deployment, "A")
 		require.Contains(t, out, "the scheduler now runs on "+deployment+".A")
-		require.True(t, onVersion("A")())
+		// Its first workflow task records the version it runs on.
+		eventually(t, 30*time.Second, "v1 runs on A", onVersion("A"))
 	})
 	timed("A and B side by side, A current", func() { time.Sleep(20 * time.Second) })
 	require.True(t, onVersion("A")(), "still on A with B running beside it")
@@ -255,7 +257,7 @@ func TestPromoteAfterTheOldBuildStopped(t *testing.T) {
 	t0 := time.Now()
 	out := s.promote(t, bins["B"], deployment, "B")
 	require.Contains(t, out, "the scheduler now runs on "+deployment+".B")
-	require.True(t, onVersion("B")())
+	eventually(t, 30*time.Second, "v1 runs on B", onVersion("B"))
 	t.Logf("figures: promote after the old build stopped: v1 on B after %s (%s for the old build to take the stop, then ended and started again)",
 		time.Since(t0).Round(100*time.Millisecond), 30*time.Second)
 	eventually(t, time.Minute, "B runs tenero", func() bool {
