@@ -65,6 +65,10 @@ func (s *stack) promote(t *testing.T, bin, deployment, build string) string {
 func TestDeploySequence(t *testing.T) {
 	bins := map[string]string{"A": testenv.PacerBinary(t), "B": buildB(t)}
 	const every = 2 * time.Second
+	// Each build runs this long between steps: long enough for tenero's
+	// pacing (about 30 s between runs against the simulator) to show
+	// whether a handoff moved its cadence.
+	const dwell = 45 * time.Second
 	s := newStack(t, workflows.Config{TeneroEvery: pacer.Duration(every), SweepEvery: pacer.Duration(time.Minute)})
 	deployment := strings.ReplaceAll(s.sched.TaskQueue, "_", "-")
 	ctx := context.Background()
@@ -100,7 +104,7 @@ func TestDeploySequence(t *testing.T) {
 	timed("A starts the scheduler (first version: made current by its worker)", func() {
 		eventually(t, time.Minute, "v1 runs on A", onVersion("A"))
 	})
-	time.Sleep(10 * time.Second)
+	time.Sleep(dwell)
 
 	b := start("B")
 	timed("B deployed beside A; pacer deploy promote B moves v1 to B", func() {
@@ -109,13 +113,13 @@ func TestDeploySequence(t *testing.T) {
 		// Its first workflow task records the version it runs on.
 		eventually(t, 30*time.Second, "v1 runs on B", onVersion("B"))
 	})
-	time.Sleep(10 * time.Second)
+	time.Sleep(dwell)
 
 	timed("A stopped (SIGTERM); B alone", func() {
 		require.NoError(t, a.Process.Signal(syscall.SIGTERM))
 		_ = a.Wait()
 	})
-	time.Sleep(10 * time.Second)
+	time.Sleep(dwell)
 
 	start("A")
 	timed("A started again; pacer deploy promote A (rollback) moves v1 to A", func() {
@@ -124,7 +128,7 @@ func TestDeploySequence(t *testing.T) {
 		// Its first workflow task records the version it runs on.
 		eventually(t, 30*time.Second, "v1 runs on A", onVersion("A"))
 	})
-	timed("A and B side by side, A current", func() { time.Sleep(20 * time.Second) })
+	timed("A and B side by side, A current", func() { time.Sleep(dwell) })
 	require.True(t, onVersion("A")(), "still on A with B running beside it")
 	_ = b
 	ended := time.Now()
