@@ -19,7 +19,7 @@ FUZZ_TARGETS := \
 	workflows:FuzzParsePause workflows:FuzzParseRefresh workflows:FuzzParseTune workflows:FuzzParseReconfigure \
 	internal/cron:FuzzParseSpec internal/chainhook:FuzzParse
 
-.PHONY: help build dev test test-unit lint tools clean postgres chromium histories bench bench-hidden bench-push bench-public cost catchup deliver-check fuzz
+.PHONY: help build dev test test-unit lint tools clean postgres chromium histories bench bench-hidden bench-push bench-public cost catchup deliver-check deploy-check fuzz
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -40,7 +40,7 @@ chromium: ## make sure Chromium is installed (the operator page's browser test d
 	@./scripts/ensure-chromium.sh
 
 dev: build tools postgres ## run the whole stack locally: Temporal dev server + Web UI, simulator, worker, API
-	PACER_WEBHOOK_ALLOW_PRIVATE=1 $(BIN)/pacer dev --log-format console
+	PACER_WEBHOOK_ALLOW_PRIVATE=1 PACER_BUILD_ID=$${PACER_BUILD_ID:-$$(git rev-parse --short HEAD 2>/dev/null || echo dev)} $(BIN)/pacer dev --log-format console
 
 test: tools postgres chromium ## run every test: unit, workflow (testsuite), integration (dev server + Postgres, Chromium), then a brief fuzz
 	go test $(GO_TEST_FLAGS) ./...
@@ -95,6 +95,10 @@ deliver-check: tools postgres ## deliveries on the real stack: 100 subscribers w
 .PHONY: tenero-check
 tenero-check: tools postgres ## a cut tenero run on the real stack fetches what pacing.PickTokens chooses: worker + workflow + the simulator's Tenero on the Starter plan (~15 min, see BENCHMARKS.md)
 	set -o pipefail; go test -tags tenerostack -count=1 -timeout 40m -run TestTeneroFetchesWhatPickChoosesOnTheRealStack -v ./worker/ \
+	  | grep -E 'figures|Error|_test\.go:[0-9]+:|^(ok|FAIL|---)'
+
+deploy-check: tools postgres ## deploys on the real stack: build A runs v1, B deployed beside it and promoted, A stopped, rollback to A, A and B side by side; no workflow task failure, tenero's cadence (~10 min, see RELIABILITY.md)
+	set -o pipefail; go test -tags deploycheck -count=1 -timeout 20m -run 'TestDeploySequence$$|TestDeployWithoutVersioningFails|TestPromoteAfterTheOldBuildStopped' -v ./worker/ \
 	  | grep -E 'figures|Error|_test\.go:[0-9]+:|^(ok|FAIL|---)'
 
 histories: tools ## record today's workflow histories for the replay tests beside the older ones (never rewrites one; needs bin/temporal)

@@ -161,6 +161,10 @@ type Options struct {
 	// WebhookAllowPrivate lets deliveries reach loopback and private
 	// addresses (PACER_WEBHOOK_ALLOW_PRIVATE=1; development and tests).
 	WebhookAllowPrivate bool
+	// DisableAfter is PACER_DISABLE_AFTER: a subscriber failing every
+	// attempt for this long is disabled (0 = DefaultDisableAfter; < 0 =
+	// never).
+	DisableAfter time.Duration
 	// Clock replaces time.Now for the rollup and deliver tasks (tests).
 	Clock func() time.Time
 }

@@ -66,17 +66,32 @@ type DeliveryConfig struct {
 	Sender *webhook.Sender
 	// Concurrency bounds the attempts in flight.
 	Concurrency int
+	// DisableAfter is how long a subscriber may fail every attempt before
+	// it is disabled (0: never).
+	DisableAfter time.Duration
 }
+
+// DefaultDisableAfter is PACER_DISABLE_AFTER's default (SPEC §10.2):
+// five days of failing every attempt.
+const DefaultDisableAfter = 120 * time.Hour
 
 func newDeliveryConfig(o Options) DeliveryConfig {
 	ladder := o.DeliveryLadder
 	if len(ladder) == 0 {
 		ladder, _ = webhook.ParseLadder(webhook.DefaultLadder)
 	}
+	disableAfter := o.DisableAfter
+	switch {
+	case disableAfter == 0:
+		disableAfter = DefaultDisableAfter
+	case disableAfter < 0:
+		disableAfter = 0
+	}
 	return DeliveryConfig{
-		Ladder:      ladder,
-		Sender:      webhook.NewSender(webhook.SenderOptions{Timeout: o.DeliveryTimeout, AllowPrivate: o.WebhookAllowPrivate}),
-		Concurrency: DefaultDeliveryConcurrency,
+		Ladder:       ladder,
+		Sender:       webhook.NewSender(webhook.SenderOptions{Timeout: o.DeliveryTimeout, AllowPrivate: o.WebhookAllowPrivate}),
+		Concurrency:  DefaultDeliveryConcurrency,
+		DisableAfter: disableAfter,
 	}
 }
 
@@ -450,7 +465,8 @@ func (d *dispatcher) hold(due store.DueDelivery, n int) {
 // outcome there, at once, whatever happens to the rest of the run.
 func (d *dispatcher) start(ctx context.Context, due store.DueDelivery) {
 	go func() {
-		out := d.a.Deliveries.Sender.Send(ctx, webhook.Message{ID: due.ID, URL: due.URL, Secret: due.Secret, Body: due.Body})
+		out := d.a.Deliveries.Sender.Send(ctx, webhook.Message{ID: due.ID, URL: due.URL, Secret: due.Secret,
+			PreviousSecret: due.PreviousSecret, Body: due.Body})
 		at := attempt{due: due, outcome: out}
 		// Record even if the run is being cancelled: the POST happened.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
@@ -487,7 +503,8 @@ func (d *dispatcher) record(ctx context.Context, due store.DueDelivery, out webh
 		}
 		return n, disabled, err
 	}
-	f := store.Failure{ID: due.ID, SubscriberID: due.SubscriberID, At: now, Status: out.Status, Error: out.Error}
+	f := store.Failure{ID: due.ID, SubscriberID: due.SubscriberID, At: now, Status: out.Status, Error: out.Error,
+		DisableAfter: d.a.Deliveries.DisableAfter}
 	wait, ok := d.a.Deliveries.Ladder.Next(due.Attempts+1, out.RetryAfter, rand.Float64())
 	if ok {
 		next := now.Add(wait)
@@ -497,7 +514,12 @@ func (d *dispatcher) record(ctx context.Context, due store.DueDelivery, out webh
 		exhausted = 1
 		log.Error("deliver.exhausted", zap.String("error", out.Error))
 	}
-	return exhausted, false, d.a.Store.RecordFailed(ctx, f)
+	disabled, err = d.a.Store.RecordFailed(ctx, f)
+	if disabled {
+		log.Warn("deliver.subscriber_disabled", zap.String("reason", "failing every attempt"),
+			zap.Duration("disableAfter", f.DisableAfter))
+	}
+	return exhausted, disabled, err
 }
 
 // finish accounts for a finished attempt in the loop goroutine.

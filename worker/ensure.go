@@ -5,13 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	workflowpb "go.temporal.io/api/workflow/v1"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
 	"github.com/pacer-dev/pacer/internal/metrics"
+	"github.com/pacer-dev/pacer/internal/page"
 	"github.com/pacer-dev/pacer/workflows"
 )
 
@@ -24,6 +27,8 @@ const (
 	KeepAlive Mode = iota
 	// Start is an operator's `pacer start`: a stopped scheduler starts too.
 	Start
+	// Inspect only describes: nothing is started.
+	Inspect
 )
 
 // Ensured is what Ensure found and did.
@@ -38,6 +43,61 @@ type Ensured struct {
 	Stopped *workflows.StopResult
 	// Restart is set when the new run carries the state of a closed one.
 	Restart *workflows.Restart
+	// Task is the open run's workflow task as its description shows it:
+	// whether its tasks keep failing, and which version it is pinned to.
+	Task TaskHealth
+}
+
+// TaskHealth is what a description says of an open run's workflow tasks
+// and its deployment version (no history read, no billed action).
+type TaskHealth struct {
+	// Attempt is the pending workflow task's attempt (0: none pending).
+	// Temporal retries a failed workflow task for ever, each retry one
+	// attempt more and none of them written to history: past the first,
+	// the run's workflow tasks are failing (a nondeterminism error, a
+	// panic, a worker that cannot decode its input), and it makes no
+	// progress until a worker can run it.
+	Attempt int32
+	// Since is when the failing task was first scheduled.
+	Since *time.Time
+	// Version is the deployment version the run is pinned to or ran on
+	// last ("" when unversioned); Behavior its versioning behaviour.
+	Version  string
+	Behavior string
+}
+
+// Failing says the run's workflow tasks keep failing.
+func (h TaskHealth) Failing() bool { return h.Attempt >= FailingAttempt }
+
+// FailingAttempt is the attempt from which a pending workflow task counts
+// as failing: the first retry. A transient failure (a worker stopped
+// mid-task) is retried once and clears; a deterministic one never does,
+// and the server retries it about every 10 s, so a keep-alive check every
+// minute sees it within two.
+const FailingAttempt = 2
+
+func taskHealth(d *workflowservice.DescribeWorkflowExecutionResponse) TaskHealth {
+	var h TaskHealth
+	if p := d.GetPendingWorkflowTask(); p != nil {
+		h.Attempt = p.GetAttempt()
+		if t := p.GetOriginalScheduledTime(); t != nil {
+			since := t.AsTime().UTC()
+			h.Since = &since
+		}
+	}
+	if v := d.GetWorkflowExecutionInfo().GetVersioningInfo(); v != nil {
+		if dv := v.GetDeploymentVersion(); dv != nil {
+			h.Version = dv.GetDeploymentName() + "." + dv.GetBuildId()
+		}
+		if o := v.GetVersioningOverride(); o != nil && o.GetPinned().GetVersion() != nil {
+			pv := o.GetPinned().GetVersion()
+			h.Version = pv.GetDeploymentName() + "." + pv.GetBuildId()
+		}
+		if b := v.GetBehavior(); b != enumspb.VERSIONING_BEHAVIOR_UNSPECIFIED {
+			h.Behavior = strings.ToLower(strings.TrimPrefix(b.String(), "VERSIONING_BEHAVIOR_"))
+		}
+	}
+	return h
 }
 
 // EnsureRunning starts the scheduler unless a run is open, as an operator
@@ -61,6 +121,8 @@ func Ensure(ctx context.Context, c client.Client, s Scheduler, mode Mode) (Ensur
 	d, err := c.DescribeWorkflowExecution(ctx, s.WorkflowID, "")
 	var nf *serviceerror.NotFound
 	switch {
+	case errors.As(err, &nf) && mode == Inspect:
+		return Ensured{}, nil
 	case errors.As(err, &nf):
 		return start(ctx, c, s, workflows.SchedulerInput{Config: s.Config})
 	case err != nil:
@@ -70,6 +132,9 @@ func Ensure(ctx context.Context, c client.Client, s Scheduler, mode Mode) (Ensur
 	runID := info.GetExecution().GetRunId()
 	switch info.GetStatus() {
 	case enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW:
+		return Ensured{RunID: runID, Task: taskHealth(d)}, nil
+	}
+	if mode == Inspect {
 		return Ensured{RunID: runID}, nil
 	}
 	if info.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
@@ -78,7 +143,7 @@ func Ensure(ctx context.Context, c client.Client, s Scheduler, mode Mode) (Ensur
 			return Ensured{}, fmt.Errorf("read stopped scheduler %s: %w", s.WorkflowID, err)
 		}
 		if res != nil && res.State != nil {
-			if mode == KeepAlive {
+			if mode == KeepAlive && !isHandoff(res) {
 				return Ensured{RunID: runID, Stopped: res}, nil
 			}
 			return start(ctx, c, s, workflows.SchedulerInput{Config: res.Config, State: res.State,
@@ -170,9 +235,14 @@ func Describe(ctx context.Context, c client.Client, s Scheduler) (metrics.Schedu
 		return metrics.SchedulerView{}, fmt.Errorf("describe scheduler %s: %w", s.WorkflowID, err)
 	}
 	info := d.GetWorkflowExecutionInfo()
+	h := taskHealth(d)
 	v := metrics.SchedulerView{
-		Running:       info.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING,
-		HistoryLength: int(info.GetHistoryLength()),
+		Running:             info.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING,
+		HistoryLength:       int(info.GetHistoryLength()),
+		WorkflowTaskAttempt: int(h.Attempt),
+		WorkflowTaskFailing: h.Failing(),
+		FailingSince:        h.Since,
+		Version:             h.Version,
 	}
 	if info.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
 		// Only a stop completes the scheduler; its result need not be read.
@@ -186,4 +256,15 @@ func Describe(ctx context.Context, c client.Client, s Scheduler) (metrics.Schedu
 		v.Memo = &m
 	}
 	return v, nil
+}
+
+// PageHealth is what the operator's page shows of the scheduler's workflow
+// tasks, from one description (page.Options.SchedulerHealth).
+func PageHealth(ctx context.Context, c client.Client, s Scheduler) (page.SchedulerHealth, error) {
+	v, err := Describe(ctx, c, s)
+	if err != nil {
+		return page.SchedulerHealth{}, err
+	}
+	return page.SchedulerHealth{Failing: v.WorkflowTaskFailing, Attempt: v.WorkflowTaskAttempt,
+		Since: v.FailingSince, Version: v.Version}, nil
 }

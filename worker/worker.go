@@ -109,6 +109,12 @@ type Scheduler struct {
 	// DataConverter decodes the carried state as the client encoded it (nil:
 	// the SDK's default, what Dial's clients use).
 	DataConverter converter.DataConverter
+	// OnCheck, when set, is told what each keep-alive check found (the
+	// worker's metrics; tests).
+	OnCheck func(Ensured, error)
+	// Deployment is the workers' Worker Deployment Version (nil:
+	// unversioned workers, as in most tests). See deploy.go.
+	Deployment *Deployment
 }
 
 func (s Scheduler) withDefaults() Scheduler {
@@ -151,6 +157,20 @@ func KeepRunning(ctx context.Context, c client.Client, s Scheduler, log *zap.Log
 			logRestart(log, s.WorkflowID, e)
 		case e.Started:
 			log.Info("scheduler.ensured", zap.String("workflowId", s.WorkflowID), zap.String("runId", e.RunID))
+		case e.Task.Failing():
+			// The run is open but makes no progress: the keep-alive's
+			// description is the one place that sees it (the status query
+			// needs a workflow task too).
+			log.Error("scheduler.workflow_task_failing", zap.String("workflowId", s.WorkflowID), zap.String("runId", e.RunID),
+				zap.Int32("attempt", e.Task.Attempt), zap.Timep("since", e.Task.Since), zap.String("version", e.Task.Version),
+				zap.String("hint", "a workflow task that keeps failing is a nondeterminism error or a panic: see the worker logs and "+
+					"the Web UI; roll back with pacer deploy promote --build-id <previous>"))
+		}
+		if err == nil && e.Stopped == nil {
+			handOff(ctx, c, s, e, log)
+		}
+		if s.OnCheck != nil {
+			s.OnCheck(e, err)
 		}
 	}
 	ensure()
@@ -181,10 +201,17 @@ func logRestart(log *zap.Logger, id string, e Ensured) {
 // New builds a worker for the scheduler's task queue with every workflow and
 // activity registered.
 func New(c client.Client, taskQueue string, acts *activities.Activities) sdkworker.Worker {
+	return NewVersioned(c, taskQueue, acts, nil)
+}
+
+// NewVersioned is New for workers of Worker Deployment Version d (nil:
+// unversioned).
+func NewVersioned(c client.Client, taskQueue string, acts *activities.Activities, d *Deployment) sdkworker.Worker {
 	if taskQueue == "" {
 		taskQueue = workflows.DefaultTaskQueue
 	}
 	w := sdkworker.New(c, taskQueue, sdkworker.Options{
+		DeploymentOptions: deploymentOptions(d),
 		// On SIGTERM give in-flight activities time to finish; what does not
 		// finish is retried elsewhere by Temporal.
 		WorkerStopTimeout: StopTimeout,
@@ -274,7 +301,7 @@ func (a *retryOnStopActivity) ExecuteActivity(ctx context.Context, in *intercept
 
 // Register registers pacer's workflows and activities on r.
 func Register(r sdkworker.Registry, acts *activities.Activities) {
-	workflows.Register(r)
+	registerScheduler(r)
 	activities.Register(r, acts)
 }
 
@@ -282,12 +309,17 @@ func Register(r sdkworker.Registry, acts *activities.Activities) {
 // worker gracefully.
 func Run(ctx context.Context, c client.Client, s Scheduler, acts *activities.Activities, log *zap.Logger) error {
 	s = s.withDefaults()
-	w := New(c, s.TaskQueue, acts)
+	w := NewVersioned(c, s.TaskQueue, acts, s.Deployment)
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)
 	}
 	defer w.Stop()
-	log.Info("worker.started", zap.String("taskQueue", s.TaskQueue), zap.String("workflowId", s.WorkflowID))
+	fields := []zap.Field{zap.String("taskQueue", s.TaskQueue), zap.String("workflowId", s.WorkflowID)}
+	if s.Deployment != nil {
+		fields = append(fields, zap.String("version", s.Deployment.Version()))
+		go promoteIfNone(ctx, c, *s.Deployment, log)
+	}
+	log.Info("worker.started", fields...)
 	if note := s.Config.CostNote(); note != "" {
 		log.Warn("scheduler.short_cadence", zap.String("cost", note),
 			zap.String("hint", "fine for staging or adaptive tasks; every run is billed on Temporal Cloud"))

@@ -26,6 +26,7 @@ import (
 	"github.com/pacer-dev/pacer/internal/chainhook"
 	"github.com/pacer-dev/pacer/internal/competition"
 	"github.com/pacer-dev/pacer/internal/ingest"
+	"github.com/pacer-dev/pacer/internal/page"
 	"github.com/pacer-dev/pacer/internal/store"
 	"github.com/pacer-dev/pacer/workflows"
 )
@@ -77,6 +78,9 @@ type Options struct {
 	// Admin serves the admin API under AdminPrefix on the operator
 	// listener; nil answers 404 there.
 	Admin http.Handler
+	// SchedulerHealth tells the operator's page whether the scheduler's
+	// workflow tasks keep failing (nil: the page leaves the line out).
+	SchedulerHealth func(ctx context.Context) (page.SchedulerHealth, error)
 	// OperatorTokens guard the operator listener (PACER_OPERATOR_TOKEN);
 	// none leaves it open to whoever can reach its address.
 	OperatorTokens []OperatorToken

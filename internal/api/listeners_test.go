@@ -67,6 +67,12 @@ type listeners struct {
 // metrics.
 func newListeners(t *testing.T, tokens []api.OperatorToken) *listeners {
 	t.Helper()
+	return newListenersWith(t, tokens, func(*store.Store) http.Handler { return newFakeAdmin() })
+}
+
+// newListenersWith is newListeners with the admin API that admin builds.
+func newListenersWith(t *testing.T, tokens []api.OperatorToken, admin func(*store.Store) http.Handler) *listeners {
+	t.Helper()
 	ctx := context.Background()
 	st, err := store.Open(ctx, testenv.PostgresURL(t))
 	require.NoError(t, err)
@@ -95,7 +101,7 @@ values ($1, $2, 'hourly', $3, $4, '{"type":"rollup.hourly"}', 'exhausted', 6, no
 	h := api.New(api.Options{Store: st, Catalog: catalog.Default(), Metrics: m.Handler(), Registerer: m.Registry(),
 		Status:          func(context.Context) (workflows.Status, error) { return status, nil },
 		TemporalHealth:  func(context.Context) error { return nil },
-		ChainhookSecret: strings.Repeat("c", 32), Admin: newFakeAdmin(), OperatorTokens: tokens})
+		ChainhookSecret: strings.Repeat("c", 32), Admin: admin(st), OperatorTokens: tokens})
 	l := &listeners{h: h, sub: sub, dID: dID}
 	l.public = httptest.NewServer(h)
 	t.Cleanup(l.public.Close)

@@ -111,7 +111,7 @@ func (s *Server) newOperator() *operator {
 	// status endpoint: a page view never adds a Temporal query.
 	// Rendered at most once every pageTTL however many views.
 	op.handle("GET /{$}", newCachedPage(page.New(page.Options{Store: s.o.Store, Catalog: s.o.Catalog, Status: s.SchedulerStatus,
-		HiroBudget: s.o.HiroBudget, Logger: s.o.Logger.Named("page")}), s.o.Logger))
+		HiroBudget: s.o.HiroBudget, SchedulerHealth: s.o.SchedulerHealth, Logger: s.o.Logger.Named("page")}), s.o.Logger))
 	// The full metrics, from one gather a second however many scrape: a
 	// scrape whose client gave up leaves nothing behind.
 	var metrics http.Handler = s.o.Metrics

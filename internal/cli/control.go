@@ -18,6 +18,7 @@ import (
 	"github.com/pacer-dev/pacer"
 	"github.com/pacer-dev/pacer/internal/api"
 	"github.com/pacer-dev/pacer/internal/catalog"
+	"github.com/pacer-dev/pacer/internal/operate"
 	"github.com/pacer-dev/pacer/internal/schedule"
 	"github.com/pacer-dev/pacer/internal/store"
 	"github.com/pacer-dev/pacer/worker"
@@ -422,21 +423,23 @@ takes the place of a scheduled occurrence; it is recorded as manual.`,
 }
 
 func newPauseCmd(c *config) *cobra.Command {
-	var until string
-	var forDur string
+	var until, forDur, task string
 	cmd := &cobra.Command{
-		Use:   "pause --until RFC3339 | --for DURATION",
-		Short: "Stop scheduled task runs until a time (explicit refreshes still run; the pause update)",
+		Use:   "pause --until RFC3339 | --for DURATION [--task TASK]",
+		Short: "Stop scheduled runs (of one task, or of all) until a time (explicit refreshes still run; the pause update)",
 		Args:  wrapArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if _, err := schedule.PauseUntil(time.Now(), until, forDur); err != nil {
 				return &UsageError{Err: err}
 			}
-			return c.withClient(cmd.Context(), func(tc client.Client) error {
-				res, err := worker.Update[workflows.PauseResult](cmd.Context(), tc, c.workflowID, workflows.UpdatePause,
-					workflows.PauseInput{Until: until, For: forDur})
+			return c.withService(cmd.Context(), true, func(ctx context.Context, svc *operate.Service) error {
+				raw, err := svc.Pause(ctx, operate.PauseInput{Task: task, Until: until, For: forDur})
 				if err != nil {
 					return err
+				}
+				var res workflows.PauseResult
+				if err := json.Unmarshal(raw, &res); err != nil {
+					return fmt.Errorf("decode the pause result: %w", err)
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "paused: no scheduled runs until %s\n", res.PausedUntil.UTC().Format(time.RFC3339))
 				return nil
@@ -445,19 +448,25 @@ func newPauseCmd(c *config) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&until, "until", "", "pause until this RFC3339 time")
 	cmd.Flags().StringVar(&forDur, "for", "", "pause for this Go duration (like 30m)")
+	cmd.Flags().StringVar(&task, "task", "", "pause this task only (default all)")
 	return cmd
 }
 
 func newResumeCmd(c *config) *cobra.Command {
-	return &cobra.Command{
-		Use:   "resume",
+	var task string
+	cmd := &cobra.Command{
+		Use:   "resume [--task TASK]",
 		Short: "Clear a pause and close open circuit breakers (the resume update)",
 		Args:  wrapArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return c.withClient(cmd.Context(), func(tc client.Client) error {
-				res, err := worker.Update[workflows.ResumeResult](cmd.Context(), tc, c.workflowID, workflows.UpdateResume, nil)
+			return c.withService(cmd.Context(), true, func(ctx context.Context, svc *operate.Service) error {
+				raw, err := svc.Resume(ctx, operate.ResumeInput{Task: task})
 				if err != nil {
 					return err
+				}
+				var res workflows.ResumeResult
+				if err := json.Unmarshal(raw, &res); err != nil {
+					return fmt.Errorf("decode the resume result: %w", err)
 				}
 				out := cmd.OutOrStdout()
 				if res.WasPaused {
@@ -472,6 +481,8 @@ func newResumeCmd(c *config) *cobra.Command {
 			})
 		},
 	}
+	cmd.Flags().StringVar(&task, "task", "", "resume this task only (default all)")
+	return cmd
 }
 
 func newTuneCmd(c *config) *cobra.Command {
@@ -502,6 +513,7 @@ func newTuneCmd(c *config) *cobra.Command {
 				if err != nil {
 					return err
 				}
+				c.auditTemporal(cmd, operate.ActionTune, json.RawMessage(raw), res)
 				for _, name := range slices.Sorted(maps.Keys(res.Tasks)) {
 					p := res.Tasks[name]
 					fmt.Fprintf(cmd.OutOrStdout(), "%s: batch %d, every %s\n", name, p.Batch, p.Interval)
@@ -526,6 +538,9 @@ func newStartCmd(c *config) *cobra.Command {
 				e, err := worker.Ensure(cmd.Context(), tc, c.scheduler(), worker.Start)
 				if err != nil {
 					return err
+				}
+				if e.Started {
+					c.auditTemporal(cmd, operate.ActionStart, nil, e)
 				}
 				out := cmd.OutOrStdout()
 				switch {
@@ -562,6 +577,9 @@ func newStopCmd(c *config) *cobra.Command {
 				if err != nil {
 					return err
 				}
+				// The result's state is the scheduler's whole memory; the
+				// audit keeps what the operator asked and when it stopped.
+				c.auditTemporal(cmd, operate.ActionStop, json.RawMessage(raw), map[string]any{"stoppedAt": res.StoppedAt})
 				fmt.Fprintf(cmd.OutOrStdout(), "scheduler %s stopped at %s; workers leave it stopped; pacer start resumes it with its state\n",
 					c.workflowID, res.StoppedAt.Format(time.RFC3339))
 				return nil
@@ -624,6 +642,7 @@ deliver none (it runs while deliveries are due).`,
 				if err != nil {
 					return err
 				}
+				c.auditTemporal(cmd, operate.ActionReconfigure, json.RawMessage(raw), res)
 				out := cmd.OutOrStdout()
 				fmt.Fprintf(out, "reconfigured: tenero every %s, sweep every %s (in force now, carried from the next idle moment)\n",
 					res.Config.TeneroEvery, res.Config.SweepEvery)

@@ -72,6 +72,7 @@ func (c *config) scheduler() worker.Scheduler {
 		TaskQueue:  c.taskQueue,
 		Config: workflows.Config{TeneroEvery: pacer.Duration(c.teneroEvery), SweepEvery: pacer.Duration(c.sweepEvery),
 			Schedules: c.schedules},
+		Deployment: c.operating.deployment(),
 	}
 }
 
@@ -93,5 +94,6 @@ func (c *config) activities(st *store.Store, log *zap.Logger, m *metrics.Metrics
 		DeliveryLadder:   c.rollups.steps,
 		// Webhooks go to private addresses only when the operator says so.
 		WebhookAllowPrivate: c.webhookAllowPrivate,
+		DisableAfter:        c.operating.disableAfter,
 	})
 }

@@ -90,6 +90,7 @@ type config struct {
 	schedulesJSON string
 	schedules     cron.Schedules
 	rollups       rollupConfig
+	operating     operatingConfig
 
 	// The public surface (SPEC §7, §10.2).
 	webhookAllowPrivate bool
@@ -191,6 +192,7 @@ func (c *config) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&c.logLevel, "log-level", env("PACER_LOG_LEVEL", "info"), "debug, info, warn or error [PACER_LOG_LEVEL]")
 	fs.StringVar(&c.logFormat, "log-format", env("PACER_LOG_FORMAT", "json"), "json or console [PACER_LOG_FORMAT]")
 	c.rollups.bind(fs)
+	c.operating.bind(c, fs)
 	// A default --help shows must never be a secret (SPEC §2): keys are
 	// blanked (hideSecretDefaults), a database password is masked.
 	fs.Lookup("database-url").DefValue = redactDatabaseURL(c.databaseURL)
@@ -207,6 +209,9 @@ func (c *config) validate() error {
 		return &UsageError{Err: errors.Join(c.envErrs...)}
 	}
 	if err := c.rollups.validate(); err != nil {
+		return err
+	}
+	if err := c.operating.validate(); err != nil {
 		return err
 	}
 	if err := c.scheduler().Config.Validate(); err != nil {
@@ -281,7 +286,7 @@ single-writer scheduler workflow on Temporal, paced to the upstreams' limits.`,
 		newStatusCmd(c), newRefreshCmd(c), newPauseCmd(c), newResumeCmd(c), newTuneCmd(c),
 		newStartCmd(c), newStopCmd(c), newReconfigureCmd(c),
 		newMigrateCmd(c), newPricesCmd(c), newScheduleCmd(c), newSubscribersCmd(c), newDeliveriesCmd(c), newAgentsCmd(c),
-		newChainhookCmd(c),
+		newChainhookCmd(c), newAuditCmd(c), newDeployCmd(c),
 	)
 	hideSecretDefaults(root)
 	return root

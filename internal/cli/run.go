@@ -10,10 +10,13 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/pacer-dev/pacer/internal/admin"
 	"github.com/pacer-dev/pacer/internal/api"
 	"github.com/pacer-dev/pacer/internal/catalog"
 	"github.com/pacer-dev/pacer/internal/competition"
 	"github.com/pacer-dev/pacer/internal/metrics"
+	"github.com/pacer-dev/pacer/internal/operate"
+	"github.com/pacer-dev/pacer/internal/page"
 	"github.com/pacer-dev/pacer/internal/store"
 	"github.com/pacer-dev/pacer/worker"
 	"github.com/pacer-dev/pacer/workflows"
@@ -196,6 +199,14 @@ func (c *config) apiHandler(st, reads *store.Store, tc client.Client, v *competi
 		HiroBudget:        hb,
 		ChainhookSecret:   c.chainhookSecret,
 		HintEvery:         c.hotEvery,
+		// The admin API (SPEC §7) on the operator listener: the same
+		// operations the CLI runs (internal/operate), as the token's name.
+		Admin: admin.New(admin.Options{Logger: log.Named("admin"), Operate: &operate.Service{
+			Store: st, Temporal: tc, WorkflowID: c.workflowID,
+			SecretOverlap: c.operating.secretOverlap, AllowPrivate: c.webhookAllowPrivate}}),
+		SchedulerHealth: func(ctx context.Context) (page.SchedulerHealth, error) {
+			return worker.PageHealth(ctx, tc, c.scheduler())
+		},
 		// A hint that passed the per-agent debounce wakes the sweep.
 		Waker: func(ctx context.Context, agent string) error {
 			return worker.Signal(ctx, tc, c.workflowID, workflows.SignalHint, map[string]string{"agent": agent})

@@ -17,18 +17,12 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/pacer-dev/pacer"
-	"github.com/pacer-dev/pacer/internal/catalog"
+	"github.com/pacer-dev/pacer/internal/operate"
 	"github.com/pacer-dev/pacer/internal/rollup"
 	"github.com/pacer-dev/pacer/internal/store"
 	"github.com/pacer-dev/pacer/internal/webhook"
 	"github.com/pacer-dev/pacer/worker"
 	"github.com/pacer-dev/pacer/workflows"
-)
-
-// Bounds of a subscriber's filters.
-const (
-	maxFilterTokens = 100
-	maxFilterAgents = 1000
 )
 
 // withStore runs f with a store for a one-shot command.
@@ -39,59 +33,6 @@ func (c *config) withStore(ctx context.Context, f func(*store.Store) error) erro
 	}
 	defer st.Close()
 	return f(st)
-}
-
-// newSubscriber validates what `subscribers add` was given and builds the
-// subscriber, with a fresh id and secret.
-func newSubscriber(rawURL, events, tokens, agents string, now time.Time) (store.Subscriber, error) {
-	if rawURL == "" {
-		return store.Subscriber{}, usagef("--url is required")
-	}
-	u, err := webhook.ValidateURL(rawURL)
-	if err != nil {
-		return store.Subscriber{}, &UsageError{Err: fmt.Errorf("--url: %w", err)}
-	}
-	evs, err := splitList("--events", events, len(rollup.Events), func(e string) bool { return slices.Contains(rollup.Events, e) })
-	if err != nil {
-		return store.Subscriber{}, err
-	}
-	if len(evs) == 0 {
-		return store.Subscriber{}, usagef("--events: give hourly, daily or both")
-	}
-	toks, err := splitList("--tokens", tokens, maxFilterTokens, catalog.ValidTokenID)
-	if err != nil {
-		return store.Subscriber{}, err
-	}
-	ags, err := splitList("--agents", agents, maxFilterAgents, catalog.ValidPrincipal)
-	if err != nil {
-		return store.Subscriber{}, err
-	}
-	return store.Subscriber{
-		ID: webhook.NewSubscriberID(), URL: u, Secret: webhook.NewSecret(), PullToken: webhook.NewPullToken(),
-		Events: evs, Tokens: toks, Agents: ags, Status: store.SubscriberActive, CreatedAt: now.UTC(),
-	}, nil
-}
-
-// splitList reads a comma-separated flag: each item valid, no repeats, at
-// most limit of them. An empty flag is nil (no filter).
-func splitList(flag, list string, limit int, valid func(string) bool) ([]string, error) {
-	var out []string
-	for _, raw := range strings.Split(list, ",") {
-		item := strings.TrimSpace(raw)
-		if item == "" {
-			continue
-		}
-		if !valid(item) {
-			return nil, usagef("%s: %q is not valid", flag, clipArg(item))
-		}
-		if !slices.Contains(out, item) {
-			out = append(out, item)
-		}
-	}
-	if len(out) > limit {
-		return nil, usagef("%s: %d items, at most %d", flag, len(out), limit)
-	}
-	return out, nil
 }
 
 func clipArg(s string) string {
@@ -122,7 +63,8 @@ func groupCmd(use, short string, subs ...*cobra.Command) *cobra.Command {
 
 func newSubscribersCmd(c *config) *cobra.Command {
 	return groupCmd("subscribers", "Manage webhook subscribers of the hourly and daily rollups",
-		newSubscribersAddCmd(c), newSubscribersListCmd(c), newSubscribersRemoveCmd(c), newSubscribersTestCmd(c))
+		newSubscribersAddCmd(c), newSubscribersListCmd(c), newSubscribersUpdateCmd(c), newSubscribersDisableCmd(c),
+		newSubscribersEnableCmd(c), newSubscribersRotateCmd(c), newSubscribersRemoveCmd(c), newSubscribersTestCmd(c))
 }
 
 func newSubscribersAddCmd(c *config) *cobra.Command {
@@ -140,15 +82,13 @@ the deliveries carry (the competition totals always come along). Only
 periods that end after now are delivered.`,
 		Args: wrapArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			sub, err := newSubscriber(rawURL, events, tokens, agents, time.Now())
-			if err != nil {
-				return err
-			}
-			if err := webhook.CheckHost(sub.URL, c.webhookAllowPrivate); err != nil {
-				return &UsageError{Err: fmt.Errorf("--url: %w", err)}
-			}
-			return c.withStore(cmd.Context(), func(st *store.Store) error {
-				if err := st.AddSubscriber(cmd.Context(), sub); err != nil {
+			// --events "" or "," is no event at all, which is refused, not
+			// the default.
+			in := operate.SubscriberInput{URL: rawURL, Events: append([]string{}, splitComma(events)...),
+				Tokens: splitComma(tokens), Agents: splitComma(agents)}
+			return c.withService(cmd.Context(), false, func(ctx context.Context, svc *operate.Service) error {
+				sub, err := svc.CreateSubscriber(ctx, in)
+				if err != nil {
 					return err
 				}
 				out := cmd.OutOrStdout()
@@ -195,18 +135,15 @@ func newSubscribersListCmd(c *config) *cobra.Command {
 		Short: "List the subscribers (never their secrets)",
 		Args:  wrapArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return c.withStore(cmd.Context(), func(st *store.Store) error {
-				subs, err := st.Subscribers(cmd.Context())
+			return c.withService(cmd.Context(), false, func(ctx context.Context, svc *operate.Service) error {
+				subs, err := svc.Subscribers(ctx)
 				if err != nil {
 					return err
 				}
 				for i := range subs {
-					subs[i].URL = redactURL(subs[i].URL)
+					subs[i] = redactSubscriber(subs[i])
 				}
 				if asJSON {
-					if subs == nil {
-						subs = []store.Subscriber{}
-					}
 					return printJSON(cmd.OutOrStdout(), subs)
 				}
 				return printSubscribers(cmd.OutOrStdout(), subs, time.Now())
@@ -248,27 +185,6 @@ func (c *config) onSubscriber(cmd *cobra.Command, args []string, f func(st *stor
 		return usagef("%q is not a subscriber id (sub_ and 16 characters)", clipArg(id))
 	}
 	return c.withStore(cmd.Context(), func(st *store.Store) error { return f(st, id) })
-}
-
-func newSubscribersRemoveCmd(c *config) *cobra.Command {
-	return &cobra.Command{
-		Use:   "remove ID",
-		Short: "Remove a subscriber and its deliveries",
-		Args:  wrapArgs(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return c.onSubscriber(cmd, args, func(st *store.Store, id string) error {
-				found, err := st.RemoveSubscriber(cmd.Context(), id)
-				if err != nil {
-					return err
-				}
-				if !found {
-					return fmt.Errorf("no subscriber %s", id)
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "subscriber %s removed\n", id)
-				return nil
-			})
-		},
-	}
 }
 
 // testEvent is the body `subscribers test` sends.
@@ -328,7 +244,7 @@ disables the subscriber, as it would for a delivery.`,
 
 func newDeliveriesCmd(c *config) *cobra.Command {
 	return groupCmd("deliveries", "Inspect webhook deliveries and send one again",
-		newDeliveriesListCmd(c), newDeliveriesRedeliverCmd(c))
+		newDeliveriesListCmd(c), newDeliveriesRedeliverCmd(c), newDeliveriesRecoverCmd(c))
 }
 
 func newDeliveriesListCmd(c *config) *cobra.Command {
@@ -388,15 +304,8 @@ func newDeliveriesRedeliverCmd(c *config) *cobra.Command {
 		Args:  wrapArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id := args[0]
-			if !webhook.ValidDeliveryID(id) {
-				return usagef("%q is not a delivery id (SUBSCRIBER-hourly|daily-YYYYMMDDTHHMMZ)", clipArg(id))
-			}
-			err := c.withStore(cmd.Context(), func(st *store.Store) error {
-				found, err := st.Redeliver(cmd.Context(), id, time.Now())
-				if err == nil && !found {
-					err = fmt.Errorf("no delivery %s", id)
-				}
-				return err
+			err := c.withService(cmd.Context(), false, func(ctx context.Context, svc *operate.Service) error {
+				return svc.Redeliver(ctx, id)
 			})
 			if err != nil {
 				return err

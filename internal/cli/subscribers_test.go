@@ -112,10 +112,30 @@ values ($1, $2, 'daily', $3, $4, '{}', 'exhausted', 6, now(), 503, 'HTTP 503')`,
 	code, out, _ = pacer("subscribers", "remove", id)
 	require.Equal(t, 0, code)
 	require.Contains(t, out, "removed")
-	code, _, errOut = pacer("subscribers", "remove", id)
-	require.Equal(t, 1, code)
-	require.Contains(t, errOut, "no subscriber")
+	code, out, errOut = pacer("subscribers", "remove", id)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "removed", "removing twice changes nothing")
 	_, _, found, err = st.DeliveryWithSecret(t.Context(), did)
 	require.NoError(t, err)
-	require.False(t, found, "its deliveries went with it")
+	require.True(t, found, "its deliveries are kept")
+	code, out, _ = pacer("subscribers", "list")
+	require.Equal(t, 0, code)
+	require.NotContains(t, out, id, "a removed subscriber is not listed")
+	code, _, errOut = pacer("subscribers", "remove", "sub_aaaaaaaaaaaaaaaa")
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "not found")
+
+	// Every change above is in the audit log, the CLI's as cli, the 410's
+	// as pacer, and never with a secret.
+	code, out, errOut = pacer("audit", "--json")
+	require.Equal(t, 0, code, errOut)
+	var entries []store.AuditEntry
+	require.NoError(t, json.Unmarshal([]byte(out), &entries))
+	var got []string
+	for _, e := range entries {
+		got = append(got, e.Actor+" "+e.Action)
+	}
+	require.Equal(t, []string{"cli subscriber.delete", "pacer subscriber.disable", "cli delivery.redeliver", "cli subscriber.create"}, got)
+	require.NotContains(t, out, secret)
+	require.NotContains(t, out, "t0ps3cret")
 }

@@ -83,13 +83,17 @@ func (m *Metrics) ObserveDeliveryDelay(d time.Duration) {
 // deliveryGauges read the deliveries table at each scrape, as part of the
 // store collector: how many deliveries are in each status.
 type deliveryGauges struct {
-	status *prometheus.Desc
+	status      *prometheus.Desc
+	subscribers *prometheus.Desc
 }
 
 func newDeliveryGauges() deliveryGauges {
 	return deliveryGauges{status: prometheus.NewDesc("pacer_deliveries",
 		"Webhook deliveries by status (pending, retrying, delivered, exhausted), within their retention.",
-		[]string{"status"}, nil)}
+		[]string{"status"}, nil),
+		subscribers: prometheus.NewDesc("pacer_subscribers",
+			"Webhook subscribers not removed, by state: active, failing (active, its endpoint failing every attempt so far), disabled (by an operator, a 410, or PACER_DISABLE_AFTER of failures).",
+			[]string{"state"}, nil)}
 }
 
 func (g deliveryGauges) collect(ctx context.Context, st *store.Store, ch chan<- prometheus.Metric) error {
@@ -99,6 +103,13 @@ func (g deliveryGauges) collect(ctx context.Context, st *store.Store, ch chan<- 
 	}
 	for _, s := range store.DeliveryStatuses {
 		ch <- prometheus.MustNewConstMetric(g.status, prometheus.GaugeValue, float64(counts[s]), s)
+	}
+	h, err := st.SubscriberHealthCounts(ctx)
+	if err != nil {
+		return err
+	}
+	for state, n := range map[string]int{"active": h.Active, "failing": h.Failing, "disabled": h.Disabled} {
+		ch <- prometheus.MustNewConstMetric(g.subscribers, prometheus.GaugeValue, float64(n), state)
 	}
 	return nil
 }

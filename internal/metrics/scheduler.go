@@ -22,6 +22,14 @@ type SchedulerView struct {
 	// stopped on purpose (pacer stop).
 	Running, Stopped bool
 	HistoryLength    int
+	// WorkflowTaskAttempt is the attempt of the run's pending workflow
+	// task (0: none); WorkflowTaskFailing says its tasks keep failing
+	// (worker.TaskHealth), FailingSince from when. Version is the
+	// deployment version the run is pinned to.
+	WorkflowTaskAttempt int
+	WorkflowTaskFailing bool
+	FailingSince        *time.Time
+	Version             string
 	// Memo is nil for a run that has not written one yet.
 	Memo *workflows.Memo
 }
@@ -60,8 +68,8 @@ type schedulerCollector struct {
 	lastRuns map[string]store.TaskRun
 	lastAt   time.Time
 
-	up, stopped, paused, history, failures, breaker, batch, interval, zone, runsOutEarly, lastRun, lastFailed *prometheus.Desc
-	errors                                                                                                    prometheus.Counter
+	up, stopped, paused, history, wftFailing, wftAttempt, failures, breaker, batch, interval, zone, runsOutEarly, lastRun, lastFailed *prometheus.Desc
+	errors                                                                                                                            prometheus.Counter
 }
 
 func newSchedulerCollector(view ViewFunc, runs LatestRunsFunc, every time.Duration) *schedulerCollector {
@@ -78,6 +86,10 @@ func newSchedulerCollector(view ViewFunc, runs LatestRunsFunc, every time.Durati
 			"1 while the scheduler is paused.", nil, nil),
 		history: prometheus.NewDesc("pacer_scheduler_history_events",
 			"Events in the scheduler run's history; it continues as new before it grows large.", nil, nil),
+		wftFailing: prometheus.NewDesc("pacer_scheduler_workflow_task_failing",
+			"1 while the scheduler's workflow tasks keep failing (a retried workflow task: nondeterminism, a panic); it makes no progress meanwhile.", nil, nil),
+		wftAttempt: prometheus.NewDesc("pacer_scheduler_workflow_task_attempt",
+			"Attempt of the scheduler's pending workflow task (0: none pending).", nil, nil),
 		failures: prometheus.NewDesc("pacer_task_consecutive_failures",
 			"Failed runs in a row of the task, as the scheduler counts them.", task, nil),
 		breaker: prometheus.NewDesc("pacer_task_breaker_open",
@@ -102,7 +114,7 @@ func newSchedulerCollector(view ViewFunc, runs LatestRunsFunc, every time.Durati
 }
 
 func (c *schedulerCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.up, c.stopped, c.paused, c.history, c.failures, c.breaker, c.batch,
+	for _, d := range []*prometheus.Desc{c.up, c.stopped, c.paused, c.history, c.wftFailing, c.wftAttempt, c.failures, c.breaker, c.batch,
 		c.interval, c.zone, c.runsOutEarly, c.lastRun, c.lastFailed} {
 		ch <- d
 	}
@@ -129,6 +141,8 @@ func (c *schedulerCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.up, flag(v.Running))
 	gauge(c.stopped, flag(v.Stopped))
 	gauge(c.history, float64(v.HistoryLength))
+	gauge(c.wftFailing, flag(v.WorkflowTaskFailing))
+	gauge(c.wftAttempt, float64(v.WorkflowTaskAttempt))
 	if v.Memo == nil {
 		return
 	}

@@ -83,7 +83,7 @@ func newStoreCollector(st *store.Store, cat *catalog.Catalog) *storeCollector {
 
 func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.oldestAge, c.tracked, c.missing, c.agents,
-		c.tierAgents, c.tierDue, c.tierOverdue, c.budgetLeft, c.deliveries.status} {
+		c.tierAgents, c.tierDue, c.tierOverdue, c.budgetLeft, c.deliveries.status, c.deliveries.subscribers} {
 		ch <- d
 	}
 	c.errors.Describe(ch)

@@ -61,6 +61,7 @@ left join (
     where status in ('pending', 'retrying', 'exhausted')
     group by subscriber_id
 ) c on c.subscriber_id = s.id
+where s.deleted_at is null
 order by 7 desc, 6 desc, 5 desc, 1
 limit $1`
 

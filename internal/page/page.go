@@ -55,7 +55,10 @@ type Options struct {
 	// the page shows what it has left. Nil leaves the page to what the
 	// runs reported.
 	HiroBudget *store.SharedBudget
-	Logger     *zap.Logger
+	// SchedulerHealth says whether the scheduler's workflow tasks keep
+	// failing (a workflow description; operations.go). Nil leaves it out.
+	SchedulerHealth func(ctx context.Context) (SchedulerHealth, error)
+	Logger          *zap.Logger
 	// Now is the page's clock. Nil is time.Now.
 	Now func() time.Time
 }
@@ -83,7 +86,7 @@ func New(o Options) *Page {
 	if o.Catalog == nil {
 		o.Catalog = catalog.Default()
 	}
-	return &Page{o: o, tmpl: template.Must(template.New("page").Parse(pageHTML))}
+	return &Page{o: o, tmpl: template.Must(template.Must(template.New("page").Parse(pageHTML)).Parse(operationsHTML))}
 }
 
 // View is everything the page shows.
@@ -96,6 +99,7 @@ type View struct {
 	Prices         PricesSection
 	Ledger         LedgerSection
 	Deliveries     DeliveriesSection
+	Operations     OperationsSection
 }
 
 // Section says why a section shows no figures: Unavailable when its query
@@ -150,7 +154,9 @@ func (p *Page) View(ctx context.Context) View {
 		prices   pricesData
 		ledger   ledgerData
 		delivers deliveriesData
-		errs     [5]error
+		ops      operationsData
+		health   *SchedulerHealth
+		errs     [6]error
 	)
 	qctx, cancel := context.WithTimeout(ctx, queryWait)
 	defer cancel()
@@ -174,6 +180,17 @@ func (p *Page) View(ctx context.Context) View {
 	wg.Go(func() { prices, errs[2] = loadPrices(qctx, p.o.Store, p.o.Catalog) })
 	wg.Go(func() { ledger, errs[3] = p.loadLedger(qctx, pool, now) })
 	wg.Go(func() { delivers, errs[4] = p.loadDeliveries(qctx, pool) })
+	wg.Go(func() { ops, errs[5] = p.loadOperations(qctx, pool) })
+	wg.Go(func() {
+		if p.o.SchedulerHealth == nil {
+			return
+		}
+		sctx, cancel := context.WithTimeout(ctx, statusWait)
+		defer cancel()
+		if h, err := p.o.SchedulerHealth(sctx); err == nil {
+			health = &h
+		}
+	})
 	wg.Wait()
 
 	if st != nil {
@@ -184,7 +201,8 @@ func (p *Page) View(ctx context.Context) View {
 	v.Prices = buildPrices(prices, st, now)
 	v.Ledger = buildLedger(ledger)
 	v.Deliveries = buildDeliveries(delivers, now)
-	for i, s := range []*Section{&v.Scheduler.Section, &v.Budgets.Section, &v.Prices.Section, &v.Ledger.Section, &v.Deliveries.Section} {
+	v.Operations = buildOperations(ops, health, now)
+	for i, s := range []*Section{&v.Scheduler.Section, &v.Budgets.Section, &v.Prices.Section, &v.Ledger.Section, &v.Deliveries.Section, &v.Operations.Section} {
 		if errs[i] != nil {
 			s.fail(p.o.Logger, sectionNames[i], errs[i])
 		}
@@ -192,7 +210,7 @@ func (p *Page) View(ctx context.Context) View {
 	return v
 }
 
-var sectionNames = [...]string{"scheduler", "budgets", "prices", "ledger", "deliveries"}
+var sectionNames = [...]string{"scheduler", "budgets", "prices", "ledger", "deliveries", "operations"}
 
 // tableCache remembers the optional tables (those other features add) once
 // they exist; tables are never dropped, so only their absence is checked

@@ -77,11 +77,13 @@ const payloadDataSQL = `jsonb_build_object(
 // retrying gets no new daily one (SPEC §10.3). The id is
 // webhook.DeliveryID, derived from (subscriber, event, period); the
 // payload is the period's rollups through the subscriber's filters, frozen
-// now so that every attempt and every pull sends the same bytes.
+// now so that every attempt and every pull sends the same bytes. $5 narrows
+// it to one subscriber (null: all) and $6 bounds the periods' end (a
+// recovery's range; else now).
 const emitSQL = `
 with subs as (
     select s.id, s.tokens, s.agents, s.created_at from subscribers s
-    where s.status = 'active' and $1::text = any(s.events)
+    where s.status = 'active' and $1::text = any(s.events) and ($5::text is null or s.id = $5)
       and ($1::text <> 'daily' or not exists (
           select 1 from deliveries r
           where r.subscriber_id = s.id and r.event = 'daily' and r.status = 'retrying'))
@@ -89,7 +91,7 @@ with subs as (
 periods as (
     select c.period_start, c.period_end, c.complete from rollups c
     where c.period = $2::text and c.subject_kind = 'competition' and c.subject = '` + rollup.CompetitionSubject + `'
-      and c.period_end > $4::timestamptz and c.period_end <= $3::timestamptz
+      and c.period_end > $4::timestamptz and c.period_end <= least($3::timestamptz, $6::timestamptz)
       and ($1::text <> 'daily' or c.complete)
 ),
 todo as (
@@ -170,7 +172,7 @@ func (s *Store) EmitDeliveries(ctx context.Context, event string, now, since tim
 	if event == rollup.EventDaily {
 		period = rollup.Day
 	}
-	tag, err := s.pool.Exec(ctx, emitSQL, event, period, now, since)
+	tag, err := s.pool.Exec(ctx, emitSQL, event, period, now, since, nil, now)
 	if err != nil {
 		return 0, fmt.Errorf("emit %s deliveries: %w", event, err)
 	}
@@ -211,7 +213,10 @@ type DueDelivery struct {
 
 	URL    string
 	Secret string
-	Body   []byte
+	// PreviousSecret is a rotated secret still in its overlap (empty
+	// otherwise): the delivery carries both signatures.
+	PreviousSecret string
+	Body           []byte
 }
 
 // dueSQL pages through the due set by keyset, never OFFSET: rows leave and
@@ -270,15 +275,16 @@ from subscribers s
 where d.id = any($1) and s.id = d.subscriber_id and s.status = 'active'
   and d.status in ('pending', 'retrying') and d.next_attempt_at <= $2
   and (d.claimed_until is null or d.claimed_until <= $2)
-returning d.id, s.url, s.secret, d.payload::text`, ids, now, until)
+returning d.id, s.url, s.secret, case when s.previous_secret_until > $2 then s.previous_secret else '' end,
+    d.payload::text`, ids, now, until)
 	type claim struct {
-		url, secret string
-		body        []byte
+		url, secret, previous string
+		body                  []byte
 	}
 	claimed := map[string]claim{}
-	var id, url, secret, body string
-	_, err := pgx.ForEachRow(rows, []any{&id, &url, &secret, &body}, func() error {
-		claimed[id] = claim{url, secret, []byte(body)}
+	var id, url, secret, previous, body string
+	_, err := pgx.ForEachRow(rows, []any{&id, &url, &secret, &previous, &body}, func() error {
+		claimed[id] = claim{url, secret, previous, []byte(body)}
 		return nil
 	})
 	if err != nil {
@@ -287,7 +293,7 @@ returning d.id, s.url, s.secret, d.payload::text`, ids, now, until)
 	out := make([]DueDelivery, 0, len(claimed))
 	for _, p := range picks {
 		if c, ok := claimed[p.ID]; ok {
-			p.URL, p.Secret, p.Body = c.url, c.secret, c.body
+			p.URL, p.Secret, p.PreviousSecret, p.Body = c.url, c.secret, c.previous, c.body
 			out = append(out, p)
 		}
 	}
@@ -307,19 +313,35 @@ func (s *Store) ReleaseDelivery(ctx context.Context, id string) error {
 // failing mark. It applies whatever the delivery's status: a 2xx is the
 // truth even if the subscriber was disabled meanwhile.
 func (s *Store) RecordDelivered(ctx context.Context, id string, at time.Time, status int) error {
-	_, err := s.pool.Exec(ctx, `
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := lockSubscriberOf(ctx, tx, id); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `
 with d as (
     update deliveries set status = 'delivered', attempts = attempts + 1, delivered_at = $2,
         last_attempt_at = $2, last_status = $3, last_error = null, next_attempt_at = null, claimed_until = null
     where id = $1
     returning subscriber_id
 )
-update subscribers set failing_since = null
-where id = (select subscriber_id from d) and failing_since is not null`, id, at, status)
+update subscribers set failing_since = null, failure_streak = 0
+where id = (select subscriber_id from d) and (failing_since is not null or failure_streak > 0)`, id, at, status)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("record delivery %s: %w", id, err)
 	}
 	return nil
+}
+
+// lockSubscriberOf locks the subscriber of delivery id before the
+// delivery's row is written: every transaction that writes both takes the
+// subscriber first (a disable exhausts all of its deliveries), so that two
+// never wait on each other.
+func lockSubscriberOf(ctx context.Context, tx pgx.Tx, id string) error {
+	_, err := tx.Exec(ctx, `
+select 1 from deliveries d join subscribers s on s.id = d.subscriber_id where d.id = $1 for update of s`, id)
+	return err
 }
 
 // Failure is a failed attempt to record.
@@ -331,12 +353,18 @@ type Failure struct {
 	Error        string
 	// Next is when to try again; nil exhausts the delivery.
 	Next *time.Time
+	// DisableAfter is PACER_DISABLE_AFTER: a subscriber whose every
+	// attempt has failed for this long is disabled (0: never).
+	DisableAfter time.Duration
 }
 
 // RecordFailed records a failed attempt, at once (SPEC §10.3): the
 // delivery goes on the ladder (retrying) or is exhausted, and its
-// subscriber is marked failing.
-func (s *Store) RecordFailed(ctx context.Context, f Failure) error {
+// subscriber is marked failing and its failure streak grows. A subscriber
+// failing every attempt for f.DisableAfter is disabled with its reason,
+// audited as pacer's doing, in the same transaction (SPEC §10.2);
+// disabled says it was.
+func (s *Store) RecordFailed(ctx context.Context, f Failure) (disabled bool, err error) {
 	status := DeliveryRetrying
 	if f.Next == nil {
 		status = DeliveryExhausted
@@ -345,19 +373,43 @@ func (s *Store) RecordFailed(ctx context.Context, f Failure) error {
 	if f.Status != 0 {
 		code = &f.Status
 	}
-	_, err := s.pool.Exec(ctx, `
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := lockSubscriberOf(ctx, tx, f.ID); err != nil {
+			return err
+		}
+		var since *time.Time
+		var streak int
+		var subStatus string
+		err := tx.QueryRow(ctx, `
 with d as (
     update deliveries set status = $2, attempts = attempts + 1, last_attempt_at = $3,
         last_status = $4, last_error = $5, next_attempt_at = $6, claimed_until = null
     where id = $1 and status in ('pending', 'retrying')
     returning subscriber_id
 )
-update subscribers set failing_since = $3
-where id = (select subscriber_id from d) and failing_since is null`, f.ID, status, f.At, code, f.Error, f.Next)
+update subscribers set failing_since = coalesce(failing_since, $3), failure_streak = failure_streak + 1
+where id = (select subscriber_id from d)
+returning failing_since, failure_streak, status`, f.ID, status, f.At, code, f.Error, f.Next).Scan(&since, &streak, &subStatus)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil // delivered or exhausted meanwhile
+		}
+		if err != nil || f.DisableAfter <= 0 || subStatus != SubscriberActive || since == nil || f.At.Sub(*since) < f.DisableAfter {
+			return err
+		}
+		reason := fmt.Sprintf("failed every attempt for %s (%d attempts since %s; last: %s)",
+			f.At.Sub(*since).Round(time.Minute), streak, since.UTC().Format(time.RFC3339), f.Error)
+		_, _, err = changeSubscriber(ctx, tx, f.SubscriberID, Change{At: f.At, Actor: ActorPacer, Action: ActionDisable},
+			disableApply(f.At, reason))
+		if errors.Is(err, ErrNoChange) {
+			return nil
+		}
+		disabled = err == nil
+		return err
+	})
 	if err != nil {
-		return fmt.Errorf("record failed delivery %s: %w", f.ID, err)
+		return false, fmt.Errorf("record failed delivery %s: %w", f.ID, err)
 	}
-	return nil
+	return disabled, nil
 }
 
 // DisableSubscriber disables a subscriber whose endpoint answered 410 and
@@ -366,27 +418,27 @@ where id = (select subscriber_id from d) and failing_since is null`, f.ID, statu
 // and whether it disabled the subscriber (false: already disabled).
 func (s *Store) DisableSubscriber(ctx context.Context, f Failure) (exhausted int, disabled bool, err error) {
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `
-update subscribers set status = 'disabled', disabled_at = $2, disabled_reason = $3
-where id = $1 and status = 'active'`, f.SubscriberID, f.At, f.Error)
-		if err != nil {
+		if _, err := tx.Exec(ctx, `select 1 from subscribers where id = $1 for update`, f.SubscriberID); err != nil {
 			return err
 		}
-		disabled = tag.RowsAffected() == 1
 		if _, err := tx.Exec(ctx, `
 update deliveries set attempts = attempts + 1, last_attempt_at = $2, last_status = $3
 where id = $1 and status in ('pending', 'retrying')`, f.ID, f.At, f.Status); err != nil {
 			return err
 		}
-		tag, err = tx.Exec(ctx, `
-update deliveries set status = 'exhausted', next_attempt_at = null, claimed_until = null,
-    last_error = 'subscriber disabled: ' || $2
-where subscriber_id = $1 and status in ('pending', 'retrying')`, f.SubscriberID, f.Error)
-		if err != nil {
+		if err := tx.QueryRow(ctx, `
+select count(*) from deliveries where subscriber_id = $1 and status in ('pending', 'retrying')`,
+			f.SubscriberID).Scan(&exhausted); err != nil {
 			return err
 		}
-		exhausted = int(tag.RowsAffected())
-		return nil
+		_, _, err := changeSubscriber(ctx, tx, f.SubscriberID, Change{At: f.At, Actor: ActorPacer, Action: ActionDisable},
+			disableApply(f.At, f.Error))
+		if errors.Is(err, ErrNoChange) {
+			exhausted = 0
+			return nil
+		}
+		disabled = err == nil
+		return err
 	})
 	if err != nil {
 		return 0, false, fmt.Errorf("disable subscriber %s: %w", f.SubscriberID, err)
@@ -509,28 +561,40 @@ where d.id = $1`, id).Scan(&d.ID, &d.SubscriberID, &d.Event, &d.PeriodStart, &d.
 // ErrSubscriberDisabled refuses a redelivery to a disabled subscriber.
 var ErrSubscriberDisabled = errors.New("its subscriber is disabled")
 
-// Redeliver puts a delivery back in the due set at `at` with a fresh
-// ladder, whatever its status; found is false when there is no such
-// delivery. The id, and so the webhook-id, stays the same.
-func (s *Store) Redeliver(ctx context.Context, id string, at time.Time) (found bool, err error) {
-	var subStatus string
-	err = s.pool.QueryRow(ctx, `
-select s.status from deliveries d join subscribers s on s.id = d.subscriber_id where d.id = $1`, id).Scan(&subStatus)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("redeliver %s: %w", id, err)
-	}
-	if subStatus != SubscriberActive {
-		return true, fmt.Errorf("redeliver %s: %w", id, ErrSubscriberDisabled)
-	}
-	_, err = s.pool.Exec(ctx, `
+// Redeliver puts a delivery back in the due set at c.At with a fresh
+// ladder, whatever its status, and audits it, in one transaction; found
+// is false when there is no such delivery. The id, and so the
+// webhook-id, stays the same.
+func (s *Store) Redeliver(ctx context.Context, id string, c Change) (found bool, err error) {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var subStatus, was string
+		err := tx.QueryRow(ctx, `
+select s.status, d.status from deliveries d join subscribers s on s.id = d.subscriber_id
+where d.id = $1 for update of d`, id).Scan(&subStatus, &was)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		found = true
+		if subStatus != SubscriberActive {
+			return ErrSubscriberDisabled
+		}
+		if _, err := tx.Exec(ctx, `
 update deliveries set status = 'pending', attempts = 0, next_attempt_at = $2, claimed_until = null,
     delivered_at = null, last_error = null
-where id = $1`, id, at)
+where id = $1`, id, c.At); err != nil {
+			return err
+		}
+		e, err := c.entry(id, map[string]string{"status": was}, map[string]string{"status": DeliveryPending})
+		if err != nil {
+			return err
+		}
+		return writeAudit(ctx, tx, e)
+	})
 	if err != nil {
-		return true, fmt.Errorf("redeliver %s: %w", id, err)
+		return found, fmt.Errorf("redeliver %s: %w", id, err)
 	}
-	return true, nil
+	return found, nil
 }

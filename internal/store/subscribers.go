@@ -36,6 +36,15 @@ type Subscriber struct {
 	DisabledReason string     `json:"disabledReason,omitempty"`
 	// FailingSince is when the endpoint began failing, nil while healthy.
 	FailingSince *time.Time `json:"failingSince,omitempty"`
+	// FailureStreak counts the failed attempts since FailingSince.
+	FailureStreak int `json:"failureStreak"`
+	// PreviousSecret stays valid until PreviousSecretUntil after a
+	// rotation (SPEC §10.2).
+	PreviousSecret      string     `json:"-"`
+	PreviousSecretUntil *time.Time `json:"previousSecretUntil,omitempty"`
+	// DeletedAt is set once the subscriber is removed; its row and its
+	// deliveries are kept.
+	DeletedAt *time.Time `json:"deletedAt,omitempty"`
 }
 
 // AddSubscriber stores a new, active subscriber. CreatedAt is when its
@@ -58,18 +67,20 @@ values ($1, $2, $3, $4, $5, $6, 'active', $7, $8)`,
 }
 
 const subscriberColumns = `id, url, secret, events, tokens, agents, status, created_at, disabled_at,
-    coalesce(disabled_reason, ''), failing_since`
+    coalesce(disabled_reason, ''), failing_since, failure_streak, coalesce(previous_secret, ''),
+    previous_secret_until, deleted_at`
 
 func scanSubscriber(row pgx.CollectableRow) (Subscriber, error) {
 	var sub Subscriber
 	err := row.Scan(&sub.ID, &sub.URL, &sub.Secret, &sub.Events, &sub.Tokens, &sub.Agents, &sub.Status,
-		&sub.CreatedAt, &sub.DisabledAt, &sub.DisabledReason, &sub.FailingSince)
+		&sub.CreatedAt, &sub.DisabledAt, &sub.DisabledReason, &sub.FailingSince, &sub.FailureStreak,
+		&sub.PreviousSecret, &sub.PreviousSecretUntil, &sub.DeletedAt)
 	return sub, err
 }
 
-// Subscribers lists every subscriber, oldest first.
+// Subscribers lists every subscriber not removed, oldest first.
 func (s *Store) Subscribers(ctx context.Context) ([]Subscriber, error) {
-	rows, _ := s.pool.Query(ctx, `select `+subscriberColumns+` from subscribers order by created_at, id`)
+	rows, _ := s.pool.Query(ctx, `select `+subscriberColumns+` from subscribers where deleted_at is null order by created_at, id`)
 	subs, err := pgx.CollectRows(rows, scanSubscriber)
 	if err != nil {
 		return nil, fmt.Errorf("list subscribers: %w", err)
@@ -88,14 +99,4 @@ func (s *Store) Subscriber(ctx context.Context, id string) (Subscriber, bool, er
 		return Subscriber{}, false, fmt.Errorf("read subscriber %s: %w", id, err)
 	}
 	return sub, true, nil
-}
-
-// RemoveSubscriber deletes a subscriber and its deliveries; found is false
-// when there was none.
-func (s *Store) RemoveSubscriber(ctx context.Context, id string) (bool, error) {
-	tag, err := s.pool.Exec(ctx, `delete from subscribers where id = $1`, id)
-	if err != nil {
-		return false, fmt.Errorf("remove subscriber %s: %w", id, err)
-	}
-	return tag.RowsAffected() == 1, nil
 }

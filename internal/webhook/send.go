@@ -58,7 +58,11 @@ type Message struct {
 	ID     string // webhook-id
 	URL    string
 	Secret string // "whsec_…"
-	Body   []byte
+	// PreviousSecret is a rotated secret still valid (SPEC §10.2): while
+	// it is set the message carries a signature by each, so a receiver
+	// that knows either verifies it.
+	PreviousSecret string
+	Body           []byte
 }
 
 // Sender POSTs signed messages.
@@ -126,21 +130,40 @@ func NewSender(o SenderOptions) *Sender {
 func (s *Sender) Timeout() time.Duration { return s.timeout }
 
 // Sign returns the Standard Webhooks headers of a message signed at ts.
+// With a previous secret, webhook-signature holds both signatures,
+// space-separated, the current one first, as Standard Webhooks describes
+// for a rotation.
 func Sign(m Message, ts time.Time) (http.Header, error) {
-	wh, err := standardwebhooks.NewWebhook(m.Secret)
+	sig, err := signWith(m.Secret, m, ts)
 	if err != nil {
-		// The library's error quotes no secret, but say less anyway.
-		return nil, errors.New("signing secret is not whsec_ + base64")
+		return nil, err
 	}
-	sig, err := wh.Sign(m.ID, ts, m.Body)
-	if err != nil {
-		return nil, errors.New("signing failed")
+	if m.PreviousSecret != "" && m.PreviousSecret != m.Secret {
+		old, err := signWith(m.PreviousSecret, m, ts)
+		if err != nil {
+			return nil, err
+		}
+		sig += " " + old
 	}
 	h := http.Header{}
 	h.Set(standardwebhooks.HeaderWebhookID, m.ID)
 	h.Set(standardwebhooks.HeaderWebhookTimestamp, strconv.FormatInt(ts.Unix(), 10))
 	h.Set(standardwebhooks.HeaderWebhookSignature, sig)
 	return h, nil
+}
+
+// signWith is one "v1,<base64>" signature of m by secret.
+func signWith(secret string, m Message, ts time.Time) (string, error) {
+	wh, err := standardwebhooks.NewWebhook(secret)
+	if err != nil {
+		// The library's error quotes no secret, but say less anyway.
+		return "", errors.New("signing secret is not whsec_ + base64")
+	}
+	sig, err := wh.Sign(m.ID, ts, m.Body)
+	if err != nil {
+		return "", errors.New("signing failed")
+	}
+	return sig, nil
 }
 
 // Send makes one attempt. It never returns early for anything but ctx: an

@@ -1,0 +1,131 @@
+package admin_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pacer-dev/pacer/internal/admin"
+	"github.com/pacer-dev/pacer/internal/operate"
+	"github.com/pacer-dev/pacer/internal/testenv"
+)
+
+// Bad input gets a JSON 400 (or 404, 409, 413, 415, 503) naming the
+// problem, never an internal error, and changes nothing: the audit log
+// stays empty.
+func TestBadInputIsAClearJSONError(t *testing.T) {
+	t.Parallel()
+	st := testenv.Store(t)
+	a := newAPI(t, &operate.Service{Store: st})
+	var created struct {
+		Subscriber struct{ ID string } `json:"subscriber"`
+	}
+	const sub = "sub_aaaaaaaaaaaaaaaa"
+	tests := []struct {
+		method, path, body string
+		wantStatus         int
+		wantErr            string
+	}{
+		{"POST", "subscribers", `{"url":"ftp://x.example/"}`, 400, "url: "},
+		{"POST", "subscribers", `{}`, 400, "url: required"},
+		{"POST", "subscribers", ``, 400, "body is required"},
+		{"POST", "subscribers", `{"url":"https://x.example/","events":["weekly"]}`, 400, "events: "},
+		{"POST", "subscribers", `{"url":"https://x.example/","events":[]}`, 400, "events: give hourly"},
+		{"POST", "subscribers", `{"url":"https://x.example/","tokens":["x'; drop"]}`, 400, "tokens: "},
+		{"POST", "subscribers", `{"url":"https://x.example/","agents":["SPnope"]}`, 400, "agents: "},
+		{"POST", "subscribers", `{"url":"https://x.example/","secret":"mine"}`, 400, `unknown field "secret"`},
+		{"POST", "subscribers", `{"url":"https://x.example/"} {}`, 400, "trailing data"},
+		{"POST", "subscribers", `{"url":`, 400, "invalid JSON"},
+		{"POST", "subscribers", `{"url":5}`, 400, `field "url": want string`},
+		{"POST", "subscribers", `{"url":"https://x.example/` + strings.Repeat("a", admin.MaxBody) + `"}`, 413, "larger than"},
+		{"GET", "subscribers/x", ``, 400, "not a subscriber id"},
+		{"GET", "subscribers/" + sub, ``, 404, "not found"},
+		{"PATCH", "subscribers/" + sub, `{}`, 400, "nothing to change"},
+		{"PATCH", "subscribers/" + sub, `{"colour":"red"}`, 400, `unknown field "colour"`},
+		{"PATCH", "subscribers/" + sub, `{"tokens":"stx"}`, 400, "tokens: want a list"},
+		{"PATCH", "subscribers/" + sub, `{"tokens":["stx"]}`, 404, "not found"},
+		{"POST", "subscribers/" + sub + "/disable", `{"reason":"` + strings.Repeat("r", 600) + `"}`, 400, "reason: "},
+		{"POST", "subscribers/" + sub + "/enable", `{"x":1}`, 400, "unknown field"},
+		{"GET", "subscribers/" + sub + "/deliveries?status=lost", ``, 400, "status: "},
+		{"GET", "subscribers/" + sub + "/deliveries?limit=-1", ``, 400, "limit: "},
+		{"GET", "subscribers/" + sub + "/deliveries?limit=0", ``, 400, "limit: "},
+		{"POST", "deliveries/recover", `{"subscriber":"` + sub + `"}`, 400, "from: required"},
+		{"POST", "deliveries/recover", `{"subscriber":"` + sub + `","from":"yesterday"}`, 400, "from: want an RFC3339"},
+		{"POST", "deliveries/recover", `{"subscriber":"` + sub + `","from":"2026-11-02T00:00:00Z","to":"2026-11-01T00:00:00Z"}`, 400, "before to"},
+		{"POST", "deliveries/recover", `{"subscriber":"` + sub + `","from":"2026-01-02T00:00:00Z","to":"2026-11-01T00:00:00Z"}`, 400, "longer than"},
+		{"POST", "deliveries/recover", `{"subscriber":"nope","from":"2026-11-01T00:00:00Z"}`, 400, "subscriber: "},
+		{"POST", "deliveries/recover", `{"subscriber":"` + sub + `","statuses":["gone"],"from":"2026-11-01T00:00:00Z"}`, 400, "statuses: "},
+		{"POST", "deliveries/recover", `{"subscriber":"` + sub + `","from":"2026-11-01T00:00:00Z","to":"2026-11-02T00:00:00Z"}`, 404, "not found"},
+		{"POST", "deliveries/x/redeliver", ``, 400, "not a delivery id"},
+		{"POST", "deliveries/" + sub + "-hourly-20261101T0000Z/redeliver", ``, 404, "not found"},
+		{"GET", "audit?limit=0", ``, 400, "limit: "},
+		{"GET", "audit?limit=5000", ``, 400, "limit: "},
+		{"GET", "audit?before=x", ``, 400, "before: "},
+		{"GET", "audit?since=today", ``, 400, "since: "},
+		{"POST", "scheduler/pause", `{"task":"nap","for":"1h"}`, 400, "task: "},
+		{"POST", "scheduler/pause", `{"for":"-1h"}`, 400, "positive"},
+		{"POST", "scheduler/pause", `{"for":"1h"}`, 503, "no Temporal client"},
+		{"POST", "scheduler/backfill", `{"task":"rollup","from":"2026-11-01T00:00:00Z"}`, 400, "required"},
+		{"POST", "scheduler/backfill", `{"task":"rollup","from":"2026-11-01T00:00:00Z","to":"2999-11-01T00:00:00Z"}`, 400, "future"},
+		{"POST", "scheduler/backfill", `{"task":"all","from":"2026-11-01T00:00:00Z","to":"2026-11-02T00:00:00Z"}`, 400, "task: "},
+		{"POST", "scheduler/resume", `{"task":"x"}`, 400, "task: "},
+		{"GET", "nothing", ``, 404, "no such admin route"},
+		{"PUT", "subscribers", `{}`, 404, "no such admin route"},
+	}
+	for _, tt := range tests {
+		req, err := http.NewRequestWithContext(t.Context(), tt.method, a.base+tt.path, strings.NewReader(tt.body))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.Equal(t, tt.wantStatus, resp.StatusCode, "%s %s %.80s: %s", tt.method, tt.path, tt.body, raw)
+		if tt.wantErr != "" {
+			var e struct{ Error string }
+			require.NoError(t, json.Unmarshal(raw, &e), string(raw))
+			require.Contains(t, e.Error, tt.wantErr, "%s %s", tt.method, tt.path)
+		}
+	}
+	// A change sent as anything but JSON is refused, with a body or
+	// without: what a web page could make a browser send to a loopback
+	// listener unasked (a form, text/plain).
+	for _, tt := range []struct{ path, ct, body string }{
+		{"subscribers", "text/plain", `{"url":"https://x.example/"}`},
+		{"subscribers", "application/x-www-form-urlencoded", `url=https://x.example/`},
+		{"subscribers/" + sub + "/enable", "text/plain", ``},
+		{"subscribers/" + sub + "/enable", "", ``},
+	} {
+		req, _ := http.NewRequestWithContext(t.Context(), "POST", a.base+tt.path, strings.NewReader(tt.body))
+		if tt.ct != "" {
+			req.Header.Set("Content-Type", tt.ct)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusUnsupportedMediaType, resp.StatusCode, "%s %q", tt.path, tt.ct)
+	}
+
+	var n int
+	require.NoError(t, st.Pool().QueryRow(t.Context(), `select count(*) from audit_log`).Scan(&n))
+	require.Zero(t, n, "nothing was changed, nothing audited")
+	a.do("POST", "subscribers", map[string]any{"url": "https://x.example/"}, 201, &created)
+	require.NoError(t, st.Pool().QueryRow(t.Context(), `select count(*) from audit_log`).Scan(&n))
+	require.Equal(t, 1, n)
+}
+
+// Routes lists what New serves, for the operator listener's test that
+// every route refuses a missing or wrong token.
+func TestRoutesListsEveryRoute(t *testing.T) {
+	t.Parallel()
+	routes := admin.Routes()
+	require.Len(t, routes, 16)
+	for _, r := range routes {
+		require.True(t, strings.HasPrefix(r.Path, admin.Prefix), r.Path)
+		require.Contains(t, []string{"GET", "POST", "PATCH", "DELETE"}, r.Method)
+	}
+}

@@ -1,0 +1,100 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
+	"go.uber.org/zap"
+
+	"github.com/pacer-dev/pacer/internal/operate"
+	"github.com/pacer-dev/pacer/worker"
+)
+
+func newDeployCmd(c *config) *cobra.Command {
+	return groupCmd("deploy", "Worker Deployment Versions: which build runs the scheduler, and promoting another",
+		newDeployStatusCmd(c), newDeployPromoteCmd(c))
+}
+
+func newDeployStatusCmd(c *config) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "status [--json]",
+		Short: "Show the deployment's current version and the version the scheduler runs on",
+		Args:  wrapArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return c.withClient(cmd.Context(), func(tc client.Client) error {
+				cur, err := worker.CurrentVersion(cmd.Context(), tc, c.operating.deploymentName)
+				if err != nil {
+					return err
+				}
+				e, err := worker.Ensure(cmd.Context(), tc, c.scheduler(), worker.Inspect)
+				if err != nil {
+					return err
+				}
+				out := struct {
+					Current             string `json:"currentVersion"`
+					This                string `json:"thisBuild"`
+					Scheduler           string `json:"schedulerVersion"`
+					Behavior            string `json:"schedulerBehavior"`
+					WorkflowTaskAttempt int32  `json:"workflowTaskAttempt"`
+					WorkflowTaskFailing bool   `json:"workflowTaskFailing"`
+				}{cur, c.operating.deploymentName + "." + c.operating.buildID, e.Task.Version, e.Task.Behavior,
+					e.Task.Attempt, e.Task.Failing()}
+				if asJSON {
+					return printJSON(cmd.OutOrStdout(), out)
+				}
+				w := cmd.OutOrStdout()
+				fmt.Fprintf(w, "current version:   %s\n", orDash(out.Current))
+				fmt.Fprintf(w, "this build:        %s\n", out.This)
+				fmt.Fprintf(w, "scheduler runs on: %s (%s)\n", orDash(out.Scheduler), orDash(out.Behavior))
+				if out.WorkflowTaskFailing {
+					fmt.Fprintf(w, "its workflow tasks FAIL (attempt %d)\n", out.WorkflowTaskAttempt)
+				}
+				return nil
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+	return cmd
+}
+
+func newDeployPromoteCmd(c *config) *cobra.Command {
+	return &cobra.Command{
+		Use:   "promote",
+		Short: "Make --build-id (default: this build) the current version and move the scheduler to it",
+		Long: `promote makes a build the deployment's current version and moves the
+scheduler to it: the run stops at an idle moment and a new one starts on the
+new build carrying its state, so no run ever replays on a build that did not
+write it (should this command fail to, the new build's workers do it at their
+next keep-alive check, within a minute). Roll back by promoting the previous
+build ID; its workers must be running.`,
+		Args: wrapArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return c.withClient(cmd.Context(), func(tc client.Client) error {
+				prev, err := worker.Promote(cmd.Context(), tc, c.operating.deploymentName, c.operating.buildID)
+				if err != nil {
+					return err
+				}
+				to := c.operating.deploymentName + "." + c.operating.buildID
+				c.auditTemporal(cmd, operate.ActionPromote, map[string]string{"from": prev}, map[string]string{"to": to})
+				out := cmd.OutOrStdout()
+				fmt.Fprintf(out, "current version: %s (was %s)\n", to, orDash(prev))
+				// Move the scheduler now rather than at the new build's next
+				// keep-alive check (which does the same if this fails).
+				s := c.scheduler()
+				s.Deployment = &worker.Deployment{Name: c.operating.deploymentName, BuildID: c.operating.buildID}
+				moved, err := worker.HandOff(cmd.Context(), tc, s, zap.NewNop())
+				switch {
+				case err != nil:
+					fmt.Fprintf(out, "the scheduler moves at the new build's next keep-alive check (%v)\n", err)
+				case moved:
+					fmt.Fprintf(out, "the scheduler now runs on %s\n", to)
+				default:
+					fmt.Fprintf(out, "the scheduler already runs on %s, or is not running\n", to)
+				}
+				return nil
+			})
+		},
+	}
+}

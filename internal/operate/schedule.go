@@ -1,0 +1,150 @@
+package operate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/schedule"
+	"github.com/pacer-dev/pacer/worker"
+	"github.com/pacer-dev/pacer/workflows"
+)
+
+// Audit actions of the changes made through Temporal.
+const (
+	ActionPause       = "scheduler.pause"
+	ActionResume      = "scheduler.resume"
+	ActionTune        = "scheduler.tune"
+	ActionReconfigure = "scheduler.reconfigure"
+	ActionStop        = "scheduler.stop"
+	ActionStart       = "scheduler.start"
+	ActionBackfill    = "scheduler.backfill"
+	ActionPromote     = "deploy.promote"
+)
+
+// Tasks are the scheduler's tasks, the names pause and backfill take.
+var Tasks = []string{pacer.TaskTenero, pacer.TaskSweep, pacer.TaskRollup, pacer.TaskDeliver}
+
+func (s *Service) workflowID() string {
+	if s.WorkflowID != "" {
+		return s.WorkflowID
+	}
+	return workflows.DefaultWorkflowID
+}
+
+// ErrNoTemporal is returned by the schedule actions of a service without a
+// Temporal client.
+var ErrNoTemporal = errors.New("no Temporal client")
+
+// update runs one of the scheduler's updates with in and audits it with
+// its answer. A validator's rejection is an ErrInvalid.
+func (s *Service) update(ctx context.Context, action, name string, in any) (json.RawMessage, error) {
+	if s.Temporal == nil {
+		return nil, ErrNoTemporal
+	}
+	var arg any
+	if in != nil {
+		arg = in
+	}
+	res, err := worker.Update[json.RawMessage](ctx, s.Temporal, s.workflowID(), name, arg)
+	if err != nil {
+		// The scheduler's handlers fail only for their input (a
+		// validator's rejection, before history); anything else, such as
+		// an unreachable or missing scheduler, is a service error.
+		var app *temporal.ApplicationError
+		if errors.As(err, &app) {
+			return nil, &Invalid{Msg: app.Message()}
+		}
+		return nil, err
+	}
+	if err := s.RecordTemporal(ctx, action, in, res); err != nil {
+		// The change is made; only its record is missing. Say so rather
+		// than report the change as failed.
+		return res, fmt.Errorf("%s done, but not recorded in the audit log: %w", action, err)
+	}
+	return res, nil
+}
+
+// PauseInput pauses the scheduler, or one task of it (SPEC §3.1): exactly
+// one of Until (RFC3339) and For (a Go duration).
+type PauseInput struct {
+	Task  string `json:"task,omitempty"`
+	Until string `json:"until,omitempty"`
+	For   string `json:"for,omitempty"`
+}
+
+// Pause runs the pause update and returns the scheduler's answer.
+func (s *Service) Pause(ctx context.Context, in PauseInput) (json.RawMessage, error) {
+	if err := validTask(in.Task, true); err != nil {
+		return nil, err
+	}
+	if _, err := schedule.PauseUntil(s.now(), in.Until, in.For); err != nil {
+		return nil, invalid("", "%v", err)
+	}
+	return s.update(ctx, ActionPause, workflows.UpdatePause, in)
+}
+
+// ResumeInput resumes the scheduler, or one task of it.
+type ResumeInput struct {
+	Task string `json:"task,omitempty"`
+}
+
+// Resume runs the resume update (with no input when no task is named, as
+// the temporal CLI sends it).
+func (s *Service) Resume(ctx context.Context, in ResumeInput) (json.RawMessage, error) {
+	if err := validTask(in.Task, true); err != nil {
+		return nil, err
+	}
+	var arg any
+	if in.Task != "" {
+		arg = in
+	}
+	return s.update(ctx, ActionResume, workflows.UpdateResume, arg)
+}
+
+// BackfillInput runs a task's occurrences over a past range (SPEC §3.4).
+type BackfillInput struct {
+	Task string    `json:"task"`
+	From time.Time `json:"from"`
+	To   time.Time `json:"to"`
+}
+
+// MaxBackfillRange bounds a backfill: deliveries and observations older
+// than this are gone anyway.
+const MaxBackfillRange = 35 * 24 * time.Hour
+
+// Backfill runs the backfill update.
+func (s *Service) Backfill(ctx context.Context, in BackfillInput) (json.RawMessage, error) {
+	if err := validTask(in.Task, false); err != nil {
+		return nil, err
+	}
+	now := s.now()
+	switch {
+	case in.From.IsZero() || in.To.IsZero():
+		return nil, invalid("from", "from and to are required (RFC3339)")
+	case !in.From.Before(in.To):
+		return nil, invalid("from", "must be before to")
+	case in.To.After(now):
+		return nil, invalid("to", "must not be in the future")
+	case in.To.Sub(in.From) > MaxBackfillRange:
+		return nil, invalid("from", "the range is longer than %s", MaxBackfillRange)
+	}
+	in.From, in.To = in.From.UTC(), in.To.UTC()
+	return s.update(ctx, ActionBackfill, workflows.UpdateBackfill, in)
+}
+
+func validTask(task string, optional bool) error {
+	if task == "" && optional {
+		return nil
+	}
+	if !slices.Contains(Tasks, task) {
+		return invalid("task", "%q: want one of %v", clip(task), Tasks)
+	}
+	return nil
+}
