@@ -165,6 +165,7 @@ func TestSubscriberLifecycleThroughTheAdminAPI(t *testing.T) {
 		TeneroBaseURL: "http://127.0.0.1:1", HiroBaseURL: "http://127.0.0.1:1",
 		DeliveryLadder: webhook.Ladder{20 * time.Minute, 20 * time.Minute, 20 * time.Minute},
 		DisableAfter:   disableAfter, Clock: clk.Now,
+		WebhookAllowPrivate: true, // the receivers are on loopback
 	})
 	// Each run is its own occurrence (the ledger answers a repeated one
 	// with its first result), as the scheduler makes them.
@@ -198,7 +199,7 @@ values ('hour', $1, $2, $3, $4, $5, true, $2)`, start, start.Add(time.Hour), row
 			require.NoError(t, err)
 		}
 	}
-	svc := &operate.Service{Store: st, SecretOverlap: 24 * time.Hour, Now: clk.Now}
+	svc := &operate.Service{Store: st, SecretOverlap: 24 * time.Hour, Now: clk.Now, AllowPrivate: true} // the receiver is on loopback
 	a := newAPI(t, svc)
 	rcv := newReceiver(t)
 	at := func(h int) { clk.Set(hour0.Add(time.Duration(h)*time.Hour + 5*time.Second)) }
