@@ -294,6 +294,7 @@ func TestTx(t *testing.T) {
 					BlockHeight:         168868,
 					TxIndex:             85,
 					BurnBlockTime:       1728309301,
+					BlockTime:           1728309360,
 					Canonical:           boolp(true),
 					MicroblockCanonical: boolp(true),
 					ContractCall: &ContractCall{

@@ -53,6 +53,9 @@ type TxSummary struct {
 	BlockHeight   int64 `json:"block_height"`
 	TxIndex       int64 `json:"tx_index"`
 	BurnBlockTime int64 `json:"burn_block_time"`
+	// BlockTime is the Stacks block's own time (Nakamoto blocks come
+	// seconds apart, burn blocks minutes); 0 when Hiro leaves it out.
+	BlockTime int64 `json:"block_time"`
 	// Canonical and MicroblockCanonical are nil when Hiro leaves them out
 	// (mempool transactions); only an explicit false means another fork won.
 	Canonical           *bool         `json:"canonical"`
