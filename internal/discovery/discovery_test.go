@@ -188,8 +188,10 @@ func TestFilter(t *testing.T) {
 		ContractCall: &hiro.ContractCall{ContractID: "SP.dex", FunctionName: "swap"}}
 	require.True(t, f.Candidate(ok))
 	for name, mut := range map[string]func(*hiro.Entry){
-		"stranger":     func(e *hiro.Entry) { e.SenderAddress = "SPOTHER" },
-		"function":     func(e *hiro.Entry) { e.ContractCall = &hiro.ContractCall{ContractID: "SP.dex", FunctionName: "add-liquidity"} },
+		"stranger": func(e *hiro.Entry) { e.SenderAddress = "SPOTHER" },
+		"function": func(e *hiro.Entry) {
+			e.ContractCall = &hiro.ContractCall{ContractID: "SP.dex", FunctionName: "add-liquidity"}
+		},
 		"contract":     func(e *hiro.Entry) { e.ContractCall = &hiro.ContractCall{ContractID: "SP.other", FunctionName: "swap"} },
 		"not a call":   func(e *hiro.Entry) { e.TxType, e.ContractCall = "token_transfer", nil },
 		"lost fork":    func(e *hiro.Entry) { e.Canonical = false },
