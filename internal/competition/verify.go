@@ -49,6 +49,20 @@ type Ledger interface {
 	RecordPending(ctx context.Context, txid, sender string) error
 }
 
+// Rollback is a block a chainhook delivery rolled a transaction back from
+// (swap_rollbacks).
+type Rollback struct {
+	BlockHash   string
+	BlockHeight int64
+}
+
+// RollbackLedger is a Ledger that knows the rollbacks (*store.Store is one).
+// A transaction rolled back is not inserted again until Hiro shows it in a
+// block that was not rolled back (SPEC §5.5, §11).
+type RollbackLedger interface {
+	Rollbacks(ctx context.Context, txid string) ([]Rollback, error)
+}
+
 // Rejection is a final verdict on a transaction, as swap_rejections keeps it.
 type Rejection struct {
 	TxID string
@@ -214,6 +228,17 @@ func (v *Verifier) known(ctx context.Context, txid string) (Outcome, bool) {
 	switch {
 	case err != nil:
 		return reject(txid, ReasonDBUnavailable, "could not look the rejection up", err), true
+	case found && r.Reason.SenderDependent() && r.Sender != "":
+		// Who the sender is can have changed since (a registration, a
+		// claim verified): the verdict stands only while it still holds.
+		agent, registered, err := v.Ledger.Agent(ctx, r.Sender)
+		if err != nil {
+			return reject(txid, ReasonDBUnavailable, "could not look the sender up", err), true
+		}
+		if reason, _ := senderVerdict(agent, registered, r.Sender); reason == "" {
+			return Outcome{}, false
+		}
+		fallthrough
 	case found && r.Reason.Final():
 		out := reject(txid, r.Reason, r.Detail, nil)
 		out.Known = true
@@ -246,6 +271,9 @@ func (v *Verifier) judge(ctx context.Context, txid, source string, tx hiro.Tx, e
 	case tx.TxStatus == hiro.StatusPending:
 		return Outcome{TxID: txid, Status: StatusPending}
 	}
+	if out, done := v.rolledBack(ctx, txid, tx.TxSummary); done {
+		return out
+	}
 	if out, done := statusGates(txid, tx.TxSummary, v.CompetitionStart); done {
 		return out
 	}
@@ -254,15 +282,11 @@ func (v *Verifier) judge(ctx context.Context, txid, source string, tx hiro.Tx, e
 	}
 
 	agent, found, err := v.Ledger.Agent(ctx, tx.SenderAddress)
-	switch {
-	case err != nil:
+	if err != nil {
 		return reject(txid, ReasonDBUnavailable, "could not look the sender up", err)
-	case !found:
-		return reject(txid, ReasonSenderNotRegistered, "sender "+abbreviate(tx.SenderAddress)+" is not a registered agent", nil)
-	case agent.ClaimStatus != ClaimVerified && agent.ClaimStatus != ClaimRewarded:
-		return reject(txid, ReasonSenderNotGenesis, "sender has no verified or rewarded claim", nil)
-	case agent.ERC8004AgentID == nil:
-		return reject(txid, ReasonSenderNotRegistered, "sender has no ERC-8004 agent id", nil)
+	}
+	if reason, detail := senderVerdict(agent, found, tx.SenderAddress); reason != "" {
+		return reject(txid, reason, detail, nil)
 	}
 
 	call := tx.ContractCall
@@ -293,6 +317,45 @@ func (v *Verifier) judge(ctx context.Context, txid, source string, tx hiro.Tx, e
 		return Outcome{TxID: txid, Status: StatusAlreadyKnown}
 	}
 	return Outcome{TxID: txid, Status: StatusInserted, Swap: &swap}
+}
+
+// senderVerdict is the sender gate (SPEC §5.5): "" when the sender may
+// compete, else the reason and its detail.
+func senderVerdict(agent Agent, registered bool, sender string) (Reason, string) {
+	switch {
+	case !registered:
+		return ReasonSenderNotRegistered, "sender " + abbreviate(sender) + " is not a registered agent"
+	case agent.ClaimStatus != ClaimVerified && agent.ClaimStatus != ClaimRewarded:
+		return ReasonSenderNotGenesis, "sender has no verified or rewarded claim"
+	case agent.ERC8004AgentID == nil:
+		return ReasonSenderNotRegistered, "sender has no ERC-8004 agent id"
+	}
+	return "", ""
+}
+
+// rolledBack holds back a transaction a chainhook delivery rolled back
+// until Hiro places it in a block that was not rolled back (by hash; by a
+// greater height when Hiro does not say the hash): until then Hiro's
+// "canonical: true" can be the old block's, not yet caught up with the
+// rollback. The outcome is pending (kept in pending_txs, looked at again),
+// never a final verdict: the transaction may well come back.
+func (v *Verifier) rolledBack(ctx context.Context, txid string, tx hiro.TxSummary) (Outcome, bool) {
+	rl, ok := v.Ledger.(RollbackLedger)
+	if !ok {
+		return Outcome{}, false
+	}
+	rbs, err := rl.Rollbacks(ctx, txid)
+	if err != nil {
+		return reject(txid, ReasonDBUnavailable, "could not look the rollbacks up", err), true
+	}
+	for _, rb := range rbs {
+		same := tx.BlockHash != "" && strings.EqualFold(tx.BlockHash, rb.BlockHash)
+		if !tx.IsCanonical() || same || (tx.BlockHash == "" && tx.BlockHeight <= rb.BlockHeight) {
+			return Outcome{TxID: txid, Status: StatusPending,
+				Detail: fmt.Sprintf("rolled back from block %d; waiting for Hiro to show it in another block", rb.BlockHeight)}, true
+		}
+	}
+	return Outcome{}, false
 }
 
 // statusGates are the gates a mined or dropped transaction's summary
