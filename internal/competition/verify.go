@@ -188,21 +188,34 @@ func (v *Verifier) Verify(ctx context.Context, txid, source string) (out Outcome
 }
 
 func (v *Verifier) verify(ctx context.Context, rawID, source string) Outcome {
-	txid, ok := normalizeTxID(rawID)
-	if !ok {
-		return reject(abbreviate(rawID), ReasonMalformedTx, "txid is not hexadecimal", nil)
-	}
-	if v.Ledger == nil || v.Txs == nil || v.Allowlist == nil {
-		return reject(txid, ReasonVerifyThrew, "verifier is missing a dependency", errors.New("nil Ledger, Txs or Allowlist"))
-	}
-	if !validSource(source) {
-		return reject(txid, ReasonVerifyThrew, "unknown source", fmt.Errorf("source %q is not agent, sweep or chainhook", source))
-	}
-	if out, done := v.known(ctx, txid); done {
+	txid, out, done := v.precheck(ctx, rawID, source)
+	if done {
 		return out
 	}
-
 	tx, err := v.Txs.Tx(ctx, txid)
+	return v.conclude(ctx, txid, source, tx, err)
+}
+
+// precheck runs the gates that need no Hiro call: the id, the verifier's
+// own dependencies, and the ledger (SPEC §5.5's first gate). done is true
+// when they decided.
+func (v *Verifier) precheck(ctx context.Context, rawID, source string) (txid string, out Outcome, done bool) {
+	txid, ok := normalizeTxID(rawID)
+	if !ok {
+		return "", reject(abbreviate(rawID), ReasonMalformedTx, "txid is not hexadecimal", nil), true
+	}
+	if v.Ledger == nil || v.Txs == nil || v.Allowlist == nil {
+		return txid, reject(txid, ReasonVerifyThrew, "verifier is missing a dependency", errors.New("nil Ledger, Txs or Allowlist")), true
+	}
+	if !validSource(source) {
+		return txid, reject(txid, ReasonVerifyThrew, "unknown source", fmt.Errorf("source %q is not agent, sweep or chainhook", source)), true
+	}
+	out, done = v.known(ctx, txid)
+	return txid, out, done
+}
+
+// conclude judges a fetched transaction and records the verdict.
+func (v *Verifier) conclude(ctx context.Context, txid, source string, tx hiro.Tx, err error) Outcome {
 	out := v.judge(ctx, txid, source, tx, err)
 	out.Requests = tx.Requests
 	switch {
@@ -212,6 +225,89 @@ func (v *Verifier) verify(ctx context.Context, rawID, source string) Outcome {
 		out.LedgerErr = v.Ledger.RecordRejection(ctx, Rejection{TxID: txid, Sender: tx.SenderAddress, Reason: out.Reason, Detail: out.Detail})
 	}
 	return out
+}
+
+// BatchSource fetches several transactions with all their events at
+// once; *hiro.Client is one (GET /extended/v1/tx/multiple).
+type BatchSource interface {
+	Txs(ctx context.Context, txids []string) (map[string]hiro.TxResult, int, error)
+}
+
+var _ BatchSource = (*hiro.Client)(nil)
+
+// VerifyMany verifies several transactions, in order, each once however
+// often it is named: the ledger answers what it can, and the rest are
+// fetched together where Txs is a BatchSource (one request for up to
+// hiro.MaxBatch), else one by one. Each transaction then meets the same
+// gates as Verify. The batch's requests are counted on the first outcome
+// that needed Hiro.
+func (v *Verifier) VerifyMany(ctx context.Context, txids []string, source string) []Outcome {
+	out := make([]Outcome, len(txids))
+	first := map[string]int{} // normalised id → index of its first outcome
+	var fetch []string
+	for i, raw := range txids {
+		txid, o, done := v.safePrecheck(ctx, raw, source)
+		if j, seen := first[txid]; seen && txid != "" {
+			out[i] = out[j]
+			continue
+		}
+		first[txid] = i
+		out[i] = o
+		if !done {
+			fetch = append(fetch, txid)
+		}
+	}
+	if len(fetch) == 0 {
+		return out
+	}
+	batch, isBatch := v.Txs.(BatchSource)
+	if !isBatch || len(fetch) == 1 {
+		for _, txid := range fetch {
+			out[first[txid]] = v.Verify(ctx, txid, source)
+		}
+		return v.copyRepeats(txids, first, out)
+	}
+	got, requests, _ := batch.Txs(ctx, fetch)
+	for k, txid := range fetch {
+		r, ok := got[txid]
+		if !ok {
+			r.Err = pacer.Errorf(pacer.ClassParseError, "verify "+txid, "the batch brought no answer for it")
+		}
+		o := v.safeConclude(ctx, txid, source, r.Tx, r.Err)
+		o.Requests = 0
+		if k == 0 {
+			o.Requests = requests
+		}
+		out[first[txid]] = o
+	}
+	return v.copyRepeats(txids, first, out)
+}
+
+func (v *Verifier) copyRepeats(txids []string, first map[string]int, out []Outcome) []Outcome {
+	for i, raw := range txids {
+		if txid, ok := normalizeTxID(raw); ok && first[txid] != i {
+			out[i] = out[first[txid]]
+		}
+	}
+	return out
+}
+
+func (v *Verifier) safePrecheck(ctx context.Context, raw, source string) (txid string, out Outcome, done bool) {
+	defer func() {
+		if p := recover(); p != nil {
+			out, done = reject(abbreviate(raw), ReasonVerifyThrew, "verification panicked", fmt.Errorf("panic: %v", p)), true
+		}
+	}()
+	return v.precheck(ctx, raw, source)
+}
+
+func (v *Verifier) safeConclude(ctx context.Context, txid, source string, tx hiro.Tx, err error) (out Outcome) {
+	defer func() {
+		if p := recover(); p != nil {
+			out = reject(txid, ReasonVerifyThrew, "verification panicked", fmt.Errorf("panic: %v", p))
+		}
+	}()
+	return v.conclude(ctx, txid, source, tx, err)
 }
 
 // known answers from the ledger alone when it can: a swap already there, or
