@@ -2,10 +2,14 @@ package cli
 
 import (
 	"bytes"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/require"
+
+	"github.com/pacer-dev/pacer/internal/sim"
 )
 
 func TestDevBannerPrintsThePageFirst(t *testing.T) {
@@ -55,4 +59,24 @@ func TestDevPushesToItsOwnAPI(t *testing.T) {
 	require.ErrorContains(t, err, "PACER_CHAINHOOK_SECRET")
 	_, err = simOptions{pushURL: "http://x/api/chainhook", pushDrop: 1.5}.push("s")
 	require.ErrorContains(t, err, "--sim-push-drop")
+}
+
+// TestSimChainVolume: `pacer sim` and `pacer dev` run the chain at the
+// default volume unless told otherwise; 0 turns strangers off and a
+// negative volume is refused.
+func TestSimChainVolume(t *testing.T) {
+	t.Parallel()
+	for _, cmd := range []*cobra.Command{newSimCmd(&config{}), newDevCmd(&config{})} {
+		f := cmd.Flags().Lookup("sim-chain-volume")
+		require.NotNil(t, f, cmd.Name())
+		require.Equal(t, strconv.Itoa(sim.DefaultChainVolume), f.DefValue, cmd.Name())
+	}
+	got, err := simOptions{chainVolume: sim.DefaultChainVolume}.chain()
+	require.NoError(t, err)
+	require.Equal(t, sim.DefaultChainVolume, got.Volume)
+	got, err = simOptions{chainVolume: 0}.chain()
+	require.NoError(t, err)
+	require.Negative(t, got.Volume, "0 means no strangers, not the default")
+	_, err = simOptions{chainVolume: -5}.chain()
+	require.ErrorContains(t, err, "--sim-chain-volume")
 }

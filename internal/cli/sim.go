@@ -31,6 +31,8 @@ type simOptions struct {
 	pushURL                                    string
 	pushDrop, pushDup, pushReorder, pushReplay float64
 	reorgs                                     int
+	// chainVolume is strangers' contract calls a day; 0 is none.
+	chainVolume int
 }
 
 func (o *simOptions) bind(cmd *cobra.Command, writeDBDefault bool) {
@@ -59,6 +61,18 @@ func (o *simOptions) bind(cmd *cobra.Command, writeDBDefault bool) {
 	f.Float64Var(&o.pushReorder, "sim-push-reorder", fault, "share of the simulator's deliveries it sends after the next one")
 	f.Float64Var(&o.pushReplay, "sim-push-replay", fault, "share of the simulator's deliveries it sends again 5 s later")
 	f.IntVar(&o.reorgs, "sim-reorgs", int(40*fault), "blocks of the arrivals the simulated chain rolls back, re-applying their transactions 10 s later")
+	f.IntVar(&o.chainVolume, "sim-chain-volume", sim.DefaultChainVolume, "contract calls a day strangers make on the simulated chain, in the feed and the contracts' lists beside the agents' swaps (0 = none)")
+}
+
+// chain is the simulated chain's strangers' traffic.
+func (o simOptions) chain() (sim.ChainConfig, error) {
+	switch {
+	case o.chainVolume < 0:
+		return sim.ChainConfig{}, usagef("--sim-chain-volume %d: want calls a day, 0 or more", o.chainVolume)
+	case o.chainVolume == 0:
+		return sim.ChainConfig{Volume: -1}, nil
+	}
+	return sim.ChainConfig{Volume: o.chainVolume}, nil
 }
 
 // push is the simulator's push configuration, with secret as the bearer
@@ -85,12 +99,15 @@ func newSimCmd(c *config) *cobra.Command {
 		Use:   "sim",
 		Short: "Run the upstream simulator (Tenero + Hiro on one address)",
 		Long: `sim serves Tenero's and Hiro's endpoints on one address, over a world generated
-from --seed: agents, claims and swap transactions arriving over time, rate
-limits with the real headers, and faults you can inject:
+from --seed: agents, claims and swap transactions arriving over time,
+strangers' contract calls in the same blocks (--sim-chain-volume a day, served
+by the feed /extended/v1/tx, each contract's list and /extended/v1/tx/multiple),
+rate limits with the real headers, and faults you can inject:
 
   curl -X PUT localhost:8090/_sim/faults -d '{"tooManyRequests":0.5,"pathPrefix":"/v1/"}'
 
-GET /_sim/stats counts requests; GET /_sim/world shows the world.`,
+GET /_sim/stats counts requests; GET /_sim/world shows the world; GET
+/_sim/swaps tells when each swap the ledger must hold was mined.`,
 		Args: wrapArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := c.logger()
@@ -117,6 +134,10 @@ func startSim(ctx context.Context, o simOptions, c *config, log *zap.Logger) (st
 	if err != nil {
 		return "", err
 	}
+	chain, err := o.chain()
+	if err != nil {
+		return "", err
+	}
 	srv := sim.New(sim.Config{
 		Push: push,
 		Seed: o.seed,
@@ -130,6 +151,7 @@ func startSim(ctx context.Context, o simOptions, c *config, log *zap.Logger) (st
 			Activity:         o.activity,
 			Features:         sweepFeatures(o.features),
 			Reorgs:           sim.Reorgs{Count: o.reorgs},
+			Chain:            chain,
 		},
 	})
 	if o.writeDB {

@@ -222,6 +222,7 @@ func newWorld(seed int64, cfg HiroConfig, tokens []Token, price func(Token, time
 		w.add(tx)
 	}
 	w.makeReorgs(cfg.Reorgs, g.txs, g.present)
+	w.chain = newChain(seed, cfg.Chain, g.histFrom, g.tokens, cat)
 	return w
 }
 

@@ -72,6 +72,9 @@ type HiroConfig struct {
 	Features Features
 	// Reorgs rolls blocks back and re-applies their transactions later.
 	Reorgs Reorgs
+	// Chain is the strangers' traffic in the same blocks (chain.go):
+	// DefaultChainVolume calls a day unless set.
+	Chain ChainConfig
 }
 
 // noMonthQuota stands for an unlimited month: Hiro's anonymous plan has none,
@@ -155,6 +158,10 @@ type worldDoc struct {
 	Transactions     []WorldTx `json:"transactions"`
 	// Outcomes are the verdicts at Now, keyed by txid.
 	Outcomes map[string]Outcome `json:"outcomes"`
+	// ChainVolume is strangers' calls a day; StrangerCalls how many have
+	// been mined by Now (they are not in Transactions).
+	ChainVolume   int `json:"chainVolume"`
+	StrangerCalls int `json:"strangerCalls"`
 }
 
 func (s *Server) getWorld(w http.ResponseWriter, _ *http.Request) {
@@ -167,7 +174,21 @@ func (s *Server) getWorld(w http.ResponseWriter, _ *http.Request) {
 		Claims:           world.Claims(),
 		Transactions:     world.Transactions(),
 		Outcomes:         world.ExpectedOutcomes(now),
+		ChainVolume:      world.ChainVolume(),
+		StrangerCalls:    world.StrangerCalls(now),
 	})
+}
+
+// swapsDoc is GET /_sim/swaps: the oracle's side of a discovery-delay
+// measurement for a test that runs the simulator out of process.
+type swapsDoc struct {
+	Now   time.Time  `json:"now"`
+	Swaps []SwapTime `json:"swaps"`
+}
+
+func (s *Server) getSwaps(w http.ResponseWriter, _ *http.Request) {
+	now := s.now()
+	writeJSON(w, http.StatusOK, swapsDoc{Now: now.UTC(), Swaps: s.hiro.world.SwapTimes(now)})
 }
 
 // Hiro's list page size: the default and the most it accepts (SPEC §9).
@@ -216,15 +237,13 @@ func (s *Server) hiroAddressTransactions(w http.ResponseWriter, r *http.Request)
 	}
 
 	now := s.now()
-	listed := s.hiro.world.listed(principal, now)
-	page := listed[min(offset, len(listed)):min(offset+limit, len(listed))]
-	results := make([]txJSON, len(page))
-	for i, tx := range page {
-		// List results never carry events; event_count still tells how many.
-		results[i] = tx.render(now, eventWindow{})
+	if strings.Contains(principal, ".") {
+		// A contract's list: the calls made to it, strangers' included.
+		writeList(w, s.hiro.world.contractList(principal, now), limit, offset, deprecationWarning)
+		return
 	}
-	w.Header().Set("Warning", deprecationWarning)
-	writeJSON(w, http.StatusOK, txListJSON{Limit: limit, Offset: offset, Total: len(listed), Results: results})
+	listed := s.hiro.world.listed(principal, now)
+	writeList(w, merged{top: listed, at: now}, limit, offset, deprecationWarning)
 }
 
 // principalOf reads the principal of a list route, answering 400 when it

@@ -12,7 +12,9 @@
 // Upstream routes behave like the real services, rate limits and their headers
 // included (limits.go: per-minute and month windows, request costs, a hidden
 // per-minute limit only ratelimit-remaining gives away); Hiro serves the v1
-// list, the v3 cursor list and /tx/ with its events paged (hiro.go). The Hiro
+// list, the v3 cursor list and /tx/ with its events paged (hiro.go), and
+// the chain's feed, contracts' own lists and tx/multiple, with strangers'
+// traffic in the same blocks (feed.go, chain.go). The Hiro
 // world (world.go, generate.go, activity.go) knows what each swap row must be
 // from what it generated, never from pacer's parser. Faults can be switched on at run time, from Go with
 // SetFaults or over HTTP (faults.go); every upstream request is counted
@@ -25,6 +27,7 @@
 //	GET    /_sim/tokens   the token world
 //	GET    /_sim/world    the Hiro world: agents, claims, transactions, outcomes now
 //	GET    /_sim/push     the Chainhooks deliveries sent: stats and the last 100
+//	GET    /_sim/swaps    when each swap the ledger must hold was mined (SwapTimes)
 //
 // With Config.Push, Push delivers the world's blocks to pacer as Hiro
 // Chainhooks does (push.go), faults included; HiroConfig.Reorgs rolls
@@ -104,12 +107,15 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /_sim/tokens", s.getTokens)
 	s.mux.HandleFunc("GET /_sim/world", s.getWorld)
 	s.mux.HandleFunc("GET /_sim/push", s.getPush)
+	s.mux.HandleFunc("GET /_sim/swaps", s.getSwaps)
 
 	s.upstream(TeneroTokenRoute, s.teneroLimit, s.teneroToken)
 	for route, h := range map[string]http.HandlerFunc{
 		HiroAddressTransactionsRoute:   s.hiroAddressTransactions,
 		HiroPrincipalTransactionsRoute: s.hiroPrincipalTransactions,
 		HiroTxRoute:                    s.hiroTx,
+		HiroTxListRoute:                s.hiroTxList,
+		HiroTxMultipleRoute:            s.hiroTxMultiple,
 	} {
 		s.upstream(route, func(next http.Handler) http.Handler { return s.hiroLimitFor(route, next) }, h)
 	}

@@ -144,6 +144,8 @@ type World struct {
 	streams map[string]*stream
 	// reorgs are the rolled-back blocks, oldest first (fixed at New).
 	reorgs []*reorg
+	// chain is the strangers' traffic around the agents' (chain.go).
+	chain *chain
 }
 
 // CompetitionStart is the first second whose swaps count.
@@ -335,14 +337,17 @@ func (w *World) listed(principal string, at time.Time) []*worldTx {
 // at at.
 func (w *World) tx(txid string, at time.Time) (*worldTx, bool) {
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	tx, ok := w.byID[txid]
 	if !ok && w.streams != nil {
 		// Maybe a swap of a stream no question has reached yet.
 		w.generateAll(at)
 		tx, ok = w.byID[txid]
 	}
-	if !ok || !tx.exists(at) {
+	w.mu.Unlock()
+	if !ok {
+		return w.chain.lookup(txid, at)
+	}
+	if !tx.exists(at) {
 		return nil, false
 	}
 	return tx, true

@@ -1,0 +1,532 @@
+package sim
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pacer-dev/pacer/internal/catalog"
+	"github.com/pacer-dev/pacer/internal/competition"
+)
+
+// The simulated chain carries everyone's traffic (SPEC §8): besides the
+// agents' transactions, strangers call the allowlisted contracts and
+// others, at ChainConfig.Volume calls a day, in the same blocks. They are
+// what makes reading the chain's feed cost what the chain's volume costs.
+//
+// At 200,000 calls a day over a world of several days there are millions
+// of them, so they are kept compactly: a day is generated whole the first
+// time anything asks about it, from its own seed (so the answer never
+// depends on the order of questions), as 16 bytes a call. A call becomes a
+// full transaction (events included) only when it is rendered, and its
+// txid encodes where it lives, so a lookup by id needs no index.
+
+// ChainConfig shapes the strangers' traffic. The zero value is
+// DefaultChainVolume calls a day with a few on losing forks.
+type ChainConfig struct {
+	// Volume is how many contract calls strangers make a day. 0 takes
+	// DefaultChainVolume; negative makes none.
+	Volume int
+	// ForkShare is the share of seconds (blocks) whose strangers' calls
+	// were mined on a fork that lost: they show canonical false. 0 takes
+	// defaultForkShare; negative makes none.
+	ForkShare float64
+	// CanonicalOnly leaves losing-fork entries out of the feed and the
+	// contracts' lists, as the v9 server's list queries do (their SQL asks
+	// for canonical = true). By default they are shown with canonical
+	// false, the harder case for a reader, which must pass them over.
+	CanonicalOnly bool
+	// Strangers is how many distinct senders make the calls. Default 5,000.
+	Strangers int
+}
+
+const (
+	// DefaultChainVolume is strangers' contract calls a day (SPEC §8).
+	DefaultChainVolume = 40_000
+	defaultForkShare   = 0.001
+	defaultStrangers   = 5_000
+	// strangerIndexBase numbers strangers' calls in their blocks above the
+	// fixed world's transactions and below the Activity streams', so that
+	// no two transactions share a position; maxStrangersPerBlock keeps
+	// them there.
+	strangerIndexBase    = 500
+	maxStrangersPerBlock = streamIndexBase - strangerIndexBase
+	// strangerFailedShare of the calls abort on chain.
+	strangerFailedShare = 0.03
+	day                 = 24 * time.Hour
+)
+
+func (c ChainConfig) withDefaults() ChainConfig {
+	if c.Volume == 0 {
+		c.Volume = DefaultChainVolume
+	}
+	if c.ForkShare == 0 {
+		c.ForkShare = defaultForkShare
+	}
+	c.ForkShare = min(max(c.ForkShare, 0), 1)
+	if c.Strangers <= 0 {
+		c.Strangers = defaultStrangers
+	}
+	return c
+}
+
+// callKind is a (contract, function) strangers call, with how often.
+type callKind struct {
+	contract int // index into chain.contracts
+	function string
+	swap     bool
+	weight   float64
+}
+
+// chain is the strangers' traffic of a world. It is safe for concurrent use.
+type chain struct {
+	seed   uint64
+	cfg    ChainConfig
+	from   time.Time // day 0 starts here
+	tokens worldTokens
+
+	contracts  []string
+	contractOf map[string]int
+	kinds      []callKind
+	cumWeight  []float64
+
+	// mask and check make and recognise strangers' txids.
+	mask, check uint64
+
+	mu   sync.Mutex
+	days []*chainDay // generated days, contiguous from day 0
+}
+
+// chainDay is one day of strangers' calls.
+type chainDay struct {
+	// calls are the day's calls in the feed, by position (oldest first);
+	// hidden are those on losing forks when ChainConfig.CanonicalOnly
+	// keeps them out of it (still answered by id).
+	calls, hidden []strangerCall
+	// byContract lists, per contract, the indexes of its calls in calls.
+	byContract [][]int32
+}
+
+// strangerCall is one call, compactly: the rest derives from its txid.
+type strangerCall struct {
+	sec    uint32 // seconds into the day: its block
+	idx    uint16 // its place among the block's strangers
+	kind   uint16
+	sender uint32
+	flags  uint8
+}
+
+const (
+	flagFork uint8 = 1 << iota
+	flagFailed
+)
+
+func newChain(seed int64, cfg ChainConfig, from time.Time, tokens worldTokens, cat *catalog.Catalog) *chain {
+	c := &chain{
+		seed:       uint64(seed),
+		cfg:        cfg.withDefaults(),
+		from:       from,
+		tokens:     tokens,
+		contractOf: map[string]int{},
+		mask:       mix(uint64(seed) ^ 0xc4a1),
+		check:      mix(uint64(seed) ^ 0xc4a2),
+	}
+	contract := func(id string) int {
+		if i, ok := c.contractOf[id]; ok {
+			return i
+		}
+		c.contracts = append(c.contracts, id)
+		c.contractOf[id] = len(c.contracts) - 1
+		return len(c.contracts) - 1
+	}
+	// A third of the traffic swaps through the allowlisted pairs, a tenth
+	// does other business with the same contracts, and the rest goes
+	// elsewhere: other DEXes, stacking, tokens, names.
+	pairs := cat.Pairs()
+	for _, p := range pairs {
+		c.kinds = append(c.kinds, callKind{contract: contract(p.ContractID), function: p.Function, swap: true,
+			weight: 0.33 / float64(len(pairs))})
+	}
+	var allowContracts []string
+	for _, p := range pairs {
+		if !slices.Contains(allowContracts, p.ContractID) {
+			allowContracts = append(allowContracts, p.ContractID)
+		}
+	}
+	for _, id := range allowContracts {
+		for _, fn := range []string{"add-liquidity", "withdraw-liquidity"} {
+			c.kinds = append(c.kinds, callKind{contract: contract(id), function: fn, weight: 0.10 / float64(2*len(allowContracts))})
+		}
+	}
+	others := []struct {
+		contract, function string
+		swap               bool
+		weight             float64
+	}{
+		{arkadikoSwap, "swap-x-for-y", true, 0.08},
+		{arkadikoSwap, "swap-y-for-x", true, 0.06},
+		{"SP000000000000000000002Q6VF78.pox-4", "delegate-stx", false, 0.05},
+		{"SP000000000000000000002Q6VF78.bns", "name-renewal", false, 0.02},
+		{"SP3K8BC0PPEVCV7NZ6QSRWPQ2JE9E5B6N3PA0KBR9.token-alex", "transfer", false, 0.16},
+		{"SP102V8P0F7JX67ARQ77WEA3D3CFB5XW39REDT0AM.amm-pool-v2-01", "swap-helper", true, 0.12},
+		{"SP2C2YFP12AJZB4MABJBAJ55XECVS7E4PMMZ89YZR.arkadiko-vaults-operations-v1-1", "open-vault", false, 0.04},
+		{"SP4SZE494VC2YC5JYG7AYFQ44F5Q4PYV7DVMDPBG.ststx-token", "transfer", false, 0.04},
+	}
+	for _, o := range others {
+		c.kinds = append(c.kinds, callKind{contract: contract(o.contract), function: o.function, swap: o.swap, weight: o.weight})
+	}
+	sum := 0.0
+	for _, k := range c.kinds {
+		sum += k.weight
+		c.cumWeight = append(c.cumWeight, sum)
+	}
+	return c
+}
+
+func (c *chain) on() bool { return c.cfg.Volume > 0 }
+
+func (c *chain) dayStart(d int) time.Time { return c.from.Add(time.Duration(d) * day) }
+
+// upTo generates every day begun by at and returns the days; c.mu is held.
+func (c *chain) upTo(at time.Time) []*chainDay {
+	if !c.on() || at.Before(c.from) {
+		return nil
+	}
+	for d := len(c.days); !c.dayStart(d).After(at); d++ {
+		c.days = append(c.days, c.makeDay(d))
+	}
+	n := int(at.Sub(c.from)/day) + 1
+	return c.days[:n]
+}
+
+// makeDay draws day d: calls arrive as a Poisson process at the day's
+// volume, each to a weighted (contract, function), from a sender skewed
+// towards the busiest (a few bots make much of a chain's traffic).
+func (c *chain) makeDay(d int) *chainDay {
+	rng := rand.New(rand.NewPCG(mix(c.seed^uint64(d)<<20), 0xc4a1))
+	out := &chainDay{byContract: make([][]int32, len(c.contracts))}
+	rate := float64(c.cfg.Volume)
+	var lastSec uint32
+	var inBlock int
+	for t := 0.0; ; {
+		t += rng.ExpFloat64() / rate
+		if t >= 1 {
+			break
+		}
+		sec := uint32(t * 86400)
+		if sec == lastSec && (len(out.calls) > 0 || len(out.hidden) > 0) {
+			inBlock++
+		} else {
+			lastSec, inBlock = sec, 0
+		}
+		if inBlock >= maxStrangersPerBlock {
+			continue // a full block; unreachable at any sane volume
+		}
+		call := strangerCall{
+			sec:    sec,
+			idx:    uint16(inBlock),
+			kind:   uint16(c.pickKind(rng.Float64())),
+			sender: uint32(min(rng.IntN(c.cfg.Strangers), rng.IntN(c.cfg.Strangers))),
+		}
+		if rng.Float64() < strangerFailedShare {
+			call.flags |= flagFailed
+		}
+		if c.forkBlock(d, sec) {
+			call.flags |= flagFork
+			if c.cfg.CanonicalOnly {
+				out.hidden = append(out.hidden, call)
+				continue
+			}
+		}
+		k := c.kinds[call.kind].contract
+		out.byContract[k] = append(out.byContract[k], int32(len(out.calls)))
+		out.calls = append(out.calls, call)
+	}
+	return out
+}
+
+func (c *chain) pickKind(u float64) int {
+	i, _ := slices.BinarySearch(c.cumWeight, u*c.cumWeight[len(c.cumWeight)-1])
+	return min(i, len(c.kinds)-1)
+}
+
+// forkBlock decides, from the seed alone, whether the strangers' calls of
+// a second were mined on a losing fork.
+func (c *chain) forkBlock(d int, sec uint32) bool {
+	if c.cfg.ForkShare <= 0 {
+		return false
+	}
+	u := float64(mix(c.seed^0xf0c^uint64(d)<<24^uint64(sec))>>11) / (1 << 53)
+	return u < c.cfg.ForkShare
+}
+
+// at is when a call of day d was mined.
+func (c *chain) at(d int, call strangerCall) time.Time {
+	return c.dayStart(d).Add(time.Duration(call.sec) * time.Second)
+}
+
+func (c *chain) position(d int, call strangerCall) position {
+	return position{height: heightAt(c.at(d, call)), index: strangerIndexBase + int64(call.idx)}
+}
+
+// A stranger's txid carries its day, list and number, masked, and a check
+// word, so that an id finds its call without an index and an agent's
+// random id is never taken for one.
+func (c *chain) txid(d int, hidden bool, i int) string {
+	w0 := uint64(d)<<32 | uint64(i)
+	if hidden {
+		w0 |= 1 << 31
+	}
+	w0 ^= c.mask
+	w1 := mix(c.check ^ w0)
+	return fmt.Sprintf("0x%016x%016x%016x%016x", w0, w1, mix(w1), mix(w1^1))
+}
+
+// lookup finds the call of txid (0x + lower-case hex) among the days
+// generated up to at.
+func (c *chain) lookup(txid string, at time.Time) (*worldTx, bool) {
+	if !c.on() || len(txid) != 66 {
+		return nil, false
+	}
+	var words [2]uint64
+	for i := range words {
+		v, err := strconv.ParseUint(txid[2+16*i:2+16*(i+1)], 16, 64)
+		if err != nil {
+			return nil, false
+		}
+		words[i] = v
+	}
+	if mix(c.check^words[0]) != words[1] {
+		return nil, false
+	}
+	raw := words[0] ^ c.mask
+	d, hidden, i := int(raw>>32), raw&(1<<31) != 0, int(raw&(1<<31-1))
+	c.mu.Lock()
+	days := c.upTo(at)
+	c.mu.Unlock()
+	if d >= len(days) {
+		return nil, false
+	}
+	list := days[d].calls
+	if hidden {
+		list = days[d].hidden
+	}
+	if i >= len(list) || c.at(d, list[i]).After(at) {
+		return nil, false
+	}
+	if c.txid(d, hidden, i) != txid {
+		return nil, false
+	}
+	return c.materialize(d, hidden, i, list[i]), true
+}
+
+// CaseStranger is a stranger's contract call, on an allowlisted contract or
+// another: sender_not_registered, and never fetched by a sweep that filters
+// the feed by sender. Strangers' calls are not in Transactions or
+// ExpectedOutcomes (there are far too many); StrangerCalls counts them.
+const CaseStranger TxCase = "stranger"
+
+// materialize renders a call as a full transaction: everything not kept
+// compactly is drawn from its own seed, so it is the same every time.
+func (c *chain) materialize(d int, hidden bool, i int, call strangerCall) *worldTx {
+	txid := c.txid(d, hidden, i)
+	n := uint64(d)<<32 | uint64(i)
+	if hidden {
+		n |= 1 << 31
+	}
+	rng := rand.New(rand.NewPCG(mix(c.seed^n), c.mask))
+	k := c.kinds[call.kind]
+	contract := c.contracts[k.contract]
+	sender := c.stranger(call.sender)
+	at := c.at(d, call)
+	tx := &worldTx{
+		WorldTx: WorldTx{TxID: txid, Case: CaseStranger, Sender: sender, ContractID: contract,
+			FunctionName: k.function, ListedUnder: []string{}, AppearsAt: at},
+		status:  statusSuccess,
+		txType:  txTypeContractCall,
+		result:  clarityValue{Hex: "0x0703", Repr: "(ok true)"},
+		feeRate: 1000 + rng.Int64N(20_000),
+		nonce:   d*1000 + rng.IntN(1000),
+		index:   strangerIndexBase + int64(call.idx),
+		fork:    call.flags&flagFork != 0,
+	}
+	t := c.tokens
+	x, y := t.stx, t.traded[rng.IntN(len(t.traded))]
+	if rng.IntN(2) == 0 {
+		x, y = y, x
+	}
+	in, out := units(5+rng.Float64()*995, x.Decimals), units(5+rng.Float64()*995, y.Decimals)
+	args := []functionArgJSON{{Name: "amount", Type: "uint", Repr: "u" + in}}
+	switch {
+	case k.swap:
+		args = append(args, functionArgJSON{Name: "min-dy", Type: "uint", Repr: "u1"})
+		tx.events = []eventJSON{transferEvent(x.ID, sender, contract, in), transferEvent(y.ID, contract, sender, out)}
+		for range rng.IntN(4) {
+			tx.events = append(tx.events, transferEvent(t.traded[rng.IntN(len(t.traded))].ID, contract, bitflowCore, units(rng.Float64()+0.01, 6)))
+		}
+	default:
+		tx.events = []eventJSON{transferEvent(x.ID, sender, contract, in)}
+	}
+	tx.events = append(tx.events, printEvent(contract, k.function))
+	tx.call = newContractCall(contract, k.function, args)
+	if call.flags&flagFailed != 0 {
+		tx.status = "abort_by_response"
+		tx.result = clarityErrUint(uint64(1 + rng.IntN(10)))
+	}
+	numberEvents(tx.events)
+	tx.Events = len(tx.events)
+	return tx
+}
+
+// stranger is sender n's address: a mainnet principal drawn from the seed.
+func (c *chain) stranger(n uint32) string {
+	var b strings.Builder
+	b.Grow(41)
+	h := mix(c.seed ^ 0x57a ^ uint64(n)<<16)
+	b.WriteString([]string{"SP", "SP", "SP", "SM"}[h%4])
+	for j := range 38 {
+		if j%12 == 0 {
+			h = mix(h ^ uint64(j))
+		}
+		b.WriteByte(c32[h%32])
+		h /= 32
+	}
+	return b.String()
+}
+
+// strangerRef is a call's place: day and number in its day's feed list.
+type strangerRef struct{ d, i int }
+
+// strangerSeq is the strangers' calls visible at a moment, in one list (the
+// feed, or one contract's), newest first: rank 0 is the newest.
+type strangerSeq struct {
+	c    *chain
+	days []*chainDay
+	// counts[d] is how many of day d's calls the list has by the moment;
+	// contract is -1 for the feed.
+	counts   []int
+	total    int
+	contract int
+}
+
+// seq returns the strangers' calls mined by at, in the feed (contract "")
+// or one contract's list.
+func (c *chain) seq(contract string, at time.Time) strangerSeq {
+	s := strangerSeq{c: c, contract: -1}
+	if contract != "" {
+		k, ok := c.contractOf[contract]
+		if !ok {
+			return s
+		}
+		s.contract = k
+	}
+	c.mu.Lock()
+	s.days = c.upTo(at)
+	c.mu.Unlock()
+	s.counts = make([]int, len(s.days))
+	for d, dd := range s.days {
+		n := len(dd.calls)
+		if s.contract >= 0 {
+			n = len(dd.byContract[s.contract])
+		}
+		if d == len(s.days)-1 {
+			// The day holding at: only what was mined by then.
+			cut := uint32(at.Sub(c.dayStart(d)) / time.Second)
+			n = sort.Search(n, func(j int) bool { return s.call(d, j).sec > cut })
+		}
+		s.counts[d] = n
+		s.total += n
+	}
+	return s
+}
+
+// call is the j-th call (oldest first) of day d in the list.
+func (s strangerSeq) call(d, j int) strangerCall {
+	return s.days[d].calls[s.index(d, j)]
+}
+
+func (s strangerSeq) index(d, j int) int {
+	if s.contract >= 0 {
+		return int(s.days[d].byContract[s.contract][j])
+	}
+	return j
+}
+
+// ref finds rank r (0 newest).
+func (s strangerSeq) ref(r int) strangerRef {
+	for d := len(s.counts) - 1; d >= 0; d-- {
+		if r < s.counts[d] {
+			return strangerRef{d: d, i: s.index(d, s.counts[d]-1-r)}
+		}
+		r -= s.counts[d]
+	}
+	panic("sim: rank past the strangers' list") // callers stay below total
+}
+
+func (s strangerSeq) position(r int) position {
+	ref := s.ref(r)
+	return s.c.position(ref.d, s.days[ref.d].calls[ref.i])
+}
+
+func (s strangerSeq) tx(r int) *worldTx {
+	ref := s.ref(r)
+	return s.c.materialize(ref.d, false, ref.i, s.days[ref.d].calls[ref.i])
+}
+
+// StrangerCalls is how many contract calls strangers have had mined by at
+// (losing forks included), so a test can hold the chain to its volume.
+func (w *World) StrangerCalls(at time.Time) int {
+	c := w.chain
+	if !c.on() {
+		return 0
+	}
+	s := c.seq("", at)
+	n := s.total
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for d, dd := range s.days {
+		for _, call := range dd.hidden {
+			if !c.at(d, call).After(at) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// ChainVolume is the strangers' calls a day the world was built with (0
+// when there are none).
+func (w *World) ChainVolume() int { return max(w.chain.cfg.Volume, 0) }
+
+// SwapTime is when an agent's swap that must become a row was mined: the
+// start of its discovery delay.
+type SwapTime struct {
+	TxID   string `json:"txid"`
+	Sender string `json:"sender"`
+	// MinedAt is its block's time, the first time it was mined
+	// (burn_block_time). CanonicalAt is when it was last mined into the
+	// canonical chain: later than MinedAt only after a reorg re-applied it.
+	MinedAt     time.Time `json:"minedAt"`
+	CanonicalAt time.Time `json:"canonicalAt"`
+	Height      int64     `json:"height"`
+}
+
+// SwapTimes returns, in txid order, the mining times of the swaps
+// ExpectedSwaps(at) holds: the oracle's side of a discovery-delay
+// measurement (row time minus MinedAt).
+func (w *World) SwapTimes(at time.Time) []SwapTime {
+	var out []SwapTime
+	for _, tx := range w.existing(at) {
+		if o := w.verdict(tx, at); o.Found && o.Status == competition.StatusInserted {
+			out = append(out, SwapTime{TxID: tx.TxID, Sender: tx.Sender, MinedAt: tx.burnTime(),
+				CanonicalAt: tx.blockTime(at), Height: tx.position(at).height})
+		}
+	}
+	slices.SortFunc(out, func(a, b SwapTime) int { return strings.Compare(a.TxID, b.TxID) })
+	return out
+}

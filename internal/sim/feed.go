@@ -1,0 +1,265 @@
+package sim
+
+import (
+	"cmp"
+	"fmt"
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Hiro's chain-wide routes, as keyed in Stats.
+const (
+	// HiroTxListRoute is the feed: the chain's mined transactions, newest
+	// first (SPEC §5.0.1).
+	HiroTxListRoute = "GET /extended/v1/tx"
+	// HiroTxMultipleRoute answers many transactions by id in one request.
+	HiroTxMultipleRoute = "GET /extended/v1/tx/multiple"
+)
+
+// The feed and tx/multiple follow the stacks-blockchain-api source
+// (github.com/hirosystems/stacks-blockchain-api, v9.0.2-15, commit
+// 759c4a58):
+//
+//   - src/api/routes/v1/tx.ts, GET / (get_transaction_list): `limit`
+//     defaults to 20 and at most 50 (src/api/pagination.ts,
+//     ResourceType.Tx; the schema's maximum makes more a 400), `offset`
+//     from 0, `type` repeated or comma separated; answers
+//     {limit, offset, total, results}. The route is marked deprecated, so
+//     it sends `Warning: 299 - "Deprecated: …"` and answers 410 once
+//     deprecated endpoints are switched off (src/api/deprecation-plugin.ts).
+//   - src/datastore/pg-store.ts getTxList: ordered by block_height,
+//     microblock_sequence, tx_index, descending; mined transactions up to
+//     the chain tip only. Its SQL asks for canonical = true, so the v9
+//     server itself never lists a losing fork's transaction; the simulator
+//     shows them (canonical false) unless ChainConfig.CanonicalOnly, the
+//     harder case for a reader. List results carry `events: []`.
+//   - src/api/routes/v1/tx.ts, GET /multiple (get_tx_list_details):
+//     `tx_id` is an array (repeated or comma separated) with no maxItems
+//     in the schema: the only bound is the request line, which Node's
+//     default 16 KiB header limit turns into a 431 (about 200 ids).
+//     Each id must match ^(0x)?[a-fA-F0-9]{64}$ and then carry its 0x
+//     (validateRequestHexInput → hexToBuffer: `Hex string is missing the
+//     "0x" prefix`), else 400. `event_limit` (default 20, at most 100) and
+//     `event_offset` apply to every transaction: pg-store.ts
+//     getTxListEvents selects event_index BETWEEN offset AND
+//     offset+limit-1 per transaction, so each result carries its own
+//     window of events, and `event_count` stays each one's total.
+//   - src/api/controllers/db-controller.ts searchTxs: the answer is an
+//     object keyed by txid; a canonical mined transaction is
+//     {found: true, result: tx}; one not mined, or mined only off the
+//     canonical chain, is looked up in the mempool and is
+//     {found: true, result: mempool tx} there, else {found: false,
+//     result: {tx_id}} (keyed by the id as asked). So unlike /tx/{id},
+//     which falls back to a non-canonical mined transaction,
+//     tx/multiple reports a losing fork's transaction as not found.
+const (
+	// maxRequestLine is Node's default header limit, which bounds how many
+	// ids one tx/multiple request can carry.
+	maxRequestLine    = 16 << 10
+	txListDeprecation = `299 - "Deprecated: use /extended/v3/transactions instead"`
+)
+
+// txTypes are the tx_type values the list filter accepts.
+var txTypes = []string{"coinbase", "token_transfer", "smart_contract", "contract_call",
+	"poison_microblock", "tenure_change"}
+
+// merged is a list as Hiro serves it, newest first: agents' transactions
+// not yet mined on top (the simulator's address lists show them, see
+// hiroAddressTransactions), then agents' mined transactions and
+// strangers' calls merged by position.
+type merged struct {
+	top    []*worldTx
+	agents []*worldTx // mined, newest first by position at at
+	s      strangerSeq
+	at     time.Time
+}
+
+func (m merged) total() int { return len(m.top) + len(m.agents) + m.s.total }
+
+// page returns the entries at [offset, offset+limit).
+func (m merged) page(offset, limit int) []*worldTx {
+	var out []*worldTx
+	for ; offset < len(m.top) && len(out) < limit; offset++ {
+		out = append(out, m.top[offset])
+	}
+	k := offset - len(m.top)
+	if len(out) == limit || k >= len(m.agents)+m.s.total {
+		return out
+	}
+	// a is how many agents' entries rank above k: found by bisection, as
+	// the strangers' list is only indexed, never materialised.
+	lo, hi := max(0, k-m.s.total), min(k, len(m.agents))
+	for lo < hi {
+		mid := (lo + hi) / 2
+		if m.agents[mid].position(m.at).compare(m.s.position(k-mid-1)) > 0 {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	a, r := lo, k-lo
+	for len(out) < limit && (a < len(m.agents) || r < m.s.total) {
+		if r == m.s.total || a < len(m.agents) && m.agents[a].position(m.at).compare(m.s.position(r)) > 0 {
+			out = append(out, m.agents[a])
+			a++
+			continue
+		}
+		out = append(out, m.s.tx(r))
+		r++
+	}
+	return out
+}
+
+// chainList is the feed (contract "") or a contract's own list at at,
+// keeping the agents' transactions keep accepts.
+func (w *World) chainList(contract string, at time.Time, keep func(*worldTx) bool) merged {
+	m := merged{at: at}
+	w.mu.Lock()
+	w.generateAll(at)
+	for _, tx := range w.txs {
+		if !tx.exists(at) || !keep(tx) || tx.fork && w.chain.cfg.CanonicalOnly {
+			continue
+		}
+		if inMempool(tx.statusAt(at)) {
+			if contract != "" {
+				m.top = append(m.top, tx)
+			}
+			continue
+		}
+		m.agents = append(m.agents, tx)
+	}
+	w.mu.Unlock()
+	slices.SortFunc(m.top, func(a, b *worldTx) int {
+		return cmp.Or(b.AppearsAt.Compare(a.AppearsAt), strings.Compare(a.TxID, b.TxID))
+	})
+	slices.SortFunc(m.agents, func(a, b *worldTx) int { return b.position(at).compare(a.position(at)) })
+	return m
+}
+
+// feed is the chain's mined transactions of the given types (all when
+// none) at at.
+func (w *World) feed(types map[string]bool, at time.Time) merged {
+	m := w.chainList("", at, func(tx *worldTx) bool { return len(types) == 0 || types[tx.txType] })
+	if len(types) == 0 || types[txTypeContractCall] {
+		m.s = w.chain.seq("", at)
+	}
+	return m
+}
+
+// contractList is a contract's own list: the calls made to it.
+func (w *World) contractList(contract string, at time.Time) merged {
+	m := w.chainList(contract, at, func(tx *worldTx) bool { return tx.call != nil && tx.call.ContractID == contract })
+	m.s = w.chain.seq(contract, at)
+	return m
+}
+
+// hiroTxList serves the feed.
+func (s *Server) hiroTxList(w http.ResponseWriter, r *http.Request) {
+	if s.hiro.retired {
+		writeError(w, http.StatusGone, "This endpoint has been disabled. use /extended/v3/transactions instead")
+		return
+	}
+	q := r.URL.Query()
+	limit, offset, err := pageQuery(q, "limit", hiroDefaultLimit, hiroMaxLimit, "offset")
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	types := map[string]bool{}
+	for _, v := range q["type"] {
+		for _, t := range strings.Split(v, ",") {
+			if !slices.Contains(txTypes, t) {
+				writeError(w, http.StatusBadRequest, fmt.Sprintf("querystring/type/0 must be equal to one of the allowed values, got %q", t))
+				return
+			}
+			types[t] = true
+		}
+	}
+	now := s.now()
+	writeList(w, s.hiro.world.feed(types, now), limit, offset, txListDeprecation)
+}
+
+// writeList answers a page of a list; list results never carry events,
+// event_count still tells how many.
+func writeList(w http.ResponseWriter, m merged, limit, offset int, warning string) {
+	page := m.page(offset, limit)
+	results := make([]txJSON, len(page))
+	for i, tx := range page {
+		results[i] = tx.render(m.at, eventWindow{})
+	}
+	w.Header().Set("Warning", warning)
+	writeJSON(w, http.StatusOK, txListJSON{Limit: limit, Offset: offset, Total: m.total(), Results: results})
+}
+
+// multipleFound and multipleMissing are the two shapes of a tx/multiple
+// entry.
+type multipleFound struct {
+	Found  bool   `json:"found"`
+	Result txJSON `json:"result"`
+}
+
+type multipleMissing struct {
+	Found  bool `json:"found"`
+	Result struct {
+		TxID string `json:"tx_id"`
+	} `json:"result"`
+}
+
+var prefixedTxid = regexp.MustCompile(`^0x[0-9a-fA-F]{64}$`)
+
+// hiroTxMultiple answers many transactions by id (see the source facts
+// above). A transaction whose /tx/ always fails makes the whole answer a
+// 500, as a database error does to the real server's one query.
+func (s *Server) hiroTxMultiple(w http.ResponseWriter, r *http.Request) {
+	if len(r.RequestURI) > maxRequestLine {
+		writeError(w, http.StatusRequestHeaderFieldsTooLarge, "Request Header Fields Too Large")
+		return
+	}
+	q := r.URL.Query()
+	var ids []string
+	for _, v := range q["tx_id"] {
+		for _, id := range strings.Split(v, ",") {
+			if !txidPattern.MatchString(id) {
+				writeError(w, http.StatusBadRequest, fmt.Sprintf("querystring/tx_id/%d must match pattern \"^(0x)?[a-fA-F0-9]{64}$\"", len(ids)))
+				return
+			}
+			if !prefixedTxid.MatchString(id) {
+				writeError(w, http.StatusBadRequest, fmt.Sprintf("Hex string is missing the \"0x\" prefix: %q", id))
+				return
+			}
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		writeError(w, http.StatusBadRequest, "querystring must have required property 'tx_id'")
+		return
+	}
+	limit, offset, err := pageQuery(q, "event_limit", hiroDefaultEventLimit, hiroMaxEventLimit, "event_offset")
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	now := s.now()
+	out := make(map[string]any, len(ids))
+	for _, id := range ids {
+		txid := strings.ToLower(id)
+		tx, ok := s.hiro.world.tx(txid, now)
+		if ok && tx.detail == detailFails {
+			writeError(w, http.StatusInternalServerError, "Internal Server Error")
+			return
+		}
+		// A losing fork's transaction is not canonical and not in the
+		// mempool: not found here, though /tx/ serves it.
+		if !ok || tx.detail == detailNotFound || tx.fork {
+			var miss multipleMissing
+			miss.Result.TxID = id
+			out[id] = miss
+			continue
+		}
+		out[txid] = multipleFound{Found: true, Result: tx.render(now, eventWindow{offset: offset, limit: limit})}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
