@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"sync"
@@ -241,7 +242,12 @@ func (r *sweepRun) reconcile(ctx context.Context, dc DiscoveryConfig, f discover
 		}
 		scan := discovery.NewScan(discovery.ScanConfig{From: rd.Position, MaxPages: reconcileMaxPages, Tokens: true}, rd.Scan)
 		pager := func(ctx context.Context, s *discovery.Scan) ([]hiro.Entry, discovery.Page, int, error) {
-			page, err := a.Hiro.ListTransactions(ctx, contract, hiro.PageToken(s.NextToken()))
+			// The contract's list is the one SPEC §5.0.2 names,
+			// /extended/v1/address/{contract_id}/transactions: a v1 token
+			// from the first page on (hiro.ListTransactions keeps its
+			// offsets from skipping as the list shifts).
+			tok := hiro.PageToken(cmp.Or(s.NextToken(), contractListStart))
+			page, err := a.Hiro.ListTransactions(ctx, contract, tok)
 			if err != nil {
 				return nil, discovery.Page{}, page.Requests, err
 			}
@@ -256,6 +262,10 @@ func (r *sweepRun) reconcile(ctx context.Context, dc DiscoveryConfig, f discover
 	}
 	return nil
 }
+
+// contractListStart is the page token of a contract list's newest page
+// on the v1 endpoint.
+const contractListStart = "v1:0"
 
 // allowlistedContracts are the contracts of the allowlist, sorted.
 func allowlistedContracts(a *Activities) []string {
@@ -279,6 +289,10 @@ type pager func(ctx context.Context, s *discovery.Scan) ([]hiro.Entry, discovery
 // the requests the read took. An error is the database's.
 func (r *sweepRun) read(ctx context.Context, rd store.Reader, scan *discovery.Scan, next pager, f discovery.Filter) (store.Reader, int, error) {
 	v := r.readerVisit(rd.Name)
+	if !rd.Scan.Started() || rd.ScanBegan == nil {
+		now := time.Now()
+		rd.ScanBegan = &now
+	}
 	var (
 		counts store.ReaderCounts
 		total  int
@@ -332,6 +346,7 @@ func (r *sweepRun) read(ctx context.Context, rd store.Reader, scan *discovery.Sc
 			rd.Start = rd.Position
 		}
 		rd.Scan = discovery.State{}
+		rd.CoveredAt, rd.ScanBegan = rd.ScanBegan, nil
 		now := time.Now()
 		rd.LastReadAt = &now
 		if g := scan.Gap(); g != nil {

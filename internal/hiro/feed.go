@@ -156,7 +156,7 @@ func (c *Client) txBatch(ctx context.Context, batch []string, out map[string]TxR
 	res, err := c.get(ctx, op, path+"?"+strings.Join(q, "&"))
 	requests = res.attempts
 	var se *StatusError
-	if err != nil && errors.As(err, &se) && (se.StatusCode == http.StatusNotFound || se.StatusCode == http.StatusBadRequest || se.StatusCode == http.StatusRequestURITooLong) {
+	if err != nil && errors.As(err, &se) && (se.StatusCode == http.StatusNotFound || se.StatusCode == http.StatusBadRequest || se.StatusCode == http.StatusRequestURITooLong || se.StatusCode == http.StatusRequestHeaderFieldsTooLarge) {
 		c.multipleMissingSince.Store(time.Now().UnixNano())
 		c.conn.Log.Info("hiro.multiple_refused", zap.Int("status", se.StatusCode))
 		return requests + c.txSingles(ctx, batch, out), nil

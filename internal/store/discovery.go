@@ -21,10 +21,14 @@ type Reader struct {
 	// Start is where the reader began (the tail's first head).
 	Start *discovery.Position `json:"start,omitempty"`
 	// Scan is a scan cut short, to go on with; the zero State when none.
-	Scan           discovery.State `json:"-"`
-	HeadLagSeconds float64         `json:"headLagSeconds"`
-	LastReadAt     *time.Time      `json:"lastReadAt"`
-	UpdatedAt      time.Time       `json:"updatedAt"`
+	Scan discovery.State `json:"-"`
+	// ScanBegan is when the scan in progress began; CoveredAt when the
+	// last complete scan began (everything mined before it is read).
+	ScanBegan      *time.Time `json:"-"`
+	CoveredAt      *time.Time `json:"coveredAt,omitempty"`
+	HeadLagSeconds float64    `json:"headLagSeconds"`
+	LastReadAt     *time.Time `json:"lastReadAt"`
+	UpdatedAt      time.Time  `json:"updatedAt"`
 	// Cumulative counts since the reader began.
 	Requests   int64 `json:"requests"`
 	Pages      int64 `json:"pages"`
@@ -38,7 +42,7 @@ type ReaderCounts struct {
 }
 
 const readerColumns = `reader, block_height, tx_index, txid, block_time, start_block_height, start_tx_index,
-       start_txid, scan, coalesce(head_lag_seconds, 0), last_read_at, updated_at, requests, pages, candidates, gaps`
+       start_txid, scan, scan_began_at, covered_at, coalesce(head_lag_seconds, 0), last_read_at, updated_at, requests, pages, candidates, gaps`
 
 func scanReader(row pgx.CollectableRow) (Reader, error) {
 	var (
@@ -49,7 +53,7 @@ func scanReader(row pgx.CollectableRow) (Reader, error) {
 		scan                   []byte
 	)
 	err := row.Scan(&r.Name, &height, &index, &txid, &btime, &sHeight, &sIndex, &sTxID, &scan,
-		&r.HeadLagSeconds, &r.LastReadAt, &r.UpdatedAt, &r.Requests, &r.Pages, &r.Candidates, &r.Gaps)
+		&r.ScanBegan, &r.CoveredAt, &r.HeadLagSeconds, &r.LastReadAt, &r.UpdatedAt, &r.Requests, &r.Pages, &r.Candidates, &r.Gaps)
 	if err != nil {
 		return r, err
 	}
@@ -131,8 +135,9 @@ func (s *Store) SaveDiscoveryReader(ctx context.Context, r Reader, add ReaderCou
 	}
 	_, err := s.pool.Exec(ctx, `
 insert into discovery_cursors as c (reader, block_height, tx_index, txid, block_time, start_block_height,
-    start_tx_index, start_txid, scan, head_lag_seconds, last_read_at, updated_at, requests, pages, candidates)
-values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, now(), $12, $13, $14)
+    start_tx_index, start_txid, scan, head_lag_seconds, last_read_at, updated_at, requests, pages, candidates,
+    scan_began_at, covered_at)
+values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, now(), $12, $13, $14, $15, $16)
 on conflict (reader) do update set
     block_height = case when c.block_height is null or (excluded.block_height, excluded.tx_index) >= (c.block_height, c.tx_index)
                         then excluded.block_height else c.block_height end,
@@ -146,11 +151,12 @@ on conflict (reader) do update set
     start_tx_index = coalesce(c.start_tx_index, excluded.start_tx_index),
     start_txid = coalesce(c.start_txid, excluded.start_txid),
     scan = excluded.scan, head_lag_seconds = excluded.head_lag_seconds,
+    scan_began_at = excluded.scan_began_at, covered_at = coalesce(excluded.covered_at, c.covered_at),
     last_read_at = coalesce(excluded.last_read_at, c.last_read_at), updated_at = now(),
     requests = c.requests + excluded.requests, pages = c.pages + excluded.pages,
     candidates = c.candidates + excluded.candidates`,
 		r.Name, height, index, txid, btime, sHeight, sIndex, sTxID, scan, r.HeadLagSeconds, r.LastReadAt,
-		add.Requests, add.Pages, add.Candidates)
+		add.Requests, add.Pages, add.Candidates, r.ScanBegan, r.CoveredAt)
 	if err != nil {
 		return fmt.Errorf("save reader %s: %w", r.Name, err)
 	}
@@ -177,8 +183,8 @@ update discovery_cursors set gaps = gaps + 1 where reader = $1`, reader, fromHei
 }
 
 // FillGaps marks filled the open gaps that every one of readers (each
-// allowlisted contract's) has read past, and returns how many gaps are
-// still open. A reader without a position has read nothing yet.
+// allowlisted contract's) has covered, a complete scan of it having begun
+// after the gap was found, and returns how many gaps are still open.
 func (s *Store) FillGaps(ctx context.Context, readers []string) (open int, err error) {
 	if readers == nil {
 		readers = []string{}
@@ -189,7 +195,7 @@ with filled as (
     where filled_at is null and cardinality($1::text[]) > 0 and not exists (
         select 1 from unnest($1::text[]) as r(reader)
         left join discovery_cursors c on c.reader = r.reader
-        where c.block_height is null or (c.block_height, c.tx_index) < (g.to_height, g.to_tx_index))
+        where c.covered_at is null or c.covered_at <= g.found_at)
     returning id
 )
 select count(*) from discovery_gaps where filled_at is null and id not in (select id from filled)`, readers).Scan(&open)

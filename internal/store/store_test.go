@@ -192,6 +192,8 @@ order by table_name, ordinal_position`)
 		{"discovery_cursors", "start_tx_index", "integer", true, ""},
 		{"discovery_cursors", "start_txid", "text", true, ""},
 		{"discovery_cursors", "scan", "jsonb", true, ""},
+		{"discovery_cursors", "scan_began_at", tz, true, ""},
+		{"discovery_cursors", "covered_at", tz, true, ""},
 		{"discovery_cursors", "last_read_at", tz, true, ""},
 		{"discovery_cursors", "requests", "bigint", false, "0"},
 		{"discovery_cursors", "pages", "bigint", false, "0"},

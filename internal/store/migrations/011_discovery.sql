@@ -9,7 +9,9 @@
 -- reader began (the tail's first head), which bounds what agents' own
 -- history visits must read and where each contract's reader begins.
 -- scan: a scan cut short (the budget, a crash), internal/discovery.State,
--- so the next run goes on where it stopped. The counters are cumulative,
+-- so the next run goes on where it stopped; scan_began_at when that scan
+-- began. covered_at: when the last complete scan began: everything mined
+-- before it is read. The counters are cumulative,
 -- for status and metrics.
 create table discovery_cursors (
     reader             text primary key,
@@ -23,6 +25,8 @@ create table discovery_cursors (
     start_tx_index     int,
     start_txid         text,
     scan               jsonb,
+    scan_began_at      timestamptz,
+    covered_at         timestamptz,
     last_read_at       timestamptz,
     requests           bigint not null default 0,
     pages              bigint not null default 0,
@@ -31,7 +35,9 @@ create table discovery_cursors (
 );
 
 -- Ranges a reader gave up on (PACER_TAIL_MAX_PAGES): reported, and filled
--- once every contract's reader has read past the range's top (to_*).
+-- once every contract's reader has completed a scan begun after the gap
+-- was found (covered_at > found_at): such a scan reads everything mined
+-- before it began, the gap included.
 create table discovery_gaps (
     id               bigserial primary key,
     reader           text not null,
