@@ -22,7 +22,6 @@ func TestSchedulerShowsTheTailsLag(t *testing.T) {
 	}
 	require.Contains(t, reason, "tail 42s behind the chain's head, 1 gaps open")
 
-
 	st.LastSweepResult = &pacer.SweepResult{Readers: map[string]pacer.ReaderReport{"tail": {LagSeconds: 0.2}}}
 	for _, row := range newPage(d, staticStatus(st)).View(t.Context()).Scheduler.Tasks {
 		if row.Name == pacer.TaskSweep {
