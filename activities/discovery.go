@@ -16,6 +16,7 @@ import (
 	"github.com/pacer-dev/pacer/internal/hiro"
 	"github.com/pacer-dev/pacer/internal/ingest"
 	"github.com/pacer-dev/pacer/internal/store"
+	"github.com/pacer-dev/pacer/internal/wait"
 )
 
 // DiscoveryConfig is how the sweep finds swaps (SPEC §5.0: PACER_DISCOVERY,
@@ -117,7 +118,7 @@ func (r *sweepRun) discover(ctx context.Context, in pacer.SweepInput, started ti
 		if r.stopped() || next == nil || next.After(until) {
 			break
 		}
-		if err := sleepUntil(ctx, *next); err != nil {
+		if err := wait.Sleep(ctx, time.Until(*next)); err != nil {
 			return r.fail(pacer.ClassTimeout, "sweep cancelled: "+err.Error())
 		}
 	}
@@ -125,17 +126,6 @@ func (r *sweepRun) discover(ctx context.Context, in pacer.SweepInput, started ti
 		return r.fail(pacer.ClassTransport, "report the readers: "+err.Error())
 	}
 	return r.finish(ctx)
-}
-
-func sleepUntil(ctx context.Context, at time.Time) error {
-	t := time.NewTimer(time.Until(at))
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // stopped reports whether the run must stop reading: its budget share is
