@@ -19,7 +19,7 @@ FUZZ_TARGETS := \
 	workflows:FuzzParsePause workflows:FuzzParseRefresh workflows:FuzzParseTune workflows:FuzzParseReconfigure \
 	internal/cron:FuzzParseSpec internal/chainhook:FuzzParse
 
-.PHONY: help build dev test test-unit lint tools clean postgres chromium histories bench bench-hidden bench-push cost catchup deliver-check fuzz
+.PHONY: help build dev test test-unit lint tools clean postgres chromium histories bench bench-hidden bench-push bench-tail cost catchup deliver-check fuzz
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -69,6 +69,9 @@ bench: postgres ## the pacing and discovery benchmarks in virtual time, and the 
 
 bench-hidden: tools postgres ## the shared Hiro budget on the real stack: 5 minutes against a hidden per-minute limit (see BENCHMARKS.md)
 	set -o pipefail; go test -tags benchstack -count=1 -timeout 15m -run TestHiddenMinuteLimit -v ./worker/ | grep -E 'figures|Error|^(ok|FAIL|---)'
+
+bench-tail: tools postgres ## discovery on the real stack: pacer worker reads the chain's tail for 1,000 agents beside strangers' traffic; each swap's delay from block to row, Hiro requests a minute (~10 min, see BENCHMARKS.md)
+	set -o pipefail; go test -tags benchstack -count=1 -timeout 30m -run TestTailBench -v ./worker/ | grep -E 'figures|Error Trace|Error:|^(ok|FAIL|---)'
 
 bench-push: tools postgres ## Chainhook push end to end on the real stack: polling alone vs push with 20% dropped, a rollback + re-apply (~3 min, see BENCHMARKS.md)
 	set -o pipefail; go test -tags benchstack -count=1 -timeout 15m -run TestPushBench -v ./worker/ | grep -E 'figures|Error Trace|Error:|^(ok|FAIL|---)'
