@@ -59,9 +59,6 @@ const (
 	DefaultMaxPages       = 200
 	// PageSize is the feed's page: Hiro's list endpoints take at most 50.
 	PageSize = hiro.MaxLimit
-	// maxRewinds bounds how far back a scan reads to find where it left
-	// off after a fork removed entries above it.
-	maxRewinds = 4
 )
 
 // Mode is PACER_DISCOVERY.
@@ -244,11 +241,13 @@ func (s *Scan) add(entries []hiro.Entry, next string, total int) Page {
 		p := PositionOf(e)
 		if first {
 			first = false
-			if !s.tokens && s.st.Low != nil && s.st.Offset > 0 && below(p, *s.st.Low) && st.Rewinds < maxRewinds {
+			if !s.tokens && s.st.Low != nil && s.st.Offset > 0 && below(p, *s.st.Low) {
 				// The page should begin at or above the last page's end (it
 				// starts one entry back): entries moved up past the offset.
+				// Read further back, a page more each time, down to the
+				// head if need be: never on past entries not yet seen.
 				st.Rewinds++
-				st.Offset = max(0, s.st.Offset-PageSize)
+				st.Offset = max(0, s.st.Offset-PageSize*st.Rewinds)
 				s.pending = &st
 				return Page{Rewound: true}
 			}

@@ -218,3 +218,22 @@ func TestLag(t *testing.T) {
 	require.Equal(t, 30.0, Lag(pos, &Position{BlockHeight: 9, Time: 130}))
 	require.Zero(t, Lag(nil, pos))
 }
+
+// A fork that removes more entries than several pages hold sends the scan
+// back as far as it takes, to the head if need be: it never goes on past
+// entries it has not seen.
+func TestDeepRemovalReadsBackToTheHead(t *testing.T) {
+	c := &chain{}
+	c.mine(600)
+	from := PositionOf(c.entries[599])
+	s := NewScan(ScanConfig{From: &from}, State{})
+	var got []string
+	for range 4 {
+		p := s.AddFeed(c.page(s.NextOffset()), len(c.entries))
+		got = append(got, idsOf(p.Fresh)...)
+		s.Commit()
+	}
+	c.entries = c.entries[300:] // 300 entries gone above the scan's offset
+	got = append(got, walk(t, c, s, 0)...)
+	require.Subset(t, got, ids(c, 1, 300))
+}
