@@ -56,25 +56,39 @@ create index discovery_gaps_open_idx on discovery_gaps (found_at) where filled_a
 -- visit verifies them again, and the agent becomes due now. So a swap made
 -- while a claim was pending counts once the claim is verified, and nobody
 -- rules a future agent's swaps out by submitting them early.
-create function discovery_sender_changed(stx text) returns void language plpgsql as $$
+create function discovery_sender_changed(stx text, due boolean) returns void language plpgsql as $$
+declare
+    queued int;
 begin
     if stx is null then
         return;
     end if;
-    insert into pending_txs (txid, sender, first_seen_at)
-    select txid, sender, now() from swap_rejections
-    where sender = stx and reason in ('sender_not_registered', 'sender_not_genesis')
-    on conflict (txid) do nothing;
-    update agent_ingest set hinted_at = now(), next_run_at = least(next_run_at, now())
-    where stx_address = stx;
+    with q as (
+        insert into pending_txs (txid, sender, first_seen_at)
+        select txid, sender, now() from swap_rejections
+        where sender = stx and reason in ('sender_not_registered', 'sender_not_genesis')
+        on conflict (txid) do nothing
+        returning 1
+    )
+    select count(*) into queued from q;
+    -- Rejections to look at again make the agent due now, as a hint does
+    -- (a visit under way when they were queued leaves it due); a changed
+    -- row or claim without them makes it due, no more.
+    if queued > 0 or due then
+        update agent_ingest set
+            hinted_at = case when queued > 0 then now() else hinted_at end,
+            next_run_at = least(next_run_at, now())
+        where stx_address = stx;
+    end if;
 end
 $$;
 
 create function discovery_on_agent_change() returns trigger language plpgsql as $$
 begin
-    -- agent_ingest's own insert trigger runs first on a new agent (trigger
-    -- order is by name: agents_ingest_on_register < agents_sender_changed).
-    perform discovery_sender_changed(new.stx_address);
+    -- A new agent is due already (agent_ingest's own insert trigger, which
+    -- runs first: trigger order is by name, agents_ingest_on_register <
+    -- agents_sender_changed).
+    perform discovery_sender_changed(new.stx_address, tg_op = 'UPDATE');
     return new;
 end
 $$;
@@ -86,10 +100,13 @@ create function discovery_on_claim_change() returns trigger language plpgsql as 
 declare
     stx text;
 begin
+    if tg_op = 'UPDATE' and old.status is not distinct from new.status and old.btc_address = new.btc_address then
+        return new;
+    end if;
     for stx in select a.stx_address from agents a
                where a.btc_address = new.btc_address
                   or (tg_op = 'UPDATE' and a.btc_address = old.btc_address) loop
-        perform discovery_sender_changed(stx);
+        perform discovery_sender_changed(stx, true);
     end loop;
     return new;
 end
@@ -104,6 +121,6 @@ drop trigger claims_sender_changed on claims;
 drop function discovery_on_claim_change();
 drop trigger agents_sender_changed on agents;
 drop function discovery_on_agent_change();
-drop function discovery_sender_changed(text);
+drop function discovery_sender_changed(text, boolean);
 drop table discovery_gaps;
 drop table discovery_cursors;
