@@ -223,8 +223,9 @@ type TeneroInput struct {
 
 // SweepInput is the input of the sweep activity.
 type SweepInput struct {
-	// PageSize is the most agents one run visits (0 = every due agent, as
-	// the Hiro budget allows).
+	// PageSize is the batch the workflow's pacing judges a run by. It no
+	// longer bounds the agents a run visits: visits are paced by the Hiro
+	// budget (SPEC §5.2, issue 18).
 	PageSize int `json:"pageSize,omitempty"`
 	// MaxRequests caps the Hiro requests of the run (0 = as the shared
 	// budget allows).
@@ -255,9 +256,9 @@ type SweepResult struct {
 	LagSeconds float64 `json:"lagSeconds"`
 	// Tiers counts the registered agents per tier: {"hot":n,"warm":n,"cold":n}.
 	Tiers map[string]int `json:"tiers"`
-	// NextDueAt is when the earliest agent is next due: the workflow wakes
-	// the sweep then (never sooner than its configured cadence). Null when
-	// no agent is registered.
+	// NextDueAt is when the earliest agent or discovery reader is next
+	// due: the workflow wakes the sweep then (never sooner than its
+	// configured cadence). Null when nothing is.
 	NextDueAt *time.Time `json:"nextDueAt"`
 	// Discovery is PACER_DISCOVERY: "tail" or "agents" (SPEC §5.0).
 	Discovery string `json:"discovery,omitempty"`
