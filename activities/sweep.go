@@ -361,6 +361,51 @@ type visit struct {
 	stop     error
 	// refused is Hiro's own refusal (a 429 past the client's retries).
 	refused error
+	// pre are the outcomes of the page's calls verified together, by
+	// txid, before the page is walked (prefetch).
+	pre map[string]competition.Outcome
+}
+
+// flushPrefetched counts what the prefetch did that the walk did not
+// reach (it stopped first): the rows it inserted and the requests it sent.
+// The rest is looked at again by the next visit.
+func (v *visit) flushPrefetched() {
+	for _, id := range slices.Sorted(maps.Keys(v.pre)) {
+		o := v.pre[id]
+		v.res.Requests += o.Requests
+		if o.Status == competition.StatusInserted {
+			v.count(o)
+		}
+	}
+	v.pre = nil
+}
+
+// prefetch verifies together (one batched request where Hiro allows it)
+// the page's allowlisted calls that the walk will verify one by one: those
+// above where it stops (the cursor, less the reorg margin, or the
+// competition's start) that the listing alone does not decide. The walk
+// then takes their outcomes in its order, settling each as before.
+func (v *visit) prefetch(ctx context.Context, entries []hiro.Entry, cursor *hiro.Position, start int64) {
+	a := v.run.a
+	var ids []string
+	for _, e := range entries {
+		if e.Mined() && cursor != nil && e.Position().Compare(*cursor) <= 0 && e.BlockHeight < cursor.BlockHeight-reorgDepth {
+			break
+		}
+		if e.Mined() && e.BurnBlockTime > 0 && e.BurnBlockTime < start {
+			break
+		}
+		if competition.Found(e, a.Catalog) && a.Verifier.NeedsDetail(e) {
+			ids = append(ids, e.TxID)
+		}
+	}
+	if len(ids) < 2 {
+		return // one is as cheap alone
+	}
+	v.pre = map[string]competition.Outcome{}
+	for i, o := range a.Verifier.VerifyMany(ctx, ids, competition.SourceSweep) {
+		v.pre[ids[i]] = o
+	}
 }
 
 // visit reads one agent's new transactions and saves how far it got.
@@ -402,6 +447,7 @@ func (v *visit) pass(ctx context.Context, row *store.AgentIngest) (complete bool
 		}
 		v.listed = true
 		reached := false
+		v.prefetch(ctx, page.Entries, row.Cursor, start)
 		for _, e := range page.Entries {
 			again := false
 			if e.Mined() && row.Cursor != nil && e.Position().Compare(*row.Cursor) <= 0 {
@@ -430,10 +476,12 @@ func (v *visit) pass(ctx context.Context, row *store.AgentIngest) (complete bool
 				continue
 			}
 			if !v.entry(ctx, e, again) {
+				v.flushPrefetched()
 				row.VisitFrom, row.VisitTop = from, top
 				return false
 			}
 		}
+		v.flushPrefetched()
 		activity.RecordHeartbeat(ctx, v.run.progress())
 		if reached || page.Next == "" {
 			if top != nil && (row.Cursor == nil || top.Compare(*row.Cursor) > 0) {
@@ -463,7 +511,12 @@ func (v *visit) entry(ctx context.Context, e hiro.Entry, again bool) bool {
 			o.LedgerErr = err
 		}
 	default:
-		o = a.Verifier.Verify(ctx, e.TxID, competition.SourceSweep)
+		if pre, ok := v.pre[e.TxID]; ok {
+			o = pre
+			delete(v.pre, e.TxID)
+		} else {
+			o = a.Verifier.Verify(ctx, e.TxID, competition.SourceSweep)
+		}
 	}
 	v.res.Requests += o.Requests
 	if o.LedgerErr != nil {

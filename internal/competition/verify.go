@@ -492,12 +492,7 @@ func (v *Verifier) RejectListed(ctx context.Context, e hiro.Entry) (out Outcome,
 	if e.TxStatus == hiro.StatusPending {
 		return Outcome{}, false
 	}
-	summary := hiro.TxSummary{TxID: txid, TxStatus: e.TxStatus, BurnBlockTime: e.BurnBlockTime, Canonical: &e.Canonical}
-	if e.TxStatus == hiro.StatusSuccess && e.Mined() && e.BurnBlockTime == 0 {
-		// A listing without the time: the detail will tell.
-		summary.BurnBlockTime = math.MaxInt64
-	}
-	verdict, decided := statusGates(txid, summary, v.CompetitionStart)
+	verdict, decided := statusGates(txid, listingSummary(txid, e), v.CompetitionStart)
 	if !decided {
 		return Outcome{}, false
 	}
@@ -513,6 +508,27 @@ func (v *Verifier) RejectListed(ctx context.Context, e hiro.Entry) (out Outcome,
 	}
 	verdict.LedgerErr = v.Ledger.RecordRejection(ctx, Rejection{TxID: txid, Sender: e.SenderAddress, Reason: verdict.Reason, Detail: verdict.Detail})
 	return verdict, true
+}
+
+// NeedsDetail reports whether a listing entry goes to Verify: RejectListed
+// would not decide it and it is not pending. It has no side effects, so a
+// walk can gather such entries and verify them together (VerifyMany).
+func (v *Verifier) NeedsDetail(e hiro.Entry) bool {
+	if _, valid := normalizeTxID(e.TxID); !valid || e.TxStatus == hiro.StatusPending {
+		return false
+	}
+	_, decided := statusGates("", listingSummary("", e), v.CompetitionStart)
+	return !decided
+}
+
+// listingSummary is what a listing entry says of the status gates.
+func listingSummary(txid string, e hiro.Entry) hiro.TxSummary {
+	summary := hiro.TxSummary{TxID: txid, TxStatus: e.TxStatus, BurnBlockTime: e.BurnBlockTime, Canonical: &e.Canonical}
+	if e.TxStatus == hiro.StatusSuccess && e.Mined() && e.BurnBlockTime == 0 {
+		// A listing without the time: the detail will tell.
+		summary.BurnBlockTime = math.MaxInt64
+	}
+	return summary
 }
 
 func reject(txid string, reason Reason, detail string, err error) Outcome {
