@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"go.temporal.io/sdk/activity"
 	"go.uber.org/zap"
 
 	"github.com/pacer-dev/pacer"
@@ -115,7 +116,7 @@ func (r *sweepRun) discover(ctx context.Context, in pacer.SweepInput, started ti
 			return r.fail(pacer.ClassTransport, err.Error())
 		}
 		next := r.readersDue()
-		if r.stopped() || next == nil || next.After(until) {
+		if r.stopped() || next == nil || next.After(until) || !r.mayWait(ctx, time.Until(*next)) {
 			break
 		}
 		if err := wait.Sleep(ctx, time.Until(*next)); err != nil {
@@ -126,6 +127,14 @@ func (r *sweepRun) discover(ctx context.Context, in pacer.SweepInput, started ti
 		return r.fail(pacer.ClassTransport, "report the readers: "+err.Error())
 	}
 	return r.finish(ctx)
+}
+
+// mayWait reports whether the run may wait d for its next read: the
+// heartbeats (sent only when the run's progress changed, each read
+// changes it) must keep coming within the heartbeat timeout.
+func (r *sweepRun) mayWait(ctx context.Context, d time.Duration) bool {
+	hb := activity.GetInfo(ctx).HeartbeatTimeout
+	return hb <= 0 || d <= hb/2
 }
 
 // stopped reports whether the run must stop reading: its budget share is

@@ -161,12 +161,19 @@ func (c *Client) txBatch(ctx context.Context, batch []string, out map[string]TxR
 		c.conn.Log.Info("hiro.multiple_refused", zap.Int("status", se.StatusCode))
 		return requests + c.txSingles(ctx, batch, out), nil
 	}
-	if err != nil {
+	switch class := pacer.ClassOf(err); {
+	case err == nil:
+	case class == pacer.ClassServerError || class == pacer.ClassTimeout || class == pacer.ClassParseError:
+		// The batch failed as a whole, maybe for one transaction's sake
+		// (a detail the server cannot render): each on its own, so that
+		// one bad transaction does not hold the others back.
+		return requests + c.txSingles(ctx, batch, out), nil
+	default:
 		return requests, err
 	}
 	var body map[string]multipleEntry
 	if err := json.Unmarshal(res.body, &body); err != nil {
-		return requests, &pacer.Error{Class: pacer.ClassParseError, Op: op, Err: err}
+		return requests + c.txSingles(ctx, batch, out), nil
 	}
 	byID := make(map[string]multipleEntry, len(body))
 	for k, v := range body {

@@ -157,3 +157,23 @@ func TestTxsFallsBackToOneRequestEach(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, m.multiple)
 }
+
+// A batch the server fails as a whole (one transaction it cannot render)
+// is read one by one, so the others are not held back.
+func TestTxsFailedBatchIsReadOneByOne(t *testing.T) {
+	m := &multipleServer{events: map[string]int{"0x01": 1, "0x02": 2}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/extended/v1/tx/multiple" || r.URL.Path == "/extended/v1/tx/0x03" {
+			w.WriteHeader(http.StatusInternalServerError)
+			return
+		}
+		m.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	c := newTestClient(t, Config{BaseURL: srv.URL})
+	got, _, err := c.Txs(t.Context(), []string{"0x01", "0x02", "0x03"})
+	require.NoError(t, err)
+	require.NoError(t, got["0x01"].Err)
+	require.Len(t, got["0x02"].Tx.Events, 2)
+	require.Equal(t, pacer.ClassServerError, pacer.ClassOf(got["0x03"].Err))
+}
