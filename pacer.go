@@ -224,8 +224,9 @@ type TeneroInput struct {
 
 // SweepInput is the input of the sweep activity.
 type SweepInput struct {
-	// PageSize is the most agents one run visits (0 = every due agent, as
-	// the Hiro budget allows).
+	// PageSize is the batch the workflow's pacing judges a run by. It no
+	// longer bounds the agents a run visits: visits are paced by the Hiro
+	// budget (SPEC §5.2, issue 18).
 	PageSize int `json:"pageSize,omitempty"`
 	// MaxRequests caps the Hiro requests of the run (0 = as the shared
 	// budget allows).
@@ -256,10 +257,38 @@ type SweepResult struct {
 	LagSeconds float64 `json:"lagSeconds"`
 	// Tiers counts the registered agents per tier: {"hot":n,"warm":n,"cold":n}.
 	Tiers map[string]int `json:"tiers"`
-	// NextDueAt is when the earliest agent is next due: the workflow wakes
-	// the sweep then (never sooner than its configured cadence). Null when
-	// no agent is registered.
+	// NextDueAt is when the earliest agent or discovery reader is next
+	// due: the workflow wakes the sweep then (never sooner than its
+	// configured cadence). Null when nothing is.
 	NextDueAt *time.Time `json:"nextDueAt"`
+	// Discovery is PACER_DISCOVERY: "tail" or "agents" (SPEC §5.0).
+	Discovery string `json:"discovery,omitempty"`
+	// Readers reports, per reader ("tail", "contract:<contract_id>",
+	// "agents" for the agents' visits), what this run read and where the
+	// reader stands (SPEC §5.0).
+	Readers map[string]ReaderReport `json:"readers,omitempty"`
+	// OpenGaps is how many ranges the tail gave up on (it fell too far
+	// behind) the reconciler has not filled yet.
+	OpenGaps int `json:"openGaps,omitempty"`
+}
+
+// ReaderReport is one discovery reader's part of a sweep run.
+type ReaderReport struct {
+	// Requests, Pages and Candidates count this run's work: Hiro requests
+	// (pages and details), list pages read, and entries that were
+	// allowlisted calls of registered agents.
+	Requests   int `json:"requests"`
+	Pages      int `json:"pages"`
+	Candidates int `json:"candidates"`
+	// Position is the newest entry fully read, "height:index" ("" before
+	// the first read); LagSeconds how far it is behind the chain's head,
+	// in seconds of block time.
+	Position   string  `json:"position"`
+	LagSeconds float64 `json:"lagSeconds"`
+	// Gaps counts the ranges this reader gave up on, ever.
+	Gaps int `json:"gaps"`
+	// NextDueAt is when the reader reads next.
+	NextDueAt *time.Time `json:"nextDueAt,omitempty"`
 }
 
 // RollupInput is the input of the rollup activity (SPEC §10.1).

@@ -19,6 +19,7 @@ import (
 	"github.com/pacer-dev/pacer/internal/catalog"
 	"github.com/pacer-dev/pacer/internal/competition"
 	"github.com/pacer-dev/pacer/internal/cron"
+	"github.com/pacer-dev/pacer/internal/discovery"
 	"github.com/pacer-dev/pacer/internal/hiro"
 	"github.com/pacer-dev/pacer/internal/ingest"
 	"github.com/pacer-dev/pacer/internal/metrics"
@@ -40,6 +41,8 @@ type Activities struct {
 	FastVerifier *competition.Verifier
 	// Ingest is the sweep's visit policy (SPEC §5.3).
 	Ingest ingest.Config
+	// Discovery is how the sweep finds swaps (SPEC §5.0).
+	Discovery DiscoveryConfig
 	// Budget is the one Hiro budget every process shares (SPEC §5.4); nil
 	// leaves the optimal policy without a budget to plan by.
 	Budget *store.SharedBudget
@@ -61,6 +64,8 @@ type Activities struct {
 
 	// plan is the optimal policy's last allocation.
 	plan allocationCache
+	// tail is what a tail read costs, for its cadence.
+	tail tailCost
 }
 
 // Register registers every activity method under its method name (the
@@ -146,6 +151,9 @@ type Options struct {
 	CompetitionStart time.Time
 	// Ingest is the sweep's visit policy; zero fields take the defaults.
 	Ingest ingest.Config
+	// Discovery is how the sweep finds swaps; zero fields take the
+	// defaults (see DiscoveryConfig.WithDefaults).
+	Discovery DiscoveryConfig
 	// Schedules: see Activities.Schedules.
 	Schedules cron.Schedules
 	// Sleep replaces the upstream clients' in-attempt retry waits (tests).
@@ -215,7 +223,16 @@ func New(o Options) *Activities {
 		Hiro:         h,
 		Verifier:     verifier(h),
 		FastVerifier: verifier(hiroClient(budget.LaneFast, 0)),
-		Ingest:       o.Ingest.WithDefaults(),
+		Ingest:       ingestFor(o.Ingest, o.Discovery),
+		Discovery:    o.Discovery.WithDefaults(),
 		Budget:       shared,
 	}
+}
+
+// ingestFor is the visit policy under a discovery mode: reading the chain,
+// agents are visited for their history and then on events alone.
+func ingestFor(c ingest.Config, d DiscoveryConfig) ingest.Config {
+	c = c.WithDefaults()
+	c.EventsOnly = d.WithDefaults().Mode == discovery.ModeTail
+	return c
 }

@@ -370,6 +370,13 @@ func TestSweepFaultsLoseAndDuplicateNothing(t *testing.T) {
 			if tt.target != "" {
 				tt.faults.PathPrefix, hidden = f.target(t, tt.target)
 			}
+			if tt.target == "tx" {
+				// The fault breaks one transaction's own detail route; a
+				// batch (/extended/v1/tx/multiple) would read it through
+				// another, which the fault does not reach. Batches under
+				// faults: internal/hiro and internal/competition.
+				f.faulty.Verifier = oneByOne(f.faulty.Verifier)
+			}
 			f.setFaults(t, tt.faults)
 			res, err := runSweep(t, f.faulty)
 			for _, txid := range hidden {
@@ -432,6 +439,18 @@ func TestSweepFaultsLoseAndDuplicateNothing(t *testing.T) {
 		})
 	}
 }
+
+// oneByOne is v reading each transaction with its own request.
+func oneByOne(v *competition.Verifier) *competition.Verifier {
+	c := *v
+	c.Txs = singleTxs{v.Txs}
+	return &c
+}
+
+// singleTxs hides a source's batches.
+type singleTxs struct{ src competition.TxSource }
+
+func (s singleTxs) Tx(ctx context.Context, txid string) (hiro.Tx, error) { return s.src.Tx(ctx, txid) }
 
 // pendingCount is how many transactions pending_txs holds.
 func (f *faultStack) pendingCount(t *testing.T) int {

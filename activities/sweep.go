@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"math"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	"github.com/pacer-dev/pacer"
 	"github.com/pacer-dev/pacer/internal/budget"
 	"github.com/pacer-dev/pacer/internal/competition"
+	"github.com/pacer-dev/pacer/internal/discovery"
 	"github.com/pacer-dev/pacer/internal/hiro"
 	"github.com/pacer-dev/pacer/internal/ingest"
 	"github.com/pacer-dev/pacer/internal/store"
@@ -80,6 +82,8 @@ type sweepRun struct {
 	// lastErr is the last upstream error of a visit, the run's class if
 	// no visit succeeded.
 	lastErr error
+	// readersNext is when the earliest discovery reader reads next.
+	readersNext *time.Time
 }
 
 func (a *Activities) sweep(ctx context.Context, in pacer.SweepInput) (res pacer.SweepResult, err error) {
@@ -99,39 +103,72 @@ func (a *Activities) sweep(ctx context.Context, in pacer.SweepInput) (res pacer.
 		return run.fail(pacer.ClassTransport, "plan the sweep: "+err.Error())
 	}
 
+	if a.Discovery.WithDefaults().Mode == discovery.ModeTail {
+		return run.discover(ctx, in, started)
+	}
+	if err := run.visitDue(ctx, in, started); err != nil {
+		return run.fail(pacer.ClassTransport, err.Error())
+	}
+	return run.finish(ctx)
+}
+
+// visitDue visits the agents that are due, hinted ones first, then in the
+// policy's order, until none is due, the run's share of the budget is
+// spent or the run must end: visits are paced by the budget, not by a
+// number a run (in.PageSize no longer bounds them). Its error is the
+// database's.
+func (r *sweepRun) visitDue(ctx context.Context, in pacer.SweepInput, started time.Time) error {
+	a := r.a
+	r.mu.Lock()
+	before := r.res
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.res.Scanned == before.Scanned && r.res.HiroErrors == before.HiroErrors {
+			return
+		}
+		if r.res.Readers == nil {
+			r.res.Readers = map[string]pacer.ReaderReport{}
+		}
+		rep := r.res.Readers[readerAgents]
+		rep.Requests += r.res.Requests - before.Requests
+		rep.Pages += r.res.Scanned - before.Scanned
+		rep.Candidates += r.res.Found - before.Found
+		r.res.Readers[readerAgents] = rep
+	}()
 	var visited []string
 	for {
-		if err := ctx.Err(); err != nil {
-			return run.fail(pacer.ClassTimeout, "sweep cancelled: "+err.Error())
+		if ctx.Err() != nil || r.done(in, started) {
+			return nil
 		}
-		if run.done(in, started) {
-			break
-		}
-		due, err := a.Store.DueAgents(ctx, run.cfg, time.Now(), sweepConcurrency*2, visited)
+		now := time.Now()
+		due, err := a.Store.HintedAgents(ctx, now, sweepConcurrency*2, visited)
 		if err != nil {
-			return run.fail(pacer.ClassTransport, "read the due agents: "+err.Error())
+			return fmt.Errorf("read the hinted agents: %w", err)
 		}
 		if len(due) == 0 {
-			break
+			if due, err = a.Store.DueAgents(ctx, r.cfg, now, sweepConcurrency*2, visited); err != nil {
+				return fmt.Errorf("read the due agents: %w", err)
+			}
 		}
-		if in.PageSize > 0 {
-			due = due[:max(0, min(len(due), in.PageSize-run.scanned()))]
+		if len(due) == 0 {
+			return nil
 		}
 		g, gctx := errgroup.WithContext(ctx)
 		g.SetLimit(sweepConcurrency)
 		for _, agent := range due {
 			visited = append(visited, agent.Address)
 			g.Go(func() error {
-				if run.done(in, started) {
+				if r.done(in, started) {
 					return nil
 				}
-				run.visit(gctx, agent)
+				r.visit(gctx, agent)
 				return nil
 			})
 		}
 		_ = g.Wait()
 	}
-	return run.finish(ctx)
 }
 
 // done reports whether the run must stop visiting.
@@ -139,15 +176,8 @@ func (r *sweepRun) done(in pacer.SweepInput, started time.Time) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.stop != nil || r.budgetAt != nil ||
-		(in.PageSize > 0 && r.res.Scanned+r.res.HiroErrors >= in.PageSize) ||
 		(in.MaxRequests > 0 && r.res.Requests >= in.MaxRequests) ||
 		time.Since(started) >= sweepRunCap
-}
-
-func (r *sweepRun) scanned() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.res.Scanned + r.res.HiroErrors
 }
 
 // progress is what a heartbeat carries: a copy, since visits go on.
@@ -192,6 +222,9 @@ func (r *sweepRun) finish(ctx context.Context) (pacer.SweepResult, error) {
 			at := s.NextRunAt
 			next = &at
 		}
+	}
+	if r.readersNext != nil && (next == nil || r.readersNext.Before(*next)) {
+		next = r.readersNext
 	}
 	var retryIn time.Duration
 	if r.budgetAt != nil {
@@ -328,6 +361,51 @@ type visit struct {
 	stop     error
 	// refused is Hiro's own refusal (a 429 past the client's retries).
 	refused error
+	// pre are the outcomes of the page's calls verified together, by
+	// txid, before the page is walked (prefetch).
+	pre map[string]competition.Outcome
+}
+
+// flushPrefetched counts what the prefetch did that the walk did not
+// reach (it stopped first): the rows it inserted and the requests it sent.
+// The rest is looked at again by the next visit.
+func (v *visit) flushPrefetched() {
+	for _, id := range slices.Sorted(maps.Keys(v.pre)) {
+		o := v.pre[id]
+		v.res.Requests += o.Requests
+		if o.Status == competition.StatusInserted {
+			v.count(o)
+		}
+	}
+	v.pre = nil
+}
+
+// prefetch verifies together (one batched request where Hiro allows it)
+// the page's allowlisted calls that the walk will verify one by one: those
+// above where it stops (the cursor, less the reorg margin, or the
+// competition's start) that the listing alone does not decide. The walk
+// then takes their outcomes in its order, settling each as before.
+func (v *visit) prefetch(ctx context.Context, entries []hiro.Entry, cursor *hiro.Position, start int64) {
+	a := v.run.a
+	var ids []string
+	for _, e := range entries {
+		if e.Mined() && cursor != nil && e.Position().Compare(*cursor) <= 0 && e.BlockHeight < cursor.BlockHeight-reorgDepth {
+			break
+		}
+		if e.Mined() && e.BurnBlockTime > 0 && e.BurnBlockTime < start {
+			break
+		}
+		if competition.Found(e, a.Catalog) && a.Verifier.NeedsDetail(e) {
+			ids = append(ids, e.TxID)
+		}
+	}
+	if len(ids) < 2 {
+		return // one is as cheap alone
+	}
+	v.pre = map[string]competition.Outcome{}
+	for i, o := range a.Verifier.VerifyMany(ctx, ids, competition.SourceSweep) {
+		v.pre[ids[i]] = o
+	}
 }
 
 // visit reads one agent's new transactions and saves how far it got.
@@ -369,6 +447,7 @@ func (v *visit) pass(ctx context.Context, row *store.AgentIngest) (complete bool
 		}
 		v.listed = true
 		reached := false
+		v.prefetch(ctx, page.Entries, row.Cursor, start)
 		for _, e := range page.Entries {
 			again := false
 			if e.Mined() && row.Cursor != nil && e.Position().Compare(*row.Cursor) <= 0 {
@@ -397,10 +476,12 @@ func (v *visit) pass(ctx context.Context, row *store.AgentIngest) (complete bool
 				continue
 			}
 			if !v.entry(ctx, e, again) {
+				v.flushPrefetched()
 				row.VisitFrom, row.VisitTop = from, top
 				return false
 			}
 		}
+		v.flushPrefetched()
 		activity.RecordHeartbeat(ctx, v.run.progress())
 		if reached || page.Next == "" {
 			if top != nil && (row.Cursor == nil || top.Compare(*row.Cursor) > 0) {
@@ -430,7 +511,12 @@ func (v *visit) entry(ctx context.Context, e hiro.Entry, again bool) bool {
 			o.LedgerErr = err
 		}
 	default:
-		o = a.Verifier.Verify(ctx, e.TxID, competition.SourceSweep)
+		if pre, ok := v.pre[e.TxID]; ok {
+			o = pre
+			delete(v.pre, e.TxID)
+		} else {
+			o = a.Verifier.Verify(ctx, e.TxID, competition.SourceSweep)
+		}
 	}
 	v.res.Requests += o.Requests
 	if o.LedgerErr != nil {
@@ -614,11 +700,18 @@ func (r *sweepRun) save(ctx context.Context, v *visit, row store.AgentIngest, co
 	}
 	r.a.Metrics.ObserveVisit(string(pol.Tier), v.res.Found)
 
+	if v.listed {
+		r.mu.Lock()
+		r.res.Scanned++
+		r.mu.Unlock()
+	}
+	r.absorb(v)
+}
+
+// absorb adds a visit's counts and its ending to the run's.
+func (r *sweepRun) absorb(v *visit) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if v.listed {
-		r.res.Scanned++
-	}
 	add(&r.res, v.res)
 	if v.budgetAt != nil && (r.budgetAt == nil || v.budgetAt.Before(*r.budgetAt)) {
 		r.budgetAt = v.budgetAt

@@ -44,7 +44,8 @@ func TestHiddenMinuteLimit(t *testing.T) {
 	_, err := worker.EnsureRunning(ctx, s.tc, s.sched)
 	require.NoError(t, err)
 	s.startProcess(t, bin, "--hiro-base-url", s.simU, "--hiro-per-minute", strconv.Itoa(configured),
-		"--competition-start", strconv.FormatInt(s.sim.World().CompetitionStart().Unix(), 10))
+		"--competition-start", strconv.FormatInt(s.sim.World().CompetitionStart().Unix(), 10),
+		"--discovery", "agents") // per-agent visits have hours of work: they fill the budget
 
 	defer keepSweeping(s)()
 

@@ -223,8 +223,10 @@ func TestSweepDoneWhenWorld(t *testing.T) {
 	ctx := context.Background()
 	bin := testenv.PacerBinary(t)
 	s, clk, w := newFeatureWorldStack(t, workflows.Config{HeartbeatTimeout: pacer.Duration(5 * time.Second)})
+	// Per-agent visits are what this test kills mid-way (reading the chain,
+	// worker/discovery_test.go kills the tail's read).
 	args := []string{"--hiro-base-url", s.simU, "--hiro-per-minute", "100000",
-		"--competition-start", strconv.FormatInt(w.CompetitionStart().Unix(), 10)}
+		"--competition-start", strconv.FormatInt(w.CompetitionStart().Unix(), 10), "--discovery", "agents"}
 
 	cases := map[sim.TxCase][]sim.WorldTx{}
 	for _, tx := range w.Transactions() {
@@ -265,13 +267,18 @@ func TestSweepDoneWhenWorld(t *testing.T) {
 	// three times.
 	clk.Set(worldAt.Add(11 * time.Minute))
 	makeAllDue(t, s.st)
-	require.NoError(t, s.sim.SetFaults(sim.Faults{PathPrefix: "/extended/v1/tx/", Slow: 1, SlowDelay: sim.Duration(40 * time.Millisecond)}))
-	lookups := func() int { return s.sim.Stats().Routes[sim.HiroTxRoute].Total }
+	// Details come in batches (tx/multiple, 20 a request) and each is
+	// slowed, so that a kill lands between two of them.
+	require.NoError(t, s.sim.SetFaults(sim.Faults{PathPrefix: "/extended/v1/tx/", Slow: 1, SlowDelay: sim.Duration(300 * time.Millisecond)}))
+	lookups := func() int {
+		routes := s.sim.Stats().Routes
+		return routes[sim.HiroTxRoute].Total + routes[sim.HiroTxMultipleRoute].Total
+	}
 	for round := range 3 {
 		before := lookups()
 		proc, _ := s.startProcess(t, bin, args...)
 		require.NoError(t, worker.Signal(ctx, s.tc, s.sched.WorkflowID, workflows.SignalRefresh, workflows.RefreshInput{Task: pacer.TaskSweep}))
-		eventually(t, 90*time.Second, "the new worker is inside the busy agent's visit", func() bool { return lookups() >= before+15 })
+		eventually(t, 90*time.Second, "the new worker is inside the busy agent's visit", func() bool { return lookups() >= before+3 })
 		require.NoError(t, proc.Process.Kill()) // kill -9, mid-visit
 		_ = proc.Wait()
 		var have int

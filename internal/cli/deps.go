@@ -77,7 +77,8 @@ func (c *config) scheduler() worker.Scheduler {
 }
 
 func (c *config) activities(st *store.Store, log *zap.Logger, m *metrics.Metrics) *activities.Activities {
-	ingestCfg, _ := c.ingest() // validated before any command runs
+	ingestCfg, _ := c.ingest()       // validated before any command runs
+	discoveryCfg, _ := c.discovery() // so is this
 	return activities.New(activities.Options{
 		Store:            st,
 		Logger:           log,
@@ -89,6 +90,7 @@ func (c *config) activities(st *store.Store, log *zap.Logger, m *metrics.Metrics
 		HiroPerMinute:    c.hiroPerMinute,
 		CompetitionStart: time.Unix(c.competitionStart, 0),
 		Ingest:           ingestCfg,
+		Discovery:        discoveryCfg,
 		Schedules:        c.schedules,
 		DayZone:          c.rollups.zone,
 		DeliveryLadder:   c.rollups.steps,

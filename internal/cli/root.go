@@ -17,8 +17,10 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/pacer-dev/pacer/activities"
 	"github.com/pacer-dev/pacer/internal/api"
 	"github.com/pacer-dev/pacer/internal/cron"
+	"github.com/pacer-dev/pacer/internal/discovery"
 	"github.com/pacer-dev/pacer/internal/ingest"
 )
 
@@ -80,6 +82,9 @@ type config struct {
 	coldEvery         time.Duration
 	maxStaleness      time.Duration
 	reconcileEvery    time.Duration
+	discoveryMode     string
+	tailEvery         time.Duration
+	tailMaxPages      int
 	fastPathPerMinute int
 	// chainhookSecret is the bearer secret of POST /api/chainhook.
 	chainhookSecret string
@@ -177,7 +182,10 @@ func (c *config) bind(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.warmEvery, "warm-every", c.envDuration("PACER_WARM_EVERY", ingest.DefaultWarmEvery), "visit interval of warm agents (a swap in the last 7 days), under tiers [PACER_WARM_EVERY]")
 	fs.DurationVar(&c.coldEvery, "cold-every", c.envDuration("PACER_COLD_EVERY", ingest.DefaultColdEvery), "visit interval of cold agents, under tiers [PACER_COLD_EVERY]")
 	fs.DurationVar(&c.maxStaleness, "max-staleness", c.envDuration("PACER_MAX_STALENESS", ingest.DefaultMaxStaleness), "every agent is visited at least this often, whatever the policy [PACER_MAX_STALENESS]")
-	fs.DurationVar(&c.reconcileEvery, "reconcile-every", c.envDuration("PACER_RECONCILE_EVERY", ingest.DefaultReconcileEvery), "with push on (a chainhook secret set), the shortest interval between any agent's scheduled visits; hints still make an agent due now; at most max-staleness [PACER_RECONCILE_EVERY]")
+	fs.DurationVar(&c.reconcileEvery, "reconcile-every", c.envDuration("PACER_RECONCILE_EVERY", ingest.DefaultReconcileEvery), "how often the reconciler reads each allowlisted contract's own list for what the tail missed (with --discovery agents and push on: the shortest interval between an agent's scheduled visits); at most max-staleness [PACER_RECONCILE_EVERY]")
+	fs.StringVar(&c.discoveryMode, "discovery", env("PACER_DISCOVERY", string(discovery.ModeTail)), "how the sweep finds swaps: tail (read the chain once for every agent) or agents (visit each agent) [PACER_DISCOVERY]")
+	fs.DurationVar(&c.tailEvery, "tail-every", c.envDuration("PACER_TAIL_EVERY", discovery.DefaultTailEvery), "how often the tail reads the chain's newest contract calls; stretched when the Hiro budget binds [PACER_TAIL_EVERY]")
+	fs.IntVar(&c.tailMaxPages, "tail-max-pages", int(c.envInt("PACER_TAIL_MAX_PAGES", discovery.DefaultMaxPages)), "the most pages one tail read goes back; a tail further behind reports the gap and leaves it to the reconciler [PACER_TAIL_MAX_PAGES]")
 	fs.IntVar(&c.fastPathPerMinute, "fastpath-per-minute", int(c.envInt("PACER_FASTPATH_PER_MINUTE", 30)), "fast-path requests a minute per client address (0 = 30) [PACER_FASTPATH_PER_MINUTE]")
 	fs.StringVar(&c.chainhookSecret, "chainhook-secret", env("PACER_CHAINHOOK_SECRET", ""),
 		"bearer secret of POST /api/chainhook, empty turns it off; discouraged as a flag (any user sees it in ps): prefer PACER_CHAINHOOK_SECRET [PACER_CHAINHOOK_SECRET]")
@@ -218,6 +226,9 @@ func (c *config) validate() error {
 		return &UsageError{Err: err}
 	}
 	if _, err := c.ingest(); err != nil {
+		return &UsageError{Err: err}
+	}
+	if _, err := c.discovery(); err != nil {
 		return &UsageError{Err: err}
 	}
 	if c.chainhookSecret != "" && len(c.chainhookSecret) < api.MinChainhookSecret {
@@ -265,6 +276,33 @@ func (c *config) ingest() (ingest.Config, error) {
 	}
 	return cfg, cfg.Validate()
 }
+
+// discovery is how the sweep finds swaps, from the flags. A run lingers
+// reading the tail for as long as the workflow leaves between runs.
+func (c *config) discovery() (activities.DiscoveryConfig, error) {
+	mode, err := discovery.ParseMode(c.discoveryMode)
+	if err != nil {
+		return activities.DiscoveryConfig{}, err
+	}
+	// Zero is the default (a config built without its flags); a value
+	// given must make sense.
+	switch {
+	case c.tailEvery != 0 && c.tailEvery < time.Second:
+		return activities.DiscoveryConfig{}, fmt.Errorf("tail-every %s is below 1s", c.tailEvery)
+	case c.tailMaxPages < 0:
+		return activities.DiscoveryConfig{}, fmt.Errorf("tail-max-pages %d must be at least 1", c.tailMaxPages)
+	case c.reconcileEvery != 0 && c.reconcileEvery < time.Second:
+		return activities.DiscoveryConfig{}, fmt.Errorf("reconcile-every %s is below 1s", c.reconcileEvery)
+	}
+	d := activities.DiscoveryConfig{Mode: mode, TailEvery: c.tailEvery, ReconcileEvery: c.reconcileEvery,
+		MaxPages: c.tailMaxPages}.WithDefaults()
+	d.Linger = min(max(0, c.sweepEvery-d.TailEvery/2), maxLinger)
+	return d, nil
+}
+
+// maxLinger bounds one sweep run's tail reading, well inside the
+// activity's heartbeat timeout.
+const maxLinger = 90 * time.Second
 
 func newRoot() *cobra.Command {
 	c := &config{}

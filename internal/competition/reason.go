@@ -63,6 +63,13 @@ func (r Reason) Final() bool {
 	return r.Valid()
 }
 
+// SenderDependent reports whether r depends on who the sender is rather
+// than on the transaction (SPEC §5.5): kept in swap_rejections, but looked
+// at again when the sender's agents row or claim changes.
+func (r Reason) SenderDependent() bool {
+	return r == ReasonSenderNotRegistered || r == ReasonSenderNotGenesis
+}
+
 // RejectionReasons returns the rejectionReasons map of a sweep result: every
 // reason present, zero when unused, as the contract requires. counts may be
 // nil; a count under an unknown reason is dropped rather than leaking a key

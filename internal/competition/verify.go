@@ -49,6 +49,20 @@ type Ledger interface {
 	RecordPending(ctx context.Context, txid, sender string) error
 }
 
+// Rollback is a block a chainhook delivery rolled a transaction back from
+// (swap_rollbacks).
+type Rollback struct {
+	BlockHash   string
+	BlockHeight int64
+}
+
+// RollbackLedger is a Ledger that knows the rollbacks (*store.Store is one).
+// A transaction rolled back is not inserted again until Hiro shows it in a
+// block that was not rolled back (SPEC §5.5, §11).
+type RollbackLedger interface {
+	Rollbacks(ctx context.Context, txid string) ([]Rollback, error)
+}
+
 // Rejection is a final verdict on a transaction, as swap_rejections keeps it.
 type Rejection struct {
 	TxID string
@@ -174,21 +188,34 @@ func (v *Verifier) Verify(ctx context.Context, txid, source string) (out Outcome
 }
 
 func (v *Verifier) verify(ctx context.Context, rawID, source string) Outcome {
-	txid, ok := normalizeTxID(rawID)
-	if !ok {
-		return reject(abbreviate(rawID), ReasonMalformedTx, "txid is not hexadecimal", nil)
-	}
-	if v.Ledger == nil || v.Txs == nil || v.Allowlist == nil {
-		return reject(txid, ReasonVerifyThrew, "verifier is missing a dependency", errors.New("nil Ledger, Txs or Allowlist"))
-	}
-	if !validSource(source) {
-		return reject(txid, ReasonVerifyThrew, "unknown source", fmt.Errorf("source %q is not agent, sweep or chainhook", source))
-	}
-	if out, done := v.known(ctx, txid); done {
+	txid, out, done := v.precheck(ctx, rawID, source)
+	if done {
 		return out
 	}
-
 	tx, err := v.Txs.Tx(ctx, txid)
+	return v.conclude(ctx, txid, source, tx, err)
+}
+
+// precheck runs the gates that need no Hiro call: the id, the verifier's
+// own dependencies, and the ledger (SPEC §5.5's first gate). done is true
+// when they decided.
+func (v *Verifier) precheck(ctx context.Context, rawID, source string) (txid string, out Outcome, done bool) {
+	txid, ok := normalizeTxID(rawID)
+	if !ok {
+		return "", reject(abbreviate(rawID), ReasonMalformedTx, "txid is not hexadecimal", nil), true
+	}
+	if v.Ledger == nil || v.Txs == nil || v.Allowlist == nil {
+		return txid, reject(txid, ReasonVerifyThrew, "verifier is missing a dependency", errors.New("nil Ledger, Txs or Allowlist")), true
+	}
+	if !validSource(source) {
+		return txid, reject(txid, ReasonVerifyThrew, "unknown source", fmt.Errorf("source %q is not agent, sweep or chainhook", source)), true
+	}
+	out, done = v.known(ctx, txid)
+	return txid, out, done
+}
+
+// conclude judges a fetched transaction and records the verdict.
+func (v *Verifier) conclude(ctx context.Context, txid, source string, tx hiro.Tx, err error) Outcome {
 	out := v.judge(ctx, txid, source, tx, err)
 	out.Requests = tx.Requests
 	switch {
@@ -198,6 +225,89 @@ func (v *Verifier) verify(ctx context.Context, rawID, source string) Outcome {
 		out.LedgerErr = v.Ledger.RecordRejection(ctx, Rejection{TxID: txid, Sender: tx.SenderAddress, Reason: out.Reason, Detail: out.Detail})
 	}
 	return out
+}
+
+// BatchSource fetches several transactions with all their events at
+// once; *hiro.Client is one (GET /extended/v1/tx/multiple).
+type BatchSource interface {
+	Txs(ctx context.Context, txids []string) (map[string]hiro.TxResult, int, error)
+}
+
+var _ BatchSource = (*hiro.Client)(nil)
+
+// VerifyMany verifies several transactions, in order, each once however
+// often it is named: the ledger answers what it can, and the rest are
+// fetched together where Txs is a BatchSource (one request for up to
+// hiro.MaxBatch), else one by one. Each transaction then meets the same
+// gates as Verify. The batch's requests are counted on the first outcome
+// that needed Hiro.
+func (v *Verifier) VerifyMany(ctx context.Context, txids []string, source string) []Outcome {
+	out := make([]Outcome, len(txids))
+	first := map[string]int{} // normalised id → index of its first outcome
+	var fetch []string
+	for i, raw := range txids {
+		txid, o, done := v.safePrecheck(ctx, raw, source)
+		if j, seen := first[txid]; seen && txid != "" {
+			out[i] = out[j]
+			continue
+		}
+		first[txid] = i
+		out[i] = o
+		if !done {
+			fetch = append(fetch, txid)
+		}
+	}
+	if len(fetch) == 0 {
+		return out
+	}
+	batch, isBatch := v.Txs.(BatchSource)
+	if !isBatch || len(fetch) == 1 {
+		for _, txid := range fetch {
+			out[first[txid]] = v.Verify(ctx, txid, source)
+		}
+		return v.copyRepeats(txids, first, out)
+	}
+	got, requests, _ := batch.Txs(ctx, fetch)
+	for k, txid := range fetch {
+		r, ok := got[txid]
+		if !ok {
+			r.Err = pacer.Errorf(pacer.ClassParseError, "verify "+txid, "the batch brought no answer for it")
+		}
+		o := v.safeConclude(ctx, txid, source, r.Tx, r.Err)
+		o.Requests = 0
+		if k == 0 {
+			o.Requests = requests
+		}
+		out[first[txid]] = o
+	}
+	return v.copyRepeats(txids, first, out)
+}
+
+func (v *Verifier) copyRepeats(txids []string, first map[string]int, out []Outcome) []Outcome {
+	for i, raw := range txids {
+		if txid, ok := normalizeTxID(raw); ok && first[txid] != i {
+			out[i] = out[first[txid]]
+		}
+	}
+	return out
+}
+
+func (v *Verifier) safePrecheck(ctx context.Context, raw, source string) (txid string, out Outcome, done bool) {
+	defer func() {
+		if p := recover(); p != nil {
+			out, done = reject(abbreviate(raw), ReasonVerifyThrew, "verification panicked", fmt.Errorf("panic: %v", p)), true
+		}
+	}()
+	return v.precheck(ctx, raw, source)
+}
+
+func (v *Verifier) safeConclude(ctx context.Context, txid, source string, tx hiro.Tx, err error) (out Outcome) {
+	defer func() {
+		if p := recover(); p != nil {
+			out = reject(txid, ReasonVerifyThrew, "verification panicked", fmt.Errorf("panic: %v", p))
+		}
+	}()
+	return v.conclude(ctx, txid, source, tx, err)
 }
 
 // known answers from the ledger alone when it can: a swap already there, or
@@ -214,6 +324,17 @@ func (v *Verifier) known(ctx context.Context, txid string) (Outcome, bool) {
 	switch {
 	case err != nil:
 		return reject(txid, ReasonDBUnavailable, "could not look the rejection up", err), true
+	case found && r.Reason.SenderDependent() && r.Sender != "":
+		// Who the sender is can have changed since (a registration, a
+		// claim verified): the verdict stands only while it still holds.
+		agent, registered, err := v.Ledger.Agent(ctx, r.Sender)
+		if err != nil {
+			return reject(txid, ReasonDBUnavailable, "could not look the sender up", err), true
+		}
+		if reason, _ := senderVerdict(agent, registered, r.Sender); reason == "" {
+			return Outcome{}, false
+		}
+		fallthrough
 	case found && r.Reason.Final():
 		out := reject(txid, r.Reason, r.Detail, nil)
 		out.Known = true
@@ -246,6 +367,9 @@ func (v *Verifier) judge(ctx context.Context, txid, source string, tx hiro.Tx, e
 	case tx.TxStatus == hiro.StatusPending:
 		return Outcome{TxID: txid, Status: StatusPending}
 	}
+	if out, done := v.rolledBack(ctx, txid, tx.TxSummary); done {
+		return out
+	}
 	if out, done := statusGates(txid, tx.TxSummary, v.CompetitionStart); done {
 		return out
 	}
@@ -254,15 +378,11 @@ func (v *Verifier) judge(ctx context.Context, txid, source string, tx hiro.Tx, e
 	}
 
 	agent, found, err := v.Ledger.Agent(ctx, tx.SenderAddress)
-	switch {
-	case err != nil:
+	if err != nil {
 		return reject(txid, ReasonDBUnavailable, "could not look the sender up", err)
-	case !found:
-		return reject(txid, ReasonSenderNotRegistered, "sender "+abbreviate(tx.SenderAddress)+" is not a registered agent", nil)
-	case agent.ClaimStatus != ClaimVerified && agent.ClaimStatus != ClaimRewarded:
-		return reject(txid, ReasonSenderNotGenesis, "sender has no verified or rewarded claim", nil)
-	case agent.ERC8004AgentID == nil:
-		return reject(txid, ReasonSenderNotRegistered, "sender has no ERC-8004 agent id", nil)
+	}
+	if reason, detail := senderVerdict(agent, found, tx.SenderAddress); reason != "" {
+		return reject(txid, reason, detail, nil)
 	}
 
 	call := tx.ContractCall
@@ -293,6 +413,45 @@ func (v *Verifier) judge(ctx context.Context, txid, source string, tx hiro.Tx, e
 		return Outcome{TxID: txid, Status: StatusAlreadyKnown}
 	}
 	return Outcome{TxID: txid, Status: StatusInserted, Swap: &swap}
+}
+
+// senderVerdict is the sender gate (SPEC §5.5): "" when the sender may
+// compete, else the reason and its detail.
+func senderVerdict(agent Agent, registered bool, sender string) (Reason, string) {
+	switch {
+	case !registered:
+		return ReasonSenderNotRegistered, "sender " + abbreviate(sender) + " is not a registered agent"
+	case agent.ClaimStatus != ClaimVerified && agent.ClaimStatus != ClaimRewarded:
+		return ReasonSenderNotGenesis, "sender has no verified or rewarded claim"
+	case agent.ERC8004AgentID == nil:
+		return ReasonSenderNotRegistered, "sender has no ERC-8004 agent id"
+	}
+	return "", ""
+}
+
+// rolledBack holds back a transaction a chainhook delivery rolled back
+// until Hiro places it in a block that was not rolled back (by hash; by a
+// greater height when Hiro does not say the hash): until then Hiro's
+// "canonical: true" can be the old block's, not yet caught up with the
+// rollback. The outcome is pending (kept in pending_txs, looked at again),
+// never a final verdict: the transaction may well come back.
+func (v *Verifier) rolledBack(ctx context.Context, txid string, tx hiro.TxSummary) (Outcome, bool) {
+	rl, ok := v.Ledger.(RollbackLedger)
+	if !ok {
+		return Outcome{}, false
+	}
+	rbs, err := rl.Rollbacks(ctx, txid)
+	if err != nil {
+		return reject(txid, ReasonDBUnavailable, "could not look the rollbacks up", err), true
+	}
+	for _, rb := range rbs {
+		same := tx.BlockHash != "" && strings.EqualFold(tx.BlockHash, rb.BlockHash)
+		if !tx.IsCanonical() || same || (tx.BlockHash == "" && tx.BlockHeight <= rb.BlockHeight) {
+			return Outcome{TxID: txid, Status: StatusPending,
+				Detail: fmt.Sprintf("rolled back from block %d; waiting for Hiro to show it in another block", rb.BlockHeight)}, true
+		}
+	}
+	return Outcome{}, false
 }
 
 // statusGates are the gates a mined or dropped transaction's summary
@@ -333,12 +492,7 @@ func (v *Verifier) RejectListed(ctx context.Context, e hiro.Entry) (out Outcome,
 	if e.TxStatus == hiro.StatusPending {
 		return Outcome{}, false
 	}
-	summary := hiro.TxSummary{TxID: txid, TxStatus: e.TxStatus, BurnBlockTime: e.BurnBlockTime, Canonical: &e.Canonical}
-	if e.TxStatus == hiro.StatusSuccess && e.Mined() && e.BurnBlockTime == 0 {
-		// A listing without the time: the detail will tell.
-		summary.BurnBlockTime = math.MaxInt64
-	}
-	verdict, decided := statusGates(txid, summary, v.CompetitionStart)
+	verdict, decided := statusGates(txid, listingSummary(txid, e), v.CompetitionStart)
 	if !decided {
 		return Outcome{}, false
 	}
@@ -354,6 +508,27 @@ func (v *Verifier) RejectListed(ctx context.Context, e hiro.Entry) (out Outcome,
 	}
 	verdict.LedgerErr = v.Ledger.RecordRejection(ctx, Rejection{TxID: txid, Sender: e.SenderAddress, Reason: verdict.Reason, Detail: verdict.Detail})
 	return verdict, true
+}
+
+// NeedsDetail reports whether a listing entry goes to Verify: RejectListed
+// would not decide it and it is not pending. It has no side effects, so a
+// walk can gather such entries and verify them together (VerifyMany).
+func (v *Verifier) NeedsDetail(e hiro.Entry) bool {
+	if _, valid := normalizeTxID(e.TxID); !valid || e.TxStatus == hiro.StatusPending {
+		return false
+	}
+	_, decided := statusGates("", listingSummary("", e), v.CompetitionStart)
+	return !decided
+}
+
+// listingSummary is what a listing entry says of the status gates.
+func listingSummary(txid string, e hiro.Entry) hiro.TxSummary {
+	summary := hiro.TxSummary{TxID: txid, TxStatus: e.TxStatus, BurnBlockTime: e.BurnBlockTime, Canonical: &e.Canonical}
+	if e.TxStatus == hiro.StatusSuccess && e.Mined() && e.BurnBlockTime == 0 {
+		// A listing without the time: the detail will tell.
+		summary.BurnBlockTime = math.MaxInt64
+	}
+	return summary
 }
 
 func reject(txid string, reason Reason, detail string, err error) Outcome {

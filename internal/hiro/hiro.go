@@ -134,6 +134,7 @@ type Config struct {
 type Client struct {
 	conn    upstream.Conn
 	limiter Limiter
+	multipleFlag
 
 	// v3MissingSince is when the v3 list endpoint last answered 404 (unix
 	// nanoseconds, 0 = never): listings use v1 until v3Recheck has passed.
@@ -205,12 +206,21 @@ func (c *Client) Tx(ctx context.Context, txid string) (Tx, error) {
 		return Tx{}, &pacer.Error{Class: pacer.ClassPermanent, Op: op, Err: fmt.Errorf("%w: empty txid", ErrInvalidArgument)}
 	}
 	tx, res, err := c.txPage(ctx, op, path, 0)
-	requests := res.attempts
 	if err != nil {
-		return Tx{Quota: res.quota, Requests: requests}, err
+		return Tx{Quota: res.quota, Requests: res.attempts}, err
 	}
 	tx.Raw = res.body
+	tx.Requests = res.attempts
+	err = c.readEvents(ctx, &tx)
+	return tx, err
+}
 
+// readEvents reads the events of tx that its first page left out, with
+// event_offset, until event_count are read; tx.Requests counts the pages.
+// On failure tx keeps only its quota and request count.
+func (c *Client) readEvents(ctx context.Context, tx *Tx) error {
+	path := "/extended/v1/tx/" + url.PathEscape(tx.TxID)
+	op := "hiro GET " + path
 	seen := make(map[int]bool, len(tx.Events))
 	events := make([]Event, 0, max(len(tx.Events), min(tx.EventCount, EventLimit*maxEventPages)))
 	keep := func(evs []Event) (added int) {
@@ -227,13 +237,15 @@ func (c *Client) Tx(ctx context.Context, txid string) (Tx, error) {
 	offset := len(tx.Events)
 	for page := 1; len(events) < tx.EventCount && page < maxEventPages; page++ {
 		next, res, err := c.txPage(ctx, op, path, offset)
-		requests += res.attempts
+		tx.Requests += res.attempts
 		if err != nil {
-			return Tx{Quota: res.quota, Requests: requests}, err
+			*tx = Tx{Quota: res.quota, Requests: tx.Requests}
+			return err
 		}
 		tx.Quota = res.quota
 		if next.TxID != tx.TxID {
-			return Tx{Quota: res.quota, Requests: requests}, &pacer.Error{Class: pacer.ClassParseError, Op: op,
+			*tx = Tx{Quota: res.quota, Requests: tx.Requests}
+			return &pacer.Error{Class: pacer.ClassParseError, Op: op,
 				Err: fmt.Errorf("events page at offset %d is of tx_id %q", offset, abbreviate(next.TxID))}
 		}
 		if keep(next.Events) == 0 {
@@ -244,8 +256,7 @@ func (c *Client) Tx(ctx context.Context, txid string) (Tx, error) {
 	if len(events) > 0 {
 		tx.Events = events
 	}
-	tx.Requests = requests
-	return tx, nil
+	return nil
 }
 
 // txPage reads one page of a transaction's events, starting at offset.

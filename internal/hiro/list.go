@@ -46,6 +46,8 @@ type Entry struct {
 	BlockHeight   int64
 	TxIndex       int64
 	BurnBlockTime int64
+	// BlockTime is the Stacks block's time, 0 when unknown.
+	BlockTime int64
 	// Canonical is false only when the listing says another fork won.
 	Canonical bool
 	// ContractCall is set for contract calls (without their arguments).
@@ -397,7 +399,7 @@ func olderThan(e Entry, tok token) bool {
 func entryOfV1(r TxSummary) Entry {
 	e := Entry{
 		TxID: r.TxID, TxType: r.TxType, TxStatus: r.TxStatus, SenderAddress: r.SenderAddress,
-		BlockHeight: r.BlockHeight, TxIndex: r.TxIndex, BurnBlockTime: r.BurnBlockTime,
+		BlockHeight: r.BlockHeight, TxIndex: r.TxIndex, BurnBlockTime: r.BurnBlockTime, BlockTime: r.BlockTime,
 		Canonical: r.IsCanonical(),
 	}
 	if r.ContractCall != nil {

@@ -50,9 +50,15 @@ type TxSummary struct {
 	TxStatus      string `json:"tx_status"`
 	SenderAddress string `json:"sender_address"`
 	// BlockHeight and TxIndex are zero for a transaction never mined.
-	BlockHeight   int64 `json:"block_height"`
-	TxIndex       int64 `json:"tx_index"`
-	BurnBlockTime int64 `json:"burn_block_time"`
+	BlockHeight int64 `json:"block_height"`
+	// BlockHash is the hash of the block the answer places it in ("" when
+	// not mined, or not said).
+	BlockHash     string `json:"block_hash,omitempty"`
+	TxIndex       int64  `json:"tx_index"`
+	BurnBlockTime int64  `json:"burn_block_time"`
+	// BlockTime is the Stacks block's own time (Nakamoto blocks come
+	// seconds apart, burn blocks minutes); 0 when Hiro leaves it out.
+	BlockTime int64 `json:"block_time"`
 	// Canonical and MicroblockCanonical are nil when Hiro leaves them out
 	// (mempool transactions); only an explicit false means another fork won.
 	Canonical           *bool         `json:"canonical"`

@@ -164,9 +164,20 @@ const (
 	// MaxBackoff caps the back-off of a failing agent (unless its own
 	// interval is longer).
 	MaxBackoff = time.Hour
-	// DefaultReconcileEvery is PACER_RECONCILE_EVERY's default, the
-	// reconciling floor while push is on.
-	DefaultReconcileEvery = 10 * time.Minute
+	// DefaultReconcileEvery is PACER_RECONCILE_EVERY's default: how often
+	// the reconciler catches what the fast readers missed. With discovery
+	// reading the chain (internal/discovery) it is each allowlisted
+	// contract's list; with per-agent discovery and push on, it is the
+	// floor of the agents' polling, polling being the reconciler there.
+	DefaultReconcileEvery = 15 * time.Minute
+	// MinRate is the least swap rate (a day) the optimal policy plans an
+	// agent's visits by: an agent never seen to swap still may, and with
+	// budget to spare its visits grow with everyone's instead of waiting
+	// at the staleness cap while the budget goes unused (SPEC §5.3).
+	MinRate = 1e-3
+	// Dormant is the interval of an agent under EventsOnly: visited again
+	// only when an event makes it due.
+	Dormant = 100 * 365 * 24 * time.Hour
 	// RateWindow is the time constant of the smoothed swap rate.
 	RateWindow = 3 * 24 * time.Hour
 	// Headroom is the share of the visit budget the optimal policy plans
@@ -188,6 +199,11 @@ type Config struct {
 	// due now), and the floor itself never exceeds the staleness cap.
 	// 0 is off: push is off, or polling is the only way swaps arrive.
 	ReconcileEvery time.Duration
+	// EventsOnly is discovery reading the chain (PACER_DISCOVERY=tail,
+	// SPEC §5.0): an agent is visited for its history once, then only when
+	// an event (a hint, a changed registration or claim) makes it due. A
+	// failed visit still backs off and tries again.
+	EventsOnly bool
 }
 
 // DefaultConfig is SPEC §2's defaults.
@@ -428,7 +444,7 @@ func (c Config) Allocate(rates []float64, visitsPerDay float64) Allocation {
 	// bisection on S finds the budget, each step a pair of binary searches.
 	q := make([]float64, len(rates))
 	for i, r := range rates {
-		q[i] = math.Sqrt(prior.Smooth(r))
+		q[i] = math.Sqrt(max(prior.Smooth(r), MinRate))
 	}
 	slices.Sort(q)
 	prefix := make([]float64, len(q)+1)
@@ -469,6 +485,9 @@ func (c Config) Allocate(rates []float64, visitsPerDay float64) Allocation {
 
 // Interval is how long after a successful visit the agent is due again.
 func (c Config) Interval(a Agent, now time.Time, alloc Allocation) time.Duration {
+	if c.EventsOnly {
+		return Dormant
+	}
 	var d time.Duration
 	switch c.Policy {
 	case PolicyTiers:
@@ -488,12 +507,12 @@ func (c Config) Interval(a Agent, now time.Time, alloc Allocation) time.Duration
 
 func (c Config) optimalInterval(rate float64, alloc Allocation) time.Duration {
 	switch {
-	case alloc.Short || rate <= 0:
+	case alloc.Short:
 		return c.StalenessCap()
 	case math.IsInf(alloc.Scale, 1):
 		return c.Fastest()
 	}
-	f := alloc.Scale * math.Sqrt(rate)
+	f := alloc.Scale * math.Sqrt(max(rate, MinRate))
 	if f <= 0 {
 		return c.StalenessCap()
 	}
@@ -563,6 +582,9 @@ func NextDue(now time.Time, earliest *time.Time, budgetStopped bool, retryIn tim
 // interval × 2^errors, at most MaxBackoff (or the interval itself when
 // longer), and never past the staleness cap.
 func (c Config) Backoff(interval time.Duration, errors int) time.Duration {
+	if c.EventsOnly {
+		interval = c.Fastest()
+	}
 	ceiling := max(interval, MaxBackoff)
 	d := interval
 	for range min(errors, 32) {

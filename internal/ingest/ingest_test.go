@@ -432,3 +432,32 @@ func TestRateConverges(t *testing.T) {
 	}
 	require.InEpsilon(t, trueRate, a.SwapRate, 0.35)
 }
+
+// With budget to spare every rate grows together: agents never seen to
+// swap are not left at the staleness cap while the budget goes unused
+// (issue 18: 1,000 agents, 0 requests a minute after their first visits).
+func TestSpareBudgetIsSpent(t *testing.T) {
+	t.Parallel()
+	c := DefaultConfig()
+	rates := make([]float64, 1000)
+	keyed := 450.0 * 60 * 24 * Headroom
+	a := c.Allocate(rates, keyed)
+	got := c.Interval(Agent{}, t0, a)
+	require.Less(t, got, c.StalenessCap())
+	// Intervals sit on the sweep's HotEvery grid, so the plan spends the
+	// budget to within a grid step.
+	require.InEpsilon(t, keyed, spend(c, rates, a), 0.2, "the budget is spent, not left unused")
+	// A smaller budget lowers every rate together.
+	small := c.Allocate(rates, keyed/10)
+	require.Greater(t, c.Interval(Agent{}, t0, small), got)
+}
+
+func TestEventsOnlyVisitsOnEventsAlone(t *testing.T) {
+	t.Parallel()
+	c := DefaultConfig()
+	c.EventsOnly = true
+	a := c.AfterVisit(Agent{Address: "a", NextRunAt: t0}, Visit{At: t0, Complete: true}, Allocation{})
+	require.Equal(t, t0.Add(Dormant), a.NextRunAt, "after its history, an agent waits for an event")
+	failed := c.AfterVisit(Agent{Address: "a", NextRunAt: t0}, Visit{At: t0, Failed: true}, Allocation{})
+	require.Equal(t, t0.Add(2*c.HotEvery), failed.NextRunAt, "a failed visit backs off and tries again")
+}

@@ -65,6 +65,7 @@ type Metrics struct {
 
 	schedule   scheduleMetrics
 	deliveries *deliveryMetrics
+	discovery  discoveryMetrics
 }
 
 // New builds a registry holding the Go runtime and process collectors and
@@ -135,6 +136,8 @@ func New() *Metrics {
 	m.schedule = newScheduleMetrics()
 	m.reg.MustRegister(m.schedule.collectors()...)
 	m.reg.MustRegister(m.deliveries.collectors()...)
+	m.discovery = newDiscoveryMetrics()
+	m.reg.MustRegister(m.discovery.collectors()...)
 	for _, task := range Tasks {
 		m.runs.WithLabelValues(task)
 		for _, class := range Classes {
@@ -190,6 +193,7 @@ func (m *Metrics) ObserveSweep(took time.Duration, res pacer.SweepResult, err er
 	m.observeRun(pacer.TaskSweep, took, res.Run, err)
 	m.observeBudget(UpstreamHiro, res.Run)
 	m.sweepAgents.Add(float64(res.Scanned))
+	m.discovery.observe(res)
 	for outcome, n := range map[string]int{
 		"inserted": res.Inserted, "already_known": res.AlreadyKnown, "pending": res.Pending, "rejected": res.Rejected,
 	} {

@@ -237,10 +237,36 @@ func buildScheduler(d schedulerData, st *workflows.Status, now time.Time) Schedu
 				}
 			}
 		}
+		if name == pacer.TaskSweep && st != nil {
+			row.Reason = sweepLag(st.LastSweepResult, row.Reason)
+		}
 		s.Tasks = append(s.Tasks, row)
 	}
 	s.Strip = buildStrip(tasks, d)
 	return s
+}
+
+// sweepLag adds the tail's lag behind the chain's head (SPEC §5.0) and its
+// open gaps to the sweep's reason, when the sweep reads the chain.
+func sweepLag(res *pacer.SweepResult, reason string) string {
+	if res == nil {
+		return reason
+	}
+	tail, ok := res.Readers["tail"]
+	if !ok {
+		return reason
+	}
+	lag := "tail at the chain's head"
+	if tail.LagSeconds >= 1 {
+		lag = fmt.Sprintf("tail %s behind the chain's head", span(time.Duration(tail.LagSeconds*float64(time.Second))))
+	}
+	if res.OpenGaps > 0 {
+		lag += fmt.Sprintf(", %d gaps open", res.OpenGaps)
+	}
+	if reason == "—" || reason == "" {
+		return lag
+	}
+	return reason + "; " + lag
 }
 
 // running reports whether any task of st is running.

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pacer-dev/pacer/internal/competition"
 )
 
 // Reasons a UTC hour is marked in rollup_dirty by a chainhook delivery.
@@ -229,4 +231,20 @@ func (s *Store) DirtyHours(ctx context.Context) ([]time.Time, error) {
 		return nil, fmt.Errorf("dirty hours: %w", err)
 	}
 	return hours, nil
+}
+
+// Rollbacks returns the blocks txid was rolled back from, newest first:
+// the verifier holds the transaction back until Hiro shows it elsewhere.
+func (s *Store) Rollbacks(ctx context.Context, txid string) ([]competition.Rollback, error) {
+	rows, err := s.pool.Query(ctx, `
+select block_hash, block_height from swap_rollbacks where txid = $1
+order by block_height desc, block_hash collate "C"`, txid)
+	if err != nil {
+		return nil, fmt.Errorf("rollbacks of %s: %w", txid, err)
+	}
+	rbs, err := pgx.CollectRows(rows, pgx.RowToStructByPos[competition.Rollback])
+	if err != nil {
+		return nil, fmt.Errorf("rollbacks of %s: %w", txid, err)
+	}
+	return rbs, nil
 }

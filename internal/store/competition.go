@@ -11,7 +11,10 @@ import (
 )
 
 // The verifier reads and writes the ledger through this interface only.
-var _ competition.Ledger = (*Store)(nil)
+var (
+	_ competition.Ledger         = (*Store)(nil)
+	_ competition.RollbackLedger = (*Store)(nil)
+)
 
 // SwapExists reports whether the ledger already holds txid.
 func (s *Store) SwapExists(ctx context.Context, txid string) (bool, error) {

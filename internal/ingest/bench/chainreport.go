@@ -28,6 +28,10 @@ type ChainOptions struct {
 	// PerAgent also runs per-agent optimal, once per world and budget
 	// (it does not read the chain, so its figures hold for every volume).
 	PerAgent bool
+	// PerAgentUpTo leaves per-agent optimal out of worlds larger than this
+	// (0: no limit): its cost grows with the agents, which is the point,
+	// and at 100,000 agents one simulation takes most of an hour.
+	PerAgentUpTo int
 }
 
 // ChainReport is the chain benchmark's figures.
@@ -54,7 +58,7 @@ func RunChain(eng Engine, o ChainOptions) ChainReport {
 			}
 			from, to := start.Add(min(warmup, o.Horizon/4)), end.Add(-min(tail, o.Horizon/4))
 			seed := uint64(100 + i)
-			if o.PerAgent {
+			if o.PerAgent && (o.PerAgentUpTo == 0 || n <= o.PerAgentUpTo) {
 				jobs = append(jobs, func() []ChainResult {
 					w := NewWorld(name, n, seed, start, end)
 					r := Simulate(w, b, Strategy{Name: "optimal", Kind: KindOptimal}, from, to)

@@ -1,8 +1,3 @@
-//go:build discoveryengine
-
-// This file needs internal/discovery (branch disc): build with
-// -tags discoveryengine until it is merged, then delete this constraint.
-
 package bench
 
 import (

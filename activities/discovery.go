@@ -1,0 +1,477 @@
+package activities
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.uber.org/zap"
+
+	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/budget"
+	"github.com/pacer-dev/pacer/internal/competition"
+	"github.com/pacer-dev/pacer/internal/discovery"
+	"github.com/pacer-dev/pacer/internal/hiro"
+	"github.com/pacer-dev/pacer/internal/ingest"
+	"github.com/pacer-dev/pacer/internal/store"
+	"github.com/pacer-dev/pacer/internal/wait"
+)
+
+// DiscoveryConfig is how the sweep finds swaps (SPEC §5.0: PACER_DISCOVERY,
+// PACER_TAIL_EVERY, PACER_RECONCILE_EVERY, PACER_TAIL_MAX_PAGES).
+type DiscoveryConfig struct {
+	Mode           discovery.Mode
+	TailEvery      time.Duration
+	ReconcileEvery time.Duration
+	MaxPages       int
+	// Linger is how long one sweep run goes on reading the tail, every
+	// TailEvery (stretched by the budget), before it reports: the workflow
+	// starts a run at most every PACER_SWEEP_EVERY, and the tail reads
+	// more often than that. A run always reads once; 0 is once.
+	Linger time.Duration
+}
+
+// WithDefaults fills the zero fields. A zero Mode is per-agent visits,
+// which need nothing of Hiro but the lists of addresses (tests against a
+// server without the feed); the service's own default, PACER_DISCOVERY's,
+// is tail.
+func (c DiscoveryConfig) WithDefaults() DiscoveryConfig {
+	if c.Mode == "" {
+		c.Mode = discovery.ModeAgents
+	}
+	if c.TailEvery <= 0 {
+		c.TailEvery = discovery.DefaultTailEvery
+	}
+	if c.ReconcileEvery <= 0 {
+		c.ReconcileEvery = discovery.DefaultReconcileEvery
+	}
+	if c.MaxPages <= 0 {
+		c.MaxPages = discovery.DefaultMaxPages
+	}
+	return c
+}
+
+// readerAgents names the agents' visits in a sweep result's readers.
+const readerAgents = "agents"
+
+// reconcileMaxPages bounds one contract reader's scan: the reconciler is
+// the last reader, so it goes on across runs (its scan is kept) rather
+// than give a range up; the bound only keeps a list that never ends from
+// running for ever.
+const reconcileMaxPages = 1 << 20
+
+// tailCost follows what one tail read costs (pages and details), smoothed,
+// so that its cadence can stretch to fit the budget.
+type tailCost struct {
+	mu   sync.Mutex
+	cost float64
+}
+
+func (t *tailCost) observe(requests int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.cost == 0 {
+		t.cost = float64(max(requests, 1))
+		return
+	}
+	t.cost = 0.7*t.cost + 0.3*float64(max(requests, 1))
+}
+
+func (t *tailCost) get() float64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return max(t.cost, 1)
+}
+
+// discover is a sweep run in tail mode (SPEC §5.2): the tail, then the
+// reconciler when it is due, then the agents an event made due (hinted
+// ones first); again whenever the tail is due, until Linger has passed.
+func (r *sweepRun) discover(ctx context.Context, in pacer.SweepInput, started time.Time) (pacer.SweepResult, error) {
+	a := r.a
+	dc := a.Discovery.WithDefaults()
+	until := started.Add(min(dc.Linger, sweepRunCap))
+	for {
+		if err := ctx.Err(); err != nil {
+			return r.fail(pacer.ClassTimeout, "sweep cancelled: "+err.Error())
+		}
+		r.mu.Lock()
+		r.readersNext = nil
+		r.mu.Unlock()
+		agents, err := a.Store.AgentAddresses(ctx)
+		if err != nil {
+			return r.fail(pacer.ClassTransport, "read the agents: "+err.Error())
+		}
+		filter := discovery.Filter{Agent: func(s string) bool { return agents[s] }, Allowed: a.Catalog.Allowed}
+		tail, err := r.readTail(ctx, dc, filter)
+		if err != nil {
+			return r.fail(pacer.ClassTransport, "read the tail: "+err.Error())
+		}
+		if err := r.reconcile(ctx, dc, filter, tail); err != nil {
+			return r.fail(pacer.ClassTransport, "reconcile: "+err.Error())
+		}
+		if err := r.visitDue(ctx, in, started); err != nil {
+			return r.fail(pacer.ClassTransport, err.Error())
+		}
+		next := r.readersDue()
+		if r.stopped() || next == nil || next.After(until) || !r.mayWait(ctx, time.Until(*next)) {
+			break
+		}
+		if err := wait.Sleep(ctx, time.Until(*next)); err != nil {
+			return r.fail(pacer.ClassTimeout, "sweep cancelled: "+err.Error())
+		}
+	}
+	if err := r.reportReaders(ctx, dc); err != nil {
+		return r.fail(pacer.ClassTransport, "report the readers: "+err.Error())
+	}
+	return r.finish(ctx)
+}
+
+// mayWait reports whether the run may wait d for its next read: the
+// heartbeats (sent only when the run's progress changed, each read
+// changes it) must keep coming within the heartbeat timeout.
+func (r *sweepRun) mayWait(ctx context.Context, d time.Duration) bool {
+	hb := activity.GetInfo(ctx).HeartbeatTimeout
+	return hb <= 0 || d <= hb/2
+}
+
+// stopped reports whether the run must stop reading: its budget share is
+// spent, or it must end.
+func (r *sweepRun) stopped() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stop != nil || r.budgetAt != nil
+}
+
+// readersDue is when the earliest reader reads next (nil: none known).
+func (r *sweepRun) readersDue() *time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.readersNext
+}
+
+func (r *sweepRun) noteReaderDue(at time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.readersNext == nil || at.Before(*r.readersNext) {
+		r.readersNext = &at
+	}
+}
+
+// laneRate is the sweep lane's rate, requests a minute (0: unknown).
+func (r *sweepRun) laneRate(ctx context.Context) float64 {
+	if r.a.Budget == nil {
+		return 0
+	}
+	st, now, err := r.a.Budget.Snapshot(ctx)
+	if err != nil {
+		return 0
+	}
+	return st.Rate(r.a.Budget.Config(), budget.LaneSweep, now)
+}
+
+// tailInterval is how long after a read the tail reads again: every
+// TailEvery, stretched when the budget binds (SPEC §5.4).
+func (r *sweepRun) tailInterval(ctx context.Context, dc DiscoveryConfig) time.Duration {
+	return discovery.TailInterval(dc.TailEvery, r.a.tail.get(), r.laneRate(ctx))
+}
+
+// readTail reads the chain's confirmed contract calls down to the tail's
+// position when it is due, and returns the tail's row. An error is the
+// database's; Hiro's failures end the read and are the run's to report.
+func (r *sweepRun) readTail(ctx context.Context, dc DiscoveryConfig, f discovery.Filter) (store.Reader, error) {
+	a := r.a
+	rd, _, err := a.Store.DiscoveryReader(ctx, discovery.ReaderTail)
+	if err != nil {
+		return rd, err
+	}
+	interval := r.tailInterval(ctx, dc)
+	if rd.LastReadAt != nil && !rd.Scan.Started() && time.Since(*rd.LastReadAt) < interval {
+		r.noteReaderDue(rd.LastReadAt.Add(interval))
+		return rd, nil
+	}
+	if r.stopped() {
+		return rd, nil
+	}
+	scan := discovery.NewScan(discovery.ScanConfig{From: rd.Position, MaxPages: dc.MaxPages}, rd.Scan)
+	pager := func(ctx context.Context, s *discovery.Scan) ([]hiro.Entry, discovery.Page, int, error) {
+		page, err := a.Hiro.Feed(ctx, hiro.TxTypeContractCall, s.NextOffset())
+		if err != nil {
+			return nil, discovery.Page{}, page.Requests, err
+		}
+		return page.Entries, s.AddFeed(page.Entries, page.Total), page.Requests, nil
+	}
+	rd, requests, err := r.read(ctx, rd, scan, pager, f)
+	if err != nil {
+		return rd, err
+	}
+	if !scan.Done() {
+		return rd, nil // the budget or Hiro stopped it: it goes on from its scan
+	}
+	a.tail.observe(requests)
+	r.noteReaderDue(time.Now().Add(r.tailInterval(ctx, dc)))
+	return rd, nil
+}
+
+// reconcile reads each allowlisted contract's own list from its own
+// position, when due (SPEC §5.0.2). A contract's reader begins where the
+// tail began, so that together they leave nothing out.
+func (r *sweepRun) reconcile(ctx context.Context, dc DiscoveryConfig, f discovery.Filter, tail store.Reader) error {
+	if tail.Start == nil {
+		return nil // the tail has not begun: nothing to reconcile yet
+	}
+	a := r.a
+	for _, contract := range allowlistedContracts(a) {
+		if r.stopped() {
+			return nil
+		}
+		rd, found, err := a.Store.DiscoveryReader(ctx, discovery.ContractReader(contract))
+		if err != nil {
+			return err
+		}
+		if !found {
+			start := *tail.Start
+			rd.Position, rd.Start = &start, &start
+		}
+		if rd.LastReadAt != nil && !rd.Scan.Started() && time.Since(*rd.LastReadAt) < dc.ReconcileEvery {
+			r.noteReaderDue(rd.LastReadAt.Add(dc.ReconcileEvery))
+			continue
+		}
+		scan := discovery.NewScan(discovery.ScanConfig{From: rd.Position, MaxPages: reconcileMaxPages, Tokens: true}, rd.Scan)
+		pager := func(ctx context.Context, s *discovery.Scan) ([]hiro.Entry, discovery.Page, int, error) {
+			// The contract's list is the one SPEC §5.0.2 names,
+			// /extended/v1/address/{contract_id}/transactions: a v1 token
+			// from the first page on (hiro.ListTransactions keeps its
+			// offsets from skipping as the list shifts).
+			tok := hiro.PageToken(cmp.Or(s.NextToken(), contractListStart))
+			page, err := a.Hiro.ListTransactions(ctx, contract, tok)
+			if err != nil {
+				return nil, discovery.Page{}, page.Requests, err
+			}
+			return page.Entries, s.AddList(page.Entries, string(page.Next)), page.Requests, nil
+		}
+		if _, _, err := r.read(ctx, rd, scan, pager, f); err != nil {
+			return err
+		}
+		if scan.Done() {
+			r.noteReaderDue(time.Now().Add(dc.ReconcileEvery))
+		}
+	}
+	return nil
+}
+
+// contractListStart is the page token of a contract list's newest page
+// on the v1 endpoint.
+const contractListStart = "v1:0"
+
+// allowlistedContracts are the contracts of the allowlist, sorted.
+func allowlistedContracts(a *Activities) []string {
+	var out []string
+	for _, p := range a.Catalog.Pairs() {
+		if len(out) == 0 || out[len(out)-1] != p.ContractID {
+			out = append(out, p.ContractID)
+		}
+	}
+	return out
+}
+
+// pager reads the scan's next page and adds it to the scan: the entries
+// as read, what the scan made of them, and the requests it took.
+type pager func(ctx context.Context, s *discovery.Scan) ([]hiro.Entry, discovery.Page, int, error)
+
+// read walks one reader's list down to its position: each page's
+// candidates verified and settled before the scan moves on, the scan's
+// progress saved after every page, so a worker killed at any point loses
+// nothing and doubles nothing. It returns the reader's row as saved and
+// the requests the read took. An error is the database's.
+func (r *sweepRun) read(ctx context.Context, rd store.Reader, scan *discovery.Scan, next pager, f discovery.Filter) (store.Reader, int, error) {
+	v := r.readerVisit(rd.Name)
+	if !rd.Scan.Started() || rd.ScanBegan == nil {
+		now := time.Now()
+		rd.ScanBegan = &now
+	}
+	var (
+		counts store.ReaderCounts
+		total  int
+		head   = rd.Position
+	)
+	save := func() error {
+		counts.Requests = v.res.Requests - total
+		total = v.res.Requests
+		r.addReader(rd.Name, counts, rd)
+		err := r.a.Store.SaveDiscoveryReader(ctx, rd, counts)
+		counts = store.ReaderCounts{}
+		return err
+	}
+	for !scan.Done() && !r.stopped() && ctx.Err() == nil {
+		entries, page, requests, err := next(ctx, scan)
+		v.res.Requests += requests
+		if err != nil {
+			v.upstreamError(err, "read "+rd.Name)
+			break
+		}
+		counts.Pages++
+		for _, e := range entries {
+			if e.Mined() && (head == nil || discovery.PositionOf(e).Compare(*head) > 0) {
+				p := discovery.PositionOf(e)
+				head = &p
+			}
+		}
+		var cands []hiro.Entry
+		for _, e := range page.Fresh {
+			if f.Candidate(e) {
+				cands = append(cands, e)
+			}
+		}
+		counts.Candidates += len(cands)
+		if !v.settleAll(ctx, cands) {
+			break // not settled: the page is read again next time
+		}
+		scan.Commit()
+		rd.Scan = scan.State()
+		if scan.Done() {
+			break
+		}
+		if err := save(); err != nil {
+			r.absorb(v)
+			return rd, v.res.Requests, err
+		}
+	}
+	if scan.Done() {
+		rd.Position = scan.Position()
+		if rd.Start == nil {
+			rd.Start = rd.Position
+		}
+		rd.Scan = discovery.State{}
+		rd.CoveredAt, rd.ScanBegan = rd.ScanBegan, nil
+		now := time.Now()
+		rd.LastReadAt = &now
+		if g := scan.Gap(); g != nil {
+			if err := r.a.Store.RecordGap(ctx, rd.Name, *g); err != nil {
+				r.absorb(v)
+				return rd, v.res.Requests, err
+			}
+			rd.Gaps++
+			r.log.Warn("discovery.gap", zap.String("reader", rd.Name), zap.Stringer("to", g.To),
+				zap.Int("maxPages", r.a.Discovery.WithDefaults().MaxPages),
+				zap.String("filledBy", "the reconciler"))
+		}
+	}
+	rd.HeadLagSeconds = discovery.Lag(rd.Position, head)
+	err := save()
+	r.absorb(v)
+	return rd, v.res.Requests, err
+}
+
+// readerVisit is a visit on behalf of a reader: it counts and settles the
+// reader's candidates the way an agent's visit does its own.
+func (r *sweepRun) readerVisit(name string) *visit {
+	return &visit{run: r, agent: store.AgentIngest{Agent: ingest.Agent{Address: name}}, seen: map[string]bool{},
+		log: r.log.With(zap.String("reader", name)),
+		res: pacer.SweepResult{RejectionReasons: competition.RejectionReasons(nil)}}
+}
+
+// settleAll verifies a page's candidates, those the listing decides alone
+// without a request and the rest in batches (one fetch each, SPEC §5.0),
+// and settles each: a row, a rejection, or kept in pending_txs for retry
+// (its agent then becomes due, so a visit looks again). false when one
+// could not be settled (the budget, the database): the page is read again.
+func (v *visit) settleAll(ctx context.Context, cands []hiro.Entry) bool {
+	a := v.run.a
+	var rest []hiro.Entry
+	for _, e := range cands {
+		o, decided := a.Verifier.RejectListed(ctx, e)
+		if !decided {
+			rest = append(rest, e)
+			continue
+		}
+		if !v.settle(ctx, e, o) {
+			return false
+		}
+		v.count(o)
+	}
+	for chunk := range slices.Chunk(rest, hiro.MaxBatch) {
+		ids := make([]string, len(chunk))
+		for i, e := range chunk {
+			ids[i] = e.TxID
+		}
+		outs := a.Verifier.VerifyMany(ctx, ids, competition.SourceSweep)
+		for i, o := range outs {
+			v.res.Requests += o.Requests
+			if o.LedgerErr != nil {
+				v.log.Warn("sweep.ledger_write_failed", zap.String("txid", o.TxID), zap.Error(o.LedgerErr))
+			}
+			if !v.settle(ctx, chunk[i], o) {
+				return false
+			}
+			v.count(o)
+			if o.Status == competition.StatusRejected && !o.Reason.Final() {
+				if _, err := a.Store.HintAgent(ctx, chunk[i].SenderAddress); err != nil {
+					v.log.Warn("discovery.hint_failed", zap.String("txid", o.TxID), zap.Error(err))
+				}
+			}
+		}
+	}
+	return true
+}
+
+// addReader adds one read's counts to the run's report of the reader.
+func (r *sweepRun) addReader(name string, counts store.ReaderCounts, rd store.Reader) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.res.Readers == nil {
+		r.res.Readers = map[string]pacer.ReaderReport{}
+	}
+	rep := r.res.Readers[name]
+	rep.Requests += counts.Requests
+	rep.Pages += counts.Pages
+	rep.Candidates += counts.Candidates
+	r.res.Readers[name] = rep
+}
+
+// reportReaders fills every reader's standing into the run's result:
+// position, lag, gaps and when it reads next, and the gaps still open.
+func (r *sweepRun) reportReaders(ctx context.Context, dc DiscoveryConfig) error {
+	readers, err := r.a.Store.DiscoveryReaders(ctx)
+	if err != nil {
+		return err
+	}
+	var contracts []string
+	for _, c := range allowlistedContracts(r.a) {
+		contracts = append(contracts, discovery.ContractReader(c))
+	}
+	open, err := r.a.Store.FillGaps(ctx, contracts)
+	if err != nil {
+		return err
+	}
+	interval := r.tailInterval(ctx, dc)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.res.Discovery = string(dc.Mode)
+	r.res.OpenGaps = open
+	if r.res.Readers == nil {
+		r.res.Readers = map[string]pacer.ReaderReport{}
+	}
+	for _, rd := range readers {
+		rep := r.res.Readers[rd.Name]
+		if rd.Position != nil {
+			rep.Position = rd.Position.String()
+		}
+		rep.LagSeconds, rep.Gaps = rd.HeadLagSeconds, int(rd.Gaps)
+		if rd.LastReadAt != nil {
+			every := dc.ReconcileEvery
+			if rd.Name == discovery.ReaderTail {
+				every = interval
+			}
+			at := rd.LastReadAt.Add(every).UTC()
+			if rd.Scan.Started() {
+				at = time.Now().UTC()
+			}
+			rep.NextDueAt = &at
+		}
+		r.res.Readers[rd.Name] = rep
+	}
+	return nil
+}

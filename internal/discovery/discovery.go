@@ -1,0 +1,382 @@
+// Package discovery reads the chain once for every agent (SPEC §5.0): the
+// tail reads the chain's confirmed contract calls newest first down to the
+// place it has fully read before, the reconciler reads each allowlisted
+// contract's own list the same way, and both pick the candidates (an
+// allowlisted call by a registered agent) out of each page locally, without
+// a request.
+//
+// The package is pure: pages come in as arguments, decisions come out, time
+// is an argument, nothing is read or written. The sweep activity and the
+// virtual-time discovery benchmark drive the same code.
+//
+// # A scan
+//
+// A Scan is one reader's walk from the newest entry down to its saved
+// position (From). Pages arrive newest first; offset pages shift as blocks
+// arrive, so an entry can come twice (it is dropped the second time) but,
+// since the scan only hands out entries older than the oldest one it has
+// settled (Low), never be skipped: an entry slides to a higher offset when
+// newer ones arrive, never to a lower one, except when a fork removes
+// entries, which NextOffset notices (the page it reads starts one entry
+// before where the last one ended) and answers by reading further back.
+//
+// The caller verifies the candidates of a page and only then calls Commit:
+// the scan's state (State) then says every entry of the page is settled
+// (a row, a rejection, or kept in pending_txs for retry). A scan left
+// without Commit (the budget ran out, the worker was killed) goes on from
+// its last committed page, so nothing is lost and nothing done twice.
+//
+// When the walk reaches From, the reader's position becomes the newest
+// entry the scan saw (Top). A scan that reads MaxPages without reaching
+// From gives up on the rest: its position still moves to Top, and the range
+// it did not read (From, Low) is a Gap, reported, for the reconciler to
+// fill. It is never skipped silently.
+package discovery
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/pacer-dev/pacer/internal/hiro"
+)
+
+// Readers' names, as discovery_cursors keys them.
+const (
+	ReaderTail = "tail"
+	// ContractPrefix prefixes a contract's reader: "contract:<contract_id>".
+	ContractPrefix = "contract:"
+)
+
+// ContractReader is the reader name of a contract's own list.
+func ContractReader(contractID string) string { return ContractPrefix + contractID }
+
+// Defaults (SPEC §2).
+const (
+	DefaultTailEvery      = 10 * time.Second
+	DefaultReconcileEvery = 15 * time.Minute
+	DefaultMaxPages       = 200
+	// PageSize is the feed's page: Hiro's list endpoints take at most 50.
+	PageSize = hiro.MaxLimit
+)
+
+// Mode is PACER_DISCOVERY.
+type Mode string
+
+// Modes.
+const (
+	// ModeTail reads the chain once for every agent (SPEC §5.0).
+	ModeTail Mode = "tail"
+	// ModeAgents visits each agent on its own (SPEC §5.3).
+	ModeAgents Mode = "agents"
+)
+
+// ParseMode reads a mode name ("" is the default, tail).
+func ParseMode(s string) (Mode, error) {
+	switch Mode(s) {
+	case "", ModeTail:
+		return ModeTail, nil
+	case ModeAgents:
+		return ModeAgents, nil
+	}
+	return "", fmt.Errorf("discovery %q: want tail or agents", s)
+}
+
+// Position is a place in the chain, as a reader keeps it: a block height,
+// a transaction index and the transaction there (two forks can share a
+// height and index).
+type Position struct {
+	BlockHeight int64  `json:"blockHeight"`
+	TxIndex     int64  `json:"txIndex"`
+	TxID        string `json:"txid"`
+	// Time is the entry's block time (unix seconds; its burn block's when
+	// the block's own is unknown), what the lag behind the head is
+	// measured by.
+	Time int64 `json:"time,omitempty"`
+}
+
+// PositionOf is where a mined entry sits.
+func PositionOf(e hiro.Entry) Position {
+	return Position{BlockHeight: e.BlockHeight, TxIndex: e.TxIndex, TxID: e.TxID, Time: cmp.Or(e.BlockTime, e.BurnBlockTime)}
+}
+
+// Compare orders positions by height, then index: -1 older, 0 same place
+// (maybe another transaction, on another fork), +1 newer.
+func (p Position) Compare(o Position) int {
+	return cmp.Or(cmp.Compare(p.BlockHeight, o.BlockHeight), cmp.Compare(p.TxIndex, o.TxIndex))
+}
+
+func (p Position) String() string { return fmt.Sprintf("%d:%d", p.BlockHeight, p.TxIndex) }
+
+// Filter decides locally, without a request, whether a list entry is a
+// candidate: a mined, canonical contract call whose sender is a registered
+// agent and whose (contract_id, function_name) pair is allowlisted.
+type Filter struct {
+	// Agent reports whether an address is a registered agent.
+	Agent func(address string) bool
+	// Allowed reports whether calls of function on contractID count.
+	Allowed func(contractID, function string) bool
+}
+
+// Candidate reports whether e deserves verification.
+func (f Filter) Candidate(e hiro.Entry) bool {
+	return e.TxID != "" && e.Canonical && e.TxType == hiro.TxTypeContractCall && e.ContractCall != nil &&
+		f.Agent != nil && f.Allowed != nil &&
+		f.Agent(e.SenderAddress) && f.Allowed(e.ContractCall.ContractID, e.ContractCall.FunctionName)
+}
+
+// State is a scan's progress, kept with the reader's position so that a
+// scan cut short goes on where it stopped. The zero State is a scan not
+// begun.
+type State struct {
+	// Top is the newest entry the scan has seen: the reader's position
+	// once the scan is done. Nil before the first page.
+	Top *Position `json:"top,omitempty"`
+	// Low is the oldest entry settled so far; entries at or above it are
+	// done (or newer than Top, left to the next scan).
+	Low *Position `json:"low,omitempty"`
+	// Offset is where the next feed page starts; Token the next page of a
+	// token-paged list (the reconciler's).
+	Offset int    `json:"offset,omitempty"`
+	Token  string `json:"token,omitempty"`
+	// Total is the feed's length at the last page.
+	Total int `json:"total,omitempty"`
+	// Pages counts the pages this scan has read, toward MaxPages.
+	Pages int `json:"pages,omitempty"`
+	// rewinds counts reads further back since the last page that moved
+	// the scan on.
+	Rewinds int `json:"rewinds,omitempty"`
+}
+
+// Started reports whether the scan has read a page.
+func (s State) Started() bool { return s.Top != nil }
+
+// Gap is a range of the chain a reader did not read: entries older than To
+// and newer than From (From nil: from the start of the tail).
+type Gap struct {
+	From *Position `json:"from"`
+	To   Position  `json:"to"`
+}
+
+// Scan is one walk of a newest-first list down to From.
+type Scan struct {
+	from     *Position
+	maxPages int
+	tokens   bool
+	st       State
+	// pending is the state after the page last read, before Commit.
+	pending *State
+	done    bool
+	gap     *Gap
+}
+
+// ScanConfig configures a Scan.
+type ScanConfig struct {
+	// From is the reader's position: everything at or below it is read.
+	// Nil: the reader has never read, and the scan only finds the head
+	// (the first page's newest entry becomes the position; nothing older
+	// is handed out, that being each agent's own history).
+	From *Position
+	// MaxPages is the most pages one scan reads (≤ 0: DefaultMaxPages).
+	MaxPages int
+	// Tokens is true for a list paged by tokens (each page names the
+	// next, which already accounts for shifts: hiro.ListTransactions), false
+	// for the offset-paged feed.
+	Tokens bool
+}
+
+// NewScan begins a walk, or resumes one cut short from st (the zero State
+// begins anew).
+func NewScan(cfg ScanConfig, st State) *Scan {
+	if cfg.MaxPages <= 0 {
+		cfg.MaxPages = DefaultMaxPages
+	}
+	return &Scan{from: cfg.From, st: st, maxPages: cfg.MaxPages, tokens: cfg.Tokens}
+}
+
+// Page is what one page of a list brought, after the scan looked at it.
+type Page struct {
+	// Fresh are the page's entries this scan has not handed out before,
+	// newer than From: the ones to filter and verify, newest first.
+	// Entries of forks that lost (canonical false) and entries never mined
+	// are passed over.
+	Fresh []hiro.Entry
+	// Reached is true when the page reached From or the list's end: after
+	// Commit the scan is done.
+	Reached bool
+	// Repeats counts entries already handed out (offsets shift).
+	Repeats int
+	// Rewound is true when the page began below where the last one ended
+	// (a fork removed entries above it): it is read again further back,
+	// and nothing of it is handed out.
+	Rewound bool
+}
+
+// AddFeed takes the feed page read at NextOffset: entries newest first,
+// and the feed's total when it was read. Entries that arrived since the
+// last page push the rest to higher offsets; the growth of the total says
+// by how much, so the next offset follows them instead of reading repeats
+// (the overlap check catches a total that misled). It returns the entries
+// to look at; the scan moves on only at Commit.
+func (s *Scan) AddFeed(entries []hiro.Entry, total int) Page {
+	return s.add(entries, "", total)
+}
+
+// AddList takes the page of a token-paged list read at NextToken, and the
+// token of the next page ("" at the list's end).
+func (s *Scan) AddList(entries []hiro.Entry, next string) Page {
+	return s.add(entries, next, 0)
+}
+
+func (s *Scan) add(entries []hiro.Entry, next string, total int) Page {
+	st := s.st
+	st.Pages++
+	var out Page
+	first := true
+	for _, e := range entries {
+		if !e.Mined() {
+			continue // the mempool is not the chain; the sender's visits see it
+		}
+		p := PositionOf(e)
+		if first {
+			first = false
+			if !s.tokens && s.st.Low != nil && s.st.Offset > 0 && below(p, *s.st.Low) {
+				// The page should begin at or above the last page's end (it
+				// starts one entry back): entries moved up past the offset.
+				// Read further back, a page more each time, down to the
+				// head if need be: never on past entries not yet seen.
+				st.Rewinds++
+				st.Offset = max(0, s.st.Offset-PageSize*st.Rewinds)
+				s.pending = &st
+				return Page{Rewound: true}
+			}
+		}
+		if st.Top == nil {
+			top := p
+			st.Top = &top
+		}
+		if s.from == nil {
+			out.Reached = true // first read: the head is the position
+			break
+		}
+		if !newer(p, *s.from) {
+			out.Reached = true // From, or older: read before
+			break
+		}
+		if st.Low != nil && !below(p, *st.Low) {
+			out.Repeats++
+			continue
+		}
+		low := p
+		st.Low = &low
+		if e.Canonical {
+			out.Fresh = append(out.Fresh, e)
+		}
+	}
+	st.Rewinds = 0
+	if s.tokens {
+		st.Token = next
+		out.Reached = out.Reached || next == ""
+	} else {
+		st.Offset = s.st.Offset + max(len(entries)-1, 1)
+		if s.st.Total > 0 && total > s.st.Total {
+			st.Offset += total - s.st.Total
+		}
+		st.Total = total
+		out.Reached = out.Reached || len(entries) < PageSize
+	}
+	s.pending = &st
+	s.done = out.Reached
+	if !out.Reached && st.Pages >= s.maxPages {
+		to := st.Top
+		if st.Low != nil {
+			to = st.Low
+		}
+		if to != nil {
+			s.gap = &Gap{From: s.from, To: *to}
+		}
+		s.done = true
+	}
+	return out
+}
+
+// below reports whether p comes after o in a newest-first list: older, or
+// at o's place but another transaction (forks can share a place; the
+// scan hands such an entry out rather than risk skipping it).
+func below(p, o Position) bool {
+	c := p.Compare(o)
+	return c < 0 || (c == 0 && p.TxID != o.TxID)
+}
+
+// newer reports whether p comes before o in a newest-first list: newer, or
+// at o's place but another transaction.
+func newer(p, o Position) bool {
+	c := p.Compare(o)
+	return c > 0 || (c == 0 && p.TxID != o.TxID)
+}
+
+// Commit records that every candidate of the page last added is settled.
+func (s *Scan) Commit() {
+	if s.pending != nil {
+		s.st = *s.pending
+		s.pending = nil
+	}
+}
+
+// Done reports whether the committed scan is over: it reached From, the
+// list ended, or it read MaxPages (then Gap says what it left).
+func (s *Scan) Done() bool { return s.done && s.pending == nil }
+
+// State is the committed progress, to keep while the scan is not done.
+func (s *Scan) State() State { return s.st }
+
+// NextOffset is the feed offset of the next page: one entry before where
+// the last page ended, so that a page that begins below that entry shows
+// that entries moved up (see Add).
+func (s *Scan) NextOffset() int { return s.st.Offset }
+
+// NextToken is the token of the next page of a token-paged list.
+func (s *Scan) NextToken() string { return s.st.Token }
+
+// Position is the reader's position once the scan is done: the newest
+// entry it saw, or From when the list brought nothing newer.
+func (s *Scan) Position() *Position {
+	if s.st.Top != nil && (s.from == nil || s.st.Top.Compare(*s.from) >= 0) {
+		return s.st.Top
+	}
+	return s.from
+}
+
+// Gap is the range the scan gave up on after MaxPages, nil when none.
+func (s *Scan) Gap() *Gap { return s.gap }
+
+// Lag is how far the reader's position is behind the chain's head, in
+// seconds of block time: head is the newest entry seen at the top of the
+// list. A reader at the head lags 0.
+func Lag(pos *Position, head *Position) float64 {
+	if pos == nil || head == nil || pos.Compare(*head) >= 0 || head.Time <= pos.Time {
+		return 0
+	}
+	return float64(head.Time - pos.Time)
+}
+
+// TailShare is the share of the sweep's budget the tail plans to spend
+// when the budget binds: it is served first, but leaves the rest to the
+// reconciler and the agents' visits so that neither starves.
+const TailShare = 0.8
+
+// TailInterval is how long after a read the tail reads again: every
+// (PACER_TAIL_EVERY), stretched when the budget binds so that a read's cost
+// (requests, pages and details together, as the last reads measured it)
+// fits TailShare of the sweep's rate (requests a minute; ≤ 0 or +Inf:
+// unknown or unbounded, no stretch). The month's pace is what binds on a
+// capped plan: the tail then reads less often, in bigger pages' worth, and
+// costs what the chain's volume costs rather than per read.
+func TailInterval(every time.Duration, costPerRead, ratePerMinute float64) time.Duration {
+	if ratePerMinute <= 0 || math.IsInf(ratePerMinute, 1) || math.IsNaN(ratePerMinute) || costPerRead <= 0 {
+		return every
+	}
+	need := time.Duration(costPerRead / (ratePerMinute * TailShare) * float64(time.Minute))
+	return max(every, need)
+}

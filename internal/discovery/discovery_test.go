@@ -1,0 +1,239 @@
+package discovery
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pacer-dev/pacer/internal/hiro"
+)
+
+// chain is a feed for tests: entries newest first, one a block.
+type chain struct{ entries []hiro.Entry }
+
+func (c *chain) mine(n int) {
+	height := int64(1)
+	if len(c.entries) > 0 {
+		height = c.entries[0].BlockHeight + 1
+	}
+	fresh := make([]hiro.Entry, n)
+	for i := range n {
+		h := height + int64(n-1-i)
+		fresh[i] = hiro.Entry{TxID: fmt.Sprintf("0x%04x", h), TxType: hiro.TxTypeContractCall,
+			BlockHeight: h, BlockTime: 1000 + h, Canonical: true}
+	}
+	c.entries = append(fresh, c.entries...)
+}
+
+func (c *chain) page(offset int) []hiro.Entry {
+	if offset >= len(c.entries) {
+		return nil
+	}
+	return slices.Clone(c.entries[offset:min(len(c.entries), offset+PageSize)])
+}
+
+// walk runs a scan to its end, mining arrive entries before every page,
+// and returns the txids handed out.
+func walk(t *testing.T, c *chain, s *Scan, arrive int) []string {
+	t.Helper()
+	var got []string
+	for range 1000 {
+		if s.Done() {
+			return got
+		}
+		c.mine(arrive)
+		p := s.AddFeed(c.page(s.NextOffset()), len(c.entries))
+		for _, e := range p.Fresh {
+			got = append(got, e.TxID)
+		}
+		s.Commit()
+	}
+	t.Fatal("scan never ended")
+	return nil
+}
+
+func ids(c *chain, from, to int64) []string {
+	var out []string
+	for h := to; h > from; h-- {
+		out = append(out, fmt.Sprintf("0x%04x", h))
+	}
+	return out
+}
+
+func TestFirstScanFindsTheHeadOnly(t *testing.T) {
+	c := &chain{}
+	c.mine(120)
+	s := NewScan(ScanConfig{}, State{})
+	require.Empty(t, walk(t, c, s, 0))
+	require.Equal(t, int64(120), s.Position().BlockHeight)
+	require.Nil(t, s.Gap())
+}
+
+func TestShiftingPagesRepeatButNeverSkip(t *testing.T) {
+	for _, arrive := range []int{0, 1, 7, 49, 50, 120} {
+		t.Run(fmt.Sprint(arrive), func(t *testing.T) {
+			c := &chain{}
+			c.mine(500)
+			from := PositionOf(c.entries[400]) // height 100
+			before := int64(len(c.entries))
+			s := NewScan(ScanConfig{From: &from}, State{})
+			got := walk(t, c, s, arrive)
+			// Everything newer than From that existed when the scan began
+			// is handed out once, newest first; what arrived during the
+			// scan is either handed out or newer than its position.
+			want := ids(c, 100, before)
+			require.Subset(t, got, want)
+			require.Len(t, got, len(slices.Compact(slices.Clone(got))), "no repeats")
+			require.GreaterOrEqual(t, s.Position().BlockHeight, before)
+			for _, id := range got {
+				require.Greater(t, id, fmt.Sprintf("0x%04x", 100))
+			}
+		})
+	}
+}
+
+func TestScanPassesOverLosingForks(t *testing.T) {
+	c := &chain{}
+	c.mine(10)
+	c.entries[3].Canonical = false
+	from := PositionOf(c.entries[9])
+	s := NewScan(ScanConfig{From: &from}, State{})
+	got := walk(t, c, s, 0)
+	require.Len(t, got, 8)
+	require.NotContains(t, got, c.entries[3].TxID)
+}
+
+func TestUncommittedPageIsHandedOutAgain(t *testing.T) {
+	c := &chain{}
+	c.mine(200)
+	from := PositionOf(c.entries[199])
+	s := NewScan(ScanConfig{From: &from}, State{})
+	first := s.AddFeed(c.page(s.NextOffset()), len(c.entries))
+	s.Commit()
+	second := s.AddFeed(c.page(s.NextOffset()), len(c.entries))
+	require.NotEmpty(t, second.Fresh)
+	// The worker dies before the second page's candidates are settled: a
+	// new scan resumes from the committed state.
+	c.mine(30)
+	resumed := NewScan(ScanConfig{From: &from}, s.State())
+	got := walk(t, c, resumed, 0)
+	all := append(idsOf(first.Fresh), got...)
+	require.Equal(t, ids(c, 1, 200), all)
+}
+
+func idsOf(es []hiro.Entry) []string {
+	var out []string
+	for _, e := range es {
+		out = append(out, e.TxID)
+	}
+	return out
+}
+
+func TestTooFarBehindReportsTheGap(t *testing.T) {
+	c := &chain{}
+	c.mine(1000)
+	from := PositionOf(c.entries[999])
+	s := NewScan(ScanConfig{From: &from, MaxPages: 3}, State{})
+	got := walk(t, c, s, 0)
+	require.Len(t, got, 3*PageSize-2) // pages overlap by one entry
+	gap := s.Gap()
+	require.NotNil(t, gap)
+	require.Equal(t, from, *gap.From)
+	require.Equal(t, got[len(got)-1], gap.To.TxID)
+	require.Equal(t, int64(1000), s.Position().BlockHeight, "the position moves to the head; the gap is reported")
+}
+
+func TestEntriesRemovedAboveTheOffsetAreReadAgain(t *testing.T) {
+	c := &chain{}
+	c.mine(200)
+	from := PositionOf(c.entries[199])
+	s := NewScan(ScanConfig{From: &from}, State{})
+	var got []string
+	p := s.AddFeed(c.page(s.NextOffset()), len(c.entries))
+	got = append(got, idsOf(p.Fresh)...)
+	s.Commit()
+	// A fork drops the five newest entries: everything slides up by five.
+	c.entries = c.entries[5:]
+	got = append(got, walk(t, c, s, 0)...)
+	require.Subset(t, got, ids(c, 1, 195))
+}
+
+func TestTokenPagedList(t *testing.T) {
+	c := &chain{}
+	c.mine(120)
+	from := PositionOf(c.entries[110])
+	s := NewScan(ScanConfig{From: &from, Tokens: true}, State{})
+	p := s.AddList(c.entries[:50], "next")
+	s.Commit()
+	require.Len(t, p.Fresh, 50)
+	require.False(t, s.Done())
+	require.Equal(t, "next", s.NextToken())
+	p = s.AddList(c.entries[50:100], "next2")
+	s.Commit()
+	p = s.AddList(c.entries[100:], "")
+	s.Commit()
+	require.Len(t, p.Fresh, 10)
+	require.True(t, s.Done())
+}
+
+func TestFilter(t *testing.T) {
+	f := Filter{
+		Agent:   func(a string) bool { return a == "SPAGENT" },
+		Allowed: func(c, fn string) bool { return c == "SP.dex" && fn == "swap" },
+	}
+	ok := hiro.Entry{TxID: "0x1", TxType: hiro.TxTypeContractCall, SenderAddress: "SPAGENT", Canonical: true, BlockHeight: 1,
+		ContractCall: &hiro.ContractCall{ContractID: "SP.dex", FunctionName: "swap"}}
+	require.True(t, f.Candidate(ok))
+	for name, mut := range map[string]func(*hiro.Entry){
+		"stranger": func(e *hiro.Entry) { e.SenderAddress = "SPOTHER" },
+		"function": func(e *hiro.Entry) {
+			e.ContractCall = &hiro.ContractCall{ContractID: "SP.dex", FunctionName: "add-liquidity"}
+		},
+		"contract":     func(e *hiro.Entry) { e.ContractCall = &hiro.ContractCall{ContractID: "SP.other", FunctionName: "swap"} },
+		"not a call":   func(e *hiro.Entry) { e.TxType, e.ContractCall = "token_transfer", nil },
+		"lost fork":    func(e *hiro.Entry) { e.Canonical = false },
+		"without a id": func(e *hiro.Entry) { e.TxID = "" },
+	} {
+		e := ok
+		mut(&e)
+		require.False(t, f.Candidate(e), name)
+	}
+}
+
+func TestTailIntervalStretchesWhenTheBudgetBinds(t *testing.T) {
+	require.Equal(t, 10*time.Second, TailInterval(10*time.Second, 2, 0))
+	require.Equal(t, 10*time.Second, TailInterval(10*time.Second, 2, 360))
+	// A month of 150,000 is 3.5 requests a minute; a read costing 2 fits
+	// 80% of it every 2/(3.5·0.8) minutes.
+	got := TailInterval(10*time.Second, 2, 3.5)
+	require.InDelta(t, (2/(3.5*TailShare))*60, got.Seconds(), 0.01)
+}
+
+func TestLag(t *testing.T) {
+	pos := &Position{BlockHeight: 5, Time: 100}
+	require.Zero(t, Lag(pos, pos))
+	require.Equal(t, 30.0, Lag(pos, &Position{BlockHeight: 9, Time: 130}))
+	require.Zero(t, Lag(nil, pos))
+}
+
+// A fork that removes more entries than several pages hold sends the scan
+// back as far as it takes, to the head if need be: it never goes on past
+// entries it has not seen.
+func TestDeepRemovalReadsBackToTheHead(t *testing.T) {
+	c := &chain{}
+	c.mine(600)
+	from := PositionOf(c.entries[599])
+	s := NewScan(ScanConfig{From: &from}, State{})
+	var got []string
+	for range 4 {
+		p := s.AddFeed(c.page(s.NextOffset()), len(c.entries))
+		got = append(got, idsOf(p.Fresh)...)
+		s.Commit()
+	}
+	c.entries = c.entries[300:] // 300 entries gone above the scan's offset
+	got = append(got, walk(t, c, s, 0)...)
+	require.Subset(t, got, ids(c, 1, 300))
+}
