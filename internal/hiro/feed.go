@@ -179,22 +179,26 @@ func (c *Client) txBatch(ctx context.Context, batch []string, out map[string]TxR
 	for k, v := range body {
 		byID[strings.ToLower(k)] = v
 	}
+	var unfound []string
 	for _, id := range batch {
 		if _, done := out[id]; done {
 			continue
 		}
 		e, ok := byID[strings.ToLower(id)]
 		if !ok || !e.Found {
-			// Missing from the answer or not found: Hiro does not know it.
-			// A detail request would say 404 too.
-			out[id] = TxResult{Err: &pacer.Error{Class: pacer.ClassNotFound, Op: op, Err: fmt.Errorf("tx %s not found", abbreviate(id))}}
+			unfound = append(unfound, id)
 			continue
 		}
 		tx, n, err := c.completeEvents(ctx, e.Result, res.quota)
 		requests += n
 		out[id] = TxResult{Tx: tx, Err: err}
 	}
-	return requests, nil
+	// /multiple reads canonical transactions only: one on a losing fork
+	// comes back found:false although /extended/v1/tx/{id} still serves it
+	// (canonical:false). Asking the detail once is what tells a fork
+	// (not_canonical, final) from a transaction Hiro does not know
+	// (tx_not_found, looked at again).
+	return requests + c.txSingles(ctx, unfound, out), nil
 }
 
 // completeEvents decodes a transaction of a batch and reads the events the

@@ -62,6 +62,7 @@ func TestFeedRefusesBadAnswers(t *testing.T) {
 type multipleServer struct {
 	mu       sync.Mutex
 	events   map[string]int
+	forks    map[string]bool // on a losing fork: /multiple says found:false, the detail serves it
 	refuse   bool
 	multiple int
 	singles  int
@@ -93,7 +94,7 @@ func (m *multipleServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		m.ids = append(m.ids, q["tx_id"])
 		out := map[string]any{}
 		for _, id := range q["tx_id"] {
-			if _, ok := m.events[id]; ok {
+			if _, ok := m.events[id]; ok && !m.forks[id] {
 				out[id] = map[string]any{"found": true, "result": m.tx(id, limit, offset)}
 			} else {
 				out[id] = map[string]any{"found": false, "result": map[string]any{"tx_id": id}}
@@ -108,12 +109,16 @@ func (m *multipleServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNotFound)
 		return
 	}
-	_ = json.NewEncoder(w).Encode(m.tx(id, limit, offset))
+	tx := m.tx(id, limit, offset)
+	if m.forks[id] {
+		tx["canonical"] = false
+	}
+	_ = json.NewEncoder(w).Encode(tx)
 }
 
 func TestTxsBatchesAndPagesEvents(t *testing.T) {
-	m := &multipleServer{events: map[string]int{}}
-	var ids []string
+	m := &multipleServer{events: map[string]int{"0xf0"+"4c": 2}, forks: map[string]bool{"0xf04c": true}}
+	ids := []string{"0xf04c"}
 	for i := range 25 {
 		id := fmt.Sprintf("0x%02x", i)
 		ids = append(ids, id)
@@ -127,12 +132,15 @@ func TestTxsBatchesAndPagesEvents(t *testing.T) {
 
 	got, requests, err := c.Txs(t.Context(), ids)
 	require.NoError(t, err)
-	require.Len(t, got, 26)
-	require.Equal(t, 2, m.multiple, "26 transactions in batches of 20")
-	require.Equal(t, 2, m.singles, "the busy transaction's two further event pages")
-	require.Equal(t, 4, requests)
+	require.Len(t, got, 27)
+	require.Equal(t, 2, m.multiple, "27 transactions in batches of 20")
+	require.Equal(t, 4, m.singles, "the busy transaction's two further event pages, and one detail for each id /multiple did not find")
+	require.Equal(t, 6, requests)
+	require.NoError(t, got["0xf04c"].Err, "a losing fork's transaction is read from its detail")
+	require.NotNil(t, got["0xf04c"].Tx.Canonical)
+	require.False(t, *got["0xf04c"].Tx.Canonical, "and says it is not canonical")
 	require.Len(t, m.ids[0], MaxBatch)
-	for _, id := range ids[:25] {
+	for _, id := range ids[1:26] {
 		require.NoError(t, got[id].Err)
 		require.True(t, got[id].Tx.EventsComplete(), id)
 		require.Len(t, got[id].Tx.Events, m.events[id])
