@@ -192,13 +192,13 @@ func TestScheduleHistoryReadsTheLedger(t *testing.T) {
 	require.NoError(t, err)
 	_, _, err = st.BeginRun(ctx, coalesced)
 	require.NoError(t, err)
-	require.NoError(t, st.FinishRun(ctx, coalesced, pacer.RunOK, "", json.RawMessage(`{"rows":9}`)))
+	require.NoError(t, st.FinishRun(ctx, coalesced, 0, pacer.RunOK, "", json.RawMessage(`{"rows":9}`)))
 	failed := pacer.Occurrence{Task: pacer.TaskRollup, NominalAt: at(4)}
 	_, _, err = st.BeginRun(ctx, failed)
 	require.NoError(t, err)
 	_, _, err = st.BeginRun(ctx, failed)
 	require.NoError(t, err)
-	require.NoError(t, st.FinishRun(ctx, failed, pacer.RunFailed, pacer.ClassTransport, nil))
+	require.NoError(t, st.FinishRun(ctx, failed, 0, pacer.RunFailed, pacer.ClassTransport, nil))
 	other := pacer.Occurrence{Task: pacer.TaskTenero, NominalAt: at(4)}
 	_, _, err = st.BeginRun(ctx, other)
 	require.NoError(t, err)
