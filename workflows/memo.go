@@ -25,6 +25,9 @@ type Memo struct {
 	At          time.Time           `json:"at"`
 	PausedUntil *time.Time          `json:"pausedUntil"`
 	Tasks       map[string]MemoTask `json:"tasks"`
+	// Pauses are the pause windows, per task or global (changeOneDecision);
+	// a restart lays them over the older state it starts from.
+	Pauses []schedule.Pause `json:"pauses,omitempty"`
 }
 
 // MemoTask is one task in the memo.
@@ -37,6 +40,31 @@ type MemoTask struct {
 	Interval     pacer.Duration `json:"interval,omitempty"`
 	Zone         string         `json:"zone,omitempty"`
 	RunsOutEarly bool           `json:"runsOutEarly,omitempty"`
+	// Held is the decision when it holds the task for a reason an operator
+	// acts on (paused, breaker, backoff, stopping), with until when; absent
+	// for the routine ones (cadence, cron, budget, running, due), which move
+	// every run and would cost a memo event each.
+	Held *MemoHeld `json:"held,omitempty"`
+}
+
+// MemoHeld is a task held by an operator's or an upstream's word.
+type MemoHeld struct {
+	Reason string     `json:"reason"`
+	Until  *time.Time `json:"until,omitempty"`
+}
+
+// held is the task's MemoHeld, nil for a routine decision.
+func (s *scheduler) held(t *schedule.Task, now time.Time) *MemoHeld {
+	d := s.view().Decide(t, now)
+	switch d.Reason {
+	case schedule.ReasonPaused, schedule.ReasonBreaker, schedule.ReasonBackoff, schedule.ReasonStopping:
+		h := &MemoHeld{Reason: d.Reason}
+		if !d.At.IsZero() {
+			h.Until = utc(&d.At)
+		}
+		return h
+	}
+	return nil
 }
 
 // Apply lays the memo's pause and breakers over a state that is older (the
@@ -46,6 +74,7 @@ type MemoTask struct {
 // is added; the workflow puts the tasks in order when it starts.
 func (m Memo) Apply(st *State) {
 	st.PausedUntil = m.PausedUntil
+	st.Pauses = m.Pauses
 	for _, name := range slices.Sorted(maps.Keys(m.Tasks)) {
 		mt := m.Tasks[name]
 		i := slices.IndexFunc(st.Tasks, func(t *schedule.Task) bool { return t != nil && t.Name == name })
@@ -61,8 +90,14 @@ func (m Memo) Apply(st *State) {
 // memo is the scheduler's memo now.
 func (s *scheduler) memo(now time.Time) Memo {
 	m := Memo{At: now, PausedUntil: utc(s.state.PausedUntil), Tasks: map[string]MemoTask{}}
+	if s.gates.decide {
+		m.Pauses = s.state.Pauses
+	}
 	for _, t := range s.state.Tasks {
 		mt := MemoTask{ConsecutiveFailures: t.ConsecutiveFailures, BreakerUntil: utc(t.BreakerUntil), BreakerTrips: t.BreakerTrips}
+		if s.gates.decide {
+			mt.Held = s.held(t, now)
+		}
 		if p := s.pacingStatus(t.Name, now); p != nil {
 			mt.Batch, mt.Zone = p.Batch, string(p.Zone)
 			mt.Interval = s.state.Pacing[t.Name].Controller.Interval
