@@ -98,7 +98,8 @@ var ErrRunHeld = errors.New("another attempt of this occurrence is running")
 // off, a stalled process) still holds it, so its retry elsewhere finds
 // ErrRunHeld instead of running the occurrence a second time; a worker
 // that died drops its connection and with it the lease. release gives it
-// back.
+// back. The lock's key includes the schema: databases that hold several
+// pacer schemas (tests) keep their leases apart.
 func (s *Store) HoldRun(ctx context.Context, occ pacer.Occurrence) (release func(), err error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
@@ -106,7 +107,7 @@ func (s *Store) HoldRun(ctx context.Context, occ pacer.Occurrence) (release func
 	}
 	key := occ.Task + "@" + occ.NominalAt.UTC().Format(time.RFC3339Nano)
 	var held bool
-	if err := conn.QueryRow(ctx, `select pg_try_advisory_lock(hashtextextended($1, 3))`, key).Scan(&held); err != nil {
+	if err := conn.QueryRow(ctx, `select pg_try_advisory_lock(hashtextextended(current_schema() || ':' || $1, 3))`, key).Scan(&held); err != nil {
 		conn.Release()
 		return nil, fmt.Errorf("hold run %s: %w", occ.Task, err)
 	}
@@ -117,7 +118,7 @@ func (s *Store) HoldRun(ctx context.Context, occ pacer.Occurrence) (release func
 	return func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		if _, err := conn.Exec(ctx, `select pg_advisory_unlock(hashtextextended($1, 3))`, key); err != nil {
+		if _, err := conn.Exec(ctx, `select pg_advisory_unlock(hashtextextended(current_schema() || ':' || $1, 3))`, key); err != nil {
 			// Unsure whether the lock is gone: close the session, which
 			// drops it for certain.
 			_ = conn.Conn().Close(ctx)
