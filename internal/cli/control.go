@@ -422,29 +422,38 @@ takes the place of a scheduled occurrence; it is recorded as manual.`,
 }
 
 func newPauseCmd(c *config) *cobra.Command {
-	var until string
-	var forDur string
+	var until, forDur, task string
 	cmd := &cobra.Command{
-		Use:   "pause --until RFC3339 | --for DURATION",
-		Short: "Stop scheduled task runs until a time (explicit refreshes still run; the pause update)",
+		Use:   "pause --until RFC3339 | --for DURATION [--task TASK]",
+		Short: "Stop scheduled runs of every task, or of one, until a time (explicit refreshes still run; the pause update)",
 		Args:  wrapArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if _, err := schedule.PauseUntil(time.Now(), until, forDur); err != nil {
 				return &UsageError{Err: err}
 			}
+			if task != "" {
+				if err := checkTask(task); err != nil {
+					return err
+				}
+			}
 			return c.withClient(cmd.Context(), func(tc client.Client) error {
 				res, err := worker.Update[workflows.PauseResult](cmd.Context(), tc, c.workflowID, workflows.UpdatePause,
-					workflows.PauseInput{Until: until, For: forDur})
+					workflows.PauseInput{Until: until, For: forDur, Task: task})
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "paused: no scheduled runs until %s\n", res.PausedUntil.UTC().Format(time.RFC3339))
+				what := "no scheduled runs"
+				if res.Task != "" {
+					what = "no scheduled " + res.Task + " runs"
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "paused: %s until %s\n", what, res.PausedUntil.UTC().Format(time.RFC3339))
 				return nil
 			})
 		},
 	}
 	cmd.Flags().StringVar(&until, "until", "", "pause until this RFC3339 time")
 	cmd.Flags().StringVar(&forDur, "for", "", "pause for this Go duration (like 30m)")
+	cmd.Flags().StringVar(&task, "task", "", "pause this task only (tenero, sweep, rollup or deliver)")
 	return cmd
 }
 
@@ -467,6 +476,9 @@ func newResumeCmd(c *config) *cobra.Command {
 				}
 				if len(res.BreakersClosed) > 0 {
 					fmt.Fprintf(out, "closed breakers: %s\n", strings.Join(res.BreakersClosed, ", "))
+				}
+				if len(res.BackoffsCleared) > 0 {
+					fmt.Fprintf(out, "cleared back-offs: %s\n", strings.Join(res.BackoffsCleared, ", "))
 				}
 				return nil
 			})
