@@ -2,11 +2,13 @@ package workflows
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
@@ -202,4 +204,47 @@ func TestHintWakesTheSweep(t *testing.T) {
 		require.Equal(t, atPause+1, h.sweep.calls.Load(), "the hinted run starts when the pause ends")
 	})
 	h.runFor(t, 36*time.Minute, SchedulerInput{Config: Config{SweepEvery: pacer.Duration(time.Hour)}})
+}
+
+// The memo carries the status document (SPEC §7's one shared source): at
+// any moment it is what the status query answers, its clock and history
+// length aside.
+func TestStatusMemoIsTheStatus(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	var last Status
+	upserts := 0
+	h.env.OnUpsertMemo(mock.Anything).Run(func(args mock.Arguments) {
+		if st, ok := args.Get(0).(map[string]any)[MemoStatusKey]; ok {
+			last = st.(Status)
+			upserts++
+		}
+	}).Return(nil)
+	for _, at := range []time.Duration{90 * time.Second, 7 * time.Minute, 31*time.Minute + 30*time.Second} {
+		h.at(at, func() {
+			q := h.status(t)
+			q.Now, q.HistoryLength = time.Time{}, 0
+			// Pacing's figures are read at the reader's moment (budget
+			// windows, cooldowns): compared apart.
+			for name, ts := range q.Tasks {
+				require.Equal(t, ts.Pacing != nil, last.Tasks[name].Pacing != nil)
+				ts.Pacing = nil
+				q.Tasks[name] = ts
+				lt := last.Tasks[name]
+				lt.Pacing = nil
+				last.Tasks[name] = lt
+			}
+			require.Equal(t, mustJSON(t, q), mustJSON(t, last), "at %v", at)
+		})
+	}
+	h.at(6*time.Minute, func() { h.signal(SignalPause, `{"for":"20m","task":"tenero"}`) })
+	h.runFor(t, 32*time.Minute, SchedulerInput{Config: Config{SweepEvery: pacer.Duration(time.Hour)}})
+	require.Less(t, upserts, 40, "written when it changes, not at every wake")
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return string(b)
 }

@@ -108,9 +108,34 @@ func (s *scheduler) memo(now time.Time) Memo {
 	return m
 }
 
+// MemoStatusKey is the memo field holding the status document
+// (changeOneDecision): views read it with DescribeWorkflowExecution, so the
+// API's status, the operator's page and `pacer status --watch` share one
+// source that costs no query however many watch (SPEC §7).
+const MemoStatusKey = "pacerStatus"
+
+// upsertStatusMemo writes the status document to the memo when it
+// changed, its clock and history length aside.
+func (s *scheduler) upsertStatusMemo(ctx workflow.Context) {
+	st := s.status(ctx)
+	st.Now, st.HistoryLength = time.Time{}, 0
+	key, err := json.Marshal(st)
+	if err != nil || string(key) == s.statusKey {
+		return
+	}
+	if err := workflow.UpsertMemo(ctx, map[string]any{MemoStatusKey: st}); err != nil {
+		s.logger.Warn("scheduler.memo_failed", "error", err.Error())
+		return
+	}
+	s.statusKey = string(key)
+}
+
 // upsertMemo writes the memo when anything in it but its time changed: a
 // memo upsert is a history event, though not a billed action.
 func (s *scheduler) upsertMemo(ctx workflow.Context) {
+	if s.gates.decide {
+		s.upsertStatusMemo(ctx)
+	}
 	m := s.memo(workflow.Now(ctx))
 	at := m.At
 	m.At = time.Time{}

@@ -178,8 +178,9 @@ type scheduler struct {
 	// reconfigured is set by the reconfigure update: the run continues as
 	// new, so that its input holds the new config, at the first idle moment.
 	reconfigured bool
-	// memoKey is the memo last upserted, without its time.
-	memoKey string
+	// memoKey is the memo last upserted, without its time; statusKey the
+	// status document last upserted.
+	memoKey, statusKey string
 }
 
 func newScheduler(ctx workflow.Context, in SchedulerInput, forced map[string]bool) *scheduler {

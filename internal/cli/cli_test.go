@@ -84,7 +84,7 @@ func TestBadArgumentsExitTwoWithOneLine(t *testing.T) {
 		{name: "bad env policy", give: []string{"status"}, env: map[string]string{"PACER_SWEEP_POLICY": "greedy"}, wantErr: "optimal or tiers"},
 		{name: "fast path limit negative", give: []string{"status", "--fastpath-per-minute", "-1"}, wantErr: "fastpath-per-minute"},
 		{name: "sweep cadence too short", give: []string{"status", "--sweep-every", "500ms"}, wantErr: "sweepEvery 500ms: want 0 (the default) or 1s"},
-		{name: "watch faster than 10s", give: []string{"status", "--watch", "--every", "2s"}, wantErr: "each refresh is a status query"},
+		{name: "watch faster than 10s", give: []string{"status", "--watch", "--every", "2s"}, wantErr: "--every must be at least 10s"},
 		{name: "reconfigure nothing", give: []string{"reconfigure"}, wantErr: `give "teneroEvery"`},
 		{name: "reconfigure sub-second", give: []string{"reconfigure", "--tenero-every", "500ms"}, wantErr: "teneroEvery 500ms"},
 		{name: "reconfigure bad duration", give: []string{"reconfigure", "--sweep-every", "often"}, wantErr: `"sweepEvery" must be a positive Go duration`},
