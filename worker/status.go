@@ -31,9 +31,13 @@ func SharedStatus(ctx context.Context, c client.Client, workflowID string) (work
 	if p == nil {
 		return workflows.Status{}, ErrNoStatusMemo
 	}
-	var st workflows.Status
-	if err := converter.GetDefaultDataConverter().FromPayload(p, &st); err != nil {
+	var m workflows.StatusMemo
+	if err := converter.GetDefaultDataConverter().FromPayload(p, &m); err != nil {
 		return workflows.Status{}, fmt.Errorf("decode the status memo: %w", err)
+	}
+	st, err := m.Status()
+	if err != nil {
+		return workflows.Status{}, err
 	}
 	st.Now = time.Now().UTC()
 	st.HistoryLength = int(info.GetHistoryLength())

@@ -215,8 +215,11 @@ func TestStatusMemoIsTheStatus(t *testing.T) {
 	var last Status
 	upserts := 0
 	h.env.OnUpsertMemo(mock.Anything).Run(func(args mock.Arguments) {
-		if st, ok := args.Get(0).(map[string]any)[MemoStatusKey]; ok {
-			last = st.(Status)
+		if m, ok := args.Get(0).(map[string]any)[MemoStatusKey]; ok {
+			st, err := m.(StatusMemo).Status()
+			require.NoError(t, err)
+			require.Less(t, len(m.(StatusMemo).Gzip), 2048, "within the SDK's memo warning size")
+			last = st
 			upserts++
 		}
 	}).Return(nil)

@@ -1,7 +1,11 @@
 package workflows
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
+	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"time"
@@ -115,7 +119,9 @@ func (s *scheduler) memo(now time.Time) Memo {
 const MemoStatusKey = "pacerStatus"
 
 // upsertStatusMemo writes the status document to the memo when it
-// changed, its clock and history length aside.
+// changed, its clock and history length aside, gzipped (StatusMemo): the
+// document is a few kilobytes, past what the SDK lets a memo hold without
+// a warning.
 func (s *scheduler) upsertStatusMemo(ctx workflow.Context) {
 	st := s.status(ctx)
 	st.Now, st.HistoryLength = time.Time{}, 0
@@ -123,11 +129,36 @@ func (s *scheduler) upsertStatusMemo(ctx workflow.Context) {
 	if err != nil || string(key) == s.statusKey {
 		return
 	}
-	if err := workflow.UpsertMemo(ctx, map[string]any{MemoStatusKey: st}); err != nil {
+	var zipped bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&zipped, gzip.BestCompression)
+	_, _ = zw.Write(key)
+	if err := zw.Close(); err != nil {
+		return
+	}
+	if err := workflow.UpsertMemo(ctx, map[string]any{MemoStatusKey: StatusMemo{Gzip: zipped.Bytes()}}); err != nil {
 		s.logger.Warn("scheduler.memo_failed", "error", err.Error())
 		return
 	}
 	s.statusKey = string(key)
+}
+
+// StatusMemo is the memo field MemoStatusKey: the status document as
+// gzipped JSON.
+type StatusMemo struct {
+	Gzip []byte `json:"gzip"`
+}
+
+// Status decodes the document.
+func (m StatusMemo) Status() (Status, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(m.Gzip))
+	if err != nil {
+		return Status{}, fmt.Errorf("status memo: %w", err)
+	}
+	var st Status
+	if err := json.NewDecoder(io.LimitReader(zr, 1<<20)).Decode(&st); err != nil {
+		return Status{}, fmt.Errorf("status memo: %w", err)
+	}
+	return st, nil
 }
 
 // upsertMemo writes the memo when anything in it but its time changed: a
