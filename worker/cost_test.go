@@ -142,20 +142,27 @@ func TestMeasuredCost(t *testing.T) {
 	actions := float64(h.timers+h.attempts+h.continued) + heartbeats + signals + updates + apiQueries + watchQueries
 
 	// The floor from the configuration over the measured span (simulated
-	// time): runs as configured, the sweep's as its month budget allows.
+	// time): each task's run at the start, then its runs as configured —
+	// the sweep's as its month budget allows, deliver one after each rollup.
 	span := h.span * time.Duration(scale) // simulated
-	cfgRuns := map[string]float64{
-		workflows.ActivityRefreshTenero: float64(span / workflows.DefaultTeneroEvery),
-		workflows.ActivitySweep:         min(float64(span/workflows.DefaultSweepEvery), float64(h.perTask[workflows.ActivitySweep])),
-		workflows.ActivityRollup:        float64(span / time.Hour),
+	every := map[string]time.Duration{workflows.ActivityRefreshTenero: workflows.DefaultTeneroEvery,
+		workflows.ActivitySweep: workflows.DefaultSweepEvery, workflows.ActivityRollup: time.Hour}
+	cfgRuns := map[string]float64{}
+	for a, d := range every {
+		cfgRuns[a] = 1 + float64(span/d)
+	}
+	sweepBound := float64(h.perTask[workflows.ActivitySweep]) < cfgRuns[workflows.ActivitySweep]*9/10
+	if sweepBound {
+		cfgRuns[workflows.ActivitySweep] = float64(h.perTask[workflows.ActivitySweep])
 	}
 	cfgRuns[workflows.ActivityDeliver] = cfgRuns[workflows.ActivityRollup]
-	// Wake-ups: the sweep's (tenero's fall on its grid when the sweep runs
-	// at its cadence; under month pacing they are their own), rollup's.
-	sweepBound := h.perTask[workflows.ActivitySweep] < int(span/workflows.DefaultSweepEvery)*9/10
-	cfgWakeups := cfgRuns[workflows.ActivitySweep] + cfgRuns[workflows.ActivityRollup]
+	// Wake-ups: one timer per run after the first ones (deliver's start
+	// when a rollup ends, tenero's fall on the sweep's grid when the sweep
+	// runs at its cadence), and the timer armed for the next run when the
+	// measure ends.
+	cfgWakeups := cfgRuns[workflows.ActivitySweep] - 1 + cfgRuns[workflows.ActivityRollup] - 1 + 1
 	if sweepBound {
-		cfgWakeups += cfgRuns[workflows.ActivityRefreshTenero]
+		cfgWakeups += cfgRuns[workflows.ActivityRefreshTenero] - 1
 	}
 	var cfgRunTotal float64
 	for _, n := range cfgRuns {

@@ -182,14 +182,14 @@ func (v View) due(t *Task, now time.Time) (time.Time, string, bool) {
 }
 
 // predict is when a running task will be due again, when its start
-// already says so: its cadence alone (or its next cron occurrence) decided
-// it, and its last run ended well before then. A task whose next start
-// its run's end will set (the sweep's next due agent, month pacing, a
-// back-off, the breaker) is not predicted: a timer armed for the guess
-// would fire for nothing once the run moved it, and the run's end wakes
-// the loop anyway.
+// already says so: its cadence (or its own next due work, or its next cron
+// occurrence) decided it, and its last run ended well before then. A task
+// whose last run ended under month pacing, a back-off or the breaker is
+// not predicted: its run's end sets a later time, a timer armed for the
+// guess would fire for nothing (two timers per run), and the run's end
+// wakes the loop anyway.
 func (v View) predict(t *Task, now time.Time) (time.Time, bool) {
-	if t.NextDueAt != nil || t.NextRunAfter != nil || t.BreakerUntil != nil || t.PacedUntil != nil || t.HintedAt != nil {
+	if t.NextRunAfter != nil || t.BreakerUntil != nil || t.PacedUntil != nil || t.HintedAt != nil {
 		return time.Time{}, false
 	}
 	var at time.Time
@@ -206,7 +206,12 @@ func (v View) predict(t *Task, now time.Time) (time.Time, bool) {
 	case t.Dormant || t.LastRunAt == nil || t.Every <= 0:
 		return time.Time{}, false
 	default:
+		// The cadence, or the task's own next due work as its last run
+		// said, which the sweep's runs keep steady.
 		at = t.LastRunAt.Add(time.Duration(t.Every))
+		if t.NextDueAt != nil && t.NextDueAt.After(at) {
+			at = *t.NextDueAt
+		}
 	}
 	if !at.After(now) || t.LastRunAt != nil && !t.LastRunAt.Add(time.Duration(t.LastDuration)).Before(at) {
 		return time.Time{}, false
