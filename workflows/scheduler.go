@@ -640,7 +640,7 @@ func runTask[R any, P result[R]](ctx workflow.Context, opts workflow.ActivityOpt
 func runTenero(ctx workflow.Context, s *scheduler, occ pacer.Occurrence, forced bool) schedule.Outcome {
 	in := pacer.TeneroInput{
 		MaxTokens:             s.batch(pacer.TaskTenero, workflow.Now(ctx), forced),
-		StopAtMinuteRemaining: s.stopAt(pacer.TaskTenero),
+		StopAtMinuteRemaining: s.stopAt(pacer.TaskTenero, forced),
 		Occurrence:            occ,
 	}
 	p := s.state.Pacing[pacer.TaskTenero]
