@@ -59,6 +59,7 @@ func TestGatesAreWhatLetOldHistoriesReplay(t *testing.T) {
 		{history: "rollups-basic.json", change: changeOneDecision},
 		{history: "rollups-catch-up.json", change: changeOneDecision},
 		{history: "rollups-failure-streak.json", change: changeOneDecision},
+		{history: "rollups-reconfigured.json", change: changeOneDecision},
 	}
 	for _, tt := range tests {
 		t.Run(tt.history, func(t *testing.T) {
