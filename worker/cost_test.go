@@ -62,8 +62,9 @@ func TestMeasuredCost(t *testing.T) {
 	// the whole (real) month, of which the rest of it remains, so month
 	// pacing decides when the sweep may run (SPEC §5.4).
 	unlimited := sim.Limits{PerMinute: 1 << 30, PerMonth: 1 << 30}
+	monthQuota := envInt(t, "COST_HIRO_MONTH", costMonthQuota) // 1<<30: unbound
 	s.sim = sim.New(sim.Config{Seed: 7, Tenero: sim.TeneroConfig{Anonymous: unlimited},
-		Hiro: sim.HiroConfig{Agents: 12, Anonymous: sim.Limits{PerMinute: 1 << 30, PerMonth: costMonthQuota}}})
+		Hiro: sim.HiroConfig{Agents: 12, Anonymous: sim.Limits{PerMinute: 1 << 30, PerMonth: monthQuota}}})
 	hs := httptest.NewServer(s.sim)
 	t.Cleanup(hs.Close)
 	require.NoError(t, s.sim.World().Seed(ctx, s.st))
@@ -175,7 +176,7 @@ func TestMeasuredCost(t *testing.T) {
 	fmt.Fprintf(&b, "Measured by `make cost` on %s: the default cadences ÷%d (tenero every %s, the sweep every %s, rollup %q, deliver after each rollup to 1 subscriber), "+
 		"Hiro month-bound (%d requests a month), an operator's page fetched every %s (%d fetches), a `pacer status --watch --every=10s`, "+
 		"%.1f simulated hours (%s real), one worker, one `pacer serve` scraped every %s (%d scrapes). Per simulated day:\n\n",
-		time.Now().UTC().Format("2006-01-02"), scale, teneroEvery, sweepEvery, rollupCron, costMonthQuota, pageEvery, pages,
+		time.Now().UTC().Format("2006-01-02"), scale, teneroEvery, sweepEvery, rollupCron, monthQuota, pageEvery, pages,
 		h.span.Hours()*float64(scale), h.span.Round(time.Second), scrapeEvery, scrapes)
 	fmt.Fprintln(&b, "| billed action | measured | floor (configuration) | from |")
 	fmt.Fprintln(&b, "|---|--:|--:|---|")
