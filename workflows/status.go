@@ -171,7 +171,7 @@ func (s *scheduler) status(ctx workflow.Context) Status {
 		}
 		s.scheduleStatus(&ts, t, st.Now)
 		if s.gates.decide {
-			s.decisionStatus(&st, &ts, t, st.Now)
+			s.decisionStatus(&ts, t, st.Now)
 		}
 		if waiting == schedule.WaitIdle {
 			ts.NextDueAt = nil
@@ -236,12 +236,11 @@ func (s *scheduler) waiting(t *schedule.Task, now time.Time) (time.Time, string)
 // decisionStatus shows the decision's inputs: the pause in force for the
 // task (its own or the global one), the back-off, breaker and budget
 // waits as the decision read them.
-func (s *scheduler) decisionStatus(st *Status, ts *TaskStatus, t *schedule.Task, now time.Time) {
+func (s *scheduler) decisionStatus(ts *TaskStatus, t *schedule.Task, now time.Time) {
 	d := s.view().Decide(t, now)
 	ts.PausedUntil = utc(d.PausedUntil)
 	ts.PacedUntil = utc(d.Budget)
 	ts.Breaker.ProbeAt = utc(d.Breaker)
-	st.NextRunAfter[t.Name] = utc(d.Backoff)
 	ts.Hinted = t.HintedAt != nil
 	if d.At.IsZero() {
 		ts.NextDueAt = nil
