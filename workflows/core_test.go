@@ -251,3 +251,28 @@ func mustJSON(t *testing.T, v any) string {
 	require.NoError(t, err)
 	return string(b)
 }
+
+// Defaults are not frozen into a running scheduler (SPEC §3.5): the config
+// it carries holds what the operator set, and a default resolves at use.
+// A config carried from before (every default filled in) keeps only the
+// values that differ from today's defaults.
+func TestDefaultsAreNotFrozen(t *testing.T) {
+	t.Parallel()
+	old := Config{}.withDefaults()
+	old.BreakerThreshold = 7
+	require.Equal(t, Config{BreakerThreshold: 7}, old.operatorSet())
+
+	h := newHarness(t)
+	h.update(time.Minute, UpdateReconfigure, `{"sweepEvery":"2m"}`)
+	h.at(30*time.Second, func() {
+		st := h.status(t)
+		require.Equal(t, pacer.Duration(DefaultTeneroEvery), st.Config.TeneroEvery, "the status shows the default in force")
+	})
+	h.env.ExecuteWorkflow(WorkflowType, SchedulerInput{Config: old})
+	var can *workflow.ContinueAsNewError
+	require.True(t, errors.As(h.env.GetWorkflowError(), &can), "got %v", h.env.GetWorkflowError())
+	var next SchedulerInput
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
+	require.Equal(t, Config{SweepEvery: pacer.Duration(2 * time.Minute), BreakerThreshold: 7}, next.Config,
+		"only what the operator set travels: tomorrow's defaults reach it")
+}
