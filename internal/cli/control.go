@@ -184,7 +184,7 @@ func printWatch(w io.Writer, st workflows.Status, now time.Time, every time.Dura
 	if st.PausedUntil != nil {
 		state = "PAUSED until " + st.PausedUntil.UTC().Format(time.RFC3339) + " (" + relTime(st.PausedUntil, now) + ")"
 	}
-	fmt.Fprintf(w, "%s  run %s  gen %d  %d events  at %s  (refreshes every %s, each a billed query; Ctrl-C stops)\n",
+	fmt.Fprintf(w, "%s  run %s  gen %d  %d events  at %s  (refreshes every %s from the memo, no query; Ctrl-C stops)\n",
 		st.WorkflowID, shortID(st.RunID), st.Generation, st.HistoryLength, now.UTC().Format(time.RFC3339), every)
 	fmt.Fprintf(w, "%s; next wake %s\n\n", state, relTime(st.NextWakeAt, now))
 
