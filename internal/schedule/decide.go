@@ -182,9 +182,9 @@ func (v View) due(t *Task, now time.Time) (time.Time, string, bool) {
 }
 
 // predict is when a running task will be due again, when its start
-// already says so: its cadence (or its own next due work, or its next cron
-// occurrence) decided it, and its last run ended well before then. A task
-// whose last run ended under month pacing, a back-off or the breaker is
+// already says so: its cadence (or its next cron occurrence) decided it, and its last run ended well before then. A task
+// whose last due time came from its own work (the sweep's next due agent),
+// or whose last run ended under month pacing, a back-off or the breaker, is
 // not predicted: its run's end sets a later time, a timer armed for the
 // guess would fire for nothing (two timers per run), and the run's end
 // wakes the loop anyway.
@@ -205,13 +205,12 @@ func (v View) predict(t *Task, now time.Time) (time.Time, bool) {
 		at = next
 	case t.Dormant || t.LastRunAt == nil || t.Every <= 0:
 		return time.Time{}, false
+	case t.NextDueAt != nil && t.NextDueAt.After(t.LastRunAt.Add(time.Duration(t.Every))):
+		// Its own work, not its cadence, set its last due time (the sweep's
+		// next due agent): this run's end will set another.
+		return time.Time{}, false
 	default:
-		// The cadence, or the task's own next due work as its last run
-		// said, which the sweep's runs keep steady.
 		at = t.LastRunAt.Add(time.Duration(t.Every))
-		if t.NextDueAt != nil && t.NextDueAt.After(at) {
-			at = *t.NextDueAt
-		}
 	}
 	if !at.After(now) || t.LastRunAt != nil && !t.LastRunAt.Add(time.Duration(t.LastDuration)).Before(at) {
 		return time.Time{}, false
