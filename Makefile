@@ -19,7 +19,7 @@ FUZZ_TARGETS := \
 	workflows:FuzzParsePause workflows:FuzzParseRefresh workflows:FuzzParseTune workflows:FuzzParseReconfigure \
 	internal/cron:FuzzParseSpec internal/chainhook:FuzzParse
 
-.PHONY: help build dev test test-unit lint tools clean postgres chromium histories bench bench-hidden bench-push bench-public bench-tail cost catchup deliver-check deploy-check fuzz
+.PHONY: help build dev test test-unit lint tools clean postgres chromium histories bench bench-hidden bench-push bench-public bench-tail cost catchup sched-check deliver-check deploy-check fuzz
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -90,6 +90,10 @@ CATCHUP_OUTAGE ?= 5m
 catchup: tools postgres ## the schedules' catch-up on the real stack: rollup on `* * * * *` under each policy, every worker down CATCHUP_OUTAGE, SIGKILL ×3 mid-backfill (~9 min)
 	set -o pipefail; CATCHUP_OUTAGE=$(CATCHUP_OUTAGE) go test -tags catchup -count=1 -timeout 30m -run TestCatchUpOnTheRealStack -v ./worker/ \
 	  | grep -E 'figures|^\s+\||Error|SIGKILL|_test\.go:[0-9]+:|^(ok|FAIL|---)'
+
+sched-check: tools postgres ## the scheduler core on the real stack: a failed rollup run later and delivered, a 6-hour backfill, cron-to-cron reconfigure, pause-restart-resume-terminate (~5 min)
+	set -o pipefail; go test -tags catchup -count=1 -timeout 20m -run 'TestFailedRollupIsRunLaterAndDelivered|TestBackfillSixHoursOnTheRealStack|TestCronToCronReconfigureOnTheRealStack|TestPauseRestartResumeTerminateOnTheRealStack' -v ./worker/ \
+	  | grep -E '_test\.go:[0-9]+:|Error|^(ok|FAIL|---)'
 
 deliver-check: tools postgres ## deliveries on the real stack: 100 subscribers with failures, SIGKILL ×3 mid deliver run, Deliver activities per run (~8 min, see BENCHMARKS.md)
 	set -o pipefail; go test -tags deliverstack -count=1 -timeout 30m -run 'TestDeliveriesOnTheRealStack$$' -v ./worker/ \

@@ -126,6 +126,21 @@ type Occurrence struct {
 	// task's previous run (skipped, or coalesced into this one); the run's
 	// activity writes them to the ledger, so workflow code writes nothing.
 	Passed []PassedOccurrence `json:"passed,omitempty"`
+	// Live marks a catch-up run under `all`: it runs as of when it starts,
+	// not as of its nominal time; the scheduler sets AsOf when it starts it.
+	Live bool `json:"live,omitempty"`
+	// AsOf is the instant the run computes for, when it is not NominalAt
+	// (a Live run).
+	AsOf *time.Time `json:"asOf,omitempty"`
+}
+
+// At is the instant the run computes for: AsOf when set, else its
+// nominal time.
+func (o Occurrence) At() time.Time {
+	if o.AsOf != nil {
+		return *o.AsOf
+	}
+	return o.NominalAt
 }
 
 // Zero reports whether o is the zero Occurrence.

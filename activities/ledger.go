@@ -30,6 +30,13 @@ func ledgered[R any](ctx context.Context, a *Activities, occ pacer.Occurrence, r
 	// Counted as the rows are added, so a retried attempt or a repeated
 	// wake-up does not count them again.
 	a.Metrics.ObserveMissed(occ.Task, added)
+	release, err := a.Store.HoldRun(ctx, occ)
+	if err != nil {
+		// Held by another attempt: this one retries, and the workflow keeps
+		// the occurrence owed if all its attempts find it held.
+		return zero, runError(pacer.ClassTransport, "hold run: "+err.Error(), zero)
+	}
+	defer release()
 	row, done, err := a.Store.BeginRun(ctx, occ)
 	if err != nil {
 		return zero, runError(pacer.ClassTransport, "begin run: "+err.Error(), zero)
@@ -60,7 +67,7 @@ func ledgered[R any](ctx context.Context, a *Activities, occ pacer.Occurrence, r
 	}
 	// Bookkeeping that fails must not fail a run that did its work: the
 	// row stays "running", which is what an operator then sees.
-	if err := a.Store.FinishRun(context.WithoutCancel(ctx), occ, status, class, body); err != nil {
+	if err := a.Store.FinishRun(context.WithoutCancel(ctx), occ, row.Attempts, status, class, body); err != nil {
 		log.Warn("run.ledger_write_failed", zap.Error(err))
 	}
 	return res, runErr

@@ -43,7 +43,9 @@ func (a *Activities) rollup(ctx context.Context, in pacer.RollupInput) (res pace
 	res = pacer.RollupResult{Run: pacer.Run{StartedAt: started.UTC()}, Hours: []time.Time{}, Days: []pacer.RollupDay{},
 		Dirty: []time.Time{}}
 	log := a.Logger.With(zap.String("task", pacer.TaskRollup))
-	at := in.Occurrence.NominalAt
+	// As of its own nominal time (backfill, on time), or of when it
+	// started (an `all` catch-up run, SPEC §3.4).
+	at := in.Occurrence.At()
 	if at.IsZero() {
 		at = a.now()
 	}
@@ -70,13 +72,16 @@ func (a *Activities) rollup(ctx context.Context, in pacer.RollupInput) (res pace
 		return out, err
 	}
 
-	hour := rollup.HourBefore(at)
-	if _, err := compute(hour); err != nil {
-		return fail(err)
+	hours := coveredHours(in.Occurrence, at)
+	for _, hour := range hours {
+		if _, err := compute(hour); err != nil {
+			return fail(err)
+		}
+		res.Hours = append(res.Hours, hour.Start)
 	}
-	res.Hours = append(res.Hours, hour.Start)
+	hour := hours[len(hours)-1]
 
-	for _, day := range rollup.DaysBefore(at, a.dayZone(), DayLookback) {
+	for _, day := range rollup.DaysBefore(at, a.dayZone(), dayLookback(in.Occurrence, at)) {
 		_, complete, err := a.Store.RollupState(ctx, rollup.Day, day.Start)
 		if err != nil {
 			return fail(err)
@@ -136,6 +141,32 @@ func (a *Activities) rollup(ctx context.Context, in pacer.RollupInput) (res pace
 		zap.Int("corrections", res.Corrections), zap.Int64("pruned", pruned),
 		zap.Int64("durationMs", res.DurationMs))
 	return res, nil
+}
+
+// coveredHours are the hours a run computes, oldest first: the hour that
+// closed at or before at, and for a coalesced run every hour its missed
+// occurrences stood for (SPEC §3.4: each its own rows and deliveries).
+func coveredHours(occ pacer.Occurrence, at time.Time) []rollup.Period {
+	last := rollup.HourBefore(at)
+	first := last
+	if c := occ.Coalesced; c != nil && c.First.Before(at) {
+		first = rollup.HourBefore(c.First)
+	}
+	var hours []rollup.Period
+	for h := first; !h.Start.After(last.Start); h = rollup.HourBefore(h.End.Add(time.Hour)) {
+		hours = append(hours, h)
+	}
+	return hours
+}
+
+// dayLookback is how many days back a run looks: DayLookback, or the days
+// a coalesced run stands for when they reach further.
+func dayLookback(occ pacer.Occurrence, at time.Time) int {
+	n := DayLookback
+	if c := occ.Coalesced; c != nil && c.First.Before(at) {
+		n = max(n, int(at.Sub(c.First)/(24*time.Hour))+2)
+	}
+	return n
 }
 
 // recordObservations writes a tenero run's observations in one statement.

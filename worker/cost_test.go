@@ -4,80 +4,128 @@ package worker_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http/httptest"
 	"os"
+	"os/exec"
+	"path"
+	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"google.golang.org/grpc"
 
 	"github.com/pacer-dev/pacer/internal/sim"
 	"github.com/pacer-dev/pacer/internal/testenv"
+	"github.com/pacer-dev/pacer/internal/webhooktest"
+	"github.com/pacer-dev/pacer/worker"
 	"github.com/pacer-dev/pacer/workflows"
 )
 
 // TestMeasuredCost is `make cost`: the real stack — the dev server,
-// Postgres, the simulator, one `pacer worker` and one `pacer serve` that
-// is scraped like Prometheus — runs at the default cadences scaled by
-// COST_SCALE (default 30: tenero every 10 s, the sweep every 2 s, so an
-// hour passes in two minutes; the runs take real time, which a larger scale
-// would make longer than their cadence, unlike at the default cadence) for
-// COST_HOURS simulated hours (default 6). It then
-// counts every billed action from the workflow's real history (all runs of
-// the chain) and from the processes' client metrics, per simulated day,
-// against the floor: one timer per wake-up, one activity per run, and the
-// heartbeats liveness needs. The table goes to COST_OUT (default
-// /tmp/pacer-cost.md).
+// Postgres, the simulator, one `pacer worker` and one `pacer serve` — with
+// every task sped up by COST_SCALE (default 30: tenero every 10 s, the
+// sweep every 2 s, rollup's hourly cron every 2 minutes, deliver after each
+// rollup to a subscriber), for COST_HOURS simulated hours (default 6). The
+// conditions the bill must hold under all run at once: the Hiro budget is
+// month-bound (the simulator's month quota makes pacing wait), an
+// operator's page is open (fetched at its own refresh interval), a `pacer
+// status --watch` runs, and /metrics is scraped like Prometheus.
+//
+// It counts every billed action from the workflow's real history (all runs
+// of the chain) and from the processes' client metrics, per simulated day,
+// against a floor computed from the configuration, not from the history
+// it judges: one wake-up (timer) per distinct instant a run is due — tenero
+// on the sweep's grid, the sweep at its cadence or as the month's budget
+// allows, rollup at each cron fire; deliver starts when a rollup ends,
+// without a timer — one activity per run, the heartbeats the runs'
+// lengths need, nothing else. Each condition's own share is shown apart.
+// The table goes to COST_OUT (default /tmp/pacer-cost.md).
 func TestMeasuredCost(t *testing.T) {
 	ctx := context.Background()
 	scale := envInt(t, "COST_SCALE", 30)
 	hours := envInt(t, "COST_HOURS", 6)
+	require.Zero(t, 60%scale, "COST_SCALE must divide 60: rollup's hourly cron becomes every 60/COST_SCALE minutes")
 	scrapeEvery := 15 * time.Second
 	bin := testenv.PacerBinary(t)
 
 	s := newStack(t, workflows.Config{})
-	// Limits far from binding, scaled worlds apart: the budgets are in real
-	// time, the cadences are not, and pacing must not be what the figures
-	// measure. The agents come from the simulator's world.
+	// Tenero unbound; Hiro bound by its month: costMonthQuota requests for
+	// the whole (real) month, of which the rest of it remains, so month
+	// pacing decides when the sweep may run (SPEC §5.4).
 	unlimited := sim.Limits{PerMinute: 1 << 30, PerMonth: 1 << 30}
+	monthQuota := envInt(t, "COST_HIRO_MONTH", costMonthQuota) // 1<<30: unbound
 	s.sim = sim.New(sim.Config{Seed: 7, Tenero: sim.TeneroConfig{Anonymous: unlimited},
-		Hiro: sim.HiroConfig{Agents: 12, Anonymous: unlimited}})
+		Hiro: sim.HiroConfig{Agents: 12, Anonymous: sim.Limits{PerMinute: 1 << 30, PerMonth: monthQuota}}})
 	hs := httptest.NewServer(s.sim)
 	t.Cleanup(hs.Close)
 	require.NoError(t, s.sim.World().Seed(ctx, s.st))
+	receiver := webhooktest.New(webhooktest.Behaviour{})
+	t.Cleanup(receiver.Close)
 
 	teneroEvery := workflows.DefaultTeneroEvery / time.Duration(scale)
 	sweepEvery := workflows.DefaultSweepEvery / time.Duration(scale)
+	rollupEvery := time.Hour / time.Duration(scale)
+	rollupCron := fmt.Sprintf("*/%d * * * *", int(rollupEvery/time.Minute))
 	env := []string{
 		"TEMPORAL_ADDRESS=" + temporalHostPort, "TEMPORAL_NAMESPACE=default",
 		"PACER_TASK_QUEUE=" + s.sched.TaskQueue, "PACER_WORKFLOW_ID=" + s.sched.WorkflowID,
 		"DATABASE_URL=" + s.dbURL, "TENERO_BASE_URL=" + hs.URL, "HIRO_BASE_URL=" + hs.URL,
 		"PACER_HIRO_PER_MINUTE=1000000", "PACER_LOG_LEVEL=warn",
 		"PACER_TENERO_EVERY=" + teneroEvery.String(), "PACER_SWEEP_EVERY=" + sweepEvery.String(),
+		`PACER_SCHEDULES={"rollup":{"cron":"` + rollupCron + `","catchup":"coalesce"}}`,
 	}
+	addSubscriber(t, bin, env, receiver)
 	workerMetrics, apiAddr := freeAddr(t), freeAddr(t)
 	startPacer(t, bin, "worker", append(env, "PACER_METRICS_ADDR="+workerMetrics), "worker", "--http=")
 	startPacer(t, bin, "api", append(env, "PACER_HTTP_ADDR="+apiAddr), "serve")
 
 	eventually(t, 60*time.Second, "the scheduler runs", func() bool { _, err := statusOrErr(s); return err == nil })
+	// The watchers: a `pacer status --watch` at its shortest interval, with
+	// its own client metrics.
+	watch := startPacer(t, bin, "watch", env, "status", "--watch", "--every=10s")
+	// And the same reads in process, on a client that counts its calls:
+	// what a watcher costs.
+	watcher := newCountingWatcher(t, s.sched.WorkflowID)
+	wctx, stopWatcher := context.WithCancel(ctx)
+	defer stopWatcher()
+	go watcher.run(wctx, 10*time.Second)
 	start := time.Now()
 	wall := time.Duration(hours) * time.Hour / time.Duration(scale)
-	t.Logf("measuring %d simulated hours: %s of real time, tenero every %s, sweep every %s, /metrics scraped every %s",
-		hours, wall, teneroEvery, sweepEvery, scrapeEvery)
-	scrapes := 0
+	pageEvery := pageRefresh(t, apiAddr)
+	t.Logf("measuring %d simulated hours: %s of real time, tenero every %s, sweep every %s, rollup %q, page every %s, /metrics every %s",
+		hours, wall, teneroEvery, sweepEvery, rollupCron, pageEvery, scrapeEvery)
+	scrapes, pages := 0, 0
+	nextScrape, nextPage := start, start
 	for time.Since(start) < wall {
-		time.Sleep(scrapeEvery)
-		code, _, err := httpGet("http://" + apiAddr + "/metrics")
-		require.NoError(t, err)
-		require.Equal(t, 200, code)
-		scrapes++
+		now := time.Now()
+		if !now.Before(nextScrape) {
+			code, _, err := httpGet("http://" + apiAddr + "/metrics")
+			require.NoError(t, err)
+			require.Equal(t, 200, code)
+			scrapes++
+			nextScrape = now.Add(scrapeEvery)
+		}
+		if !now.Before(nextPage) {
+			code, _, err := httpGet("http://" + apiAddr + "/")
+			require.NoError(t, err)
+			require.Equal(t, 200, code)
+			pages++
+			nextPage = now.Add(pageEvery)
+		}
+		time.Sleep(time.Second)
 	}
 	client := metricsOf(t, workerMetrics, apiAddr)
+	watchOut := watch.out.String()
+	require.Contains(t, watchOut, "next wake", "status --watch showed the scheduler")
 
 	h := countHistory(t, s)
 	days := h.span.Hours() * float64(scale) / 24
@@ -86,32 +134,71 @@ func TestMeasuredCost(t *testing.T) {
 		v, _ := metricSum(client, "temporal_request_total", `operation="`+name+`"`)
 		return v
 	}
-	heartbeats, queries := op("RecordActivityTaskHeartbeat"), op("QueryWorkflow")
+	heartbeats := op("RecordActivityTaskHeartbeat")
+	apiQueries := op("QueryWorkflow")
+	stopWatcher()
+	watchQueries := float64(watcher.calls("QueryWorkflow"))
 	signals := float64(h.signals)
 	updates := op("UpdateWorkflowExecution")
-	actions := float64(h.timers+h.attempts+h.continued) + heartbeats + signals + updates + queries
-	floor := float64(h.wakeups+h.runs) + float64(h.heartbeatsNeeded)
+	actions := float64(h.timers+h.attempts+h.continued) + heartbeats + signals + updates + apiQueries + watchQueries
+
+	// The floor from the configuration over the measured span (simulated
+	// time): each task's run at the start, then its runs as configured —
+	// the sweep's as its month budget allows, deliver one after each rollup.
+	span := h.span * time.Duration(scale) // simulated
+	every := map[string]time.Duration{workflows.ActivityRefreshTenero: workflows.DefaultTeneroEvery,
+		workflows.ActivitySweep: workflows.DefaultSweepEvery, workflows.ActivityRollup: time.Hour}
+	cfgRuns := map[string]float64{}
+	for a, d := range every {
+		cfgRuns[a] = 1 + float64(span/d) // a run at the start, then one per period
+	}
+	cfgRuns[workflows.ActivityRollup]-- // a cron task runs at its fire times only
+	// The sweep runs at its cadence or, when its budget or its agents say
+	// so, later: its runs are then the ones it made.
+	sweepOwnPace := float64(h.perTask[workflows.ActivitySweep]) < cfgRuns[workflows.ActivitySweep]*9/10
+	if sweepOwnPace {
+		cfgRuns[workflows.ActivitySweep] = float64(h.perTask[workflows.ActivitySweep])
+	}
+	cfgRuns[workflows.ActivityDeliver] = 1 + cfgRuns[workflows.ActivityRollup]
+	// Wake-ups: one timer per run after the first ones, except deliver's (a
+	// rollup's end starts it) and tenero's while the sweep runs at its
+	// cadence (they share its grid), plus the timer armed for the next run
+	// when the measure ends.
+	cfgWakeups := cfgRuns[workflows.ActivitySweep] - 1 + cfgRuns[workflows.ActivityRollup] + 1
+	if sweepOwnPace {
+		cfgWakeups += cfgRuns[workflows.ActivityRefreshTenero] - 1
+	}
+	var cfgRunTotal float64
+	for _, n := range cfgRuns {
+		cfgRunTotal += n
+	}
+	floor := cfgWakeups + cfgRunTotal + float64(h.heartbeatsNeeded)
 	ratio := actions / floor
 
 	var b strings.Builder
-	fmt.Fprintf(&b, "Measured by `make cost` on %s: the default cadences ÷%d (tenero every %s, the sweep every %s), "+
+	fmt.Fprintf(&b, "Measured by `make cost` on %s: the default cadences ÷%d (tenero every %s, the sweep every %s, rollup %q, deliver after each rollup to 1 subscriber), "+
+		"Hiro month-bound (%d requests a month), an operator's page fetched every %s (%d fetches), a `pacer status --watch --every=10s`, "+
 		"%.1f simulated hours (%s real), one worker, one `pacer serve` scraped every %s (%d scrapes). Per simulated day:\n\n",
-		time.Now().UTC().Format("2006-01-02"), scale, teneroEvery, sweepEvery, h.span.Hours()*float64(scale), h.span.Round(time.Second),
-		scrapeEvery, scrapes)
-	fmt.Fprintln(&b, "| billed action | measured | floor | from |")
+		time.Now().UTC().Format("2006-01-02"), scale, teneroEvery, sweepEvery, rollupCron, monthQuota, pageEvery, pages,
+		h.span.Hours()*float64(scale), h.span.Round(time.Second), scrapeEvery, scrapes)
+	fmt.Fprintln(&b, "| billed action | measured | floor (configuration) | from |")
 	fmt.Fprintln(&b, "|---|--:|--:|---|")
-	fmt.Fprintf(&b, "| timers | %s | %s | history: TimerStarted; floor: wake-ups that started a run |\n", perDay(float64(h.timers)), perDay(float64(h.wakeups)))
-	fmt.Fprintf(&b, "| activity attempts | %s | %s | history: ActivityTaskStarted attempts; floor: runs (tenero %s, sweep %s) |\n",
-		perDay(float64(h.attempts)), perDay(float64(h.runs)), perDay(float64(h.perTask[workflows.ActivityRefreshTenero])), perDay(float64(h.perTask[workflows.ActivitySweep])))
+	fmt.Fprintf(&b, "| timers | %s | %s | history: TimerStarted (%s fired without starting a run); floor: one per distinct due instant (sweep at its own pace: %v) |\n",
+		perDay(float64(h.timers)), perDay(cfgWakeups), perDay(float64(h.timers-h.wakeups)), sweepOwnPace)
+	for _, a := range []string{workflows.ActivityRefreshTenero, workflows.ActivitySweep, workflows.ActivityRollup, workflows.ActivityDeliver} {
+		fmt.Fprintf(&b, "| %s activities | %s | %s | history: scheduled (attempts %s) |\n", a, perDay(float64(h.perTask[a])),
+			perDay(cfgRuns[a]), perDay(float64(h.attemptsPerTask[a])))
+	}
 	fmt.Fprintf(&b, "| heartbeats | %s | %s | worker: RecordActivityTaskHeartbeat requests; floor: one per 96 s of a run |\n", perDay(heartbeats), perDay(float64(h.heartbeatsNeeded)))
 	fmt.Fprintf(&b, "| signals | %s | 0 | history |\n", perDay(signals))
 	fmt.Fprintf(&b, "| updates | %s | 0 | clients: UpdateWorkflowExecution requests |\n", perDay(updates))
-	fmt.Fprintf(&b, "| queries | %s | 0 | clients: QueryWorkflow requests (the API's metrics read the memo) |\n", perDay(queries))
+	fmt.Fprintf(&b, "| queries: API, page (%d fetches), /metrics | %s | 0 | `pacer serve`: QueryWorkflow requests (status from the memo, by description) |\n", pages, perDay(apiQueries))
+	fmt.Fprintf(&b, "| queries: `status --watch` | %s | 0 | the watcher's QueryWorkflow requests |\n", perDay(watchQueries))
 	fmt.Fprintf(&b, "| continue-as-new | %s | 0 | history: runs of the chain − 1 |\n", perDay(float64(h.continued)))
 	fmt.Fprintf(&b, "| **total** | **%s** | **%s** | **×%.3f the floor** |\n\n", perDay(actions), perDay(floor), ratio)
-	fmt.Fprintf(&b, "Not billed, for the record: %s describes (the API's metrics and the workers' keep-alive), "+
+	fmt.Fprintf(&b, "Not billed, for the record: %s describes (the API's status and metrics, the watcher, the workers' keep-alive), "+
 		"%s memo upserts, %s version markers, %s history events a day.\n",
-		perDay(op("DescribeWorkflowExecution")), perDay(float64(h.memos)), perDay(float64(h.markers)), perDay(float64(h.events)))
+		perDay(op("DescribeWorkflowExecution")+float64(watcher.calls("DescribeWorkflowExecution"))), perDay(float64(h.memos)), perDay(float64(h.markers)), perDay(float64(h.events)))
 	out := os.Getenv("COST_OUT")
 	if out == "" {
 		out = "/tmp/pacer-cost.md"
@@ -119,6 +206,79 @@ func TestMeasuredCost(t *testing.T) {
 	require.NoError(t, os.WriteFile(out, []byte(b.String()), 0o644))
 	t.Logf("wrote %s:\n%s", out, b.String())
 	require.LessOrEqual(t, ratio, 1.1, "measured cost above 1.1× the floor")
+}
+
+// costMonthQuota is the simulated Hiro month quota: far below what the sped
+// up sweep would spend, so month pacing decides when it runs.
+const costMonthQuota = 30_000
+
+// addSubscriber registers the receiver for hourly rollups through the CLI.
+func addSubscriber(t *testing.T, bin string, env []string, r *webhooktest.Receiver) {
+	t.Helper()
+	cmd := exec.Command(bin, "subscribers", "add", "--url", r.URL, "--events", "hourly", "--json")
+	cmd.Env = append([]string{"PATH=/usr/bin:/bin"}, env...)
+	out, err := cmd.Output()
+	require.NoError(t, err, "pacer subscribers add: %s", out)
+	var sub struct{ Secret string }
+	require.NoError(t, json.Unmarshal(out, &sub))
+	r.SetSecret(sub.Secret)
+}
+
+// pageRefresh is the operator's page's own refresh interval, read from the
+// page as a browser would.
+func pageRefresh(t *testing.T, apiAddr string) time.Duration {
+	t.Helper()
+	code, body, err := httpGet("http://" + apiAddr + "/")
+	require.NoError(t, err)
+	require.Equal(t, 200, code)
+	m := regexp.MustCompile(`http-equiv="refresh" content="(\d+)"`).FindStringSubmatch(body)
+	require.NotNil(t, m, "the page says how often it refreshes")
+	n, err := strconv.Atoi(m[1])
+	require.NoError(t, err)
+	return time.Duration(n) * time.Second
+}
+
+// countingWatcher reads the status as `pacer status --watch` does
+// (worker.StatusShared), on a client that counts its gRPC calls by method.
+type countingWatcher struct {
+	tc         client.Client
+	workflowID string
+	mu         sync.Mutex
+	n          map[string]int
+}
+
+func newCountingWatcher(t *testing.T, workflowID string) *countingWatcher {
+	t.Helper()
+	w := &countingWatcher{workflowID: workflowID, n: map[string]int{}}
+	count := func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		w.mu.Lock()
+		w.n[path.Base(method)]++
+		w.mu.Unlock()
+		return invoker(ctx, method, req, reply, cc, opts...)
+	}
+	tc, err := client.Dial(client.Options{HostPort: temporalHostPort,
+		ConnectionOptions: client.ConnectionOptions{DialOptions: []grpc.DialOption{grpc.WithChainUnaryInterceptor(count)}}})
+	require.NoError(t, err)
+	t.Cleanup(tc.Close)
+	w.tc = tc
+	return w
+}
+
+func (w *countingWatcher) run(ctx context.Context, every time.Duration) {
+	for {
+		_, _ = worker.StatusShared(ctx, w.tc, w.workflowID)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(every):
+		}
+	}
+}
+
+func (w *countingWatcher) calls(method string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.n[method]
 }
 
 func envInt(t *testing.T, key string, def int) int {
@@ -139,7 +299,7 @@ type historyCount struct {
 	timers, runs, attempts, continued int
 	wakeups, heartbeatsNeeded         int
 	signals, memos, markers, events   int
-	perTask                           map[string]int
+	perTask, attemptsPerTask          map[string]int
 }
 
 // countHistory reads every run of the scheduler's chain.
@@ -150,9 +310,19 @@ func countHistory(t *testing.T, s *stack) historyCount {
 		Query: fmt.Sprintf("WorkflowId = '%s'", s.sched.WorkflowID),
 	})
 	require.NoError(t, err)
-	h := historyCount{perTask: map[string]int{}}
+	h := historyCount{perTask: map[string]int{}, attemptsPerTask: map[string]int{}}
+	types := map[int64]string{}
 	var first, last time.Time
 	hbEvery := time.Duration(float64(workflows.DefaultHeartbeatTimeout) * 0.8)
+	// COST_HISTORY names a file that gets every event, one line each, to
+	// see where actions went.
+	var dump *os.File
+	if path := os.Getenv("COST_HISTORY"); path != "" {
+		f, err := os.Create(path)
+		require.NoError(t, err)
+		defer f.Close()
+		dump = f
+	}
 	for _, e := range resp.GetExecutions() {
 		it := s.tc.GetWorkflowHistory(ctx, s.sched.WorkflowID, e.GetExecution().GetRunId(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 		timerFired := false // since the last workflow task completed
@@ -163,6 +333,9 @@ func countHistory(t *testing.T, s *stack) historyCount {
 			require.NoError(t, err)
 			h.events++
 			at := ev.GetEventTime().AsTime()
+			if dump != nil {
+				fmt.Fprintf(dump, "%d %s %s %v\n", ev.GetEventId(), at.Format("15:04:05.000"), ev.GetEventType(), ev.GetAttributes())
+			}
 			if first.IsZero() || at.Before(first) {
 				first = at
 			}
@@ -182,6 +355,8 @@ func countHistory(t *testing.T, s *stack) historyCount {
 				h.runs++
 				h.attempts++
 				h.perTask[a.GetActivityType().GetName()]++
+				h.attemptsPerTask[a.GetActivityType().GetName()]++
+				types[ev.GetEventId()] = a.GetActivityType().GetName()
 				if wft := a.GetWorkflowTaskCompletedEventId(); byTimer[wft] {
 					h.wakeups++
 					byTimer[wft] = false // one timer wakes every run it starts
@@ -191,6 +366,7 @@ func countHistory(t *testing.T, s *stack) historyCount {
 				// count; a run still in flight at the end counts once.
 				a := ev.GetActivityTaskStartedEventAttributes()
 				h.attempts += int(a.GetAttempt()) - 1
+				h.attemptsPerTask[types[a.GetScheduledEventId()]] += int(a.GetAttempt()) - 1
 				started[a.GetScheduledEventId()] = at
 			case enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED, enumspb.EVENT_TYPE_ACTIVITY_TASK_FAILED, enumspb.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT:
 				id := ev.GetActivityTaskCompletedEventAttributes().GetScheduledEventId() +

@@ -132,11 +132,12 @@ func (c Config) schedule(task string) (cron.Spec, bool) {
 	if spec, ok := c.Schedules[task]; ok {
 		return spec, true
 	}
+	d := c.withDefaults()
 	switch task {
 	case pacer.TaskTenero:
-		return cron.Spec{Every: time.Duration(c.TeneroEvery)}, true
+		return cron.Spec{Every: time.Duration(d.TeneroEvery)}, true
 	case pacer.TaskSweep:
-		return cron.Spec{Every: time.Duration(c.SweepEvery)}, true
+		return cron.Spec{Every: time.Duration(d.SweepEvery)}, true
 	}
 	return cron.Default(task)
 }
@@ -169,9 +170,47 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+// maxHistoryEvents is the configured length, else the default: resolved
+// at use, so that a default changed by a release reaches a running
+// scheduler whose operator did not set it (SPEC §3.5).
+func (c Config) maxHistoryEvents() int { return c.withDefaults().MaxHistoryEvents }
+
+// heartbeatTimeout is the configured timeout, else the default.
+func (c Config) heartbeatTimeout() time.Duration {
+	return time.Duration(c.withDefaults().HeartbeatTimeout)
+}
+
+// operatorSet is c without the values that equal today's defaults. A
+// config carried from a run before changeOneDecision holds every default
+// as it was then, with nothing to tell what the operator set: a value that
+// equals today's default is dropped, so tomorrow's default reaches it.
+func (c Config) operatorSet() Config {
+	d := Config{}.withDefaults()
+	if c.TeneroEvery == d.TeneroEvery {
+		c.TeneroEvery = 0
+	}
+	if c.SweepEvery == d.SweepEvery {
+		c.SweepEvery = 0
+	}
+	if c.MaxHistoryEvents == d.MaxHistoryEvents {
+		c.MaxHistoryEvents = 0
+	}
+	if c.BreakerThreshold == d.BreakerThreshold {
+		c.BreakerThreshold = 0
+	}
+	if c.BreakerCooldown == d.BreakerCooldown {
+		c.BreakerCooldown = 0
+	}
+	if c.HeartbeatTimeout == d.HeartbeatTimeout {
+		c.HeartbeatTimeout = 0
+	}
+	return c
+}
+
 // breaker is the breaker the config asks for; runs that began before the
 // breaker existed (on set false) have none, as they had none then.
 func (c Config) breaker(on bool) schedule.Breaker {
+	c = c.withDefaults()
 	if c.BreakerThreshold < 0 || !on {
 		return schedule.Breaker{}
 	}

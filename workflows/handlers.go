@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/schedule"
 )
 
 // registerHandlers sets the status query and the updates. Each update's
@@ -28,13 +29,21 @@ func (s *scheduler) registerHandlers(ctx workflow.Context) error {
 				_, err := ParseRefresh(raw, s.taskNames())
 				return s.unlessStopping(err)
 			}},
-		{UpdatePause, `pause scheduled runs and return when the pause ends; {"for":"30m"} or {"until":"<RFC3339>"}, at most 30 days`,
+		{UpdatePause, `pause scheduled runs and return when the pause ends; {"for":"30m"} or {"until":"<RFC3339>"}, at most 30 days, optionally "task":"<task>" for one task`,
 			s.pauseNow, func(ctx workflow.Context, raw json.RawMessage) error {
-				_, err := ParsePause(raw, workflow.Now(ctx))
+				_, _, err := s.parsePause(raw, workflow.Now(ctx))
 				return s.unlessStopping(err)
 			}},
-		{UpdateResume, "clear a pause and close every open circuit breaker; no input",
-			s.resumeNow, func(workflow.Context, json.RawMessage) error { return s.unlessStopping(nil) }},
+		{UpdateBackfill, `run a cron task's occurrences over a past range, each as of its own nominal time: {"task":"rollup","from":"<RFC3339>","to":"<RFC3339>"}`,
+			s.backfill, func(ctx workflow.Context, raw json.RawMessage) error {
+				_, _, err := s.parseBackfill(raw, workflow.Now(ctx))
+				return s.unlessStopping(err)
+			}},
+		{UpdateResume, `clear pauses, close open circuit breakers and clear back-offs; no input for every task, or {"task":"<task>"} for one`,
+			s.resumeNow, func(_ workflow.Context, raw json.RawMessage) error {
+				_, err := s.parseResume(raw)
+				return s.unlessStopping(err)
+			}},
 		{UpdateTune, `set a task's pacing within its bounds and return it: {"task":…,"batch":20,"interval":"10m"}, or {"task":…,"reset":true}`,
 			s.tuneNow, func(ctx workflow.Context, raw json.RawMessage) error {
 				_, _, err := s.parseTune(raw)
@@ -112,17 +121,67 @@ func (s *scheduler) refreshNow(ctx workflow.Context, raw json.RawMessage) (Refre
 }
 
 func (s *scheduler) pauseNow(ctx workflow.Context, raw json.RawMessage) (PauseResult, error) {
-	until, err := ParsePause(raw, workflow.Now(ctx))
+	until, task, err := s.parsePause(raw, workflow.Now(ctx))
 	if err != nil {
 		return PauseResult{}, err
 	}
-	s.pause(until, workflow.Now(ctx), "update")
+	s.pause(task, until, workflow.Now(ctx), "update")
 	s.wake.SendAsync(struct{}{})
-	return PauseResult{PausedUntil: until.UTC()}, nil
+	return PauseResult{PausedUntil: until.UTC(), Task: task}, nil
 }
 
-func (s *scheduler) resumeNow(ctx workflow.Context, _ json.RawMessage) (ResumeResult, error) {
-	res := s.resume(workflow.Now(ctx), "update")
+// parsePause reads a pause; a pause of one task needs changeOneDecision.
+func (s *scheduler) parsePause(raw json.RawMessage, now time.Time) (time.Time, string, error) {
+	if !s.gates.decide {
+		until, err := ParsePause(raw, now)
+		return until, "", err
+	}
+	return ParsePauseTask(raw, now, s.taskNames())
+}
+
+// parseBackfill reads a backfill; it needs changeOneDecision.
+func (s *scheduler) parseBackfill(raw json.RawMessage, now time.Time) (string, []time.Time, error) {
+	if !s.gates.decide {
+		return "", nil, errors.New("backfill needs the scheduler of this release (it turns on at the next continue-as-new)")
+	}
+	return ParseBackfill(raw, now, s.crons, s.taskNames())
+}
+
+// backfill queues a past range's occurrences of a cron task, each as of
+// its own nominal time, ahead of the occurrences the schedule decides
+// next; each runs through the ledger like any other, so one that already
+// ran ok is not run again.
+func (s *scheduler) backfill(ctx workflow.Context, raw json.RawMessage) (BackfillResult, error) {
+	task, times, err := s.parseBackfill(raw, workflow.Now(ctx))
+	if err != nil {
+		return BackfillResult{}, err
+	}
+	t := s.tasks[task]
+	queued := map[time.Time]bool{}
+	for _, q := range t.Cron.Queue {
+		queued[q.NominalAt.UTC()] = true
+	}
+	res := BackfillResult{Task: task, Times: []time.Time{}}
+	var add []pacer.Occurrence
+	for _, at := range times {
+		if !queued[at] {
+			add = append(add, pacer.Occurrence{Task: task, NominalAt: at})
+			res.Times = append(res.Times, at)
+		}
+	}
+	t.Cron.Queue = append(add, t.Cron.Queue...)
+	res.Queued = len(add)
+	s.logger.Info("scheduler.backfill_queued", "task", task, "queued", res.Queued, "from", times[0], "to", times[len(times)-1])
+	s.wake.SendAsync(struct{}{})
+	return res, nil
+}
+
+func (s *scheduler) resumeNow(ctx workflow.Context, raw json.RawMessage) (ResumeResult, error) {
+	task, err := s.parseResume(raw)
+	if err != nil {
+		return ResumeResult{}, err
+	}
+	res := s.resume(workflow.Now(ctx), "update", task)
 	s.wake.SendAsync(struct{}{})
 	return res, nil
 }
@@ -152,7 +211,10 @@ func (s *scheduler) reconfigure(ctx workflow.Context, raw json.RawMessage) (Reco
 		return ReconfigureResult{}, err
 	}
 	prev := s.cfg
-	s.applyConfig(next.withDefaults(), workflow.Now(ctx))
+	if !s.gates.decide {
+		next = next.withDefaults()
+	}
+	s.applyConfig(next, workflow.Now(ctx))
 	s.reconfigured = true
 	note := next.CostNote()
 	s.logger.Info("scheduler.reconfigured", "teneroEvery", s.cfg.TeneroEvery, "sweepEvery", s.cfg.SweepEvery,
@@ -170,6 +232,7 @@ func (s *scheduler) applyConfig(cfg Config, now time.Time) {
 	for _, d := range s.defs {
 		t := s.tasks[d.name]
 		t.Every = cfg.every(d.name)
+		s.restartCron(t, old, cfg, now)
 		p := s.state.Pacing[d.name]
 		if !s.paced || p == nil {
 			continue
@@ -184,6 +247,21 @@ func (s *scheduler) applyConfig(cfg Config, now time.Time) {
 		t.Every = pacer.Duration(p.Controller.Decide(now).Interval)
 	}
 	s.compileCrons()
+}
+
+// restartCron starts a task moved from one cron spec to another at now:
+// the new spec's times before now were never due, so none counts as
+// missed (changeOneDecision). Occurrences already owed or queued stay.
+func (s *scheduler) restartCron(t *schedule.Task, old, cfg Config, now time.Time) {
+	was, _ := old.schedule(t.Name)
+	is, _ := cfg.schedule(t.Name)
+	if !s.gates.decide || t.Cron == nil || !was.IsCron() || !is.IsCron() || was.String() == is.String() {
+		return
+	}
+	if t.Cron.Last.Before(now) {
+		t.Cron.Last = now
+	}
+	s.logger.Info("schedule.restarted", "task", t.Name, "was", was.String(), "schedule", is.String(), "from", now)
 }
 
 // stop stops scheduled runs, waits for the runs in flight, and answers with
@@ -210,13 +288,29 @@ func (s *scheduler) parseTune(raw json.RawMessage) (TuneInput, []string, error) 
 	return in, names, err
 }
 
-func (s *scheduler) pause(until, now time.Time, via string) {
-	s.state.PausedUntil = &until
-	s.pauseCrons(now, until)
-	s.logger.Info("scheduler.paused", "until", until, "via", via)
+func (s *scheduler) pause(task string, until, now time.Time, via string) {
+	if s.gates.decide {
+		s.addPause(task, now, until)
+	} else {
+		s.state.PausedUntil = &until
+		s.pauseCrons(now, until)
+	}
+	s.logger.Info("scheduler.paused", "until", until, "task", task, "via", via)
 }
 
-func (s *scheduler) resume(now time.Time, via string) ResumeResult {
+// parseResume reads a resume; one task alone needs changeOneDecision
+// (before it, any input resumed everything, as it still does there).
+func (s *scheduler) parseResume(raw json.RawMessage) (string, error) {
+	if !s.gates.decide {
+		return "", nil
+	}
+	return ParseResume(raw, s.taskNames())
+}
+
+func (s *scheduler) resume(now time.Time, via, task string) ResumeResult {
+	if s.gates.decide {
+		return s.resumeAll(now, via, task)
+	}
 	res := ResumeResult{WasPaused: s.state.PausedUntil != nil, BreakersClosed: []string{}}
 	s.resumeCrons(now)
 	for _, t := range s.state.Tasks {
@@ -235,13 +329,58 @@ func (s *scheduler) resume(now time.Time, via string) ResumeResult {
 	return res
 }
 
+// resumeAll ends every pause (of all tasks and of each), closes open
+// breakers and clears back-offs and budget waits (the 24-hour month
+// back-off too): an operator's resume says to run again now. With a task,
+// only that task's own pauses, breaker and back-offs.
+func (s *scheduler) resumeAll(now time.Time, via, task string) ResumeResult {
+	res := ResumeResult{BreakersClosed: []string{}}
+	res.WasPaused = s.endPauses(now, task)
+	for _, t := range s.state.Tasks {
+		if task != "" && t.Name != task {
+			continue
+		}
+		if t.BreakerOpen() {
+			t.ResetBreaker()
+			res.BreakersClosed = append(res.BreakersClosed, t.Name)
+			s.logger.Info("scheduler.breaker_reset", "task", t.Name, "via", "resume")
+		}
+		if t.NextRunAfter != nil || t.PacedUntil != nil {
+			t.NextRunAfter, t.PacedUntil = nil, nil
+			res.BackoffsCleared = append(res.BackoffsCleared, t.Name)
+		}
+	}
+	s.logger.Info("scheduler.resumed", "reason", "resume "+via, "task", task, "wasPaused", res.WasPaused,
+		"breakersClosed", res.BreakersClosed, "backoffsCleared", res.BackoffsCleared)
+	return res
+}
+
 func (s *scheduler) onPause(ctx workflow.Context, raw json.RawMessage) {
-	until, err := ParsePause(raw, workflow.Now(ctx))
+	until, task, err := s.parsePause(raw, workflow.Now(ctx))
 	if err != nil {
 		s.reject(SignalPause, err, raw)
 		return
 	}
-	s.pause(until, workflow.Now(ctx), "signal")
+	s.pause(task, until, workflow.Now(ctx), "signal")
+}
+
+// onHint makes the sweep due now (SPEC §3.1, §5.3): many hints before it
+// starts are one run, and the decision keeps hinted starts a HintGap apart.
+func (s *scheduler) onHint(ctx workflow.Context, raw json.RawMessage) {
+	agent, err := ParseHint(raw)
+	if err == nil && (!s.gates.decide || s.tasks[pacer.TaskSweep] == nil) {
+		err = errors.New("hints need the scheduler of this release (it turns on at the next continue-as-new)")
+	}
+	if err != nil {
+		s.reject(SignalHint, err, raw)
+		return
+	}
+	t := s.tasks[pacer.TaskSweep]
+	if t.HintedAt == nil {
+		at := workflow.Now(ctx)
+		t.HintedAt = &at
+		s.logger.Debug("scheduler.hinted", "agent", agent)
+	}
 }
 
 func (s *scheduler) onRefresh(ctx workflow.Context, raw json.RawMessage) {
@@ -298,10 +437,20 @@ type signal struct {
 func (s *scheduler) signals() []signal {
 	return []signal{
 		{SignalPause, s.pauseCh, s.onPause, false},
-		// resume takes no input: whatever payload it carries is ignored.
-		{SignalResume, s.resumeCh, func(ctx workflow.Context, _ json.RawMessage) { s.resume(workflow.Now(ctx), "signal") }, true},
+		// Before changeOneDecision resume took no input: whatever payload
+		// it carried was ignored, never decoded (so a run of then replays
+		// as it ran). Since, it may name one task.
+		{SignalResume, s.resumeCh, func(ctx workflow.Context, raw json.RawMessage) {
+			task, err := s.parseResume(raw)
+			if err != nil {
+				s.reject(SignalResume, err, raw)
+				return
+			}
+			s.resume(workflow.Now(ctx), "signal", task)
+		}, !s.gates.decide},
 		{SignalRefresh, s.refreshCh, s.onRefresh, false},
 		{SignalTune, s.tuneCh, s.onTune, false},
+		{SignalHint, s.hintCh, s.onHint, false},
 	}
 }
 

@@ -41,9 +41,13 @@ import (
 )
 
 // historyPrefix names the recordings of today's code: the scheduler with
-// the rollup and deliver tasks and cron schedules (changeRollupTasks).
-// Earlier prefixes: keep-state- (changeKeepState), none (before it).
-const historyPrefix = "testdata/histories/rollups-"
+// one decision (changeOneDecision). Earlier prefixes: rollups-
+// (changeRollupTasks), keep-state- (changeKeepState), none (before it).
+const historyPrefix = "testdata/histories/decide-"
+
+// failRollups makes that many rollup attempts fail (transport) before
+// they succeed again.
+var failRollups atomic.Int32
 
 // scriptedTenero answers each call from a script, then succeeds.
 type scriptedTenero struct{ calls atomic.Int32 }
@@ -77,6 +81,9 @@ func sweep(ctx context.Context, _ pacer.SweepInput) (pacer.SweepResult, error) {
 
 // rollup succeeds at once; the workflow then wakes deliver.
 func rollup(ctx context.Context, in pacer.RollupInput) (pacer.RollupResult, error) {
+	if failRollups.Add(-1) >= 0 {
+		return pacer.RollupResult{}, temporal.NewApplicationError("rollups table unavailable", string(pacer.ClassTransport))
+	}
 	return pacer.RollupResult{Run: pacer.Run{StartedAt: activity.GetInfo(ctx).StartedTime}, Rows: 4,
 		Hours: []time.Time{in.Occurrence.NominalAt.Truncate(time.Hour)}}, nil
 }
@@ -269,6 +276,45 @@ func TestWriteHistories(t *testing.T) {
 		time.Sleep(3 * time.Second)
 		require.NoError(t, r.c.TerminateWorkflow(context.Background(), run.GetID(), "", "history recorded"))
 		write(t, r.c, run.GetID(), run.GetRunID(), "catch-up")
+	})
+
+	t.Run("core", func(t *testing.T) {
+		if !missing("core", "core-reconfigured") {
+			t.Skip("recorded")
+		}
+		r := newRecorder(t, queue, (&scriptedTenero{}).run)
+		// The one decision's messages and rules: a minutely rollup whose
+		// first occurrence fails (owed, retried on its back-off), a pause of
+		// one task, hints (good, malformed, while paused), a backfill of a
+		// past range, a resume, a query, then a cron-to-cron reconfigure.
+		spec, err := cron.ParseSpec([]byte(`{"cron":"* * * * *","catchup":"backfill"}`))
+		require.NoError(t, err)
+		failRollups.Store(3)
+		t.Cleanup(func() { failRollups.Store(0) })
+		run := r.start("history-core", queue, workflows.Config{TeneroEvery: pacer.Duration(3 * time.Second),
+			SweepEvery: pacer.Duration(time.Hour), Schedules: cron.Schedules{pacer.TaskRollup: spec}})
+		id := run.GetID()
+		time.Sleep(3 * time.Second)
+		r.signal(id, workflows.SignalHint, json.RawMessage(`{"agent":"SP000000000000000000002Q6VF78"}`))
+		r.signal(id, workflows.SignalHint, json.RawMessage(`{"agent":"nope"}`))
+		require.NoError(t, r.update(id, workflows.UpdatePause, workflows.PauseInput{For: "20s", Task: pacer.TaskSweep}))
+		r.signal(id, workflows.SignalHint, nil)
+		require.Error(t, r.update(id, workflows.UpdatePause, workflows.PauseInput{For: "20s", Task: "nope"}))
+		now := time.Now().UTC().Truncate(time.Minute)
+		require.NoError(t, r.update(id, workflows.UpdateBackfill, workflows.BackfillInput{Task: pacer.TaskRollup,
+			From: now.Add(-4 * time.Minute).Format(time.RFC3339), To: now.Add(-2 * time.Minute).Format(time.RFC3339)}))
+		require.Error(t, r.update(id, workflows.UpdateBackfill, workflows.BackfillInput{Task: pacer.TaskTenero,
+			From: now.Add(-4 * time.Minute).Format(time.RFC3339), To: now.Format(time.RFC3339)}))
+		time.Sleep(70 * time.Second)
+		require.NoError(t, r.update(id, workflows.UpdateResume, nil))
+		_, err = r.c.QueryWorkflow(context.Background(), id, "", workflows.QueryStatus)
+		require.NoError(t, err)
+		require.NoError(t, r.update(id, workflows.UpdateReconfigure, json.RawMessage(`{"schedules":{"rollup":{"cron":"*/2 * * * *","catchup":"coalesce"}}}`)))
+		next := waitNewRun(t, r.c, run)
+		time.Sleep(4 * time.Second)
+		require.NoError(t, r.c.TerminateWorkflow(context.Background(), id, "", "history recorded"))
+		write(t, r.c, id, run.GetRunID(), "core")
+		write(t, r.c, id, next, "core-reconfigured")
 	})
 
 	t.Run("stop-start", func(t *testing.T) {

@@ -1,7 +1,11 @@
 package workflows
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
+	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"time"
@@ -25,6 +29,9 @@ type Memo struct {
 	At          time.Time           `json:"at"`
 	PausedUntil *time.Time          `json:"pausedUntil"`
 	Tasks       map[string]MemoTask `json:"tasks"`
+	// Pauses are the pause windows, per task or global (changeOneDecision);
+	// a restart lays them over the older state it starts from.
+	Pauses []schedule.Pause `json:"pauses,omitempty"`
 }
 
 // MemoTask is one task in the memo.
@@ -37,6 +44,31 @@ type MemoTask struct {
 	Interval     pacer.Duration `json:"interval,omitempty"`
 	Zone         string         `json:"zone,omitempty"`
 	RunsOutEarly bool           `json:"runsOutEarly,omitempty"`
+	// Held is the decision when it holds the task for a reason an operator
+	// acts on (paused, breaker, backoff, stopping), with until when; absent
+	// for the routine ones (cadence, cron, budget, running, due), which move
+	// every run and would cost a memo event each.
+	Held *MemoHeld `json:"held,omitempty"`
+}
+
+// MemoHeld is a task held by an operator's or an upstream's word.
+type MemoHeld struct {
+	Reason string     `json:"reason"`
+	Until  *time.Time `json:"until,omitempty"`
+}
+
+// held is the task's MemoHeld, nil for a routine decision.
+func (s *scheduler) held(t *schedule.Task, now time.Time) *MemoHeld {
+	d := s.view().Decide(t, now)
+	switch d.Reason {
+	case schedule.ReasonPaused, schedule.ReasonBreaker, schedule.ReasonBackoff, schedule.ReasonStopping:
+		h := &MemoHeld{Reason: d.Reason}
+		if !d.At.IsZero() {
+			h.Until = utc(&d.At)
+		}
+		return h
+	}
+	return nil
 }
 
 // Apply lays the memo's pause and breakers over a state that is older (the
@@ -46,6 +78,7 @@ type MemoTask struct {
 // is added; the workflow puts the tasks in order when it starts.
 func (m Memo) Apply(st *State) {
 	st.PausedUntil = m.PausedUntil
+	st.Pauses = m.Pauses
 	for _, name := range slices.Sorted(maps.Keys(m.Tasks)) {
 		mt := m.Tasks[name]
 		i := slices.IndexFunc(st.Tasks, func(t *schedule.Task) bool { return t != nil && t.Name == name })
@@ -61,8 +94,14 @@ func (m Memo) Apply(st *State) {
 // memo is the scheduler's memo now.
 func (s *scheduler) memo(now time.Time) Memo {
 	m := Memo{At: now, PausedUntil: utc(s.state.PausedUntil), Tasks: map[string]MemoTask{}}
+	if s.gates.decide {
+		m.Pauses = s.state.Pauses
+	}
 	for _, t := range s.state.Tasks {
 		mt := MemoTask{ConsecutiveFailures: t.ConsecutiveFailures, BreakerUntil: utc(t.BreakerUntil), BreakerTrips: t.BreakerTrips}
+		if s.gates.decide {
+			mt.Held = s.held(t, now)
+		}
 		if p := s.pacingStatus(t.Name, now); p != nil {
 			mt.Batch, mt.Zone = p.Batch, string(p.Zone)
 			mt.Interval = s.state.Pacing[t.Name].Controller.Interval
@@ -73,9 +112,61 @@ func (s *scheduler) memo(now time.Time) Memo {
 	return m
 }
 
+// MemoStatusKey is the memo field holding the status document
+// (changeOneDecision): views read it with DescribeWorkflowExecution, so the
+// API's status, the operator's page and `pacer status --watch` share one
+// source that costs no query however many watch (SPEC §7).
+const MemoStatusKey = "pacerStatus"
+
+// upsertStatusMemo writes the status document to the memo when it
+// changed, its clock and history length aside, gzipped (StatusMemo): the
+// document is a few kilobytes, past what the SDK lets a memo hold without
+// a warning.
+func (s *scheduler) upsertStatusMemo(ctx workflow.Context) {
+	st := s.status(ctx)
+	st.Now, st.HistoryLength = time.Time{}, 0
+	key, err := json.Marshal(st)
+	if err != nil || string(key) == s.statusKey {
+		return
+	}
+	var zipped bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&zipped, gzip.BestCompression)
+	_, _ = zw.Write(key)
+	if err := zw.Close(); err != nil {
+		return
+	}
+	if err := workflow.UpsertMemo(ctx, map[string]any{MemoStatusKey: StatusMemo{Gzip: zipped.Bytes()}}); err != nil {
+		s.logger.Warn("scheduler.memo_failed", "error", err.Error())
+		return
+	}
+	s.statusKey = string(key)
+}
+
+// StatusMemo is the memo field MemoStatusKey: the status document as
+// gzipped JSON.
+type StatusMemo struct {
+	Gzip []byte `json:"gzip"`
+}
+
+// Status decodes the document.
+func (m StatusMemo) Status() (Status, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(m.Gzip))
+	if err != nil {
+		return Status{}, fmt.Errorf("status memo: %w", err)
+	}
+	var st Status
+	if err := json.NewDecoder(io.LimitReader(zr, 1<<20)).Decode(&st); err != nil {
+		return Status{}, fmt.Errorf("status memo: %w", err)
+	}
+	return st, nil
+}
+
 // upsertMemo writes the memo when anything in it but its time changed: a
 // memo upsert is a history event, though not a billed action.
 func (s *scheduler) upsertMemo(ctx workflow.Context) {
+	if s.gates.decide {
+		s.upsertStatusMemo(ctx)
+	}
 	m := s.memo(workflow.Now(ctx))
 	at := m.At
 	m.At = time.Time{}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/catalog"
 	"github.com/pacer-dev/pacer/internal/cron"
 	"github.com/pacer-dev/pacer/internal/schedule"
 )
@@ -20,6 +21,8 @@ import (
 type PauseInput struct {
 	Until string `json:"until,omitempty"`
 	For   string `json:"for,omitempty"`
+	// Task pauses one task only (SPEC §3.1); empty pauses them all.
+	Task string `json:"task,omitempty"`
 }
 
 // RefreshInput is the payload of the refresh signal and the refreshNow update.
@@ -59,11 +62,142 @@ func decodeStrict(raw json.RawMessage, v any) error {
 // ParsePause validates a pause payload received at now and returns when the
 // pause ends.
 func ParsePause(raw json.RawMessage, now time.Time) (time.Time, error) {
+	until, task, err := ParsePauseTask(raw, now, nil)
+	if err == nil && task != "" {
+		err = errors.New(`"task" needs a scheduler that pauses one task (it turns on at the next continue-as-new)`)
+	}
+	return until, err
+}
+
+// ParsePauseTask validates a pause payload that may name one of the
+// registered tasks, and returns when the pause ends and the task ("" for
+// all).
+func ParsePauseTask(raw json.RawMessage, now time.Time, registered []string) (time.Time, string, error) {
 	var in PauseInput
 	if err := decodeStrict(raw, &in); err != nil {
-		return time.Time{}, err
+		return time.Time{}, "", err
 	}
-	return schedule.PauseUntil(now, in.Until, in.For)
+	if in.Task != "" && in.Task != pacer.TaskAll && registered != nil && !slices.Contains(registered, in.Task) {
+		return time.Time{}, "", fmt.Errorf("unknown task %.80q (want one of %s, or none for all)", in.Task, strings.Join(registered, ", "))
+	}
+	if in.Task == pacer.TaskAll {
+		in.Task = ""
+	}
+	until, err := schedule.PauseUntil(now, in.Until, in.For)
+	return until, in.Task, err
+}
+
+// ResumeInput is the resume payload: none (resume everything), or one task.
+type ResumeInput struct {
+	Task string `json:"task,omitempty"`
+}
+
+// ParseResume validates a resume payload: none or {} resumes every task;
+// {"task":…} resumes that task alone (its own pauses, breaker and
+// back-offs; a pause of every task stays).
+func ParseResume(raw json.RawMessage, registered []string) (string, error) {
+	var in ResumeInput
+	if err := decodeStrict(raw, &in); err != nil {
+		if errors.Is(err, ErrEmptyInput) {
+			return "", nil
+		}
+		return "", err
+	}
+	if in.Task == pacer.TaskAll {
+		return "", nil
+	}
+	if in.Task != "" && registered != nil && !slices.Contains(registered, in.Task) {
+		return "", fmt.Errorf("unknown task %.80q (want one of %s, or none for all)", in.Task, strings.Join(registered, ", "))
+	}
+	return in.Task, nil
+}
+
+// HintInput is the payload of the hint signal: the agent that has a new
+// transaction, optional.
+type HintInput struct {
+	Agent string `json:"agent,omitempty"`
+}
+
+// ParseHint validates a hint payload: none, or an agent that is a Stacks
+// principal.
+func ParseHint(raw json.RawMessage) (string, error) {
+	var in HintInput
+	if err := decodeStrict(raw, &in); err != nil {
+		if errors.Is(err, ErrEmptyInput) {
+			return "", nil
+		}
+		return "", err
+	}
+	if in.Agent != "" && !catalog.ValidPrincipal(in.Agent) {
+		return "", fmt.Errorf(`"agent" is not a Stacks principal: %.80q`, in.Agent)
+	}
+	return in.Agent, nil
+}
+
+// BackfillInput is the payload of the backfill update: run a cron task's
+// occurrences with a nominal time in [From, To], each as of its own
+// nominal time (SPEC §3.4).
+type BackfillInput struct {
+	Task string `json:"task"`
+	From string `json:"from"`
+	To   string `json:"to"`
+}
+
+// BackfillResult answers the backfill update with the occurrences queued.
+type BackfillResult struct {
+	Task   string      `json:"task"`
+	Queued int         `json:"queued"`
+	Times  []time.Time `json:"times"`
+}
+
+// MaxBackfill bounds the occurrences one backfill queues: a minutely
+// schedule over a month would be 43,200 runs.
+const MaxBackfill = 1000
+
+// ParseBackfill validates a backfill payload at now against the compiled
+// cron schedules and returns the task and the nominal times to run.
+func ParseBackfill(raw json.RawMessage, now time.Time, crons map[string]*cron.Schedule, registered []string) (string, []time.Time, error) {
+	var in BackfillInput
+	if err := decodeStrict(raw, &in); err != nil {
+		return "", nil, err
+	}
+	if !slices.Contains(registered, in.Task) {
+		return "", nil, fmt.Errorf("unknown task %.80q (want one of %s)", in.Task, strings.Join(registered, ", "))
+	}
+	sched := crons[in.Task]
+	if sched == nil {
+		return "", nil, fmt.Errorf("%s has no cron schedule: only a cron task has occurrences to backfill", in.Task)
+	}
+	from, err := time.Parse(time.RFC3339, in.From)
+	if err != nil {
+		return "", nil, fmt.Errorf(`"from" is not an RFC3339 time: %.80q`, in.From)
+	}
+	to, err := time.Parse(time.RFC3339, in.To)
+	if err != nil {
+		return "", nil, fmt.Errorf(`"to" is not an RFC3339 time: %.80q`, in.To)
+	}
+	switch {
+	case !from.Before(to):
+		return "", nil, fmt.Errorf(`"from" %s must be before "to" %s`, in.From, in.To)
+	case to.After(now):
+		return "", nil, fmt.Errorf(`"to" %s is in the future: a backfill runs past occurrences`, in.To)
+	case now.Sub(from) > cron.Horizon:
+		return "", nil, fmt.Errorf(`"from" %s is older than the ledger keeps (%s)`, in.From, cron.Horizon)
+	}
+	var times []time.Time
+	for _, f := range sched.Between(from.Add(-time.Nanosecond), to) {
+		if f.Skip {
+			continue
+		}
+		if len(times) == MaxBackfill {
+			return "", nil, fmt.Errorf("the range holds more than %d occurrences: backfill a shorter one", MaxBackfill)
+		}
+		times = append(times, f.At.UTC())
+	}
+	if len(times) == 0 {
+		return "", nil, fmt.Errorf("no occurrence of %s between %s and %s", in.Task, in.From, in.To)
+	}
+	return in.Task, times, nil
 }
 
 // ParseRefresh validates a refresh payload against the registered tasks and
@@ -139,6 +273,8 @@ func ParseTune(raw json.RawMessage, registered []string) (TuneInput, []string, e
 // PauseResult answers the pause update.
 type PauseResult struct {
 	PausedUntil time.Time `json:"pausedUntil"`
+	// Task is the task paused; empty when all are.
+	Task string `json:"task,omitempty"`
 }
 
 // ResumeResult answers the resume update: whether a pause was lifted and
@@ -146,6 +282,9 @@ type PauseResult struct {
 type ResumeResult struct {
 	WasPaused      bool     `json:"wasPaused"`
 	BreakersClosed []string `json:"breakersClosed"`
+	// BackoffsCleared are the tasks whose back-off or budget wait resume
+	// cleared (the 24-hour month back-off included).
+	BackoffsCleared []string `json:"backoffsCleared,omitempty"`
 }
 
 // TuneResult answers the tune update with each tuned task's pace.

@@ -99,6 +99,28 @@ const (
 	// without the marker go on with tenero and sweep until their next
 	// continue-as-new.
 	changeRollupTasks = "rollup-deliver-tasks"
+	// changeOneDecision is the scheduler core of issue 19: one pure
+	// decision (schedule.View.Decide) says when each task runs and why,
+	// and the loop, the timer and the status ask it alone. With it:
+	//   - the timer predicts a running task's next start only when its
+	//     cadence alone decides it, never fires while starts are held, and
+	//     aligns a task's wake-up with another's that comes soon after;
+	//   - pause windows (per task or global) live in the carried state and
+	//     the memo; occurrences due while paused are passed as paused;
+	//   - a failed cron occurrence stays owed and is retried on a back-off;
+	//   - resume clears back-offs; reconfiguring a cron spec starts the new
+	//     one at that moment; hints wake the sweep; backfill runs a past range;
+	//   - the config carries only what the operator set (defaults resolve
+	//     at use).
+	changeOneDecision = "one-decision"
+)
+
+// The back-off of an owed cron occurrence: its run failed, and it is
+// retried after 30 s, doubling per failure in a row, at most 15 minutes
+// (the breaker then takes over after its threshold).
+const (
+	owedRetryFirst = 30 * time.Second
+	owedRetryMax   = 15 * time.Minute
 )
 
 // Timeouts of the rollup and deliver runs. A rollup run recomputes an hour

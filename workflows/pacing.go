@@ -130,8 +130,10 @@ func (s *scheduler) batch(task string, now time.Time, forced bool) int {
 }
 
 // stopAt is the minute reserve the task's run keeps (0 with pacing off).
-func (s *scheduler) stopAt(task string) int {
-	if !s.paced {
+// An operator's refresh is a real run (SPEC §3.1): it may spend the
+// current window to the last request the headers allow.
+func (s *scheduler) stopAt(task string, forced bool) int {
+	if !s.paced || forced && s.gates.decide {
 		return 0
 	}
 	return s.state.Budgets[upstreamOf(task)].StopAt()

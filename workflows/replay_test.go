@@ -56,6 +56,10 @@ func TestGatesAreWhatLetOldHistoriesReplay(t *testing.T) {
 		{history: "continue-as-new.json", change: changeKeepState},
 		{history: "keep-state-basic.json", change: changeRollupTasks},
 		{history: "keep-state-started.json", change: changeRollupTasks},
+		{history: "rollups-basic.json", change: changeOneDecision},
+		{history: "rollups-catch-up.json", change: changeOneDecision},
+		{history: "rollups-failure-streak.json", change: changeOneDecision},
+		{history: "rollups-reconfigured.json", change: changeOneDecision},
 	}
 	for _, tt := range tests {
 		t.Run(tt.history, func(t *testing.T) {

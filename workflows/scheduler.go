@@ -22,6 +22,11 @@ import (
 type State struct {
 	PausedUntil *time.Time       `json:"pausedUntil,omitempty"`
 	Tasks       []*schedule.Task `json:"tasks"`
+	// Pauses are the operators' pause windows, of one task or of all
+	// (changeOneDecision): what was paused survives a restart, and
+	// occurrences due in a window are passed as paused. PausedUntil mirrors
+	// the global one for readers of older states.
+	Pauses []schedule.Pause `json:"pauses,omitempty"`
 	// LastTeneroResult is the last finished tenero run's report.
 	LastTeneroResult *pacer.TeneroResult `json:"lastTeneroResult,omitempty"`
 	LastSweepResult  *pacer.SweepResult  `json:"lastSweepResult,omitempty"`
@@ -121,7 +126,7 @@ var taskDefs = []taskDef{
 // gates are the version gates of this run, read once at its start: each
 // says whether a change is on in this run (GetVersion; see names.go).
 type gates struct {
-	sweep, pacing, breaker, keepState, rollups bool
+	sweep, pacing, breaker, keepState, rollups, decide bool
 }
 
 func readGates(ctx workflow.Context, forced map[string]bool) gates {
@@ -139,6 +144,7 @@ func readGates(ctx workflow.Context, forced map[string]bool) gates {
 		breaker:   on(changeBreaker),
 		keepState: on(changeKeepState),
 		rollups:   on(changeRollupTasks),
+		decide:    on(changeOneDecision),
 	}
 }
 
@@ -156,7 +162,9 @@ type scheduler struct {
 	// deliver run was in flight: that run's "nothing pending" is stale.
 	deliverWoken bool
 
-	pauseCh, resumeCh, refreshCh, tuneCh workflow.ReceiveChannel
+	pauseCh, resumeCh, refreshCh, tuneCh, hintCh workflow.ReceiveChannel
+	// holding is set while the run holds scheduled starts (holdStarts).
+	holding bool
 	// wake is how finished runs and update handlers get the loop's attention.
 	wake workflow.Channel
 
@@ -170,14 +178,15 @@ type scheduler struct {
 	// reconfigured is set by the reconfigure update: the run continues as
 	// new, so that its input holds the new config, at the first idle moment.
 	reconfigured bool
-	// memoKey is the memo last upserted, without its time.
-	memoKey string
+	// memoKey is the memo last upserted, without its time; statusKey the
+	// status document last upserted.
+	memoKey, statusKey string
 }
 
 func newScheduler(ctx workflow.Context, in SchedulerInput, forced map[string]bool) *scheduler {
 	s := &scheduler{
 		gates:  readGates(ctx, forced),
-		cfg:    in.Config.withDefaults(),
+		cfg:    in.Config,
 		logger: workflow.GetLogger(ctx),
 		pauseCh: signalChannel(ctx, SignalPause,
 			`no scheduled run starts until then (refreshes still run); {"for":"30m"} or {"until":"<RFC3339>"}, at most 30 days`),
@@ -186,6 +195,8 @@ func newScheduler(ctx workflow.Context, in SchedulerInput, forced map[string]boo
 			`run tasks as soon as possible, ignoring pause and due checks; {"task":"tenero"|"sweep"|"rollup"|"deliver"|"all"}`),
 		tuneCh: signalChannel(ctx, SignalTune,
 			`set a task's pacing within its bounds: {"task":…,"batch":20,"interval":"10m"}, or {"task":…,"reset":true}`),
+		hintCh: signalChannel(ctx, SignalHint,
+			`an agent has a new transaction: the sweep runs soon whatever its pacing, not while paused; {"agent":"SP…"} (optional)`),
 		wake:  workflow.NewBufferedChannel(ctx, 1),
 		tasks: map[string]*schedule.Task{},
 	}
@@ -196,9 +207,20 @@ func newScheduler(ctx workflow.Context, in SchedulerInput, forced map[string]boo
 	if s.gates.keepState && s.gates.rollups {
 		s.defs = append(s.defs, taskDefs[2], taskDefs[3])
 	}
+	if !s.gates.decide {
+		// Runs before changeOneDecision carried the defaults in their
+		// config; from it on, the config holds what the operator set and
+		// each default resolves at use (SPEC §3.5).
+		s.cfg = s.cfg.withDefaults()
+	} else {
+		s.cfg = s.cfg.operatorSet()
+	}
 	if in.State != nil {
 		s.state = *in.State
 		s.state.Generation++
+	}
+	if s.gates.decide {
+		s.adoptPauses()
 	}
 	// Rebuild the task list from the registered tasks, keeping what the
 	// carried state knew: a task added by a deploy appears, a removed one goes.
@@ -262,7 +284,8 @@ func (s *scheduler) loop(ctx workflow.Context) (*StopResult, error) {
 		now := workflow.Now(ctx)
 		s.expirePause(now)
 		s.planCrons(now)
-		s.startRuns(ctx, now, s.stopping != nil || s.holdStarts(ctx))
+		s.holding = s.holdStarts(ctx)
+		s.startRuns(ctx, now, s.stopping != nil || s.holding)
 		if s.idle() && (s.stopping != nil || s.reconfigured || s.continueAsNewWanted(ctx)) {
 			done, err := s.handOver(ctx)
 			if err != nil || done {
@@ -297,7 +320,7 @@ func (s *scheduler) handOver(ctx workflow.Context) (bool, error) {
 // stops starting scheduled runs once its history is twice the length at
 // which it wanted to continue as new, well inside the server's limit.
 func (s *scheduler) holdStarts(ctx workflow.Context) bool {
-	return workflow.GetInfo(ctx).GetCurrentHistoryLength() >= 2*s.cfg.MaxHistoryEvents
+	return workflow.GetInfo(ctx).GetCurrentHistoryLength() >= 2*s.cfg.maxHistoryEvents()
 }
 
 // idle reports whether no run is in flight and none is requested.
@@ -312,7 +335,7 @@ func (s *scheduler) idle() bool {
 
 func (s *scheduler) continueAsNewWanted(ctx workflow.Context) bool {
 	info := workflow.GetInfo(ctx)
-	return info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() >= s.cfg.MaxHistoryEvents
+	return info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() >= s.cfg.maxHistoryEvents()
 }
 
 func (s *scheduler) continueAsNew(ctx workflow.Context) error {
@@ -339,7 +362,7 @@ func (s *scheduler) stopResult(ctx workflow.Context) *StopResult {
 func (s *scheduler) startRuns(ctx workflow.Context, now time.Time, hold bool) {
 	for _, d := range s.defs {
 		t := s.tasks[d.name]
-		if !t.ShouldStart(now, s.state.PausedUntil) || (hold && !t.Requested) {
+		if !s.shouldStart(t, now, hold) {
 			continue
 		}
 		var occ pacer.Occurrence
@@ -348,6 +371,10 @@ func (s *scheduler) startRuns(ctx workflow.Context, now time.Time, hold bool) {
 			if occ, ok = t.Cron.Take(now); !ok {
 				continue
 			}
+			if s.gates.decide && occ.Live {
+				at := now.UTC()
+				occ.AsOf = &at
+			}
 		} else {
 			occ = s.occurrence(t, now)
 		}
@@ -355,7 +382,14 @@ func (s *scheduler) startRuns(ctx workflow.Context, now time.Time, hold bool) {
 		t.Begin(now)
 		workflow.Go(ctx, func(ctx workflow.Context) {
 			o := d.run(ctx, s, occ, forced)
-			if o.Class != "" && t.Cron != nil && len(occ.Passed) > 0 {
+			if s.gates.decide && o.Class != "" && t.Cron != nil && !occ.Manual && !occ.Zero() {
+				// The occurrence is owed until it succeeds (SPEC §3.4): it
+				// goes back to the head of the queue, with the passed ones it
+				// carries (the ledger keeps the first record of each), and
+				// waits for its back-off.
+				t.Cron.Queue = append([]pacer.Occurrence{occ}, t.Cron.Queue...)
+				o.Backoff = max(o.Backoff, owedBackoff(t.ConsecutiveFailures+1))
+			} else if o.Class != "" && t.Cron != nil && len(occ.Passed) > 0 {
 				// The run may have failed before it wrote them to the
 				// ledger: the next run carries them again (the ledger
 				// keeps the first record of each).
@@ -366,6 +400,32 @@ func (s *scheduler) startRuns(ctx workflow.Context, now time.Time, hold bool) {
 	}
 }
 
+// shouldStart is whether t starts now: with changeOneDecision the
+// decision says; before it, the task's own rules and the hold.
+func (s *scheduler) shouldStart(t *schedule.Task, now time.Time, hold bool) bool {
+	if s.gates.decide {
+		return s.view().Decide(t, now).Start
+	}
+	return t.ShouldStart(now, s.state.PausedUntil) && (!hold || t.Requested)
+}
+
+// view is what the decision reads: the carried state, the compiled cron
+// schedules, and whether starts are stopped or held.
+func (s *scheduler) view() schedule.View {
+	return schedule.View{Tasks: s.state.Tasks, Pauses: s.state.Pauses, Crons: s.crons,
+		Stopping: s.stopping != nil, Holding: s.holding}
+}
+
+// owedBackoff is how long an owed occurrence waits after its n-th failure
+// in a row.
+func owedBackoff(n int) time.Duration {
+	d := owedRetryFirst
+	for i := 1; i < n && d < owedRetryMax; i++ {
+		d *= 2
+	}
+	return min(d, owedRetryMax)
+}
+
 // occurrence is the run key of the run of t starting at now (SPEC §3.4): its
 // nominal time is when it was due, or for a refresh when it was asked for.
 // Runs that began before run keys send none.
@@ -373,7 +433,7 @@ func (s *scheduler) occurrence(t *schedule.Task, now time.Time) pacer.Occurrence
 	if !s.gates.keepState {
 		return pacer.Occurrence{}
 	}
-	nominal, manual := t.DueAt(), t.Requested
+	nominal, manual := s.dueAt(t, now), t.Requested
 	if manual && t.RequestedAt != nil {
 		nominal = *t.RequestedAt
 	}
@@ -413,7 +473,9 @@ func (s *scheduler) wait(ctx workflow.Context, now time.Time) {
 		sel.AddReceive(sig.ch, func(c workflow.ReceiveChannel, _ bool) { s.receive(ctx, sig) })
 	}
 	sel.AddReceive(s.wake, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil) })
-	if wake, ok := schedule.NextWakeCounting(now, s.state.PausedUntil, s.state.Tasks); ok && s.stopping == nil {
+	if s.gates.decide {
+		s.armDecided(ctx, now)
+	} else if wake, ok := schedule.NextWakeCounting(now, s.state.PausedUntil, s.state.Tasks); ok && s.stopping == nil {
 		s.armTimer(ctx, now, wake, true)
 	}
 	if s.timer != nil {
@@ -422,6 +484,22 @@ func (s *scheduler) wait(ctx workflow.Context, now time.Time) {
 	s.setDetails(ctx)
 	s.upsertMemo(ctx)
 	sel.Select(ctx)
+}
+
+// armDecided points the one timer at the earliest decided wake-up. A
+// timer due before it would fire for nothing (a run's end moved its task
+// later): it is cancelled, so every timer that fires starts a run. With
+// no wake-up wanted, a timer left running is cancelled too.
+func (s *scheduler) armDecided(ctx workflow.Context, now time.Time) {
+	wake, ok := s.view().Wake(now)
+	if !ok {
+		if s.cancelTimer != nil {
+			s.cancelTimer()
+		}
+		s.timer, s.cancelTimer = nil, nil
+		return
+	}
+	s.armTimer(ctx, now, wake, false)
 }
 
 // armTimer keeps one durable timer pointed at the next wake. An unchanged
@@ -449,7 +527,7 @@ func (s *scheduler) armTimer(ctx workflow.Context, now, wake time.Time, keepEarl
 func (s *scheduler) dueSummary(wake time.Time) string {
 	var names []string
 	for _, t := range s.state.Tasks {
-		if !t.Running() && !t.DueAt().After(wake) {
+		if !t.Running() && !s.dueAt(t, wake).After(wake) {
 			names = append(names, t.Name)
 		}
 	}
@@ -462,7 +540,24 @@ func (s *scheduler) dueSummary(wake time.Time) string {
 	return strings.Join(names, ", ")
 }
 
+// dueAt is when t next starts on its own, as the decision (or, before
+// changeOneDecision, the task) says.
+func (s *scheduler) dueAt(t *schedule.Task, now time.Time) time.Time {
+	if s.gates.decide {
+		d := s.view().Decide(t, now)
+		if d.Start {
+			return now
+		}
+		return d.At
+	}
+	return t.DueAt()
+}
+
 func (s *scheduler) expirePause(now time.Time) {
+	if s.gates.decide {
+		s.expirePauses(now)
+		return
+	}
 	if s.state.PausedUntil != nil && !schedule.Paused(now, s.state.PausedUntil) {
 		s.logger.Info("scheduler.resumed", "reason", "pause expired", "pausedUntil", *s.state.PausedUntil)
 		s.state.PausedUntil = nil
@@ -495,7 +590,7 @@ func classify(err error) (pacer.ErrorClass, string) {
 func (s *scheduler) activityOptions(summary string, startToClose time.Duration) workflow.ActivityOptions {
 	return workflow.ActivityOptions{
 		StartToCloseTimeout: startToClose,
-		HeartbeatTimeout:    time.Duration(s.cfg.HeartbeatTimeout),
+		HeartbeatTimeout:    s.cfg.heartbeatTimeout(),
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:    5 * time.Second,
 			BackoffCoefficient: 2,
@@ -545,7 +640,7 @@ func runTask[R any, P result[R]](ctx workflow.Context, opts workflow.ActivityOpt
 func runTenero(ctx workflow.Context, s *scheduler, occ pacer.Occurrence, forced bool) schedule.Outcome {
 	in := pacer.TeneroInput{
 		MaxTokens:             s.batch(pacer.TaskTenero, workflow.Now(ctx), forced),
-		StopAtMinuteRemaining: s.stopAt(pacer.TaskTenero),
+		StopAtMinuteRemaining: s.stopAt(pacer.TaskTenero, forced),
 		Occurrence:            occ,
 	}
 	p := s.state.Pacing[pacer.TaskTenero]

@@ -440,7 +440,7 @@ func TestPacingBacksOffAndTunes(t *testing.T) {
 		require.Equal(t, "7m30s", p.Interval)
 		require.Equal(t, "7m30s", st.Tasks[pacer.TaskTenero].Every)
 	})
-	h.at(8*time.Minute, func() {
+	h.at(9*time.Minute, func() { // its 7m30s wake joins the sweep's, at 8m
 		st := h.status(t)
 		p := st.Tasks[pacer.TaskTenero].Pacing
 		require.Equal(t, "cooldown", string(p.Zone), "the second bad run in a row cools it down")

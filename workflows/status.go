@@ -53,10 +53,11 @@ type TaskStatus struct {
 	Requested bool       `json:"requested"`
 	LastRunAt *time.Time `json:"lastRunAt"`
 	NextDueAt *time.Time `json:"nextDueAt"`
-	// Waiting says in one word why the task is not running now and what
-	// NextDueAt comes from: cadence, pacing, backoff, breaker, paused, or
-	// idle (nothing to do until something wakes it; NextDueAt null); or
-	// running, requested, or due (it starts at the next wake).
+	// Waiting is the decision's reason (schedule.View.Decide, SPEC §3.6):
+	// why the task is not running sooner than NextDueAt — cadence, cron,
+	// budget (pacing before the one decision), backoff, breaker, paused,
+	// idle (nothing to do until something wakes it; NextDueAt null),
+	// stopping, held — or running, requested, hinted, due.
 	Waiting   string             `json:"waiting"`
 	LastError *schedule.RunError `json:"lastError"`
 	Runs      int64              `json:"runs"`
@@ -64,6 +65,11 @@ type TaskStatus struct {
 	Breaker BreakerStatus `json:"breaker"`
 	// PacedUntil is when the upstream's budget next allows a run.
 	PacedUntil *time.Time `json:"pacedUntil"`
+	// PausedUntil is the end of the pause in force for this task: its own
+	// (pause --task) or the scheduler's.
+	PausedUntil *time.Time `json:"pausedUntil,omitempty"`
+	// Hinted says a hint asked for a sweep that has not started yet.
+	Hinted bool `json:"hinted,omitempty"`
 	// Pacing is what the adaptive controller decided and the upstream's
 	// budget; null in a run that began before adaptive pacing.
 	Pacing *pacing.TaskStatus `json:"pacing"`
@@ -142,6 +148,9 @@ func (s *scheduler) status(ctx workflow.Context) Status {
 	if s.timer != nil {
 		st.NextWakeAt = utc(&s.timerAt)
 	}
+	if s.gates.decide {
+		st.Config = s.cfg.withDefaults()
+	}
 	for _, t := range s.state.Tasks {
 		st.ConsecutiveFailures[t.Name] = t.ConsecutiveFailures
 		st.NextRunAfter[t.Name] = utc(t.NextRunAfter)
@@ -161,6 +170,9 @@ func (s *scheduler) status(ctx workflow.Context) Status {
 			Pacing:     s.pacingStatus(t.Name, st.Now),
 		}
 		s.scheduleStatus(&ts, t, st.Now)
+		if s.gates.decide {
+			s.decisionStatus(&ts, t, st.Now)
+		}
 		if waiting == schedule.WaitIdle {
 			ts.NextDueAt = nil
 		}
@@ -201,6 +213,10 @@ func (s *scheduler) scheduleStatus(ts *TaskStatus, t *schedule.Task, now time.Ti
 // waiting is when a task next runs on its own and why not sooner (one
 // word, see TaskStatus.Waiting).
 func (s *scheduler) waiting(t *schedule.Task, now time.Time) (time.Time, string) {
+	if s.gates.decide {
+		d := s.view().Decide(t, now)
+		return d.At, d.Reason
+	}
 	due, why := t.Due()
 	if schedule.Paused(now, s.state.PausedUntil) && !s.state.PausedUntil.Before(due) {
 		due, why = *s.state.PausedUntil, schedule.WaitPaused
@@ -215,6 +231,20 @@ func (s *scheduler) waiting(t *schedule.Task, now time.Time) (time.Time, string)
 		why = "due"
 	}
 	return due, why
+}
+
+// decisionStatus shows the decision's inputs: the pause in force for the
+// task (its own or the global one), the back-off, breaker and budget
+// waits as the decision read them.
+func (s *scheduler) decisionStatus(ts *TaskStatus, t *schedule.Task, now time.Time) {
+	d := s.view().Decide(t, now)
+	ts.PausedUntil = utc(d.PausedUntil)
+	ts.PacedUntil = utc(d.Budget)
+	ts.Breaker.ProbeAt = utc(d.Breaker)
+	ts.Hinted = t.HintedAt != nil
+	if d.At.IsZero() {
+		ts.NextDueAt = nil
+	}
 }
 
 // setDetails keeps a one-line summary on the Web UI's workflow page.

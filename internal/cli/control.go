@@ -50,7 +50,7 @@ func newStatusCmd(c *config) *cobra.Command {
 		Args:  wrapArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if every < MinWatchEvery {
-				return usagef("--every must be at least %s: each refresh is a status query, a billed action on Temporal Cloud", MinWatchEvery)
+				return usagef("--every must be at least %s", MinWatchEvery)
 			}
 			out := cmd.OutOrStdout()
 			return c.withClient(cmd.Context(), func(tc client.Client) error {
@@ -68,7 +68,8 @@ func newStatusCmd(c *config) *cobra.Command {
 				defer t.Stop()
 				for {
 					fmt.Fprint(out, "\033[H\033[2J") // clear the terminal
-					st, err := worker.Status(cmd.Context(), tc, c.workflowID)
+					// The memo's status: however many watch, no query (SPEC §7).
+					st, err := worker.StatusShared(cmd.Context(), tc, c.workflowID)
 					if err != nil {
 						fmt.Fprintf(out, "%s  status unavailable: %v\n", time.Now().UTC().Format(time.RFC3339), err)
 					} else {
@@ -85,12 +86,13 @@ func newStatusCmd(c *config) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the status document as JSON")
 	cmd.Flags().BoolVar(&watch, "watch", false, "refresh the view until interrupted")
-	cmd.Flags().DurationVar(&every, "every", MinWatchEvery, "refresh interval for --watch (at least 10s: each refresh is a billed status query)")
+	cmd.Flags().DurationVar(&every, "every", MinWatchEvery, "refresh interval for --watch (at least 10s; --watch reads the status the scheduler keeps in its memo, which costs no query)")
 	return cmd
 }
 
 // MinWatchEvery is the shortest refresh of status --watch: each refresh is
-// a query, a billed action on Temporal Cloud.
+// a description of the workflow (the memo's status; a query for a
+// scheduler from before it kept one).
 const MinWatchEvery = 10 * time.Second
 
 // writeStatus prints the status document as pacer status shows it: the
@@ -183,7 +185,7 @@ func printWatch(w io.Writer, st workflows.Status, now time.Time, every time.Dura
 	if st.PausedUntil != nil {
 		state = "PAUSED until " + st.PausedUntil.UTC().Format(time.RFC3339) + " (" + relTime(st.PausedUntil, now) + ")"
 	}
-	fmt.Fprintf(w, "%s  run %s  gen %d  %d events  at %s  (refreshes every %s, each a billed query; Ctrl-C stops)\n",
+	fmt.Fprintf(w, "%s  run %s  gen %d  %d events  at %s  (refreshes every %s from the memo, no query; Ctrl-C stops)\n",
 		st.WorkflowID, shortID(st.RunID), st.Generation, st.HistoryLength, now.UTC().Format(time.RFC3339), every)
 	fmt.Fprintf(w, "%s; next wake %s\n\n", state, relTime(st.NextWakeAt, now))
 
@@ -426,11 +428,16 @@ func newPauseCmd(c *config) *cobra.Command {
 	var until, forDur, task string
 	cmd := &cobra.Command{
 		Use:   "pause --until RFC3339 | --for DURATION [--task TASK]",
-		Short: "Stop scheduled runs (of one task, or of all) until a time (explicit refreshes still run; the pause update)",
+		Short: "Stop scheduled runs of every task, or of one, until a time (explicit refreshes still run; the pause update)",
 		Args:  wrapArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if _, err := schedule.PauseUntil(time.Now(), until, forDur); err != nil {
 				return &UsageError{Err: err}
+			}
+			if task != "" {
+				if err := checkTask(task); err != nil {
+					return err
+				}
 			}
 			return c.withService(cmd.Context(), true, func(ctx context.Context, svc *operate.Service) error {
 				raw, err := svc.Pause(ctx, operate.PauseInput{Task: task, Until: until, For: forDur})
@@ -441,14 +448,18 @@ func newPauseCmd(c *config) *cobra.Command {
 				if err := json.Unmarshal(raw, &res); err != nil {
 					return fmt.Errorf("decode the pause result: %w", err)
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "paused: no scheduled runs until %s\n", res.PausedUntil.UTC().Format(time.RFC3339))
+				what := "no scheduled runs"
+				if res.Task != "" {
+					what = "no scheduled " + res.Task + " runs"
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "paused: %s until %s\n", what, res.PausedUntil.UTC().Format(time.RFC3339))
 				return nil
 			})
 		},
 	}
 	cmd.Flags().StringVar(&until, "until", "", "pause until this RFC3339 time")
 	cmd.Flags().StringVar(&forDur, "for", "", "pause for this Go duration (like 30m)")
-	cmd.Flags().StringVar(&task, "task", "", "pause this task only (default all)")
+	cmd.Flags().StringVar(&task, "task", "", "pause this task only (tenero, sweep, rollup or deliver)")
 	return cmd
 }
 
@@ -476,6 +487,9 @@ func newResumeCmd(c *config) *cobra.Command {
 				}
 				if len(res.BreakersClosed) > 0 {
 					fmt.Fprintf(out, "closed breakers: %s\n", strings.Join(res.BreakersClosed, ", "))
+				}
+				if len(res.BackoffsCleared) > 0 {
+					fmt.Fprintf(out, "cleared back-offs: %s\n", strings.Join(res.BackoffsCleared, ", "))
 				}
 				return nil
 			})

@@ -222,9 +222,10 @@ func (c *config) apiHandler(st, reads *store.Store, tc client.Client, v *competi
 // scrape interval, so every scrape sees a fresh one.
 const metricsEvery = 10 * time.Second
 
-// status runs the scheduler's status query.
+// status reads the scheduler's status from its memo (a description, not
+// a billed query; SPEC §7), or queries a scheduler that keeps none there.
 func (c *config) status(tc client.Client) func(context.Context) (workflows.Status, error) {
 	return func(ctx context.Context) (workflows.Status, error) {
-		return worker.Status(ctx, tc, c.workflowID)
+		return worker.StatusShared(ctx, tc, c.workflowID)
 	}
 }

@@ -26,7 +26,7 @@ const unreachable = "127.0.0.1:1"
 
 func TestScheduleBadArgumentsExitTwo(t *testing.T) {
 	requireUsageErrors(t, []usageCase{
-		{name: "no subcommand", give: []string{"schedule"}, wantErr: "give a subcommand: next or history"},
+		{name: "no subcommand", give: []string{"schedule"}, wantErr: "give a subcommand: next, history or backfill"},
 		{name: "unknown subcommand", give: []string{"schedule", "later"}, wantErr: `unknown command "later"`},
 		{name: "next without task", give: []string{"schedule", "next"}, wantErr: "accepts 1 arg"},
 		{name: "next unknown task", give: []string{"schedule", "next", "prices"}, wantErr: `unknown task "prices" (want tenero, sweep, rollup, deliver)`},
@@ -192,13 +192,13 @@ func TestScheduleHistoryReadsTheLedger(t *testing.T) {
 	require.NoError(t, err)
 	_, _, err = st.BeginRun(ctx, coalesced)
 	require.NoError(t, err)
-	require.NoError(t, st.FinishRun(ctx, coalesced, pacer.RunOK, "", json.RawMessage(`{"rows":9}`)))
+	require.NoError(t, st.FinishRun(ctx, coalesced, 0, pacer.RunOK, "", json.RawMessage(`{"rows":9}`)))
 	failed := pacer.Occurrence{Task: pacer.TaskRollup, NominalAt: at(4)}
 	_, _, err = st.BeginRun(ctx, failed)
 	require.NoError(t, err)
 	_, _, err = st.BeginRun(ctx, failed)
 	require.NoError(t, err)
-	require.NoError(t, st.FinishRun(ctx, failed, pacer.RunFailed, pacer.ClassTransport, nil))
+	require.NoError(t, st.FinishRun(ctx, failed, 0, pacer.RunFailed, pacer.ClassTransport, nil))
 	other := pacer.Occurrence{Task: pacer.TaskTenero, NominalAt: at(4)}
 	_, _, err = st.BeginRun(ctx, other)
 	require.NoError(t, err)

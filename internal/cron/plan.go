@@ -164,9 +164,33 @@ type Report struct {
 // occurrences decided by its policy instead of queued without end. The
 // first Plan of a task (zero st.Last) only starts the schedule at now.
 func (s *Schedule) Plan(task string, st State, now time.Time) (State, Report) {
+	return s.PlanWith(task, st, now, Options{})
+}
+
+// Options are how the scheduler plans since its one decision (SPEC §3.6);
+// the zero Options plan as before it.
+type Options struct {
+	// Paused reports whether the task is paused at an instant, from the
+	// scheduler's own pause windows (st.Pauses is then unused). Set, it
+	// also makes Plan pass every occurrence due while paused as paused,
+	// whatever the catch-up policy, and mark `all` catch-up runs Live (as
+	// of when they start).
+	Paused func(time.Time) bool
+}
+
+func (o Options) paused(st *State, t time.Time) bool {
+	if o.Paused != nil {
+		return o.Paused(t)
+	}
+	_, paused := st.pausedAt(t)
+	return paused
+}
+
+// PlanWith is Plan with options.
+func (s *Schedule) PlanWith(task string, st State, now time.Time, o Options) (State, Report) {
 	st = st.clone()
 	var rep Report
-	if _, paused := st.pausedAt(now); paused || len(st.Queue) > 0 {
+	if o.paused(&st, now) || len(st.Queue) > 0 {
 		return st, rep
 	}
 	if st.Last.IsZero() {
@@ -183,7 +207,7 @@ func (s *Schedule) Plan(task string, st State, now time.Time) (State, Report) {
 		st.prunePauses()
 		return st, rep
 	}
-	events := s.decide(task, due, &st, now, &rep)
+	events := s.decide(task, due, &st, now, &rep, o)
 	pending := st.Pending
 	for _, e := range events {
 		if e.run == nil {
@@ -231,10 +255,11 @@ type event struct {
 }
 
 // decide applies the catch-up policy to the due fires.
-func (s *Schedule) decide(task string, due []Fire, st *State, now time.Time, rep *Report) []event {
+func (s *Schedule) decide(task string, due []Fire, st *State, now time.Time, rep *Report, o Options) []event {
+	strict := o.Paused != nil
 	var runnable []int // indexes into due of the fires that may run
 	for i, f := range due {
-		if !f.Skip {
+		if !f.Skip && !(strict && o.paused(st, s.DueAt(task, f))) {
 			runnable = append(runnable, i)
 		}
 	}
@@ -272,7 +297,11 @@ func (s *Schedule) decide(task string, due []Fire, st *State, now time.Time, rep
 	events := make([]event, 0, len(due))
 	for i, f := range due {
 		if coalesced, ok := run[i]; ok {
-			events = append(events, event{run: &pacer.Occurrence{Task: task, NominalAt: f.At, Coalesced: coalesced}})
+			occ := &pacer.Occurrence{Task: task, NominalAt: f.At, Coalesced: coalesced}
+			// `all` runs each missed occurrence as of now, `backfill` as
+			// of its own nominal time (SPEC §3.4); the on-time one is both.
+			occ.Live = strict && s.spec.Catchup == CatchupAll && i != onTime
+			events = append(events, event{run: occ})
 			continue
 		}
 		p := pacer.PassedOccurrence{NominalAt: f.At, Status: pacer.RunSkipped}
@@ -280,12 +309,15 @@ func (s *Schedule) decide(task string, due []Fire, st *State, now time.Time, rep
 		case f.Skip:
 			p.Reason = pacer.SkipDSTGap
 			rep.Skipped++
+		case strict && o.paused(st, s.DueAt(task, f)):
+			p.Reason = pacer.SkipPaused
+			rep.Skipped++
 		case into != nil:
 			p.Status, p.CoalescedInto = pacer.RunCoalesced, into
 			rep.Coalesced++
 		default:
 			p.Reason = pacer.SkipCatchup
-			if _, paused := st.pausedAt(s.DueAt(task, f)); paused {
+			if o.paused(st, s.DueAt(task, f)) {
 				p.Reason = pacer.SkipPaused
 			}
 			rep.Skipped++

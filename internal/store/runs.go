@@ -87,10 +87,51 @@ func (s *Store) BeginRun(ctx context.Context, occ pacer.Occurrence) (row TaskRun
 	return row, false, nil
 }
 
+// ErrRunHeld is returned by HoldRun when another attempt of the same
+// occurrence holds it: two attempts of one occurrence never run at once.
+var ErrRunHeld = errors.New("another attempt of this occurrence is running")
+
+// HoldRun takes the occurrence's lease for the length of one attempt: a
+// session-level advisory lock on (task, nominal time), on a connection kept
+// for the attempt. The lease lives exactly as long as the attempt's
+// session: an attempt that outlived its heartbeat timeout (a worker cut
+// off, a stalled process) still holds it, so its retry elsewhere finds
+// ErrRunHeld instead of running the occurrence a second time; a worker
+// that died drops its connection and with it the lease. release gives it
+// back. The lock's key includes the schema: databases that hold several
+// pacer schemas (tests) keep their leases apart.
+func (s *Store) HoldRun(ctx context.Context, occ pacer.Occurrence) (release func(), err error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("hold run %s: %w", occ.Task, err)
+	}
+	key := occ.Task + "@" + occ.NominalAt.UTC().Format(time.RFC3339Nano)
+	var held bool
+	if err := conn.QueryRow(ctx, `select pg_try_advisory_lock(hashtextextended(current_schema() || ':' || $1, 3))`, key).Scan(&held); err != nil {
+		conn.Release()
+		return nil, fmt.Errorf("hold run %s: %w", occ.Task, err)
+	}
+	if !held {
+		conn.Release()
+		return nil, fmt.Errorf("hold run %s at %s: %w", occ.Task, occ.NominalAt.Format(time.RFC3339), ErrRunHeld)
+	}
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if _, err := conn.Exec(ctx, `select pg_advisory_unlock(hashtextextended(current_schema() || ':' || $1, 3))`, key); err != nil {
+			// Unsure whether the lock is gone: close the session, which
+			// drops it for certain.
+			_ = conn.Conn().Close(ctx)
+		}
+		conn.Release()
+	}, nil
+}
+
 // FinishRun records how occ's run ended: status ok or failed, the failure's
-// class, and the result document. It also forgets runs older than
-// RunRetention.
-func (s *Store) FinishRun(ctx context.Context, occ pacer.Occurrence, status string, class pacer.ErrorClass, result json.RawMessage) error {
+// class, and the result document. attempt is the attempt number BeginRun
+// returned: an attempt that is no longer the latest writes nothing. It also
+// forgets runs older than RunRetention.
+func (s *Store) FinishRun(ctx context.Context, occ pacer.Occurrence, attempt int, status string, class pacer.ErrorClass, result json.RawMessage) error {
 	var cls *string
 	if class != "" {
 		c := string(class)
@@ -99,7 +140,7 @@ func (s *Store) FinishRun(ctx context.Context, occ pacer.Occurrence, status stri
 	batch := &pgx.Batch{}
 	batch.Queue(`
 update task_runs set status = $3, error_class = $4, result = $5, finished_at = now()
-where task = $1 and nominal_at = $2`, occ.Task, occ.NominalAt, status, cls, result)
+where task = $1 and nominal_at = $2 and (attempts = $6 or $6 = 0)`, occ.Task, occ.NominalAt, status, cls, result, attempt)
 	batch.Queue(`delete from task_runs where task = $1 and nominal_at < now() - $2::interval`, occ.Task, RunRetention)
 	if err := s.pool.SendBatch(ctx, batch).Close(); err != nil {
 		return fmt.Errorf("finish run %s: %w", occ.Task, err)

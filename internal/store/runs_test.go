@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/store"
 )
 
 func TestRunLedgerRunsAnOccurrenceOnce(t *testing.T) {
@@ -27,7 +28,7 @@ func TestRunLedgerRunsAnOccurrenceOnce(t *testing.T) {
 	_, done, err = s.BeginRun(ctx, occ)
 	require.NoError(t, err)
 	require.False(t, done)
-	require.NoError(t, s.FinishRun(ctx, occ, pacer.RunOK, "", json.RawMessage(`{"rows":3}`)))
+	require.NoError(t, s.FinishRun(ctx, occ, 0, pacer.RunOK, "", json.RawMessage(`{"rows":3}`)))
 
 	// Once ok, it is never run again: the recorded result comes back.
 	prior, done, err := s.BeginRun(ctx, occ)
@@ -48,7 +49,7 @@ func TestRunLedgerFailedRunMayRunAgain(t *testing.T) {
 	occ := pacer.Occurrence{Task: "tenero", NominalAt: time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)}
 	_, _, err := s.BeginRun(ctx, occ)
 	require.NoError(t, err)
-	require.NoError(t, s.FinishRun(ctx, occ, pacer.RunFailed, pacer.ClassServerError, nil))
+	require.NoError(t, s.FinishRun(ctx, occ, 0, pacer.RunFailed, pacer.ClassServerError, nil))
 	run, found, err := s.TaskRun(ctx, occ.Task, occ.NominalAt)
 	require.NoError(t, err)
 	require.True(t, found)
@@ -111,7 +112,7 @@ func TestLatestRunsIsEachTasksLastFinishedRun(t *testing.T) {
 		occ := pacer.Occurrence{Task: task, NominalAt: base.Add(time.Duration(i) * time.Minute)}
 		_, _, err := s.BeginRun(ctx, occ)
 		require.NoError(t, err)
-		require.NoError(t, s.FinishRun(ctx, occ, pacer.RunOK, "", json.RawMessage(`{}`)))
+		require.NoError(t, s.FinishRun(ctx, occ, 0, pacer.RunOK, "", json.RawMessage(`{}`)))
 	}
 	// Running, not finished: not the latest finished run.
 	_, _, err := s.BeginRun(ctx, pacer.Occurrence{Task: "tenero", NominalAt: base.Add(time.Hour)})
@@ -153,4 +154,42 @@ func TestRunLedgerExpandsSpans(t *testing.T) {
 	added, err = s.RecordPassed(ctx, "rollup", nil)
 	require.NoError(t, err)
 	require.Empty(t, added)
+}
+
+// Two attempts of one occurrence never run at once: while one holds its
+// lease, another (a retry after a missed heartbeat) is refused, and an
+// attempt that is no longer the latest cannot overwrite the latest's end.
+func TestRunLedgerOneAttemptAtATime(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := t.Context()
+	occ := pacer.Occurrence{Task: "rollup", NominalAt: time.Date(2026, 11, 1, 11, 5, 0, 0, time.UTC)}
+	release, err := s.HoldRun(ctx, occ)
+	require.NoError(t, err)
+	first, _, err := s.BeginRun(ctx, occ)
+	require.NoError(t, err)
+
+	_, err = s.HoldRun(ctx, occ)
+	require.ErrorIs(t, err, store.ErrRunHeld, "a second attempt while the first holds the occurrence")
+	other := pacer.Occurrence{Task: "rollup", NominalAt: occ.NominalAt.Add(time.Hour)}
+	releaseOther, err := s.HoldRun(ctx, other)
+	require.NoError(t, err, "another occurrence is not held")
+	releaseOther()
+
+	release()
+	release2, err := s.HoldRun(ctx, occ)
+	require.NoError(t, err, "the lease is free once the first attempt ends")
+	defer release2()
+	second, _, err := s.BeginRun(ctx, occ)
+	require.NoError(t, err)
+	require.Equal(t, first.Attempts+1, second.Attempts)
+	// The first attempt's late end writes nothing over the second's.
+	require.NoError(t, s.FinishRun(ctx, occ, first.Attempts, pacer.RunFailed, pacer.ClassTransport, nil))
+	row, _, err := s.TaskRun(ctx, occ.Task, occ.NominalAt)
+	require.NoError(t, err)
+	require.Equal(t, pacer.RunRunning, row.Status)
+	require.NoError(t, s.FinishRun(ctx, occ, second.Attempts, pacer.RunOK, "", json.RawMessage(`{}`)))
+	row, _, err = s.TaskRun(ctx, occ.Task, occ.NominalAt)
+	require.NoError(t, err)
+	require.Equal(t, pacer.RunOK, row.Status)
 }

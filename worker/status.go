@@ -1,0 +1,64 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+
+	"github.com/pacer-dev/pacer/workflows"
+)
+
+// ErrNoStatusMemo is returned by SharedStatus for a scheduler whose memo
+// carries no status document (one that began before changeOneDecision).
+var ErrNoStatusMemo = errors.New("the scheduler's memo has no status document yet")
+
+// SharedStatus reads the status document the scheduler keeps in its memo,
+// through DescribeWorkflowExecution: not a billed action, and the same
+// document for every reader (SPEC §7: the API's views, the operator's page
+// and `pacer status --watch` add no queries however many they are). Now
+// is the reader's clock; the rest is as the scheduler last wrote it.
+func SharedStatus(ctx context.Context, c client.Client, workflowID string) (workflows.Status, error) {
+	d, err := c.DescribeWorkflowExecution(ctx, workflowID, "")
+	if err != nil {
+		return workflows.Status{}, fmt.Errorf("describe %s: %w", workflowID, err)
+	}
+	info := d.GetWorkflowExecutionInfo()
+	p := info.GetMemo().GetFields()[workflows.MemoStatusKey]
+	if p == nil {
+		return workflows.Status{}, ErrNoStatusMemo
+	}
+	var m workflows.StatusMemo
+	if err := converter.GetDefaultDataConverter().FromPayload(p, &m); err != nil {
+		return workflows.Status{}, fmt.Errorf("decode the status memo: %w", err)
+	}
+	st, err := m.Status()
+	if err != nil {
+		return workflows.Status{}, err
+	}
+	st.Now = time.Now().UTC()
+	st.HistoryLength = int(info.GetHistoryLength())
+	// The document is as of the scheduler's last event: a wait whose time
+	// has come since is due (the scheduler is starting it).
+	for name, ts := range st.Tasks {
+		if ts.NextDueAt != nil && !ts.NextDueAt.After(st.Now) && !ts.Running && ts.Waiting != "idle" &&
+			ts.Waiting != "stopping" && ts.Waiting != "held" {
+			ts.Waiting = "due"
+			st.Tasks[name] = ts
+		}
+	}
+	return st, nil
+}
+
+// StatusShared is SharedStatus, falling back on the status query for a
+// scheduler that keeps no status in its memo yet.
+func StatusShared(ctx context.Context, c client.Client, workflowID string) (workflows.Status, error) {
+	st, err := SharedStatus(ctx, c, workflowID)
+	if errors.Is(err, ErrNoStatusMemo) {
+		return Status(ctx, c, workflowID)
+	}
+	return st, err
+}
