@@ -117,7 +117,7 @@ func (m *multipleServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func TestTxsBatchesAndPagesEvents(t *testing.T) {
-	m := &multipleServer{events: map[string]int{"0xf0"+"4c": 2}, forks: map[string]bool{"0xf04c": true}}
+	m := &multipleServer{events: map[string]int{"0xf0" + "4c": 2}, forks: map[string]bool{"0xf04c": true}}
 	ids := []string{"0xf04c"}
 	for i := range 25 {
 		id := fmt.Sprintf("0x%02x", i)
