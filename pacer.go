@@ -288,6 +288,20 @@ type SweepResult struct {
 }
 
 // ReaderReport is one discovery reader's part of a sweep run.
+// Successes is what the pacing controller counts as this run's successful
+// work: agents visited and, in tail mode, the chain's pages read (a run
+// of the tail visits few agents or none, and must not read as all failure
+// when one detail fetch fails).
+func (r SweepResult) Successes() int {
+	n := r.Scanned
+	for name, rr := range r.Readers {
+		if name != "agents" {
+			n += rr.Pages
+		}
+	}
+	return n
+}
+
 type ReaderReport struct {
 	// Requests, Pages and Candidates count this run's work: Hiro requests
 	// (pages and details), list pages read, and entries that were

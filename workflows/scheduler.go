@@ -682,6 +682,12 @@ func runSweep(ctx workflow.Context, s *scheduler, occ pacer.Occurrence, forced b
 			p.Need = res.Requests
 		}
 	}
-	s.observe(t, &res.Run, res.Scanned, workflow.Now(ctx))
+	successes := res.Scanned
+	if s.gates.decide {
+		// Pages of the tail and the reconciler are work done too: a tail
+		// run visits few agents or none (SPEC §5.0).
+		successes = res.Successes()
+	}
+	s.observe(t, &res.Run, successes, workflow.Now(ctx))
 	return o
 }

@@ -33,7 +33,7 @@ type Price struct {
 	// CheckedAt is when Tenero last answered for the token (SPEC §4.8),
 	// set by UpsertPrice and MarkChecked to FetchedAt whether or not the
 	// row was rewritten; nil for a row no check has touched since
-	// migration 015. Ignored by UpsertPrice.
+	// migration 014. Ignored by UpsertPrice.
 	CheckedAt *time.Time
 }
 

@@ -1,3 +1,0 @@
--- Placeholder on the tenero branch only: other branches own migration 013.
--- The lead deletes this file at merge (015_checked_at.sql is renumbered).
-select 1;
