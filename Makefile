@@ -5,7 +5,7 @@ SHELL := bash
 TEMPORAL_CLI_VERSION := v1.5.1
 BIN := $(CURDIR)/bin
 TEMPORAL := $(BIN)/temporal
-GO_TEST_FLAGS ?= -race -count=1
+GO_TEST_FLAGS ?= -race -count=1 -timeout 25m
 FUZZTIME ?= 10s
 FUZZFLAGS ?=
 # package:target pairs; go test fuzzes one target per invocation.
