@@ -97,10 +97,13 @@ var hostileSignals = []hostileSignal{
 	{name: workflows.SignalTune, args: in(`{"task":"tenero"}`)},
 	{name: workflows.SignalTune, args: in(`{}`)},
 	{name: workflows.SignalTune},
-	// A resume with a payload nobody reads, in any encoding, and a signal
-	// with no handler: accepted and without effect.
-	{name: workflows.SignalResume, args: in(`{"unexpected":true}`), harmless: true},
-	{name: workflows.SignalResume, args: []string{"--input", "{}", "--input-meta", "encoding=json/protobuf"}, harmless: true},
+	// resume may name one task: a payload with a field it does not know,
+	// an unknown task, or one in an encoding it cannot decode is dropped
+	// with its reason rather than read as "resume everything".
+	{name: workflows.SignalResume, args: in(`{"unexpected":true}`)},
+	{name: workflows.SignalResume, args: in(`{"task":"frobnicate"}`)},
+	{name: workflows.SignalResume, args: []string{"--input", "{}", "--input-meta", "encoding=json/protobuf"}},
+	// A signal with no handler: accepted and without effect.
 	{name: "frobnicate", args: in(`{"task":"all"}`), harmless: true},
 }
 
