@@ -302,7 +302,9 @@ func (r *sweepRun) finish(ctx context.Context) (pacer.SweepResult, error) {
 }
 
 // noteBudget reports what the shared budget has left, and returns the
-// sweep lane's rate (requests a minute; 0 when unknown).
+// sweep lane's rate (requests a minute; 0 when unknown). The sweep lane's
+// even after a manual run: the rate times the next run, which the
+// schedule starts on the sweep lane.
 func (r *sweepRun) noteBudget(ctx context.Context) (rate float64) {
 	if r.a.Budget == nil {
 		return 0
@@ -312,7 +314,7 @@ func (r *sweepRun) noteBudget(ctx context.Context) (rate float64) {
 		r.log.Warn("sweep.budget_unreadable", zap.Error(err))
 		return 0
 	}
-	rate = st.Rate(r.a.Budget.Config(), r.lane, now)
+	rate = st.Rate(r.a.Budget.Config(), budget.LaneSweep, now)
 	minute, month := st.Remaining(r.a.Budget.Config(), now)
 	r.mu.Lock()
 	defer r.mu.Unlock()
