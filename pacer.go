@@ -285,7 +285,20 @@ type SweepResult struct {
 	// OpenGaps is how many ranges the tail gave up on (it fell too far
 	// behind) the reconciler has not filled yet.
 	OpenGaps int `json:"openGaps,omitempty"`
+	// StoppedBy says why the run stopped (SPEC §3.1): "done" (nothing more
+	// was due), "minute" or "month" (that window of the Hiro budget was
+	// spent), "blocked" (Hiro refused), "maxRequests", "deadline" (the
+	// run's time cap) or "error".
+	StoppedBy string `json:"stoppedBy,omitempty"`
 }
+
+// SweepResult.StoppedBy values other than the budget's windows.
+const (
+	StoppedDone        = "done"
+	StoppedMaxRequests = "maxRequests"
+	StoppedDeadline    = "deadline"
+	StoppedError       = "error"
+)
 
 // ReaderReport is one discovery reader's part of a sweep run.
 // Successes is what the pacing controller counts as this run's successful

@@ -39,6 +39,12 @@ type Activities struct {
 	// lane, which never waits (SPEC §5.6).
 	Verifier     *competition.Verifier
 	FastVerifier *competition.Verifier
+	// ManualHiro and ManualVerifier are the sweep's for an operator's
+	// explicit refresh, on the budget's manual lane: it may spend the
+	// month's reserve, paced by the minute window only (SPEC §3.1). Nil
+	// runs a manual refresh on the sweep's lane.
+	ManualHiro     *hiro.Client
+	ManualVerifier *competition.Verifier
 	// Ingest is the sweep's visit policy (SPEC §5.3).
 	Ingest ingest.Config
 	// Discovery is how the sweep finds swaps (SPEC §5.0).
@@ -205,6 +211,7 @@ func New(o Options) *Activities {
 		return &competition.Verifier{Ledger: o.Store, Txs: h, Allowlist: cat, CompetitionStart: o.CompetitionStart}
 	}
 	h := hiroClient(budget.LaneSweep, SweepMaxWait)
+	manual := hiroClient(budget.LaneManual, SweepMaxWait)
 	return &Activities{
 		Store:      o.Store,
 		Catalog:    cat,
@@ -220,12 +227,14 @@ func New(o Options) *Activities {
 			Logger:  o.Logger.Named("tenero"),
 			Sleep:   o.Sleep,
 		}),
-		Hiro:         h,
-		Verifier:     verifier(h),
-		FastVerifier: verifier(hiroClient(budget.LaneFast, 0)),
-		Ingest:       ingestFor(o.Ingest, o.Discovery),
-		Discovery:    o.Discovery.WithDefaults(),
-		Budget:       shared,
+		Hiro:           h,
+		Verifier:       verifier(h),
+		FastVerifier:   verifier(hiroClient(budget.LaneFast, 0)),
+		ManualHiro:     manual,
+		ManualVerifier: verifier(manual),
+		Ingest:         ingestFor(o.Ingest, o.Discovery),
+		Discovery:      o.Discovery.WithDefaults(),
+		Budget:         shared,
 	}
 }
 

@@ -11,7 +11,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/pacer-dev/pacer"
-	"github.com/pacer-dev/pacer/internal/budget"
 	"github.com/pacer-dev/pacer/internal/competition"
 	"github.com/pacer-dev/pacer/internal/discovery"
 	"github.com/pacer-dev/pacer/internal/hiro"
@@ -169,7 +168,7 @@ func (r *sweepRun) laneRate(ctx context.Context) float64 {
 	if err != nil {
 		return 0
 	}
-	return st.Rate(r.a.Budget.Config(), budget.LaneSweep, now)
+	return st.Rate(r.a.Budget.Config(), r.lane, now)
 }
 
 // tailInterval is how long after a read the tail reads again: every
@@ -197,7 +196,7 @@ func (r *sweepRun) readTail(ctx context.Context, dc DiscoveryConfig, f discovery
 	}
 	scan := discovery.NewScan(discovery.ScanConfig{From: rd.Position, MaxPages: dc.MaxPages}, rd.Scan)
 	pager := func(ctx context.Context, s *discovery.Scan) ([]hiro.Entry, discovery.Page, int, error) {
-		page, err := a.Hiro.Feed(ctx, hiro.TxTypeContractCall, s.NextOffset())
+		page, err := r.hiro.Feed(ctx, hiro.TxTypeContractCall, s.NextOffset())
 		if err != nil {
 			return nil, discovery.Page{}, page.Requests, err
 		}
@@ -246,7 +245,7 @@ func (r *sweepRun) reconcile(ctx context.Context, dc DiscoveryConfig, f discover
 			// from the first page on (hiro.ListTransactions keeps its
 			// offsets from skipping as the list shifts).
 			tok := hiro.PageToken(cmp.Or(s.NextToken(), contractListStart))
-			page, err := a.Hiro.ListTransactions(ctx, contract, tok)
+			page, err := r.hiro.ListTransactions(ctx, contract, tok)
 			if err != nil {
 				return nil, discovery.Page{}, page.Requests, err
 			}
@@ -382,7 +381,7 @@ func (v *visit) settleAll(ctx context.Context, cands []hiro.Entry) bool {
 	a := v.run.a
 	var rest []hiro.Entry
 	for _, e := range cands {
-		o, decided := a.Verifier.RejectListed(ctx, e)
+		o, decided := v.run.verifier.RejectListed(ctx, e)
 		if !decided {
 			rest = append(rest, e)
 			continue
@@ -397,7 +396,7 @@ func (v *visit) settleAll(ctx context.Context, cands []hiro.Entry) bool {
 		for i, e := range chunk {
 			ids[i] = e.TxID
 		}
-		outs := a.Verifier.VerifyMany(ctx, ids, competition.SourceSweep)
+		outs := v.run.verifier.VerifyMany(ctx, ids, competition.SourceSweep)
 		for i, o := range outs {
 			v.res.Requests += o.Requests
 			if o.LedgerErr != nil {

@@ -132,16 +132,19 @@ func wireActivities(st *store.Store, upstream, baseURL string, log *zap.Logger, 
 		return &competition.Verifier{Ledger: st, Txs: h, Allowlist: cat, CompetitionStart: sim.DefaultCompetitionStart}
 	}
 	h := client(budget.LaneSweep, sweepWait)
+	manual := client(budget.LaneManual, sweepWait)
 	return &activities.Activities{
-		Store:        st,
-		Catalog:      cat,
-		Logger:       log,
-		Tenero:       tenero.New(tenero.Config{BaseURL: baseURL, Logger: log, Sleep: noSleep, AttemptTimeout: attemptTimeout}),
-		Hiro:         h,
-		Verifier:     verifier(h),
-		FastVerifier: verifier(client(budget.LaneFast, 0)),
-		Ingest:       ingest.DefaultConfig(),
-		Budget:       shared,
+		Store:          st,
+		Catalog:        cat,
+		Logger:         log,
+		Tenero:         tenero.New(tenero.Config{BaseURL: baseURL, Logger: log, Sleep: noSleep, AttemptTimeout: attemptTimeout}),
+		Hiro:           h,
+		Verifier:       verifier(h),
+		FastVerifier:   verifier(client(budget.LaneFast, 0)),
+		ManualHiro:     manual,
+		ManualVerifier: verifier(manual),
+		Ingest:         ingest.DefaultConfig(),
+		Budget:         shared,
 	}
 }
 

@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -71,12 +72,21 @@ type sweepRun struct {
 	log   *zap.Logger
 	cfg   ingest.Config
 	alloc ingest.Allocation
+	// lane, hiro and verifier are the run's: the sweep's, or the manual
+	// lane's for an operator's refresh.
+	lane     budget.Lane
+	hiro     *hiro.Client
+	verifier *competition.Verifier
 
 	mu  sync.Mutex
 	res pacer.SweepResult
 	// budgetAt is set when a visit found the run's budget share spent:
 	// when the budget has room again.
-	budgetAt *time.Time
+	budgetAt  *time.Time
+	budgetWhy string
+	// capped is set when the run reached its MaxRequests or its time cap:
+	// pacer.StoppedMaxRequests or pacer.StoppedDeadline.
+	capped string
 	// stop ends the run: the database is gone, or Hiro refuses for good.
 	stop error
 	// lastErr is the last upstream error of a visit, the run's class if
@@ -89,7 +99,11 @@ type sweepRun struct {
 func (a *Activities) sweep(ctx context.Context, in pacer.SweepInput) (res pacer.SweepResult, err error) {
 	started := time.Now()
 	defer func() { a.Metrics.ObserveSweep(time.Since(started), res, err) }()
-	run := &sweepRun{a: a, log: a.Logger.With(zap.String("task", pacer.TaskSweep)), cfg: a.Ingest.WithDefaults()}
+	run := &sweepRun{a: a, log: a.Logger.With(zap.String("task", pacer.TaskSweep)), cfg: a.Ingest.WithDefaults(),
+		lane: budget.LaneSweep, hiro: a.Hiro, verifier: a.Verifier}
+	if in.Occurrence.Manual && a.ManualHiro != nil && a.ManualVerifier != nil {
+		run.lane, run.hiro, run.verifier = budget.LaneManual, a.ManualHiro, a.ManualVerifier
+	}
 	run.res = pacer.SweepResult{Run: pacer.Run{StartedAt: started.UTC()}, RejectionReasons: competition.RejectionReasons(nil)}
 	var prog sweepProgress
 	if activity.HasHeartbeatDetails(ctx) && activity.GetHeartbeatDetails(ctx, &prog) == nil {
@@ -99,7 +113,7 @@ func (a *Activities) sweep(ctx context.Context, in pacer.SweepInput) (res pacer.
 	}
 	defer keepHeartbeating(ctx, run.progress)()
 
-	if run.alloc, err = a.allocation(ctx, run.cfg, started); err != nil {
+	if run.alloc, err = a.allocation(ctx, run.cfg, run.lane, started); err != nil {
 		return run.fail(pacer.ClassTransport, "plan the sweep: "+err.Error())
 	}
 
@@ -175,9 +189,27 @@ func (r *sweepRun) visitDue(ctx context.Context, in pacer.SweepInput, started ti
 func (r *sweepRun) done(in pacer.SweepInput, started time.Time) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.stop != nil || r.budgetAt != nil ||
-		(in.MaxRequests > 0 && r.res.Requests >= in.MaxRequests) ||
-		time.Since(started) >= sweepRunCap
+	switch {
+	case r.stop != nil || r.budgetAt != nil:
+	case in.MaxRequests > 0 && r.res.Requests >= in.MaxRequests:
+		r.capped = pacer.StoppedMaxRequests
+	case time.Since(started) >= sweepRunCap:
+		r.capped = pacer.StoppedDeadline
+	default:
+		return false
+	}
+	return true
+}
+
+// stoppedBy is why the run stopped, for its result. The caller holds r.mu.
+func (r *sweepRun) stoppedBy() string {
+	switch {
+	case r.stop != nil:
+		return pacer.StoppedError
+	case r.budgetAt != nil:
+		return r.budgetWhy
+	}
+	return cmp.Or(r.capped, pacer.StoppedDone)
 }
 
 // progress is what a heartbeat carries: a copy, since visits go on.
@@ -195,7 +227,7 @@ func (r *sweepRun) fail(class pacer.ErrorClass, msg string) (pacer.SweepResult, 
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.res.DurationMs = time.Since(r.res.StartedAt).Milliseconds()
-	r.res.ErrorClass, r.res.Error = class, msg
+	r.res.ErrorClass, r.res.Error, r.res.StoppedBy = class, msg, pacer.StoppedError
 	r.log.Warn("sweep.failed", zap.String("class", string(class)), zap.String("error", msg), zap.Int("scanned", r.res.Scanned))
 	return r.res, runError(class, msg, r.res)
 }
@@ -236,6 +268,7 @@ func (r *sweepRun) finish(ctx context.Context) (pacer.SweepResult, error) {
 		utc := at.UTC()
 		res.NextDueAt = &utc
 	}
+	res.StoppedBy = r.stoppedBy()
 	stop, lastErr := r.stop, r.lastErr
 	defer r.mu.Unlock()
 	res.DurationMs = time.Since(res.StartedAt).Milliseconds()
@@ -244,6 +277,7 @@ func (r *sweepRun) finish(ctx context.Context) (pacer.SweepResult, error) {
 		stop = lastErr
 	}
 	if stop != nil {
+		res.StoppedBy = pacer.StoppedError
 		class := pacer.ClassOf(stop)
 		res.ErrorClass, res.Error = class, stop.Error()
 		if class == pacer.ClassRateLimit {
@@ -262,13 +296,15 @@ func (r *sweepRun) finish(ctx context.Context) (pacer.SweepResult, error) {
 	r.log.Info("sweep.summary", zap.Int("scanned", res.Scanned), zap.Int("found", res.Found),
 		zap.Int("inserted", res.Inserted), zap.Int("alreadyKnown", res.AlreadyKnown), zap.Int("pending", res.Pending),
 		zap.Int("rejected", res.Rejected), zap.Any("rejectionReasons", res.RejectionReasons),
-		zap.Int("hiroErrors", res.HiroErrors), zap.Int("requests", res.Requests), zap.Int("agentsDue", res.AgentsDue),
+		zap.Int("hiroErrors", res.HiroErrors), zap.Int("requests", res.Requests), zap.String("stoppedBy", res.StoppedBy), zap.Int("agentsDue", res.AgentsDue),
 		zap.Float64("lagSeconds", res.LagSeconds), zap.Timep("nextDueAt", res.NextDueAt), zap.Int64("durationMs", res.DurationMs))
 	return *res, nil
 }
 
 // noteBudget reports what the shared budget has left, and returns the
-// sweep lane's rate (requests a minute; 0 when unknown).
+// sweep lane's rate (requests a minute; 0 when unknown). The sweep lane's
+// even after a manual run: the rate times the next run, which the
+// schedule starts on the sweep lane.
 func (r *sweepRun) noteBudget(ctx context.Context) (rate float64) {
 	if r.a.Budget == nil {
 		return 0
@@ -300,11 +336,15 @@ type allocationCache struct {
 	alloc ingest.Allocation
 }
 
-// allocation solves the optimal policy for the budget the sweep has now,
-// at most once per ingest.AllocationTTL.
-func (a *Activities) allocation(ctx context.Context, cfg ingest.Config, now time.Time) (ingest.Allocation, error) {
+// allocation solves the optimal policy for the budget lane has now, at
+// most once per ingest.AllocationTTL for the sweep's lane (a manual run's
+// budget is not the scheduled runs', so it neither reads nor keeps theirs).
+func (a *Activities) allocation(ctx context.Context, cfg ingest.Config, lane budget.Lane, now time.Time) (ingest.Allocation, error) {
 	if cfg.Policy != ingest.PolicyOptimal || a.Budget == nil {
 		return ingest.Allocation{}, nil
+	}
+	if lane != budget.LaneSweep {
+		return a.solve(ctx, cfg, lane, now)
 	}
 	c := &a.plan
 	c.mu.Lock()
@@ -312,7 +352,7 @@ func (a *Activities) allocation(ctx context.Context, cfg ingest.Config, now time
 	if !c.at.IsZero() && c.cfg == cfg && now.Sub(c.at) < ingest.AllocationTTL {
 		return c.alloc, nil
 	}
-	alloc, err := a.solve(ctx, cfg, now)
+	alloc, err := a.solve(ctx, cfg, lane, now)
 	if err != nil {
 		return alloc, err
 	}
@@ -320,7 +360,7 @@ func (a *Activities) allocation(ctx context.Context, cfg ingest.Config, now time
 	return alloc, nil
 }
 
-func (a *Activities) solve(ctx context.Context, cfg ingest.Config, now time.Time) (ingest.Allocation, error) {
+func (a *Activities) solve(ctx context.Context, cfg ingest.Config, lane budget.Lane, now time.Time) (ingest.Allocation, error) {
 	rates, err := a.Store.SwapRates(ctx, now)
 	if err != nil {
 		return ingest.Allocation{}, err
@@ -329,7 +369,7 @@ func (a *Activities) solve(ctx context.Context, cfg ingest.Config, now time.Time
 	if err != nil {
 		return ingest.Allocation{}, err
 	}
-	perDay := st.Rate(a.Budget.Config(), budget.LaneSweep, dbNow) * 24 * 60
+	perDay := st.Rate(a.Budget.Config(), lane, dbNow) * 24 * 60
 	swaps := 0.0
 	for _, r := range rates {
 		swaps += r
@@ -356,9 +396,10 @@ type visit struct {
 	// budgetAt, failed and stop end the visit: the budget share is spent
 	// (resume at the next run), upstream trouble (back off), or the run
 	// must stop.
-	budgetAt *time.Time
-	failed   error
-	stop     error
+	budgetAt  *time.Time
+	budgetWhy string
+	failed    error
+	stop      error
 	// refused is Hiro's own refusal (a 429 past the client's retries).
 	refused error
 	// pre are the outcomes of the page's calls verified together, by
@@ -395,7 +436,7 @@ func (v *visit) prefetch(ctx context.Context, entries []hiro.Entry, cursor *hiro
 		if e.Mined() && e.BurnBlockTime > 0 && e.BurnBlockTime < start {
 			break
 		}
-		if competition.Found(e, a.Catalog) && a.Verifier.NeedsDetail(e) {
+		if competition.Found(e, a.Catalog) && v.run.verifier.NeedsDetail(e) {
 			ids = append(ids, e.TxID)
 		}
 	}
@@ -403,7 +444,7 @@ func (v *visit) prefetch(ctx context.Context, entries []hiro.Entry, cursor *hiro
 		return // one is as cheap alone
 	}
 	v.pre = map[string]competition.Outcome{}
-	for i, o := range a.Verifier.VerifyMany(ctx, ids, competition.SourceSweep) {
+	for i, o := range v.run.verifier.VerifyMany(ctx, ids, competition.SourceSweep) {
 		v.pre[ids[i]] = o
 	}
 }
@@ -436,9 +477,9 @@ func (v *visit) ok() bool { return v.budgetAt == nil && v.failed == nil && v.sto
 func (v *visit) pass(ctx context.Context, row *store.AgentIngest) (complete bool) {
 	a := v.run.a
 	from, top := row.VisitFrom, row.VisitTop
-	start := a.Verifier.CompetitionStart.Unix()
+	start := v.run.verifier.CompetitionStart.Unix()
 	for {
-		page, err := a.Hiro.ListTransactions(ctx, row.Address, from)
+		page, err := v.run.hiro.ListTransactions(ctx, row.Address, from)
 		v.res.Requests += page.Requests
 		if err != nil {
 			v.upstreamError(err, "list")
@@ -501,7 +542,7 @@ func (v *visit) entry(ctx context.Context, e hiro.Entry, again bool) bool {
 	a := v.run.a
 	v.seen[e.TxID] = true
 	var o competition.Outcome
-	switch listed, decided := a.Verifier.RejectListed(ctx, e); {
+	switch listed, decided := v.run.verifier.RejectListed(ctx, e); {
 	case decided:
 		o = listed
 	case e.TxStatus == hiro.StatusPending:
@@ -515,7 +556,7 @@ func (v *visit) entry(ctx context.Context, e hiro.Entry, again bool) bool {
 			o = pre
 			delete(v.pre, e.TxID)
 		} else {
-			o = a.Verifier.Verify(ctx, e.TxID, competition.SourceSweep)
+			o = v.run.verifier.Verify(ctx, e.TxID, competition.SourceSweep)
 		}
 	}
 	v.res.Requests += o.Requests
@@ -598,7 +639,7 @@ func (v *visit) upstreamError(err error, what string) {
 	refused := class == pacer.ClassRateLimit && (!isSpent || errors.Is(err, store.ErrRefused))
 	if isSpent && !refused {
 		at := time.Now().Add(spent.RetryAfter)
-		v.budgetAt = &at
+		v.budgetAt, v.budgetWhy = &at, cmp.Or(spent.Why, budget.WhyMinute)
 		return
 	}
 	v.res.HiroErrors++
@@ -618,7 +659,7 @@ func (v *visit) upstreamError(err error, what string) {
 			wait = d
 		}
 		at := time.Now().Add(wait)
-		v.budgetAt, v.refused = &at, err
+		v.budgetAt, v.budgetWhy, v.refused = &at, budget.WhyBlocked, err
 	case class == pacer.ClassPermanent, class == pacer.ClassTransport:
 		v.failed, v.stop = err, err
 	default:
@@ -658,7 +699,7 @@ func (v *visit) recheckPending(ctx context.Context) {
 		if v.seen[txid] {
 			continue
 		}
-		o := a.Verifier.Verify(ctx, txid, competition.SourceSweep)
+		o := v.run.verifier.Verify(ctx, txid, competition.SourceSweep)
 		v.res.Requests += o.Requests
 		if o.Status == competition.StatusInserted || o.Status == competition.StatusRejected && o.Reason.Final() {
 			v.count(o)
@@ -676,9 +717,7 @@ func (r *sweepRun) save(ctx context.Context, v *visit, row store.AgentIngest, co
 	if v.res.Requests == 0 && !v.listed && v.failed == nil && v.stop == nil && v.budgetAt != nil {
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		if r.budgetAt == nil || v.budgetAt.Before(*r.budgetAt) {
-			r.budgetAt = v.budgetAt
-		}
+		r.noteBudgetStop(v)
 		return
 	}
 	now := time.Now()
@@ -713,9 +752,7 @@ func (r *sweepRun) absorb(v *visit) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	add(&r.res, v.res)
-	if v.budgetAt != nil && (r.budgetAt == nil || v.budgetAt.Before(*r.budgetAt)) {
-		r.budgetAt = v.budgetAt
-	}
+	r.noteBudgetStop(v)
 	if v.failed != nil {
 		r.lastErr = v.failed
 	} else if v.refused != nil {
@@ -723,6 +760,14 @@ func (r *sweepRun) absorb(v *visit) {
 	}
 	if v.stop != nil && r.stop == nil {
 		r.stop = v.stop
+	}
+}
+
+// noteBudgetStop keeps the earliest budget stop of the run's visits, and
+// its window. The caller holds r.mu.
+func (r *sweepRun) noteBudgetStop(v *visit) {
+	if v.budgetAt != nil && (r.budgetAt == nil || v.budgetAt.Before(*r.budgetAt)) {
+		r.budgetAt, r.budgetWhy = v.budgetAt, v.budgetWhy
 	}
 }
 

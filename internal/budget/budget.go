@@ -24,6 +24,13 @@
 // window too, except for a small FastReserve kept for it. So the sweep is
 // never starved by the fast path, and an idle fast path costs the sweep
 // little. Each request is debited its cost (x-ratelimit-cost-stacks).
+//
+// A third lane, LaneManual, is an operator's explicit refresh (SPEC §3.1):
+// it takes from the minute window by the sweep's rules (the window counts
+// it as the sweep's, and it leaves the fast lane its reserve), but the
+// month does not pace it: it may spend the month reserve, needs no credit,
+// takes none from the other lanes, and is refused only when the month's
+// remaining count would go below zero.
 package budget
 
 import (
@@ -39,6 +46,9 @@ type Lane string
 const (
 	LaneSweep Lane = "sweep"
 	LaneFast  Lane = "fast"
+	// LaneManual is an operator's explicit run: the sweep's window, the
+	// whole month's remaining count.
+	LaneManual Lane = "manual"
 )
 
 // Defaults.
@@ -168,6 +178,7 @@ func (s *State) Take(c Config, lane Lane, cost int64, now time.Time) Decision {
 		if s.FastUsed+cost > fastCap {
 			return untilWindow
 		}
+	case LaneManual:
 	default:
 		lane = LaneSweep
 	}
@@ -175,7 +186,13 @@ func (s *State) Take(c Config, lane Lane, cost int64, now time.Time) Decision {
 		return untilWindow
 	}
 
-	if s.Month.Remaining != nil {
+	if s.Month.Remaining != nil && lane == LaneManual {
+		if *s.Month.Remaining-cost < 0 {
+			_, end := monthOf(now)
+			return Decision{RetryIn: end.Sub(now), Why: WhyMonth}
+		}
+		*s.Month.Remaining -= cost
+	} else if s.Month.Remaining != nil {
 		s.accrue(c, now)
 		credit := &s.Month.SweepCredit
 		if lane == LaneFast {
@@ -293,7 +310,7 @@ func (s *State) observeMonth(c Config, lane Lane, o Observation, extra int64, no
 }
 
 func (s *State) debitCredit(lane Lane, n int64) {
-	if s.Month.Remaining == nil || n == 0 {
+	if s.Month.Remaining == nil || n == 0 || lane == LaneManual {
 		return
 	}
 	if lane == LaneFast {
@@ -412,7 +429,8 @@ func (s *State) accrue(c Config, now time.Time) {
 }
 
 // Rate is the lane's sustainable requests a minute at now: the lower of
-// its share of a window and its share of the month's pace.
+// its share of a window and its share of the month's pace. LaneManual is
+// not paced by the month: its rate is the sweep's share of a window.
 func (s *State) Rate(c Config, lane Lane, now time.Time) float64 {
 	c = c.WithDefaults()
 	probe := *s
@@ -425,7 +443,7 @@ func (s *State) Rate(c Config, lane Lane, now time.Time) float64 {
 		perWindow = float64(capacity - reserve)
 	}
 	perMinute := perWindow * float64(time.Minute) / float64(c.Window)
-	if s.Month.Remaining != nil {
+	if s.Month.Remaining != nil && lane != LaneManual {
 		share := laneShare(c, lane)
 		if lane != LaneFast {
 			share = 1 // an idle fast lane spills its month share to the sweep

@@ -249,3 +249,76 @@ func TestObserveFollowsHeaders(t *testing.T) {
 	_, month = s.Remaining(c, next)
 	require.Equal(t, int64(898), *month)
 }
+
+func TestManualLaneSpendsTheMonthReserveWithinTheMinute(t *testing.T) {
+	t.Parallel()
+	// Halfway through June, 45 a minute: a window holds 42 for the sweep's
+	// rules (45 less the fast lane's reserve of 3).
+	c := Config{PerMinute: 45}
+	now := t0.Add(15 * 24 * time.Hour)
+	for _, tc := range []struct {
+		name             string
+		limit, remaining int64
+		// windows is how many minute windows the manual lane needs to
+		// spend the month's remaining count.
+		windows int
+	}{
+		{name: "below the reserve", limit: 1000, remaining: 4, windows: 1},
+		{name: "above the reserve, no pace credit", limit: 100_000, remaining: 520, windows: 13},
+		{name: "exactly one window", limit: 100_000, remaining: 42, windows: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := State{Month: Month{Start: t0, Limit: i64(tc.limit), Remaining: i64(tc.remaining), CreditAt: now}}
+
+			// The month is paced out: the sweep is refused by the month.
+			probe := s
+			probe.Month.Remaining = i64(tc.remaining)
+			d := probe.Take(c, LaneSweep, 1, now)
+			require.False(t, d.OK)
+			require.Equal(t, WhyMonth, d.Why)
+			require.Less(t, s.Rate(c, LaneSweep, now), 1.0, "the sweep's rate is the month's pace")
+			require.InDelta(t, 42, s.Rate(c, LaneManual, now), 0.01, "the manual lane's rate is the window's")
+
+			at, taken, windows := now, int64(0), 0
+			for windows < 100 {
+				n := int64(0)
+				for s.Take(c, LaneManual, 1, at).OK {
+					n++
+				}
+				taken += n
+				windows++
+				require.LessOrEqual(t, n, int64(42), "the minute window binds the manual lane")
+				if *s.Month.Remaining == 0 {
+					break
+				}
+				require.Equal(t, WhyMinute, s.Take(c, LaneManual, 1, at).Why)
+				at = s.WindowEnd
+			}
+			d = s.Take(c, LaneManual, 1, s.WindowEnd)
+			require.False(t, d.OK)
+			require.Equal(t, WhyMonth, d.Why, "refused, in a fresh window, once nothing is left of the month")
+			require.Equal(t, tc.remaining, taken, "the manual lane spends the month to zero, no further")
+			require.Equal(t, tc.windows, windows)
+			require.Zero(t, s.Month.SweepCredit, "the manual lane takes no credit from the sweep")
+			require.Zero(t, s.Month.FastCredit, "nor from the fast lane")
+		})
+	}
+}
+
+func TestManualLaneCostBeyondTheTakeDebitsOnlyTheMonth(t *testing.T) {
+	t.Parallel()
+	c := Config{PerMinute: 45}
+	now := t0.Add(15 * 24 * time.Hour)
+	s := State{Month: Month{Start: t0, Limit: i64(1000), Remaining: i64(10), SweepCredit: 2, FastCredit: 1, CreditAt: now}}
+	require.True(t, s.Take(c, LaneManual, 1, now).OK)
+	s.Observe(c, LaneManual, Observation{Status: 200, Cost: 3}, now)
+	require.Equal(t, int64(7), *s.Month.Remaining)
+	require.Equal(t, int64(3), s.SweepUsed, "the window counts it as the sweep's")
+	require.InDelta(t, 2, s.Month.SweepCredit, 1e-9)
+	require.InDelta(t, 1, s.Month.FastCredit, 1e-9)
+	// A take that would go below zero is refused; one that reaches it is not.
+	require.Equal(t, WhyMonth, s.Take(c, LaneManual, 8, now).Why)
+	require.True(t, s.Take(c, LaneManual, 7, now).OK)
+	require.Zero(t, *s.Month.Remaining)
+}

@@ -372,8 +372,12 @@ func sweepLine(r *pacer.SweepResult) string {
 	if len(reasons) > 0 {
 		rejected += " (" + strings.Join(reasons, ", ") + ")"
 	}
-	return fmt.Sprintf("%s: %d agents scanned, %d swaps found, %d inserted, %d already known, %d pending, %s; %d Hiro errors; cursor %s; %dms",
-		outcomeWord(&r.Run), r.Scanned, r.Found, r.Inserted, r.AlreadyKnown, r.Pending, rejected, r.HiroErrors, cursor, r.DurationMs)
+	spent := fmt.Sprintf("%d Hiro requests", r.Requests)
+	if r.StoppedBy != "" {
+		spent += ", stopped by " + r.StoppedBy
+	}
+	return fmt.Sprintf("%s: %d agents scanned, %d swaps found, %d inserted, %d already known, %d pending, %s; %d Hiro errors; %s; cursor %s; %dms",
+		outcomeWord(&r.Run), r.Scanned, r.Found, r.Inserted, r.AlreadyKnown, r.Pending, rejected, r.HiroErrors, spent, cursor, r.DurationMs)
 }
 
 // refreshable are the names refresh takes.

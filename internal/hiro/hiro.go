@@ -86,6 +86,9 @@ type BudgetSpentError struct {
 	RetryAfter time.Duration
 	// What is the budget that is spent, for people ("fast-path share").
 	What string
+	// Why names the window that is spent, when the limiter knows it
+	// ("minute", "month", "blocked": budget.Why*).
+	Why string
 }
 
 func (e *BudgetSpentError) Error() string {

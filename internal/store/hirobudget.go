@@ -148,7 +148,7 @@ func (l *Limiter) Wait(ctx context.Context) error {
 			return nil
 		}
 		if time.Until(deadline) < d.RetryIn {
-			spent := &hiro.BudgetSpentError{RetryAfter: d.RetryIn, What: fmt.Sprintf("the %s lane's %s budget", l.lane, d.Why)}
+			spent := &hiro.BudgetSpentError{RetryAfter: d.RetryIn, What: fmt.Sprintf("the %s lane's %s budget", l.lane, d.Why), Why: d.Why}
 			if d.Why == budget.WhyBlocked {
 				return errors.Join(spent, ErrRefused)
 			}
