@@ -45,15 +45,7 @@ func (s *Store) ChainhookState(ctx context.Context) (lastReceivedAt time.Time, d
 
 // RegisteredAgents returns those of addrs that are registered agents.
 func (s *Store) RegisteredAgents(ctx context.Context, addrs []string) ([]string, error) {
-	rows, err := s.pool.Query(ctx, `select stx_address from agents where stx_address = any($1::text[])`, addrs)
-	if err != nil {
-		return nil, fmt.Errorf("registered agents: %w", err)
-	}
-	found, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, fmt.Errorf("registered agents: %w", err)
-	}
-	return found, nil
+	return collect(ctx, s.pool, "registered agents", pgx.RowTo[string], `select stx_address from agents where stx_address = any($1::text[])`, addrs)
 }
 
 // ChainhookTx is a transaction as a delivery placed it in a block.
@@ -222,29 +214,13 @@ on conflict (hour_start) do update set reason = excluded.reason, marked_at = now
 
 // DirtyHours returns the hours marked in rollup_dirty, oldest first.
 func (s *Store) DirtyHours(ctx context.Context) ([]time.Time, error) {
-	rows, err := s.pool.Query(ctx, `select hour_start from rollup_dirty order by hour_start`)
-	if err != nil {
-		return nil, fmt.Errorf("dirty hours: %w", err)
-	}
-	hours, err := pgx.CollectRows(rows, pgx.RowTo[time.Time])
-	if err != nil {
-		return nil, fmt.Errorf("dirty hours: %w", err)
-	}
-	return hours, nil
+	return collect(ctx, s.pool, "dirty hours", pgx.RowTo[time.Time], `select hour_start from rollup_dirty order by hour_start`)
 }
 
 // Rollbacks returns the blocks txid was rolled back from, newest first:
 // the verifier holds the transaction back until Hiro shows it elsewhere.
 func (s *Store) Rollbacks(ctx context.Context, txid string) ([]competition.Rollback, error) {
-	rows, err := s.pool.Query(ctx, `
+	return collect(ctx, s.pool, "rollbacks of "+txid, pgx.RowToStructByPos[competition.Rollback], `
 select block_hash, block_height from swap_rollbacks where txid = $1
 order by block_height desc, block_hash collate "C"`, txid)
-	if err != nil {
-		return nil, fmt.Errorf("rollbacks of %s: %w", txid, err)
-	}
-	rbs, err := pgx.CollectRows(rows, pgx.RowToStructByPos[competition.Rollback])
-	if err != nil {
-		return nil, fmt.Errorf("rollbacks of %s: %w", txid, err)
-	}
-	return rbs, nil
 }

@@ -113,15 +113,7 @@ func (s *Store) Swap(ctx context.Context, txid string) (sw competition.Swap, fou
 
 // Swaps returns every stored swap in txid order.
 func (s *Store) Swaps(ctx context.Context) ([]competition.Swap, error) {
-	rows, err := s.pool.Query(ctx, selectSwaps+` order by txid collate "C"`)
-	if err != nil {
-		return nil, fmt.Errorf("swaps: %w", err)
-	}
-	swaps, err := pgx.CollectRows(rows, scanSwap)
-	if err != nil {
-		return nil, fmt.Errorf("swaps: %w", err)
-	}
-	return swaps, nil
+	return collect(ctx, s.pool, "swaps", scanSwap, selectSwaps+` order by txid collate "C"`)
 }
 
 func scanSwap(row pgx.CollectableRow) (competition.Swap, error) {

@@ -528,15 +528,10 @@ func scanDelivery(row pgx.CollectableRow) (Delivery, error) {
 // Deliveries lists deliveries, newest first, optionally of one status, at
 // most limit of them. Payloads are left out.
 func (s *Store) Deliveries(ctx context.Context, status string, limit int) ([]Delivery, error) {
-	rows, _ := s.pool.Query(ctx, `select `+deliveryColumns+` from deliveries d
+	return collect(ctx, s.pool, "list deliveries", scanDelivery, `select `+deliveryColumns+` from deliveries d
 where $1 = '' or d.status = $1
 order by d.created_at desc, d.id desc
 limit $2`, status, limit)
-	out, err := pgx.CollectRows(rows, scanDelivery)
-	if err != nil {
-		return nil, fmt.Errorf("list deliveries: %w", err)
-	}
-	return out, nil
 }
 
 // DeliveryWithSecret reads one delivery, its payload as it is sent, and

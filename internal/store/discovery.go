@@ -100,16 +100,8 @@ func (s *Store) DiscoveryReader(ctx context.Context, name string) (r Reader, fou
 
 // DiscoveryReaders returns every reader's row, the tail first.
 func (s *Store) DiscoveryReaders(ctx context.Context) ([]Reader, error) {
-	rows, err := s.pool.Query(ctx, `select `+readerColumns+` from discovery_cursors
+	return collect(ctx, s.pool, "discovery readers", scanReader, `select `+readerColumns+` from discovery_cursors
 order by reader <> 'tail', reader collate "C"`)
-	if err != nil {
-		return nil, fmt.Errorf("discovery readers: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, scanReader)
-	if err != nil {
-		return nil, fmt.Errorf("discovery readers: %w", err)
-	}
-	return out, nil
 }
 
 // SaveDiscoveryReader writes a reader's position, start, scan and lag,
@@ -231,18 +223,10 @@ func (s *Store) HintedAgents(ctx context.Context, now time.Time, limit int, skip
 	if skip == nil {
 		skip = []string{}
 	}
-	rows, err := s.pool.Query(ctx, `
+	return collect(ctx, s.pool, "hinted agents", scanIngest, `
 select `+ingestColumns+` from agent_ingest
 where next_run_at <= $1 and hinted_at is not null and (last_visit_at is null or hinted_at >= last_visit_at)
   and not (stx_address = any($2))
 order by hinted_at, stx_address collate "C"
 limit $3`, now, skip, limit)
-	if err != nil {
-		return nil, fmt.Errorf("hinted agents: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, scanIngest)
-	if err != nil {
-		return nil, fmt.Errorf("hinted agents: %w", err)
-	}
-	return out, nil
 }

@@ -115,15 +115,7 @@ func (s *Store) DueAgents(ctx context.Context, cfg ingest.Config, now time.Time,
 	if skip == nil {
 		skip = []string{}
 	}
-	rows, err := s.pool.Query(ctx, dueAgentsSQL, now, skip, now.Add(-cfg.StalenessCap()), cfg.Policy == ingest.PolicyTiers, limit)
-	if err != nil {
-		return nil, fmt.Errorf("due agents: %w", err)
-	}
-	due, err := pgx.CollectRows(rows, scanIngest)
-	if err != nil {
-		return nil, fmt.Errorf("due agents: %w", err)
-	}
-	return due, nil
+	return collect(ctx, s.pool, "due agents", scanIngest, dueAgentsSQL, now, skip, now.Add(-cfg.StalenessCap()), cfg.Policy == ingest.PolicyTiers, limit)
 }
 
 // AgentIngestRow reads one agent's row; found is false when there is none.
@@ -145,18 +137,10 @@ func (s *Store) AgentIngestRow(ctx context.Context, stx string) (a AgentIngest, 
 // ListAgentIngest returns every agent's row, or a tier's, hot first, then
 // by next due time.
 func (s *Store) ListAgentIngest(ctx context.Context, tier ingest.Tier) ([]AgentIngest, error) {
-	rows, err := s.pool.Query(ctx, `
+	return collect(ctx, s.pool, "list agent ingest", scanIngest, `
 select `+ingestColumns+` from agent_ingest
 where $1 = '' or tier = $1
 order by case tier when 'hot' then 0 when 'warm' then 1 else 2 end, next_run_at, stx_address collate "C"`, string(tier))
-	if err != nil {
-		return nil, fmt.Errorf("list agent ingest: %w", err)
-	}
-	list, err := pgx.CollectRows(rows, scanIngest)
-	if err != nil {
-		return nil, fmt.Errorf("list agent ingest: %w", err)
-	}
-	return list, nil
 }
 
 // saveVisitSQL writes a visit's outcome over the version the visit read.

@@ -256,15 +256,10 @@ returning d.id, old.status`, q.SubscriberID, q.Statuses, q.From, q.To, c.At)
 // first, at most limit, payloads left out. A removed subscriber's are
 // listed too: removing keeps them.
 func (s *Store) SubscriberDeliveries(ctx context.Context, subscriberID, status string, limit int) ([]Delivery, error) {
-	rows, _ := s.pool.Query(ctx, `select `+deliveryColumns+` from deliveries d
+	return collect(ctx, s.pool, "list deliveries of "+subscriberID, scanDelivery, `select `+deliveryColumns+` from deliveries d
 where d.subscriber_id = $1 and ($2 = '' or d.status = $2)
 order by d.period_start desc, d.id desc
 limit $3`, subscriberID, status, limit)
-	out, err := pgx.CollectRows(rows, scanDelivery)
-	if err != nil {
-		return nil, fmt.Errorf("list deliveries of %s: %w", subscriberID, err)
-	}
-	return out, nil
 }
 
 // SubscriberHealth counts subscribers by state, for metrics and the

@@ -133,15 +133,7 @@ func (s *Store) Prices(ctx context.Context, ids []string) (map[string]Price, err
 
 // AllPrices returns every stored price, ordered by token id.
 func (s *Store) AllPrices(ctx context.Context) ([]Price, error) {
-	rows, err := s.pool.Query(ctx, selectPrices+` order by token_id collate "C"`)
-	if err != nil {
-		return nil, fmt.Errorf("read all prices: %w", err)
-	}
-	prices, err := pgx.CollectRows(rows, scanPrice)
-	if err != nil {
-		return nil, fmt.Errorf("read all prices: %w", err)
-	}
-	return prices, nil
+	return collect(ctx, s.pool, "read all prices", scanPrice, selectPrices+` order by token_id collate "C"`)
 }
 
 func scanPrice(row pgx.CollectableRow) (Price, error) {

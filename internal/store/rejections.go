@@ -77,18 +77,10 @@ func (s *Store) PendingTxs(ctx context.Context, sender string, limit int) ([]str
 	if limit < 1 {
 		return nil, fmt.Errorf("pending txs: limit %d is not positive", limit)
 	}
-	rows, err := s.pool.Query(ctx, `
+	return collect(ctx, s.pool, "pending txs of "+sender, pgx.RowTo[string], `
 select txid from pending_txs where sender = $1
 order by first_seen_at, txid collate "C"
 limit $2`, sender, limit)
-	if err != nil {
-		return nil, fmt.Errorf("pending txs of %s: %w", sender, err)
-	}
-	txids, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, fmt.Errorf("pending txs of %s: %w", sender, err)
-	}
-	return txids, nil
 }
 
 // ForgetPending drops a pending transaction that will not be looked at again

@@ -150,3 +150,17 @@ func isPgCode(err error, code string) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Code == code
 }
+
+// collect runs a query and returns its rows scanned by scan, an error
+// prefixed with what. (pgx reports a failed Query through the rows, so
+// CollectRows sees it.)
+func collect[T any](ctx context.Context, q interface {
+	Query(context.Context, string, ...any) (pgx.Rows, error)
+}, what string, scan pgx.RowToFunc[T], sql string, args ...any) ([]T, error) {
+	rows, _ := q.Query(ctx, sql, args...)
+	out, err := pgx.CollectRows(rows, scan)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return out, nil
+}

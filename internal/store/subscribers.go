@@ -80,12 +80,7 @@ func scanSubscriber(row pgx.CollectableRow) (Subscriber, error) {
 
 // Subscribers lists every subscriber not removed, oldest first.
 func (s *Store) Subscribers(ctx context.Context) ([]Subscriber, error) {
-	rows, _ := s.pool.Query(ctx, `select `+subscriberColumns+` from subscribers where deleted_at is null order by created_at, id`)
-	subs, err := pgx.CollectRows(rows, scanSubscriber)
-	if err != nil {
-		return nil, fmt.Errorf("list subscribers: %w", err)
-	}
-	return subs, nil
+	return collect(ctx, s.pool, "list subscribers", scanSubscriber, `select `+subscriberColumns+` from subscribers where deleted_at is null order by created_at, id`)
 }
 
 // Subscriber reads one subscriber; found is false when there is none.

@@ -33,13 +33,5 @@ func (s *Store) TradedTokens(ctx context.Context, limit int) ([]string, error) {
 	if limit < 0 {
 		return nil, fmt.Errorf("traded tokens: negative limit %d", limit)
 	}
-	rows, err := s.pool.Query(ctx, tradedTokensSQL, limit)
-	if err != nil {
-		return nil, fmt.Errorf("traded tokens: %w", err)
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, fmt.Errorf("traded tokens: %w", err)
-	}
-	return ids, nil
+	return collect(ctx, s.pool, "traded tokens", pgx.RowTo[string], tradedTokensSQL, limit)
 }
