@@ -191,7 +191,7 @@ func PlanSource(cur Source, t Traffic, contracts int, every time.Duration, rateP
 	lists := ReadInterval(t.ContractsPerMinute(), contracts, details, every, ratePerMinute)
 	switch cur {
 	case SourceContracts:
-		if feed <= lists {
+		if feed != NeverFits && feed <= lists {
 			return SourceFeed
 		}
 	default:

@@ -98,6 +98,7 @@ func TestPlanSourceReadsTheContractsWhenTheFeedDoesNotFit(t *testing.T) {
 	// Neither fits (the details alone exceed the share): stay.
 	flood := traffic(217_000, 0.36, 3, 10*time.Second)
 	require.Equal(t, SourceFeed, PlanSource(SourceFeed, flood, 5, every, monthRate))
+	require.Equal(t, SourceContracts, PlanSource(SourceContracts, flood, 5, every, monthRate))
 
 	// Hysteresis: one contract's list that reads only a little sooner
 	// than the feed does not move the tail; much sooner does.
