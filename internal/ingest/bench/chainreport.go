@@ -1,10 +1,13 @@
 package bench
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"math"
 	"time"
+
+	"github.com/pacer-dev/pacer/internal/hiro"
 )
 
 // The chain benchmark (issue 18 item 7): per-agent optimal against the
@@ -32,6 +35,9 @@ type ChainOptions struct {
 	// (0: no limit): its cost grows with the agents, which is the point,
 	// and at 100,000 agents one simulation takes most of an hour.
 	PerAgentUpTo int
+	// DetailBatch is how many transactions a tx/multiple request asks for
+	// (0: hiro.MaxBatch, what the service asks): a what-if.
+	DetailBatch int
 }
 
 // ChainReport is the chain benchmark's figures.
@@ -72,7 +78,7 @@ func RunChain(eng Engine, o ChainOptions) ChainReport {
 					if c == nil {
 						return nil // the agents alone make more calls than v a day
 					}
-					return []ChainResult{SimulateTail(c, b, eng, from, to)}
+					return []ChainResult{simulateTail(c, b, eng, from, to, cmp.Or(o.DetailBatch, hiro.MaxBatch))}
 				})
 			}
 		}

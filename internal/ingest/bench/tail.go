@@ -77,13 +77,10 @@ const (
 	ReaderDetails    = "details"
 )
 
-// Tail timing (SPEC §2 defaults) and Hiro's batch of details.
+// Tail timing (SPEC §2 defaults).
 const (
 	TailEvery      = 10 * time.Second
 	ReconcileEvery = 15 * time.Minute
-	// DetailBatch is how many transactions one tx/multiple request asks
-	// for (hiro.MaxBatch in the service).
-	DetailBatch = 20
 )
 
 // reconcileContracts is how many allowlisted contracts have their own
@@ -136,13 +133,22 @@ type tailSim struct {
 	probeAt   time.Time
 	gaps      int
 	reads     int
+	// batch is how many transactions one tx/multiple request asks for
+	// (hiro.MaxBatch, as the service does, unless a what-if says).
+	batch int
 }
 
 // SimulateTail runs the tail strategy of eng over c on b, and measures
 // the swaps mined in [from, to).
 func SimulateTail(c *Chain, b Budget, eng Engine, from, to time.Time) ChainResult {
+	return simulateTail(c, b, eng, from, to, hiro.MaxBatch)
+}
+
+// simulateTail is SimulateTail with batch transactions a tx/multiple
+// request.
+func simulateTail(c *Chain, b Budget, eng Engine, from, to time.Time, batch int) ChainResult {
 	x := &tailSim{c: c, b: b, eng: eng, bcfg: budget.Config{PerMinute: b.PerMinute}, up: upstream{b: b},
-		requests: map[string]int{}, agents: map[string]bool{}}
+		requests: map[string]int{}, agents: map[string]bool{}, batch: batch}
 	for i, a := range c.W.Agents {
 		x.agents[AgentAddress(i)] = true
 		x.found = append(x.found, make([]time.Time, len(a.Txs)))
@@ -285,14 +291,14 @@ func (x *tailSim) probe(now *time.Time) {
 // fetch reads the details of swaps in batches and records their rows;
 // false when the budget stopped it before every one was read.
 func (x *tailSim) fetch(now *time.Time, swaps [][2]int) bool {
-	for i := 0; i < len(swaps); i += DetailBatch {
+	for i := 0; i < len(swaps); i += x.batch {
 		if !x.take(now, ReaderDetails) {
 			return false
 		}
 		if x.pace != nil {
 			x.pace.ObserveDetails(1, *now)
 		}
-		for _, s := range swaps[i:min(i+DetailBatch, len(swaps))] {
+		for _, s := range swaps[i:min(i+x.batch, len(swaps))] {
 			if x.found[s[0]][s[1]].IsZero() {
 				x.found[s[0]][s[1]] = *now
 			}

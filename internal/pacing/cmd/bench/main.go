@@ -23,6 +23,7 @@ func main() {
 	agents := flag.String("agents", "", "chain: the worlds' agent counts, comma-separated (default 1000,10000,100000)")
 	volumes := flag.String("volumes", "", "chain: the chain volumes, contract calls a day, comma-separated (default 10000,40000,200000)")
 	plans := flag.String("plans", "", "chain: the Hiro plans, comma-separated among keyless, keyed, month (default all three)")
+	detailBatch := flag.Int("detail-batch", 0, "chain: a what-if: transactions per tx/multiple request (default hiro.MaxBatch, what the service asks)")
 	perAgentUpTo := flag.Int("per-agent-up-to", 100_000, "chain: run per-agent optimal in worlds of at most this many agents (0: none)")
 	flag.Parse()
 	switch *section {
@@ -46,6 +47,10 @@ func main() {
 		// Issue 18: the service's discovery engine reading the chain's
 		// tail, beside per-agent optimal, at every size, volume and plan.
 		o, budgets, err := chainOptions(*agents, *volumes, *plans, *perAgentUpTo)
+		o.DetailBatch = *detailBatch
+		if o.DetailBatch > 0 {
+			fmt.Printf("What-if: %d transactions per tx/multiple request (the service asks hiro.MaxBatch).\n\n", o.DetailBatch)
+		}
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			os.Exit(2)
