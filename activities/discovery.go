@@ -84,16 +84,18 @@ func (t *tailCost) interval(every time.Duration, ratePerMinute float64) time.Dur
 	return t.p.Interval(every, ratePerMinute)
 }
 
-func (t *tailCost) observeFeed(page hiro.FeedPage, onContract func(string) bool) {
+// observeFeed and observeDetails record the traffic at at (Activities'
+// clock: the chain's volume is entries over the time they came in).
+func (t *tailCost) observeFeed(page hiro.FeedPage, onContract func(string) bool, at time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.p.Traffic.ObserveFeed(page.Total, page.Entries, onContract, time.Now())
+	t.p.Traffic.ObserveFeed(page.Total, page.Entries, onContract, at)
 }
 
-func (t *tailCost) observeDetails(requests int) {
+func (t *tailCost) observeDetails(requests int, at time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.p.Traffic.ObserveDetails(requests, time.Now())
+	t.p.Traffic.ObserveDetails(requests, at)
 }
 
 // plan is where the tail reads next (discovery.PlanSource), and the one
@@ -258,7 +260,7 @@ func (r *sweepRun) readTail(ctx context.Context, dc DiscoveryConfig, f discovery
 				v.upstreamError(err, "read "+rd.Name)
 			} else {
 				counts.Pages = 1
-				a.tail.observeFeed(page, onContract)
+				a.tail.observeFeed(page, onContract, a.now())
 			}
 			r.addReader(rd.Name, counts, rd)
 			r.absorb(v)
@@ -279,7 +281,7 @@ func (r *sweepRun) readTail(ctx context.Context, dc DiscoveryConfig, f discovery
 		if err != nil {
 			return nil, discovery.Page{}, page.Requests, err
 		}
-		a.tail.observeFeed(page, onContract)
+		a.tail.observeFeed(page, onContract, a.now())
 		return page.Entries, s.AddFeed(page.Entries, page.Total), page.Requests, nil
 	}
 	rd, requests, err := r.read(ctx, rd, scan, pager, f)
@@ -496,7 +498,7 @@ func (v *visit) settleAll(ctx context.Context, cands []hiro.Entry) bool {
 		for _, o := range outs {
 			details += o.Requests
 		}
-		a.tail.observeDetails(details)
+		a.tail.observeDetails(details, a.now())
 		for i, o := range outs {
 			v.res.Requests += o.Requests
 			if o.LedgerErr != nil {
