@@ -63,9 +63,10 @@ type Activities struct {
 	DayZone *time.Location
 	// Deliveries configures the deliver task.
 	Deliveries DeliveryConfig
-	// Clock is the time the rollup, deliver and tenero tasks work by
-	// (time.Now); tests shift it to just after a period's end, or fix the
-	// instant a cut tenero batch is chosen at.
+	// Clock is the time the rollup, deliver and tenero tasks work by, and
+	// the tail's traffic is observed at (time.Now); tests shift it to just
+	// after a period's end, fix the instant a cut tenero batch is chosen
+	// at, or follow a simulated chain's clock.
 	Clock func() time.Time
 
 	// plan is the optimal policy's last allocation.

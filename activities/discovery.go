@@ -62,27 +62,62 @@ const readerAgents = "agents"
 // running for ever.
 const reconcileMaxPages = 1 << 20
 
-// tailCost follows what one tail read costs (pages and details), smoothed,
-// so that its cadence can stretch to fit the budget.
+// tailCost is the tail's discovery.Pace, shared by the sweep's runs: what
+// one tail read costs (pages and details, smoothed, so that its cadence
+// can stretch to fit the budget), the chain's traffic, and where the tail
+// reads.
 type tailCost struct {
-	mu   sync.Mutex
-	cost float64
+	mu      sync.Mutex
+	p       discovery.Pace
+	probeAt time.Time
 }
 
 func (t *tailCost) observe(requests int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.cost == 0 {
-		t.cost = float64(max(requests, 1))
-		return
-	}
-	t.cost = 0.7*t.cost + 0.3*float64(max(requests, 1))
+	t.p.ObserveRead(requests)
 }
 
-func (t *tailCost) get() float64 {
+func (t *tailCost) interval(every time.Duration, ratePerMinute float64) time.Duration {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return max(t.cost, 1)
+	return t.p.Interval(every, ratePerMinute)
+}
+
+// observeFeed and observeDetails record the traffic at at (Activities'
+// clock: the chain's volume is entries over the time they came in).
+func (t *tailCost) observeFeed(page hiro.FeedPage, onContract func(string) bool, at time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.p.Traffic.ObserveFeed(page.Total, page.Entries, onContract, at)
+}
+
+func (t *tailCost) observeDetails(requests int, at time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.p.Traffic.ObserveDetails(requests, at)
+}
+
+// plan is where the tail reads next (discovery.PlanSource), and the one
+// it read from before.
+func (t *tailCost) plan(contracts int, every time.Duration, ratePerMinute float64) (now, before discovery.Source, tr discovery.Traffic) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	before = cmp.Or(t.p.Source, discovery.SourceFeed)
+	return t.p.Plan(contracts, every, ratePerMinute), before, t.p.Traffic
+}
+
+// probeDue reports whether the feed's page that keeps its volume observed
+// is due (every ReconcileEvery while the tail reads the contracts' lists),
+// and takes it.
+func (t *tailCost) probeDue(every time.Duration) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.probeAt.IsZero() && time.Since(t.probeAt) < every {
+		return false
+	}
+	t.probeAt = time.Now()
+	return true
 }
 
 // discover is a sweep run in tail mode (SPEC §5.2): the tail, then the
@@ -104,11 +139,12 @@ func (r *sweepRun) discover(ctx context.Context, in pacer.SweepInput, started ti
 			return r.fail(pacer.ClassTransport, "read the agents: "+err.Error())
 		}
 		filter := discovery.Filter{Agent: func(s string) bool { return agents[s] }, Allowed: a.Catalog.Allowed}
-		tail, err := r.readTail(ctx, dc, filter)
+		src := r.planSource(ctx, dc)
+		tail, err := r.readTail(ctx, dc, filter, src)
 		if err != nil {
 			return r.fail(pacer.ClassTransport, "read the tail: "+err.Error())
 		}
-		if err := r.reconcile(ctx, dc, filter, tail); err != nil {
+		if err := r.reconcile(ctx, dc, filter, tail, src); err != nil {
 			return r.fail(pacer.ClassTransport, "reconcile: "+err.Error())
 		}
 		if err := r.visitDue(ctx, in, started); err != nil {
@@ -174,17 +210,62 @@ func (r *sweepRun) laneRate(ctx context.Context) float64 {
 // tailInterval is how long after a read the tail reads again: every
 // TailEvery, stretched when the budget binds (SPEC §5.4).
 func (r *sweepRun) tailInterval(ctx context.Context, dc DiscoveryConfig) time.Duration {
-	return discovery.TailInterval(dc.TailEvery, r.a.tail.get(), r.laneRate(ctx))
+	return r.a.tail.interval(dc.TailEvery, r.laneRate(ctx))
+}
+
+// planSource is where the tail reads this time: the feed, or the
+// allowlisted contracts' own lists when the sweep's rate cannot pay the
+// feed at the chain's volume (discovery.PlanSource).
+func (r *sweepRun) planSource(ctx context.Context, dc DiscoveryConfig) discovery.Source {
+	src, before, tr := r.a.tail.plan(len(allowlistedContracts(r.a)), dc.TailEvery, r.laneRate(ctx))
+	if src != before {
+		r.log.Info("discovery.source", zap.String("from", string(before)), zap.String("to", string(src)),
+			zap.Float64("feedPerMinute", tr.FeedPerMinute()), zap.Float64("contractsPerMinute", tr.ContractsPerMinute()),
+			zap.Float64("detailsPerMinute", tr.DetailsPerMinute()))
+	}
+	return src
+}
+
+// onContract reports whether a contract is on the allowlist.
+func (r *sweepRun) onContract() func(string) bool {
+	set := map[string]bool{}
+	for _, c := range allowlistedContracts(r.a) {
+		set[c] = true
+	}
+	return func(id string) bool { return set[id] }
 }
 
 // readTail reads the chain's confirmed contract calls down to the tail's
 // position when it is due, and returns the tail's row. An error is the
 // database's; Hiro's failures end the read and are the run's to report.
-func (r *sweepRun) readTail(ctx context.Context, dc DiscoveryConfig, f discovery.Filter) (store.Reader, error) {
+func (r *sweepRun) readTail(ctx context.Context, dc DiscoveryConfig, f discovery.Filter, src discovery.Source) (store.Reader, error) {
 	a := r.a
 	rd, _, err := a.Store.DiscoveryReader(ctx, discovery.ReaderTail)
 	if err != nil {
 		return rd, err
+	}
+	onContract := r.onContract()
+	if src == discovery.SourceContracts {
+		// The contracts' readers are the tail now (reconcile); a page
+		// of the feed keeps its volume observed. The tail's own walk
+		// waits where it is: back on the feed, it goes on from there
+		// (a range too long is a gap, which the contracts' readers
+		// have read).
+		if !r.stopped() && a.tail.probeDue(dc.ReconcileEvery) {
+			v := r.readerVisit(rd.Name)
+			page, err := r.hiro.Feed(ctx, hiro.TxTypeContractCall, 0)
+			v.res.Requests += page.Requests
+			counts := store.ReaderCounts{Requests: page.Requests}
+			if err != nil {
+				v.upstreamError(err, "read "+rd.Name)
+			} else {
+				counts.Pages = 1
+				a.tail.observeFeed(page, onContract, a.now())
+			}
+			r.addReader(rd.Name, counts, rd)
+			r.absorb(v)
+		}
+		return rd, nil
 	}
 	interval := r.tailInterval(ctx, dc)
 	if rd.LastReadAt != nil && !rd.Scan.Started() && time.Since(*rd.LastReadAt) < interval {
@@ -200,6 +281,7 @@ func (r *sweepRun) readTail(ctx context.Context, dc DiscoveryConfig, f discovery
 		if err != nil {
 			return nil, discovery.Page{}, page.Requests, err
 		}
+		a.tail.observeFeed(page, onContract, a.now())
 		return page.Entries, s.AddFeed(page.Entries, page.Total), page.Requests, nil
 	}
 	rd, requests, err := r.read(ctx, rd, scan, pager, f)
@@ -215,13 +297,24 @@ func (r *sweepRun) readTail(ctx context.Context, dc DiscoveryConfig, f discovery
 }
 
 // reconcile reads each allowlisted contract's own list from its own
-// position, when due (SPEC §5.0.2). A contract's reader begins where the
-// tail began, so that together they leave nothing out.
-func (r *sweepRun) reconcile(ctx context.Context, dc DiscoveryConfig, f discovery.Filter, tail store.Reader) error {
+// position, when due (SPEC §5.0.2): every ReconcileEvery, or at the
+// tail's cadence when they are where the tail reads (src). A contract's
+// reader begins where the tail began, so that together they leave
+// nothing out.
+func (r *sweepRun) reconcile(ctx context.Context, dc DiscoveryConfig, f discovery.Filter, tail store.Reader, src discovery.Source) error {
 	if tail.Start == nil {
 		return nil // the tail has not begun: nothing to reconcile yet
 	}
 	a := r.a
+	every, requests, read, done := dc.ReconcileEvery, 0, 0, 0
+	if src == discovery.SourceContracts {
+		every = r.tailInterval(ctx, dc)
+		defer func() {
+			if read > 0 && read == done {
+				a.tail.observe(requests) // every list due was read to its position
+			}
+		}()
+	}
 	for _, contract := range allowlistedContracts(a) {
 		if r.stopped() {
 			return nil
@@ -234,10 +327,11 @@ func (r *sweepRun) reconcile(ctx context.Context, dc DiscoveryConfig, f discover
 			start := *tail.Start
 			rd.Position, rd.Start = &start, &start
 		}
-		if rd.LastReadAt != nil && !rd.Scan.Started() && time.Since(*rd.LastReadAt) < dc.ReconcileEvery {
-			r.noteReaderDue(rd.LastReadAt.Add(dc.ReconcileEvery))
+		if rd.LastReadAt != nil && !rd.Scan.Started() && time.Since(*rd.LastReadAt) < every {
+			r.noteReaderDue(rd.LastReadAt.Add(every))
 			continue
 		}
+		read++
 		scan := discovery.NewScan(discovery.ScanConfig{From: rd.Position, MaxPages: reconcileMaxPages, Tokens: true}, rd.Scan)
 		pager := func(ctx context.Context, s *discovery.Scan) ([]hiro.Entry, discovery.Page, int, error) {
 			// The contract's list is the one SPEC §5.0.2 names,
@@ -251,11 +345,14 @@ func (r *sweepRun) reconcile(ctx context.Context, dc DiscoveryConfig, f discover
 			}
 			return page.Entries, s.AddList(page.Entries, string(page.Next)), page.Requests, nil
 		}
-		if _, _, err := r.read(ctx, rd, scan, pager, f); err != nil {
+		_, n, err := r.read(ctx, rd, scan, pager, f)
+		requests += n
+		if err != nil {
 			return err
 		}
 		if scan.Done() {
-			r.noteReaderDue(time.Now().Add(dc.ReconcileEvery))
+			done++
+			r.noteReaderDue(time.Now().Add(every))
 		}
 	}
 	return nil
@@ -397,6 +494,11 @@ func (v *visit) settleAll(ctx context.Context, cands []hiro.Entry) bool {
 			ids[i] = e.TxID
 		}
 		outs := v.run.verifier.VerifyMany(ctx, ids, competition.SourceSweep)
+		details := 0
+		for _, o := range outs {
+			details += o.Requests
+		}
+		a.tail.observeDetails(details, a.now())
 		for i, o := range outs {
 			v.res.Requests += o.Requests
 			if o.LedgerErr != nil {

@@ -2,6 +2,7 @@ package activities_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/pacer-dev/pacer"
 	"github.com/pacer-dev/pacer/activities"
+	"github.com/pacer-dev/pacer/internal/budget"
 	"github.com/pacer-dev/pacer/internal/discovery"
 	"github.com/pacer-dev/pacer/internal/sim"
 	"github.com/pacer-dev/pacer/internal/store"
@@ -271,4 +273,65 @@ on conflict (btc_address) do update set status = 'verified'`, sender)
 	require.NoError(t, err)
 	require.True(t, found, "the swap is recorded")
 	require.Equal(t, sender, sw.Sender)
+}
+
+// When the sweep's rate cannot pay the feed at the chain's volume (here:
+// 40,000 calls a day, 0.57 pages a minute, against a month paced at 0.5
+// requests a minute, 0.4 of it the tail's) but the allowlisted contracts'
+// lists fit, the tail reads those lists instead: one page of the feed (to
+// keep observing it), the contracts' readers at the tail's cadence, every
+// swap in the ledger, and the tail's own position left where it was. Once
+// the month pays the feed again (Hiro's headers say so), the tail reads
+// the feed from there, and nothing is doubled.
+func TestTailReadsTheContractsWhenTheMonthCannotPayTheFeed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newChainStack(t, 0)
+	c.acts.Clock = func() time.Time { return *c.clock.Load() } // the chain's volume by the chain's clock
+	sweepOK(t, c.acts)
+	c.set(chainAt.Add(10 * time.Minute))
+	sweepOK(t, c.acts) // the feed's volume observed over 10 minutes
+	before, _, err := c.st.DiscoveryReader(ctx, discovery.ReaderTail)
+	require.NoError(t, err)
+
+	// The month: 0.5 requests a minute to the month's end, 30 of credit.
+	st, now, err := c.acts.Budget.Snapshot(ctx)
+	require.NoError(t, err)
+	_, end := monthBounds(now)
+	remaining := int64(0.5 * end.Sub(now).Minutes())
+	st.Month = budget.Month{Start: now, Remaining: &remaining, SweepCredit: 30, CreditAt: now}
+	raw, err := json.Marshal(st)
+	require.NoError(t, err)
+	_, err = c.st.Pool().Exec(ctx, `update upstream_budget_state set state = $1 where upstream = $2`, raw, store.UpstreamHiro)
+	require.NoError(t, err)
+	_, err = c.st.Pool().Exec(ctx, `update discovery_cursors set last_read_at = now() - interval '2 hours' where reader <> 'tail'`)
+	require.NoError(t, err)
+
+	at := chainAt.Add(40 * time.Minute)
+	c.set(at)
+	feed := c.counts()["feed"]
+	res := sweepOK(t, c.acts)
+	require.Equal(t, 1, c.counts()["feed"]-feed, "one page of the feed: the probe")
+	require.Positive(t, countContractLists(res), "the contracts' lists were read")
+	after, _, err := c.st.DiscoveryReader(ctx, discovery.ReaderTail)
+	require.NoError(t, err)
+	require.Equal(t, before.Position, after.Position, "the tail's walk waits where it was")
+	c.requireLedger(t, at)
+	inserted := res.Inserted
+
+	// Hiro's headers told the budget the month is large: the feed again.
+	at = chainAt.Add(50 * time.Minute)
+	c.set(at)
+	res = sweepOK(t, c.acts)
+	require.Greater(t, c.counts()["feed"]-feed, 2, "the feed read again")
+	c.requireLedger(t, at)
+	require.Positive(t, inserted)
+	t.Logf("on the lists: %d inserted; back on the feed: %+v", inserted, res.Readers["tail"])
+}
+
+// monthBounds is the calendar month (UTC) around t, as the budget counts.
+func monthBounds(t time.Time) (start, end time.Time) {
+	t = t.UTC()
+	start = time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.UTC)
+	return start, start.AddDate(0, 1, 0)
 }

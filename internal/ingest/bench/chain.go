@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"sort"
@@ -12,18 +13,20 @@ import (
 )
 
 // Chain is the whole chain around a World's agents, for the discovery
-// benchmark's readers (SPEC §5.0): strangers' contract calls at Volume a
-// day and every transaction of the agents, one block a second, as the
-// feed (/extended/v1/tx?type=contract_call) lists them newest first at any
-// moment. Agents' transactions come first in their block, strangers'
-// after.
+// benchmark's readers (SPEC §5.0): Volume contract calls a day, every
+// transaction of the agents and strangers' calls for the rest, one block
+// a second, as the feed (/extended/v1/tx?type=contract_call) lists them
+// newest first at any moment. Agents' transactions come first in their
+// block, strangers' after.
 //
 // At 200,000 calls a day over a month there are millions of entries, so
 // the chain keeps only a running count per second and where the agents'
 // entries are: an entry is rendered when a page is read.
 type Chain struct {
-	W      *World
-	Volume int
+	W *World
+	// Volume is the chain's contract calls a day, the agents' included;
+	// Strangers the strangers' share of it.
+	Volume, Strangers int
 	// cum[s] is how many entries are in the blocks before second s of
 	// the horizon.
 	cum []uint32
@@ -74,14 +77,19 @@ func BenchAllowed(contractID, function string) bool {
 // names it.
 func AgentAddress(i int) string { return fmt.Sprintf("SP%06d", i) }
 
-// NewChain lays the strangers' calls (a Poisson process at volume a day,
-// from seed) and the agents' transactions of w into blocks.
+// NewChain lays the agents' transactions of w and strangers' calls (a
+// Poisson process, from seed) into blocks, volume calls a day in all; nil
+// when the agents alone make more than volume.
 func NewChain(w *World, volume int, seed uint64) *Chain {
 	secs := int(w.End.Sub(w.Start) / time.Second)
+	strangers := volume - int(math.Round(w.TxsPerDay()))
+	if strangers < 0 {
+		return nil
+	}
 	counts := make([]uint32, secs)
 	rng := rand.New(rand.NewPCG(seed, seed^0xc4a1))
-	if volume > 0 {
-		perSec := float64(volume) / 86400
+	if strangers > 0 {
+		perSec := float64(strangers) / 86400
 		for t := 0.0; ; {
 			t += rng.ExpFloat64() / perSec
 			if t >= float64(secs) {
@@ -109,7 +117,7 @@ func NewChain(w *World, volume int, seed uint64) *Chain {
 	for _, p := range agents {
 		agentsIn[p.sec]++
 	}
-	c := &Chain{W: w, Volume: volume, cum: make([]uint32, secs+1)}
+	c := &Chain{W: w, Volume: volume, Strangers: strangers, cum: make([]uint32, secs+1)}
 	for s := range secs {
 		c.cum[s+1] = c.cum[s] + counts[s] + agentsIn[s]
 	}

@@ -1,10 +1,13 @@
 package bench
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"math"
 	"time"
+
+	"github.com/pacer-dev/pacer/internal/hiro"
 )
 
 // The chain benchmark (issue 18 item 7): per-agent optimal against the
@@ -32,6 +35,9 @@ type ChainOptions struct {
 	// (0: no limit): its cost grows with the agents, which is the point,
 	// and at 100,000 agents one simulation takes most of an hour.
 	PerAgentUpTo int
+	// DetailBatch is how many transactions a tx/multiple request asks for
+	// (0: hiro.MaxBatch, what the service asks): a what-if.
+	DetailBatch int
 }
 
 // ChainReport is the chain benchmark's figures.
@@ -68,7 +74,11 @@ func RunChain(eng Engine, o ChainOptions) ChainReport {
 			for _, v := range o.Volumes {
 				jobs = append(jobs, func() []ChainResult {
 					w := NewWorld(name, n, seed, start, end)
-					return []ChainResult{SimulateTail(NewChain(w, v, seed^uint64(v)), b, eng, from, to)}
+					c := NewChain(w, v, seed^uint64(v))
+					if c == nil {
+						return nil // the agents alone make more calls than v a day
+					}
+					return []ChainResult{simulateTail(c, b, eng, from, to, cmp.Or(o.DetailBatch, hiro.MaxBatch))}
 				})
 			}
 		}
@@ -88,15 +98,16 @@ func (r ChainReport) Write(w io.Writer, budgets []Budget) {
 	fmt.Fprintln(w)
 	for _, b := range budgets {
 		fmt.Fprintf(w, "### %s\n\n", b.Name)
-		fmt.Fprintln(w, "| world | strategy | chain volume | tail req/day | reconciler | details | visits | all req/day | mean / p99 | worst | missed | never found | gaps | month left |")
-		fmt.Fprintln(w, "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+		fmt.Fprintln(w, "| world | strategy | chain volume | tail reads | tail req/day | reconciler | details | visits | all req/day | mean / p99 | worst | missed | never found | gaps | month left |")
+		fmt.Fprintln(w, "|---|---|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
 		for _, x := range r.Results {
 			if x.Budget != b.Name {
 				continue
 			}
-			vol, month := "—", "—"
+			vol, month, src := "—", "—", "—"
 			if x.Volume > 0 {
 				vol = fmt.Sprintf("%d", x.Volume)
+				src = fmtSource(x.OnLists)
 			}
 			if x.HasMonth {
 				month = fmt.Sprintf("%d", x.MonthLeft)
@@ -104,14 +115,26 @@ func (r ChainReport) Write(w io.Writer, budgets []Budget) {
 					month += " (dry " + x.DryAt.Format("Jan 2 15:04") + ")"
 				}
 			}
-			fmt.Fprintf(w, "| %s | %s | %s | %.0f | %.0f | %.0f | %.0f | %.0f | %s | %s | %d | %d | %d | %s |\n",
-				x.World, x.Strategy, vol, x.PerDay(ReaderTail), x.PerDay(ReaderReconciler), x.PerDay(ReaderDetails),
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %.0f | %.0f | %.0f | %.0f | %.0f | %s | %s | %d | %d | %d | %s |\n",
+				x.World, x.Strategy, vol, src, x.PerDay(ReaderTail), x.PerDay(ReaderReconciler), x.PerDay(ReaderDetails),
 				x.PerDay("visits"), x.PerDay(""), fmtDelays(x.All), fmtDur(x.All.Max), x.Missed, x.NeverFound, x.Gaps, month)
 		}
 		fmt.Fprintln(w)
 	}
 	writeGoals(w, r.Goals())
 	fmt.Fprintf(w, "(%d simulations in %s.)\n", len(r.Results), r.Took.Round(time.Second))
+}
+
+// fmtSource says where the tail read: the feed, the allowlisted
+// contracts' lists, or both (the lists' share of the time).
+func fmtSource(onLists float64) string {
+	switch {
+	case onLists <= 0:
+		return "feed"
+	case onLists >= 0.995:
+		return "lists"
+	}
+	return fmt.Sprintf("feed, lists %.0f%%", 100*onLists)
 }
 
 // Goals checks the report against issue 18's goals for the tail.
@@ -128,25 +151,39 @@ func (r ChainReport) Goals() []Goal {
 	var out []Goal
 
 	// Cost independent of agents: per budget and volume, the tail
-	// reader's (and with the reconciler's) requests across sizes.
-	worst, worstWith := 0.0, 0.0
+	// reader's (and with the reconciler's) requests across sizes, on the
+	// minute plans, where the tail reads every TailEvery. On the month
+	// plan the tail reads as often as the month's pace allows once the
+	// details are paid: every reader together costs the month's pace, at
+	// every size, and that is what is compared there.
+	worst, worstWith, worstMonth := 0.0, 0.0, 0.0
 	groups := map[string][]ChainResult{}
 	for _, x := range tails(func(ChainResult) bool { return true }) {
 		key := fmt.Sprintf("%s/%d", x.Budget, x.Volume)
 		groups[key] = append(groups[key], x)
 	}
-	for _, g := range groups {
-		lo, hi, loW, hiW := math.Inf(1), 0.0, math.Inf(1), 0.0
+	spread := func(g []ChainResult, f func(ChainResult) float64) float64 {
+		lo, hi := math.Inf(1), 0.0
 		for _, x := range g {
-			t, tr := x.PerDay(ReaderTail), x.PerDay(ReaderTail)+x.PerDay(ReaderReconciler)
-			lo, hi, loW, hiW = math.Min(lo, t), math.Max(hi, t), math.Min(loW, tr), math.Max(hiW, tr)
+			lo, hi = math.Min(lo, f(x)), math.Max(hi, f(x))
 		}
-		if len(g) > 1 && lo > 0 {
-			worst, worstWith = math.Max(worst, hi/lo-1), math.Max(worstWith, hiW/loW-1)
+		if len(g) < 2 || lo <= 0 {
+			return 0
 		}
+		return hi/lo - 1
 	}
-	out = append(out, Goal{Name: "cost independent of agents: the tail's requests a day differ by ≤ 10% across sizes",
-		OK: worst <= 0.10, Detail: fmt.Sprintf("largest spread %.1f%% for the tail reader, %.1f%% with the reconciler (whose lists carry the agents' own swaps); details counted apart", 100*worst, 100*worstWith)})
+	for _, g := range groups {
+		if g[0].HasMonth {
+			worstMonth = math.Max(worstMonth, spread(g, func(x ChainResult) float64 { return x.PerDay("") }))
+			continue
+		}
+		worst = math.Max(worst, spread(g, func(x ChainResult) float64 { return x.PerDay(ReaderTail) }))
+		worstWith = math.Max(worstWith, spread(g, func(x ChainResult) float64 {
+			return x.PerDay(ReaderTail) + x.PerDay(ReaderReconciler)
+		}))
+	}
+	out = append(out, Goal{Name: "cost independent of agents: the tail's requests a day differ by ≤ 10% across sizes at one chain volume",
+		OK: worst <= 0.10 && worstMonth <= 0.10, Detail: fmt.Sprintf("minute plans: largest spread %.1f%% for the tail reader, %.1f%% with the reconciler (whose lists carry the agents' own swaps), details counted apart; month plan: every reader together %.1f%% (the month's pace; the tail takes what the details leave)", 100*worst, 100*worstWith, 100*worstMonth)})
 
 	for _, x := range tails(func(x ChainResult) bool {
 		return x.World == "10000 agents" && x.Budget == Budgets[0].Name && x.Volume == 40_000
@@ -156,8 +193,8 @@ func (r ChainReport) Goals() []Goal {
 			OK:     x.All.P99 <= 30*time.Second && x.All.Mean <= 15*time.Second && share <= 0.25 && x.Missed+x.NeverFound == 0,
 			Detail: fmt.Sprintf("mean %s, p99 %s, %.0f%% of the budget, %d missed, %d never found", fmtDur(x.All.Mean), fmtDur(x.All.P99), 100*share, x.Missed, x.NeverFound)})
 	}
-	for _, x := range tails(func(x ChainResult) bool { return x.World == "10000 agents" && x.HasMonth }) {
-		out = append(out, Goal{Name: fmt.Sprintf("the month-capped plan, 10,000 agents, %d a day: 0 never found, p99 ≤ 5 min, never dry", x.Volume),
+	for _, x := range tails(func(x ChainResult) bool { return (x.World == "1000 agents" || x.World == "10000 agents") && x.HasMonth }) {
+		out = append(out, Goal{Name: fmt.Sprintf("the month-capped plan, %s, %d a day: 0 never found, p99 ≤ 5 min, never dry", x.World, x.Volume),
 			OK:     x.NeverFound == 0 && x.All.P99 <= 5*time.Minute && x.DryAt == nil && x.MonthLeft > 0,
 			Detail: fmt.Sprintf("%d never found, p99 %s, month left %d", x.NeverFound, fmtDur(x.All.P99), x.MonthLeft)})
 	}

@@ -1,20 +1,37 @@
 package bench
 
 import (
+	"time"
+
 	"github.com/pacer-dev/pacer/internal/discovery"
 	"github.com/pacer-dev/pacer/internal/hiro"
 )
 
 // DiscoveryEngine is the service's discovery engine (internal/discovery)
-// as the chain benchmark drives it: its scan, its filter and its tail
-// cadence.
+// as the chain benchmark drives it: its scan, its filter, its tail cadence
+// and its choice of where the tail reads (discovery.Pace).
 var DiscoveryEngine = Engine{
 	Name:    "discovery engine",
 	NewScan: newEngineScan,
 	Candidate: func(e hiro.Entry, agent func(string) bool) bool {
 		return discovery.Filter{Agent: agent, Allowed: BenchAllowed}.Candidate(e)
 	},
-	Interval: discovery.TailInterval,
+	NewPace: func() Pace { return enginePace{&discovery.Pace{}} },
+}
+
+// enginePace is a discovery.Pace seen as a Pace.
+type enginePace struct{ *discovery.Pace }
+
+func (p enginePace) ObserveFeed(total int, page []hiro.Entry, onContract func(string) bool, at time.Time) {
+	p.Traffic.ObserveFeed(total, page, onContract, at)
+}
+
+func (p enginePace) ObserveDetails(requests int, at time.Time) {
+	p.Traffic.ObserveDetails(requests, at)
+}
+
+func (p enginePace) Contracts(contracts int, every time.Duration, ratePerMinute float64) bool {
+	return p.Plan(contracts, every, ratePerMinute) == discovery.SourceContracts
 }
 
 // engineScan is a discovery.Scan seen as a Scanner.

@@ -132,3 +132,17 @@ func (w *World) SwapsPerDay() float64 {
 	}
 	return total
 }
+
+// TxsPerDay is the agents' transactions a day over the world's horizon
+// (all of them contract calls on the chain: swaps and others).
+func (w *World) TxsPerDay() float64 {
+	n := 0
+	for _, a := range w.Agents {
+		for _, tx := range a.Txs {
+			if !tx.At.Before(w.Start) && tx.At.Before(w.End) {
+				n++
+			}
+		}
+	}
+	return float64(n) / (w.End.Sub(w.Start).Hours() / 24)
+}

@@ -10,6 +10,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	discovery "github.com/pacer-dev/pacer/internal/ingest/bench"
@@ -18,6 +20,11 @@ import (
 
 func main() {
 	section := flag.String("section", "all", "which benchmark to run: all, pacing, discovery or chain")
+	agents := flag.String("agents", "", "chain: the worlds' agent counts, comma-separated (default 1000,10000,100000)")
+	volumes := flag.String("volumes", "", "chain: the chain volumes, contract calls a day, comma-separated (default 10000,40000,200000)")
+	plans := flag.String("plans", "", "chain: the Hiro plans, comma-separated among keyless, keyed, month (default all three)")
+	detailBatch := flag.Int("detail-batch", 0, "chain: a what-if: transactions per tx/multiple request (default hiro.MaxBatch, what the service asks)")
+	perAgentUpTo := flag.Int("per-agent-up-to", 100_000, "chain: run per-agent optimal in worlds of at most this many agents (0: none)")
 	flag.Parse()
 	switch *section {
 	case "all", "pacing", "discovery", "chain":
@@ -39,8 +46,57 @@ func main() {
 	if *section == "all" || *section == "chain" {
 		// Issue 18: the service's discovery engine reading the chain's
 		// tail, beside per-agent optimal, at every size, volume and plan.
-		discovery.RunChain(discovery.DiscoveryEngine, discovery.ChainOptions{Sizes: discovery.ChainSizes,
-			Volumes: discovery.ChainVolumes, Budgets: discovery.Budgets, Horizon: 48 * time.Hour,
-			PerAgent: true, PerAgentUpTo: 10_000}).Write(os.Stdout, discovery.Budgets)
+		o, budgets, err := chainOptions(*agents, *volumes, *plans, *perAgentUpTo)
+		o.DetailBatch = *detailBatch
+		if o.DetailBatch > 0 {
+			fmt.Printf("What-if: %d transactions per tx/multiple request (the service asks hiro.MaxBatch).\n\n", o.DetailBatch)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(2)
+		}
+		discovery.RunChain(discovery.DiscoveryEngine, o).Write(os.Stdout, budgets)
 	}
+}
+
+// chainOptions is the chain benchmark's matrix: every size, volume and
+// plan unless the flags pick some (one world alone runs in seconds).
+func chainOptions(agents, volumes, plans string, perAgentUpTo int) (discovery.ChainOptions, []discovery.Budget, error) {
+	o := discovery.ChainOptions{Sizes: discovery.ChainSizes, Volumes: discovery.ChainVolumes,
+		Budgets: discovery.Budgets, Horizon: 48 * time.Hour, PerAgent: perAgentUpTo > 0, PerAgentUpTo: perAgentUpTo}
+	var err error
+	if o.Sizes, err = ints(agents, o.Sizes); err != nil {
+		return o, nil, fmt.Errorf("-agents: %w", err)
+	}
+	if o.Volumes, err = ints(volumes, o.Volumes); err != nil {
+		return o, nil, fmt.Errorf("-volumes: %w", err)
+	}
+	if plans != "" {
+		byName := map[string]discovery.Budget{"keyless": discovery.Budgets[0], "keyed": discovery.Budgets[1], "month": discovery.Budgets[2]}
+		o.Budgets = nil
+		for _, p := range strings.Split(plans, ",") {
+			b, ok := byName[strings.TrimSpace(p)]
+			if !ok {
+				return o, nil, fmt.Errorf("-plans: %q is not keyless, keyed or month", p)
+			}
+			o.Budgets = append(o.Budgets, b)
+		}
+	}
+	return o, o.Budgets, nil
+}
+
+// ints reads a comma-separated list of positive integers ("" is def).
+func ints(s string, def []int) ([]int, error) {
+	if s == "" {
+		return def, nil
+	}
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(strings.ReplaceAll(f, "_", "")))
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("%q is not a positive integer", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }

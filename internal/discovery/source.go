@@ -1,0 +1,245 @@
+package discovery
+
+import (
+	"math"
+	"time"
+
+	"github.com/pacer-dev/pacer/internal/hiro"
+)
+
+// # Where the tail reads
+//
+// The feed carries every contract call on the chain; the allowlisted
+// contracts' own lists carry only the calls that can be candidates. On a
+// minute plan the feed is the cheaper read (one list, a page every
+// PACER_TAIL_EVERY). When the month binds, what a reader costs is its
+// volume: pages of 50 of everything it lists. A busy chain's feed can cost
+// more than the month's pace pays while the allowlisted contracts' lists,
+// a share of it, still fit. PlanSource decides from the traffic the tail
+// observed; the sweep then reads the contracts' lists at the tail's
+// cadence, and reads one page of the feed each PACER_RECONCILE_EVERY to
+// keep observing it, so that it reads the feed again when that fits.
+
+// Source is where the tail reads the chain's new calls.
+type Source string
+
+// Sources.
+const (
+	// SourceFeed is the chain's confirmed contract calls, one list for
+	// every contract (/extended/v1/tx?type=contract_call).
+	SourceFeed Source = "feed"
+	// SourceContracts is each allowlisted contract's own list, read at
+	// the tail's cadence by the contracts' readers (the reconciler's).
+	SourceContracts Source = "contracts"
+)
+
+// NeverFits is ReadInterval's answer when no interval fits the budget.
+const NeverFits = time.Duration(math.MaxInt64)
+
+// trafficHorizon is how far back Traffic's averages look (their decay's
+// time constant).
+const trafficHorizon = time.Hour
+
+// Traffic is the chain's traffic as the readers observed it: averages
+// over about the last trafficHorizon, each kept as a decayed count over
+// decayed minutes, so a first hour is not underestimated.
+type Traffic struct {
+	feed    rate
+	details rate
+	// feedTotal is the feed's total at the last observation.
+	feedTotal int
+	// listed and onContracts count (decayed per page) the mined contract
+	// calls of the feed pages observed and those on allowlisted contracts.
+	listed, onContracts float64
+}
+
+// rate is a decayed count over decayed minutes since its first
+// observation.
+type rate struct {
+	at      time.Time
+	n, mins float64
+}
+
+func (r *rate) add(n float64, at time.Time) {
+	if r.at.IsZero() {
+		r.at = at // the first observation only starts the clock
+		return
+	}
+	span := max(at.Sub(r.at), 0)
+	d := math.Exp(-float64(span) / float64(trafficHorizon))
+	r.n, r.mins, r.at = r.n*d+n, r.mins*d+span.Minutes(), at
+}
+
+func (r rate) perMinute() float64 {
+	if r.mins <= 0 {
+		return 0
+	}
+	return r.n / r.mins
+}
+
+// shareDecay is how much a feed page's predecessors weigh in the share:
+// about the last 50 pages count.
+const shareDecay = 0.98
+
+// ObserveFeed records a feed page read at at: the feed's total then (its
+// growth since the last page is the volume) and the page's entries (what
+// share of them the allowlisted contracts' lists carry: onContract says
+// whether a contract is allowlisted).
+func (t *Traffic) ObserveFeed(total int, page []hiro.Entry, onContract func(contractID string) bool, at time.Time) {
+	grew := 0
+	if total > t.feedTotal {
+		grew = total - t.feedTotal // a fork can shrink it: then nothing grew
+	}
+	t.feed.add(float64(grew), at)
+	t.feedTotal = total
+	listed, on := 0, 0
+	for _, e := range page {
+		if !e.Mined() || e.ContractCall == nil {
+			continue
+		}
+		listed++
+		if onContract != nil && onContract(e.ContractCall.ContractID) {
+			on++
+		}
+	}
+	if listed > 0 {
+		t.listed = t.listed*shareDecay + float64(listed)
+		t.onContracts = t.onContracts*shareDecay + float64(on)
+	}
+}
+
+// ObserveDetails records detail requests (verifying candidates, in
+// batches) a reader sent by at.
+func (t *Traffic) ObserveDetails(requests int, at time.Time) { t.details.add(float64(requests), at) }
+
+// Known reports whether the feed's volume has been observed over a span.
+func (t Traffic) Known() bool { return t.feed.mins > 0 }
+
+// FeedPerMinute is the feed's entries a minute.
+func (t Traffic) FeedPerMinute() float64 { return t.feed.perMinute() }
+
+// ContractsPerMinute is the allowlisted contracts' lists' entries a
+// minute, together.
+func (t Traffic) ContractsPerMinute() float64 {
+	if t.listed <= 0 {
+		return t.FeedPerMinute()
+	}
+	return t.FeedPerMinute() * t.onContracts / t.listed
+}
+
+// DetailsPerMinute is the detail requests a minute.
+func (t Traffic) DetailsPerMinute() float64 { return t.details.perMinute() }
+
+// ReadInterval is the shortest interval, at least every, at which reading
+// lists lists that carry perMinute new entries a minute together (evenly;
+// each read at least a page of each, pages of PageSize overlapping by one
+// entry) and details detail requests a minute fits TailShare of
+// ratePerMinute. NeverFits when none does: pages of the volume alone cost
+// more than that. An unknown or unbounded rate is every.
+func ReadInterval(perMinute float64, lists int, details float64, every time.Duration, ratePerMinute float64) time.Duration {
+	if ratePerMinute <= 0 || math.IsInf(ratePerMinute, 1) || math.IsNaN(ratePerMinute) {
+		return every
+	}
+	lists = max(lists, 1)
+	share := ratePerMinute * TailShare
+	cost := func(d time.Duration) float64 {
+		m := d.Minutes()
+		pages := math.Max(1, (perMinute/float64(lists)*m+1)/(PageSize-1))
+		return float64(lists)*pages/m + details
+	}
+	if cost(every) <= share {
+		return every
+	}
+	hi := 24 * time.Hour
+	if cost(hi) > share {
+		return NeverFits
+	}
+	lo := every
+	for hi-lo > time.Second {
+		mid := lo + (hi-lo)/2
+		if cost(mid) <= share {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	return hi
+}
+
+// switchMargin is how much sooner the other source must read before the
+// tail moves to the contracts' lists (the feed is the simpler read, and a
+// margin keeps the choice from flapping on noise).
+const switchMargin = 0.8
+
+// PlanSource is where the tail reads next, from cur (its source now, ""
+// the feed), the traffic observed, the number of allowlisted contracts,
+// the tail's interval and the sweep's rate (requests a minute): the
+// source that can read sooner within TailShare of the rate. The feed
+// stays until the contracts' lists read in at most switchMargin of its
+// interval (or the feed does not fit at all and the lists do); the
+// contracts' lists stay until the feed reads as soon as they do. Traffic
+// not yet observed keeps cur.
+func PlanSource(cur Source, t Traffic, contracts int, every time.Duration, ratePerMinute float64) Source {
+	if cur == "" {
+		cur = SourceFeed
+	}
+	if !t.Known() || contracts <= 0 {
+		return cur
+	}
+	details := t.DetailsPerMinute()
+	feed := ReadInterval(t.FeedPerMinute(), 1, details, every, ratePerMinute)
+	lists := ReadInterval(t.ContractsPerMinute(), contracts, details, every, ratePerMinute)
+	switch cur {
+	case SourceContracts:
+		if feed != NeverFits && feed <= lists {
+			return SourceFeed
+		}
+	default:
+		if lists != NeverFits && (feed == NeverFits || float64(lists) <= switchMargin*float64(feed)) {
+			return SourceContracts
+		}
+	}
+	return cur
+}
+
+// Pace is what the tail knows of its own cost and of the chain between
+// reads: the traffic, where it reads, and what a read costs. The sweep
+// keeps one (in memory: a restart observes again, reading the feed
+// meanwhile) and the discovery benchmark drives the same.
+type Pace struct {
+	Traffic Traffic
+	// Source is where the tail reads ("" the feed).
+	Source Source
+	// cost is a read's requests (pages and details), smoothed.
+	cost float64
+}
+
+// ObserveRead records the requests a whole read took (pages and details).
+func (p *Pace) ObserveRead(requests int) {
+	r := float64(max(requests, 1))
+	if p.cost == 0 {
+		p.cost = r
+		return
+	}
+	p.cost = 0.7*p.cost + 0.3*r
+}
+
+// CostPerRead is what a read costs, smoothed (1 before any read).
+func (p *Pace) CostPerRead() float64 { return max(p.cost, 1) }
+
+// Interval is TailInterval at the observed cost per read.
+func (p *Pace) Interval(every time.Duration, ratePerMinute float64) time.Duration {
+	return TailInterval(every, p.CostPerRead(), ratePerMinute)
+}
+
+// Plan decides where the tail reads next (PlanSource) and keeps it. A
+// change of source resets the cost per read: the other source's reads
+// cost what they cost.
+func (p *Pace) Plan(contracts int, every time.Duration, ratePerMinute float64) Source {
+	src := PlanSource(p.Source, p.Traffic, contracts, every, ratePerMinute)
+	if src != p.Source && (p.Source != "" || src != SourceFeed) {
+		p.cost = 0
+	}
+	p.Source = src
+	return src
+}

@@ -1,0 +1,118 @@
+package discovery
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pacer-dev/pacer/internal/hiro"
+)
+
+// monthRate is 150,000 requests a month as requests a minute (30 days).
+const monthRate = 150_000.0 / (30 * 24 * 60)
+
+func TestReadIntervalFitsTheBudget(t *testing.T) {
+	// A minute plan pays a page every 10 s of anything.
+	require.Equal(t, 10*time.Second, ReadInterval(150, 1, 0.4, 10*time.Second, 450))
+	require.Equal(t, 10*time.Second, ReadInterval(150, 1, 0.4, 10*time.Second, 0), "unknown rate")
+
+	// The month: 0.8 × 3.47 = 2.78 requests a minute. A feed of 217,000
+	// calls a day (150.7 a minute) needs 150.7/49 = 3.08 pages a minute
+	// at any interval: it never fits.
+	require.Equal(t, NeverFits, ReadInterval(217_000.0/1440, 1, 0.39, 10*time.Second, monthRate))
+
+	// Five contracts' lists holding 77,200 a day (53.6 a minute), and
+	// 0.39 detail requests a minute: a page of each per read while a
+	// read holds under 49 entries per list, so 5/T + 0.39 = 2.78,
+	// T = 5/2.39 min ≈ 2.09 min (10.7 entries a list a minute: 22 a read).
+	got := ReadInterval(77_200.0/1440, 5, 0.39, 10*time.Second, monthRate)
+	want := 5 / (monthRate*TailShare - 0.39) * 60 // seconds
+	require.InDelta(t, want, got.Seconds(), 1.5)
+
+	// A quieter feed fits in a page per read: 1/T + 0.39 = 2.78.
+	got = ReadInterval(57_000.0/1440, 1, 0.39, 10*time.Second, monthRate)
+	want = 1 / (monthRate*TailShare - 0.39) * 60
+	require.InDelta(t, want, got.Seconds(), 1.5)
+
+	// Details alone beyond the share: nothing fits.
+	require.Equal(t, NeverFits, ReadInterval(1, 5, 3, 10*time.Second, monthRate))
+}
+
+// traffic observes a feed of perDay calls a day, share of them on
+// allowlisted contracts, and details detail requests a minute, for two
+// hours of reads every step.
+func traffic(perDay int, share float64, details float64, step time.Duration) Traffic {
+	var tr Traffic
+	at := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	page := make([]hiro.Entry, PageSize)
+	for i := range page {
+		id := "SP9.other"
+		if float64(i) < share*PageSize {
+			id = "SM1.xyk-core"
+		}
+		page[i] = hiro.Entry{TxID: "0x1", BlockHeight: 1, Canonical: true, TxType: hiro.TxTypeContractCall,
+			ContractCall: &hiro.ContractCall{ContractID: id}}
+	}
+	onContract := func(id string) bool { return id == "SM1.xyk-core" }
+	total, owed := 1000, 0.0
+	for t := time.Duration(0); t <= 2*time.Hour; t += step {
+		total = 1000 + int(float64(perDay)*t.Hours()/24)
+		tr.ObserveFeed(total, page, onContract, at.Add(t))
+		owed += details * step.Minutes()
+		n := int(owed)
+		owed -= float64(n)
+		tr.ObserveDetails(n, at.Add(t))
+	}
+	return tr
+}
+
+func TestTrafficAveragesWhatItObserved(t *testing.T) {
+	require.False(t, (&Traffic{}).Known())
+	tr := traffic(217_000, 0.36, 0.39, 10*time.Second)
+	require.True(t, tr.Known())
+	require.InDelta(t, 217_000.0/1440, tr.FeedPerMinute(), 1)
+	require.InDelta(t, 0.36*217_000/1440, tr.ContractsPerMinute(), 1.5)
+	require.InDelta(t, 0.39, tr.DetailsPerMinute(), 0.02)
+
+	// Observed once every 15 minutes (the probe), the same volume.
+	tr = traffic(217_000, 0.36, 0.39, 15*time.Minute)
+	require.InDelta(t, 217_000.0/1440, tr.FeedPerMinute(), 1)
+}
+
+func TestPlanSourceReadsTheContractsWhenTheFeedDoesNotFit(t *testing.T) {
+	every := 10 * time.Second
+	busy := traffic(217_000, 0.36, 0.39, 10*time.Second)
+	quiet := traffic(57_000, 0.43, 0.39, 10*time.Second)
+
+	require.Equal(t, SourceFeed, PlanSource("", Traffic{}, 5, every, monthRate), "nothing observed: the feed")
+	require.Equal(t, SourceContracts, PlanSource(SourceContracts, Traffic{}, 5, every, monthRate), "nothing observed: as it was")
+	require.Equal(t, SourceFeed, PlanSource(SourceFeed, busy, 5, every, 450), "a minute plan pays the feed")
+	require.Equal(t, SourceFeed, PlanSource(SourceContracts, busy, 5, every, 450), "and goes back to it")
+	require.Equal(t, SourceContracts, PlanSource(SourceFeed, busy, 5, every, monthRate), "the month cannot pay the busy feed")
+	require.Equal(t, SourceContracts, PlanSource(SourceContracts, busy, 5, every, monthRate))
+	require.Equal(t, SourceFeed, PlanSource(SourceFeed, quiet, 5, every, monthRate), "a quiet feed is one page a read")
+	require.Equal(t, SourceFeed, PlanSource(SourceContracts, quiet, 5, every, monthRate), "and is read again")
+	require.Equal(t, SourceFeed, PlanSource(SourceFeed, busy, 0, every, monthRate), "no contracts to read")
+
+	// Neither fits (the details alone exceed the share): stay.
+	flood := traffic(217_000, 0.36, 3, 10*time.Second)
+	require.Equal(t, SourceFeed, PlanSource(SourceFeed, flood, 5, every, monthRate))
+	require.Equal(t, SourceContracts, PlanSource(SourceContracts, flood, 5, every, monthRate))
+
+	// Hysteresis: one contract's list that reads only a little sooner
+	// than the feed does not move the tail; much sooner does.
+	// Find a share of the feed on one contract whose list reads sooner
+	// than the feed, but not by the margin.
+	var mid Traffic
+	found := false
+	for v := 188_000; v < 198_000 && !found; v += 500 {
+		mid = traffic(v, 0.98, 0, 10*time.Second)
+		feed := ReadInterval(mid.FeedPerMinute(), 1, 0, every, monthRate)
+		lists := ReadInterval(mid.ContractsPerMinute(), 1, 0, every, monthRate)
+		found = lists < feed && float64(lists) > switchMargin*float64(feed)
+	}
+	require.True(t, found)
+	require.Equal(t, SourceFeed, PlanSource(SourceFeed, mid, 1, every, monthRate))
+	require.Equal(t, SourceContracts, PlanSource(SourceContracts, mid, 1, every, monthRate))
+}
