@@ -3,6 +3,7 @@ package activities
 import (
 	"cmp"
 	"context"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -97,7 +98,7 @@ func (r *sweepRun) discover(ctx context.Context, in pacer.SweepInput, started ti
 			return r.fail(pacer.ClassTimeout, "sweep cancelled: "+err.Error())
 		}
 		r.mu.Lock()
-		r.readersNext = nil
+		r.readersNext, r.tailNext = nil, nil
 		r.mu.Unlock()
 		agents, err := a.Store.AgentAddresses(ctx)
 		if err != nil {
@@ -113,6 +114,9 @@ func (r *sweepRun) discover(ctx context.Context, in pacer.SweepInput, started ti
 		}
 		if err := r.visitDue(ctx, in, started); err != nil {
 			return r.fail(pacer.ClassTransport, err.Error())
+		}
+		if r.takeYielded() {
+			continue // the visits gave way to the tail: read it, then they go on
 		}
 		next := r.readersDue()
 		if r.stopped() || next == nil || next.After(until) || !r.mayWait(ctx, time.Until(*next)) {
@@ -142,6 +146,62 @@ func (r *sweepRun) stopped() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.stop != nil || r.budgetAt != nil
+}
+
+// yieldToTail reports whether agent visits should give way to the tail,
+// due again by what its last read in this run said, and notes that they
+// did: visitDue stops between batches (after one at least) to let it
+// read, so that a first start's history visits, which take minutes,
+// never hold the tail back.
+func (r *sweepRun) yieldToTail() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.yielded = r.tailNext != nil && !time.Now().Before(*r.tailNext)
+	return r.yielded
+}
+
+// leaveToTail reports whether the agents' visits (hinted ones aside)
+// must leave what remains of the minute window to the tail: its reads
+// until the window ends, at what a read costs (SPEC §5.4: the tail is
+// served first). Without it a first start's history visits spend each
+// window within seconds and the tail reads once a minute. Only in tail
+// mode, once the tail has read in this run.
+func (r *sweepRun) leaveToTail(ctx context.Context) bool {
+	r.mu.Lock()
+	tailNext := r.tailNext
+	r.mu.Unlock()
+	if tailNext == nil || r.a.Budget == nil {
+		return false
+	}
+	st, now, err := r.a.Budget.Snapshot(ctx)
+	if err != nil {
+		return false // the visits find out: their requests take from it
+	}
+	minute, _ := st.Remaining(r.a.Budget.Config(), now)
+	left := st.WindowEnd.Sub(now)
+	if left <= 0 {
+		return false // the window rolls: it is whole again
+	}
+	every := r.tailInterval(ctx, r.a.Discovery.WithDefaults())
+	reads := 1 + int64(left/every)
+	return float64(minute) <= math.Ceil(r.a.tail.get())*float64(reads)
+}
+
+// takeYielded reports whether the visits gave way to the tail, and clears it.
+func (r *sweepRun) takeYielded() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	y := r.yielded
+	r.yielded = false
+	return y
+}
+
+// noteTailDue records when the tail reads next, a reader's time too.
+func (r *sweepRun) noteTailDue(at time.Time) {
+	r.mu.Lock()
+	r.tailNext = &at
+	r.mu.Unlock()
+	r.noteReaderDue(at)
 }
 
 // readersDue is when the earliest reader reads next (nil: none known).
@@ -188,7 +248,7 @@ func (r *sweepRun) readTail(ctx context.Context, dc DiscoveryConfig, f discovery
 	}
 	interval := r.tailInterval(ctx, dc)
 	if rd.LastReadAt != nil && !rd.Scan.Started() && time.Since(*rd.LastReadAt) < interval {
-		r.noteReaderDue(rd.LastReadAt.Add(interval))
+		r.noteTailDue(rd.LastReadAt.Add(interval))
 		return rd, nil
 	}
 	if r.stopped() {
@@ -210,7 +270,7 @@ func (r *sweepRun) readTail(ctx context.Context, dc DiscoveryConfig, f discovery
 		return rd, nil // the budget or Hiro stopped it: it goes on from its scan
 	}
 	a.tail.observe(requests)
-	r.noteReaderDue(time.Now().Add(r.tailInterval(ctx, dc)))
+	r.noteTailDue(time.Now().Add(r.tailInterval(ctx, dc)))
 	return rd, nil
 }
 
