@@ -128,7 +128,6 @@ func SimulateTail(c *Chain, b Budget, eng Engine, from, to time.Time) ChainResul
 			continue
 		}
 		now = later(now, nextTail)
-		started := now
 		cost := x.tailRun(&now)
 		if cost > 0 {
 			x.lastCost = float64(cost)
@@ -137,7 +136,9 @@ func SimulateTail(c *Chain, b Budget, eng Engine, from, to time.Time) ChainResul
 		if eng.Interval != nil {
 			every = eng.Interval(TailEvery, x.lastCost, x.st.Rate(x.bcfg, budget.LaneSweep, now))
 		}
-		nextTail = started.Add(every)
+		// As the service does (activities' readTail): the next read is
+		// due an interval after this one ended, not after it began.
+		nextTail = now.Add(every)
 	}
 	return x.result(from, to)
 }
