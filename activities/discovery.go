@@ -118,8 +118,11 @@ func (r *sweepRun) discover(ctx context.Context, in pacer.SweepInput, started ti
 		if r.takeYielded() {
 			continue // the visits gave way to the tail: read it, then they go on
 		}
+		// Visits waiting for the next window keep the run reading the
+		// tail past its linger (up to the run's cap, which visitDue
+		// enforces), rather than leave it for the workflow's next start.
 		next := r.readersDue()
-		if r.stopped() || next == nil || next.After(until) || !r.mayWait(ctx, time.Until(*next)) {
+		if r.stopped() || next == nil || next.After(until) && !r.takeWaiting() || !r.mayWait(ctx, time.Until(*next)) {
 			break
 		}
 		if err := wait.Sleep(ctx, time.Until(*next)); err != nil {
@@ -163,7 +166,8 @@ func (r *sweepRun) yieldToTail() bool {
 // leaveToTail reports whether the agents' visits (hinted ones aside)
 // must leave what remains of the minute window to the tail: its reads
 // until the window ends, at what a read costs (SPEC §5.4: the tail is
-// served first). Without it a first start's history visits spend each
+// served first). The run then goes on reading the tail while they wait
+// (discover). Without it a first start's history visits spend each
 // window within seconds and the tail reads once a minute. Only in tail
 // mode, once the tail has read in this run.
 func (r *sweepRun) leaveToTail(ctx context.Context) bool {
@@ -184,7 +188,21 @@ func (r *sweepRun) leaveToTail(ctx context.Context) bool {
 	}
 	every := r.tailInterval(ctx, r.a.Discovery.WithDefaults())
 	reads := 1 + int64(left/every)
-	return float64(minute) <= math.Ceil(r.a.tail.get())*float64(reads)
+	wait := float64(minute) <= math.Ceil(r.a.tail.get())*float64(reads)
+	r.mu.Lock()
+	r.waiting = r.waiting || wait
+	r.mu.Unlock()
+	return wait
+}
+
+// takeWaiting reports whether visits waited for the tail's share, and
+// clears it.
+func (r *sweepRun) takeWaiting() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	w := r.waiting
+	r.waiting = false
+	return w
 }
 
 // takeYielded reports whether the visits gave way to the tail, and clears it.

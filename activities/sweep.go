@@ -99,6 +99,9 @@ type sweepRun struct {
 	// never hold it back.
 	tailNext *time.Time
 	yielded  bool
+	// waiting is set when due visits wait for the next minute window,
+	// leaving this one's rest to the tail (leaveToTail).
+	waiting bool
 }
 
 func (a *Activities) sweep(ctx context.Context, in pacer.SweepInput) (res pacer.SweepResult, err error) {
@@ -170,11 +173,11 @@ func (r *sweepRun) visitDue(ctx context.Context, in pacer.SweepInput, started ti
 			return fmt.Errorf("read the hinted agents: %w", err)
 		}
 		if len(due) == 0 {
-			if r.leaveToTail(ctx) {
-				return nil
-			}
 			if due, err = a.Store.DueAgents(ctx, r.cfg, now, sweepConcurrency*2, visited); err != nil {
 				return fmt.Errorf("read the due agents: %w", err)
+			}
+			if len(due) > 0 && r.leaveToTail(ctx) {
+				return nil
 			}
 		}
 		if len(due) == 0 {
