@@ -3,6 +3,7 @@ package activities
 import (
 	"cmp"
 	"context"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -78,6 +79,13 @@ func (t *tailCost) observe(requests int) {
 	t.p.ObserveRead(requests)
 }
 
+// costPerRead is what one tail read costs, smoothed (at least 1).
+func (t *tailCost) costPerRead() float64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.p.CostPerRead()
+}
+
 func (t *tailCost) interval(every time.Duration, ratePerMinute float64) time.Duration {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -132,7 +140,7 @@ func (r *sweepRun) discover(ctx context.Context, in pacer.SweepInput, started ti
 			return r.fail(pacer.ClassTimeout, "sweep cancelled: "+err.Error())
 		}
 		r.mu.Lock()
-		r.readersNext = nil
+		r.readersNext, r.tailNext = nil, nil
 		r.mu.Unlock()
 		agents, err := a.Store.AgentAddresses(ctx)
 		if err != nil {
@@ -150,8 +158,14 @@ func (r *sweepRun) discover(ctx context.Context, in pacer.SweepInput, started ti
 		if err := r.visitDue(ctx, in, started); err != nil {
 			return r.fail(pacer.ClassTransport, err.Error())
 		}
+		if r.takeYielded() {
+			continue // the visits gave way to the tail: read it, then they go on
+		}
+		// Visits waiting for the next window keep the run reading the
+		// tail past its linger (up to the run's cap, which visitDue
+		// enforces), rather than leave it for the workflow's next start.
 		next := r.readersDue()
-		if r.stopped() || next == nil || next.After(until) || !r.mayWait(ctx, time.Until(*next)) {
+		if r.stopped() || next == nil || next.After(until) && !r.takeWaiting() || !r.mayWait(ctx, time.Until(*next)) {
 			break
 		}
 		if err := wait.Sleep(ctx, time.Until(*next)); err != nil {
@@ -178,6 +192,77 @@ func (r *sweepRun) stopped() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.stop != nil || r.budgetAt != nil
+}
+
+// yieldToTail reports whether agent visits should give way to the tail,
+// due again by what its last read in this run said, and notes that they
+// did: visitDue stops between batches (after one at least) to let it
+// read, so that a first start's history visits, which take minutes,
+// never hold the tail back.
+func (r *sweepRun) yieldToTail() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.yielded = r.tailNext != nil && !time.Now().Before(*r.tailNext)
+	return r.yielded
+}
+
+// leaveToTail reports whether the agents' visits (hinted ones aside)
+// must leave what remains of the minute window to the tail: its reads
+// until the window ends, at what a read costs (SPEC §5.4: the tail is
+// served first). The run then goes on reading the tail while they wait
+// (discover). Without it a first start's history visits spend each
+// window within seconds and the tail reads once a minute. Only in tail
+// mode, once the tail has read in this run.
+func (r *sweepRun) leaveToTail(ctx context.Context) bool {
+	r.mu.Lock()
+	tailNext := r.tailNext
+	r.mu.Unlock()
+	if tailNext == nil || r.a.Budget == nil {
+		return false
+	}
+	st, now, err := r.a.Budget.Snapshot(ctx)
+	if err != nil {
+		return false // the visits find out: their requests take from it
+	}
+	minute, _ := st.Remaining(r.a.Budget.Config(), now)
+	left := st.WindowEnd.Sub(now)
+	if left <= 0 {
+		return false // the window rolls: it is whole again
+	}
+	every := r.tailInterval(ctx, r.a.Discovery.WithDefaults())
+	reads := 1 + int64(left/every)
+	wait := float64(minute) <= math.Ceil(r.a.tail.costPerRead())*float64(reads)
+	r.mu.Lock()
+	r.waiting = r.waiting || wait
+	r.mu.Unlock()
+	return wait
+}
+
+// takeWaiting reports whether visits waited for the tail's share, and
+// clears it.
+func (r *sweepRun) takeWaiting() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	w := r.waiting
+	r.waiting = false
+	return w
+}
+
+// takeYielded reports whether the visits gave way to the tail, and clears it.
+func (r *sweepRun) takeYielded() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	y := r.yielded
+	r.yielded = false
+	return y
+}
+
+// noteTailDue records when the tail reads next, a reader's time too.
+func (r *sweepRun) noteTailDue(at time.Time) {
+	r.mu.Lock()
+	r.tailNext = &at
+	r.mu.Unlock()
+	r.noteReaderDue(at)
 }
 
 // readersDue is when the earliest reader reads next (nil: none known).
@@ -269,7 +354,7 @@ func (r *sweepRun) readTail(ctx context.Context, dc DiscoveryConfig, f discovery
 	}
 	interval := r.tailInterval(ctx, dc)
 	if rd.LastReadAt != nil && !rd.Scan.Started() && time.Since(*rd.LastReadAt) < interval {
-		r.noteReaderDue(rd.LastReadAt.Add(interval))
+		r.noteTailDue(rd.LastReadAt.Add(interval))
 		return rd, nil
 	}
 	if r.stopped() {
@@ -292,7 +377,7 @@ func (r *sweepRun) readTail(ctx context.Context, dc DiscoveryConfig, f discovery
 		return rd, nil // the budget or Hiro stopped it: it goes on from its scan
 	}
 	a.tail.observe(requests)
-	r.noteReaderDue(time.Now().Add(r.tailInterval(ctx, dc)))
+	r.noteTailDue(time.Now().Add(r.tailInterval(ctx, dc)))
 	return rd, nil
 }
 

@@ -94,6 +94,14 @@ type sweepRun struct {
 	lastErr error
 	// readersNext is when the earliest discovery reader reads next.
 	readersNext *time.Time
+	// tailNext is when the tail reads next, in tail mode: visits give way
+	// to it then (visitDue, which sets yielded), so that history visits
+	// never hold it back.
+	tailNext *time.Time
+	yielded  bool
+	// waiting is set when due visits wait for the next minute window,
+	// leaving this one's rest to the tail (leaveToTail).
+	waiting bool
 }
 
 func (a *Activities) sweep(ctx context.Context, in pacer.SweepInput) (res pacer.SweepResult, err error) {
@@ -156,6 +164,9 @@ func (r *sweepRun) visitDue(ctx context.Context, in pacer.SweepInput, started ti
 		if ctx.Err() != nil || r.done(in, started) {
 			return nil
 		}
+		if len(visited) > 0 && r.yieldToTail() {
+			return nil
+		}
 		now := time.Now()
 		due, err := a.Store.HintedAgents(ctx, now, sweepConcurrency*2, visited)
 		if err != nil {
@@ -164,6 +175,9 @@ func (r *sweepRun) visitDue(ctx context.Context, in pacer.SweepInput, started ti
 		if len(due) == 0 {
 			if due, err = a.Store.DueAgents(ctx, r.cfg, now, sweepConcurrency*2, visited); err != nil {
 				return fmt.Errorf("read the due agents: %w", err)
+			}
+			if len(due) > 0 && r.leaveToTail(ctx) {
+				return nil
 			}
 		}
 		if len(due) == 0 {

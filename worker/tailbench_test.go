@@ -3,9 +3,9 @@
 package worker_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
-	"net/http/httptest"
 	"slices"
 	"strconv"
 	"testing"
@@ -14,9 +14,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/ingest/bench"
 	"github.com/pacer-dev/pacer/internal/sim"
 	"github.com/pacer-dev/pacer/internal/testenv"
-	"github.com/pacer-dev/pacer/worker"
 	"github.com/pacer-dev/pacer/workflows"
 )
 
@@ -30,32 +30,16 @@ import (
 // requests a minute by route; none may be missed or doubled.
 func TestTailBench(t *testing.T) {
 	const (
-		agents  = 1000
-		window  = 5 * time.Minute
-		settle  = 30 * time.Second // swaps mined in the window's last seconds get this long
-		perMin  = 450
-		hiroMin = 500
+		agents = 1000
+		window = 5 * time.Minute
+		settle = 30 * time.Second // swaps mined in the window's last seconds get this long
 	)
 	ctx := context.Background()
 	bin := testenv.PacerBinary(t)
-	s := newStack(t, workflows.Config{SweepEvery: pacer.Duration(10 * time.Second)})
-	origin := time.Now().Truncate(time.Second)
-	clk := &clock{}
-	clk.Run(origin)
-	s.sim = sim.New(sim.Config{Seed: 18, Now: clk.Now, Tenero: sim.TeneroConfig{Anonymous: sim.Limits{PerMinute: 1 << 30, PerMonth: 1 << 30}},
-		Hiro: sim.HiroConfig{Origin: origin, Agents: agents, History: 6 * time.Hour, Arrivals: time.Hour, Activity: true,
-			Anonymous: sim.Limits{PerMinute: hiroMin, PerMonth: 1 << 30}, Chain: sim.ChainConfig{Volume: 40_000}}})
-	hs := httptest.NewServer(s.sim)
-	t.Cleanup(hs.Close)
-	s.simU = hs.URL
-	w := s.sim.World()
-	require.NoError(t, w.Seed(ctx, s.st))
-	_, err := worker.EnsureRunning(ctx, s.tc, s.sched)
-	require.NoError(t, err)
+	s, clk, w := newRunningWorld(t, agents, 6*time.Hour, 40_000)
 	started := time.Now()
-	s.startProcess(t, bin, "--hiro-base-url", s.simU, "--hiro-per-minute", strconv.Itoa(perMin),
-		"--competition-start", strconv.FormatInt(w.CompetitionStart().Unix(), 10),
-		"--discovery", "tail", "--tail-every", "10s", "--sweep-every", "10s")
+	s.sim.TraceServed(true)
+	s.startProcess(t, bin, tailBenchArgs(s, w)...)
 
 	// The first start: every agent's history, at the budget's pace.
 	eventually(t, 15*time.Minute, "the first start's history visits are done", func() bool {
@@ -71,48 +55,9 @@ func TestTailBench(t *testing.T) {
 	after := s.sim.Stats()
 	time.Sleep(settle)
 
-	// The oracle's mining times, on the real clock (the simulator's runs
-	// on from origin at the real clock's pace).
-	real := func(simAt time.Time) time.Time { return from.Add(simAt.Sub(clk.Now().Add(-time.Since(from)))) }
-	var delays []time.Duration
-	missed, doubled := 0, 0
-	rows := map[string]time.Time{}
-	r, err := s.st.Pool().Query(ctx, `select txid, inserted_at from swaps`)
-	require.NoError(t, err)
-	for r.Next() {
-		var id string
-		var at time.Time
-		require.NoError(t, r.Scan(&id, &at))
-		rows[id] = at
-	}
-	require.NoError(t, r.Err())
-	expected := map[string]bool{}
-	for _, sw := range w.SwapTimes(clk.Now()) {
-		expected[sw.TxID] = true
-		mined := real(sw.MinedAt)
-		if mined.Before(from) || mined.After(until) {
-			continue
-		}
-		at, ok := rows[sw.TxID]
-		if !ok {
-			missed++
-			continue
-		}
-		delays = append(delays, max(0, at.Sub(mined)))
-	}
-	for id := range rows {
-		if !expected[id] {
-			doubled++ // a row the world does not have
-		}
-	}
+	m := measureDiscovery(t, s, w, clk, from, until)
+	delays, missed, doubled, mean, p99 := m.delays, m.missed, m.doubled, m.mean, m.p99
 	require.NotEmpty(t, delays, "swaps were mined in the window")
-	slices.Sort(delays)
-	mean := time.Duration(0)
-	for _, d := range delays {
-		mean += d
-	}
-	mean /= time.Duration(len(delays))
-	p99 := delays[min(len(delays)-1, len(delays)*99/100)]
 	minutes := until.Sub(from).Minutes()
 	perRoute := map[string]float64{}
 	total := 0.0
@@ -126,6 +71,192 @@ func TestTailBench(t *testing.T) {
 	t.Logf("figures: first start (1,000 agents' histories) %s; window %s: %d swaps mined, discovery delay mean %s p99 %s max %s; missed %d, doubled %d; Hiro %.1f requests a minute %s",
 		firstStart.Round(time.Second), window, len(delays), mean.Round(100*time.Millisecond), p99.Round(100*time.Millisecond),
 		delays[len(delays)-1].Round(100*time.Millisecond), missed, doubled, total, fmt.Sprint(perRoute))
+	tr := s.sim.Traced()
+	logLate(t, m, tr)
+	logHeads(t, tr, started, from, "the first start")
+	logHeads(t, tr, from, until, "the window")
+	fs := measureDiscovery(t, s, w, clk, started, from)
+	if len(fs.delays) > 0 {
+		t.Logf("figures: swaps mined during the first start: %d, discovery delay mean %s p99 %s max %s, missed %d",
+			len(fs.delays), fs.mean.Round(100*time.Millisecond), fs.p99.Round(100*time.Millisecond),
+			last(fs.delays).Round(100*time.Millisecond), fs.missed)
+	}
+
+	// The virtual-time chain benchmark (the service's discovery engine,
+	// internal/ingest/bench) in the same world: its figure beside ours.
+	vb := chainBenchFigure(agents, 40_000)
+	t.Logf("figures: the chain benchmark for the same world (%s, %s, %d calls a day, tail every %s): mean %s p99 %s worst %s, missed %d; the real stack's p99 is %.2f× it",
+		vb.World, vb.Budget, vb.Volume, bench.TailEvery, vb.All.Mean.Round(100*time.Millisecond), vb.All.P99.Round(100*time.Millisecond),
+		vb.All.Max.Round(100*time.Millisecond), vb.Missed, float64(p99)/float64(vb.All.P99))
 	require.Zero(t, missed)
 	require.Zero(t, doubled)
+	require.Zero(t, fs.missed)
+	require.LessOrEqual(t, p99, 2*vb.All.P99, "the real stack's p99 within 2× the chain benchmark's for the same world")
+}
+
+// chainBenchFigure is the chain benchmark's result (virtual time, the
+// service's discovery engine) for a world of agents and volume strangers'
+// calls a day on the keyed plan of 450 requests a minute, as make bench
+// computes it.
+func chainBenchFigure(agents, volume int) bench.ChainResult {
+	var keyed bench.Budget
+	for _, b := range bench.Budgets {
+		if b.PerMinute == benchPacerPerMinute && b.Month == 0 {
+			keyed = b
+		}
+	}
+	rep := bench.RunChain(bench.DiscoveryEngine, bench.ChainOptions{Sizes: []int{agents}, Volumes: []int{volume},
+		Budgets: []bench.Budget{keyed}, Horizon: 48 * time.Hour})
+	return rep.Results[0]
+}
+
+// logHeads logs how far apart the tail's reads of the feed's head were
+// in [from, until).
+func logHeads(t *testing.T, tr sim.Trace, from, until time.Time, what string) {
+	t.Helper()
+	var heads []time.Time
+	for _, h := range tr.Heads {
+		if !h.Before(from) && h.Before(until) {
+			heads = append(heads, h)
+		}
+	}
+	var gaps []time.Duration
+	for i := 1; i < len(heads); i++ {
+		gaps = append(gaps, heads[i].Sub(heads[i-1]))
+	}
+	if len(gaps) == 0 {
+		return
+	}
+	slices.Sort(gaps)
+	t.Logf("figures: during %s the feed's head was read %d times, the first %s in, apart: median %s, p99 %s, max %s", what, len(heads),
+		heads[0].Sub(from).Round(100*time.Millisecond), gaps[len(gaps)/2].Round(100*time.Millisecond),
+		gaps[len(gaps)*99/100].Round(100*time.Millisecond), gaps[len(gaps)-1].Round(100*time.Millisecond))
+}
+
+// logLate logs where the latest swaps' delays went, by the simulator's
+// trace: when the feed first served each, when its details were fetched,
+// its row.
+func logLate(t *testing.T, m discoveryMeasure, tr sim.Trace) {
+	t.Helper()
+	at := func(ts time.Time, ok bool, since time.Time) string {
+		if !ok {
+			return "never"
+		}
+		return "+" + ts.Sub(since).Round(100*time.Millisecond).String()
+	}
+	for _, l := range m.late {
+		f, fok := tr.Feed[l.TxID]
+		mu, mok := tr.Multiple[l.TxID]
+		d, dok := tr.Detail[l.TxID]
+		t.Logf("late swap %s (height %d): mined %s, feed %s, tx/multiple %s, tx/{id} %s, row %s",
+			l.TxID[:10], l.Height, l.mined.Format("15:04:05"), at(f, fok, l.mined), at(mu, mok, l.mined),
+			at(d, dok, l.mined), at(l.row, true, l.mined))
+	}
+}
+
+// discoveryMeasure is what the ledger shows of the swaps the world mined
+// in a window of real time: each one's delay from its block's time to its
+// row's inserted_at (sorted), how many have no row (missed), and rows the
+// world does not have (doubled).
+type discoveryMeasure struct {
+	delays          []time.Duration
+	mean, p99       time.Duration
+	missed, doubled int
+	// late are the swaps whose delay is above p99's neighbourhood: for
+	// the figures' log.
+	late []lateSwap
+}
+
+type lateSwap struct {
+	sim.SwapTime
+	mined, row time.Time
+}
+
+// measureDiscovery reads the swaps table against the world's own mining
+// times (sim.World.SwapTimes, the oracle's), for the swaps mined in
+// [from, until] of real time; clk is the world's clock, running from its
+// origin at the real clock's pace.
+func measureDiscovery(t *testing.T, s *stack, w *sim.World, clk *clock, from, until time.Time) discoveryMeasure {
+	t.Helper()
+	ctx := context.Background()
+	now := clk.Now()
+	real := func(simAt time.Time) time.Time { return time.Now().Add(simAt.Sub(clk.Now())) }
+	rows := map[string]time.Time{}
+	r, err := s.st.Pool().Query(ctx, `select txid, inserted_at from swaps`)
+	require.NoError(t, err)
+	for r.Next() {
+		var id string
+		var at time.Time
+		require.NoError(t, r.Scan(&id, &at))
+		rows[id] = at
+	}
+	require.NoError(t, r.Err())
+	var m discoveryMeasure
+	expected := map[string]bool{}
+	var measured []lateSwap
+	for _, sw := range w.SwapTimes(now) {
+		expected[sw.TxID] = true
+		mined := real(sw.MinedAt)
+		if mined.Before(from) || mined.After(until) {
+			continue
+		}
+		at, ok := rows[sw.TxID]
+		if !ok {
+			m.missed++
+			continue
+		}
+		m.delays = append(m.delays, max(0, at.Sub(mined)))
+		measured = append(measured, lateSwap{SwapTime: sw, mined: mined, row: at})
+	}
+	for id := range rows {
+		if !expected[id] {
+			m.doubled++ // a row the world does not have
+		}
+	}
+	if len(m.delays) == 0 {
+		return m
+	}
+	slices.Sort(m.delays)
+	for _, d := range m.delays {
+		m.mean += d
+	}
+	m.mean /= time.Duration(len(m.delays))
+	m.p99 = m.delays[min(len(m.delays)-1, len(m.delays)*99/100)]
+	slices.SortFunc(measured, func(a, b lateSwap) int { return cmp.Compare(b.row.Sub(b.mined), a.row.Sub(a.mined)) })
+	m.late = measured[:min(len(measured), 5)]
+	return m
+}
+
+// The real-stack discovery benchmarks' plan: Hiro allows 500 requests a
+// minute, pacer is configured 450.
+const (
+	benchHiroPerMinute  = 500
+	benchPacerPerMinute = 450
+)
+
+// newRunningWorld is a stack over a world whose clock runs from now at the
+// real clock's pace (seed 18): agents with activity tiers and history of
+// their past, swaps arriving as the clock runs, strangers' calls volume a
+// day on the chain, on Hiro's plan; its agents seeded and the scheduler
+// running with a sweep every 10 s.
+func newRunningWorld(t *testing.T, agents int, history time.Duration, volume int) (*stack, *clock, *sim.World) {
+	t.Helper()
+	s := newStack(t, workflows.Config{SweepEvery: pacer.Duration(10 * time.Second)})
+	origin := time.Now().Truncate(time.Second)
+	clk := &clock{}
+	clk.Run(origin)
+	s.sim = sim.New(sim.Config{Seed: 18, Now: clk.Now, Tenero: sim.TeneroConfig{Anonymous: sim.Limits{PerMinute: 1 << 30, PerMonth: 1 << 30}},
+		Hiro: sim.HiroConfig{Origin: origin, Agents: agents, History: history, Arrivals: time.Hour, Activity: true,
+			Anonymous: sim.Limits{PerMinute: benchHiroPerMinute, PerMonth: 1 << 30}, Chain: sim.ChainConfig{Volume: volume}}})
+	w := serveWorld(t, s)
+	return s, clk, w
+}
+
+// tailBenchArgs are `pacer worker`'s flags in the real-stack discovery
+// benchmarks: the tail every 10 s, a sweep run every 10 s, the plan's
+// budget; extra come last.
+func tailBenchArgs(s *stack, w *sim.World, extra ...string) []string {
+	return append([]string{"--hiro-base-url", s.simU, "--hiro-per-minute", strconv.Itoa(benchPacerPerMinute),
+		"--competition-start", strconv.FormatInt(w.CompetitionStart().Unix(), 10),
+		"--discovery", "tail", "--tail-every", "10s", "--sweep-every", "10s"}, extra...)
 }

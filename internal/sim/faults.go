@@ -22,6 +22,11 @@ type Faults struct {
 	// PathPrefix limits faults to requests whose path starts with it, e.g.
 	// "/v1/" for Tenero only or "/extended/" for Hiro only. Empty: all.
 	PathPrefix string `json:"pathPrefix,omitempty"`
+	// Path limits faults to requests whose path is exactly it, e.g.
+	// "/extended/v1/tx" for the feed alone (a transaction's details,
+	// /extended/v1/tx/{id}, still answer). Empty: any path PathPrefix
+	// lets through.
+	Path string `json:"path,omitempty"`
 
 	// TooManyRequests answers 429 with a short Retry-After although the
 	// quota headers say there is room: a storm the client cannot predict.
@@ -161,7 +166,7 @@ func (in *injector) roll(path string) fate {
 	defer in.mu.Unlock()
 	f := in.faults
 	var out fate
-	if !strings.HasPrefix(path, f.PathPrefix) {
+	if !strings.HasPrefix(path, f.PathPrefix) || f.Path != "" && path != f.Path {
 		return out
 	}
 	hit := func(rate float64) bool { return rate > 0 && in.rng.Float64() < rate }

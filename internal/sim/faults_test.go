@@ -129,6 +129,20 @@ func TestFaults(t *testing.T) {
 			},
 		},
 		{
+			name: "aimed at another exact path",
+			give: Faults{Path: "/v1/stacks/tokens", ServerError: 1},
+			check: func(t *testing.T, res *http.Response, body []byte) {
+				require.Equal(t, http.StatusOK, res.StatusCode, "a path below it is not it")
+			},
+		},
+		{
+			name: "aimed at this exact path",
+			give: Faults{Path: tokenPath("stx"), ServerError: 1},
+			check: func(t *testing.T, res *http.Response, body []byte) {
+				require.GreaterOrEqual(t, res.StatusCode, 500)
+			},
+		},
+		{
 			name: "unknown token, wrong type keeps the 404",
 			give: Faults{WrongType: 1},
 			path: tokenPath("SP000000000000000000002Q6VF78.nothing"),

@@ -220,7 +220,15 @@ func (s *Server) hiroTxList(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	now := s.now()
-	writeList(w, s.hiro.world.feed(types, now), limit, offset, txListDeprecation)
+	m := s.hiro.world.feed(types, now)
+	if s.trace.on.Load() {
+		var ids []string
+		for _, tx := range m.page(offset, limit) {
+			ids = append(ids, tx.TxID)
+		}
+		s.trace.served(traceFeed, offset == 0, ids...)
+	}
+	writeList(w, m, limit, offset, txListDeprecation)
 }
 
 // writeList answers a page of a list; list results never carry events,
@@ -301,6 +309,7 @@ func (s *Server) hiroTxMultiple(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		out[txid] = multipleFound{Found: true, Result: tx.render(now, eventWindow{offset: offset, limit: limit})}
+		s.trace.served(traceMultiple, false, txid)
 	}
 	writeJSON(w, http.StatusOK, out)
 }

@@ -317,6 +317,7 @@ func (s *Server) hiroTx(w http.ResponseWriter, r *http.Request) {
 		}{"could not find transaction by ID", "could not find transaction by ID " + txid})
 		return
 	}
+	s.trace.served(traceDetail, false, txid)
 	writeJSON(w, http.StatusOK, tx.render(now, eventWindow{offset: offset, limit: limit}))
 }
 

@@ -73,6 +73,7 @@ type Server struct {
 	tenero *teneroSim
 	hiro   *hiroSim
 	push   *pusher
+	trace  tracer
 }
 
 // New builds the world from cfg.Seed and returns a Server serving it.

@@ -1,0 +1,67 @@
+package sim
+
+import (
+	"maps"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Trace records, once TraceServed is on, when each transaction was first
+// served by the feed, by tx/multiple and by /tx/{id} (the real clock, not
+// the world's), and when the feed's first page was read: what a
+// benchmark needs to tell where a swap's discovery delay went (its block,
+// the tail's read that saw it, the detail fetch, the row).
+type Trace struct {
+	// Feed, Multiple and Detail are keyed by txid.
+	Feed, Multiple, Detail map[string]time.Time
+	// Heads are the times the feed's first page (offset 0) was read.
+	Heads []time.Time
+}
+
+type tracer struct {
+	mu sync.Mutex
+	on atomic.Bool
+	tr Trace
+}
+
+// TraceServed turns the trace on (from now) or off; turning it on clears it.
+func (s *Server) TraceServed(on bool) {
+	s.trace.mu.Lock()
+	defer s.trace.mu.Unlock()
+	s.trace.on.Store(on)
+	if on {
+		s.trace.tr = Trace{Feed: map[string]time.Time{}, Multiple: map[string]time.Time{}, Detail: map[string]time.Time{}}
+	}
+}
+
+// Traced returns a copy of the trace.
+func (s *Server) Traced() Trace {
+	s.trace.mu.Lock()
+	defer s.trace.mu.Unlock()
+	return Trace{Feed: maps.Clone(s.trace.tr.Feed), Multiple: maps.Clone(s.trace.tr.Multiple), Detail: maps.Clone(s.trace.tr.Detail),
+		Heads: append([]time.Time(nil), s.trace.tr.Heads...)}
+}
+
+// served notes txids served by one of the trace's maps (pick chooses it).
+func (t *tracer) served(pick func(*Trace) map[string]time.Time, head bool, txids ...string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.on.Load() {
+		return
+	}
+	now := time.Now()
+	if head {
+		t.tr.Heads = append(t.tr.Heads, now)
+	}
+	m := pick(&t.tr)
+	for _, id := range txids {
+		if _, ok := m[id]; !ok {
+			m[id] = now
+		}
+	}
+}
+
+func traceFeed(t *Trace) map[string]time.Time     { return t.Feed }
+func traceMultiple(t *Trace) map[string]time.Time { return t.Multiple }
+func traceDetail(t *Trace) map[string]time.Time   { return t.Detail }
