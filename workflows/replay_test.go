@@ -60,6 +60,7 @@ func TestGatesAreWhatLetOldHistoriesReplay(t *testing.T) {
 		{history: "rollups-catch-up.json", change: changeOneDecision},
 		{history: "rollups-failure-streak.json", change: changeOneDecision},
 		{history: "rollups-reconfigured.json", change: changeOneDecision},
+		{history: "decide-catch-up.json", change: changeWakeTimers},
 	}
 	for _, tt := range tests {
 		t.Run(tt.history, func(t *testing.T) {
