@@ -387,9 +387,7 @@ func (s *scheduler) startRuns(ctx workflow.Context, now time.Time, hold bool) {
 		}
 		forced := t.Requested
 		if s.gates.timers {
-			// Its own work, not its cadence, set this run's time: so will
-			// its end set the next one (schedule.View.predict).
-			t.OwnPace = t.NextDueAt != nil && t.LastRunAt != nil && t.NextDueAt.After(t.LastRunAt.Add(time.Duration(t.Every)))
+			t.OwnPace = s.view().OwnPace(t)
 		}
 		t.Begin(now)
 		workflow.Go(ctx, func(ctx workflow.Context) {

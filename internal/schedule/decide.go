@@ -221,6 +221,14 @@ func (v View) predict(t *Task, now time.Time) (time.Time, bool) {
 	return at, true
 }
 
+// OwnPace reports whether t, starting now, starts at the time its own
+// work set (its NextDueAt, later than its cadence: the sweep's next due
+// agent): its end will set the next time too, so predict leaves it alone
+// while it runs (Task.OwnPace).
+func (v View) OwnPace(t *Task) bool {
+	return t.NextDueAt != nil && t.LastRunAt != nil && t.NextDueAt.After(t.LastRunAt.Add(time.Duration(t.Every)))
+}
+
 // align moves a task's wake-up onto another task's when that one comes
 // soon after (within a tenth of the task's cadence): one timer then starts
 // both runs (tenero joins the sweep's minute grid). It only ever delays.
