@@ -56,26 +56,10 @@ func TestFailedRollupIsRunLaterAndDelivered(t *testing.T) {
 		Events: []string{rollup.EventHourly}, CreatedAt: time.Now().Add(-2 * time.Hour)}
 	require.NoError(t, s.st.AddSubscriber(ctx, sub))
 	r.SetSecret(sub.Secret)
-	_, err := s.st.Pool().Exec(ctx, `alter table rollups rename to rollups_offline`)
-	require.NoError(t, err)
-	offline := time.Now()
-	s.startWorker(t)
-	_, err = worker.EnsureRunning(ctx, s.tc, s.sched)
-	require.NoError(t, err)
-
-	var failed time.Time
-	eventually(t, 100*time.Second, "an occurrence failed", func() bool {
-		for _, run := range s.rollupRuns(t, offline.Add(-time.Minute)) {
-			if run.Status == pacer.RunFailed {
-				failed = run.NominalAt
-				return true
-			}
-		}
-		return false
-	})
+	offline, failed := s.rollupFailsOffline(t)
 	t.Logf("%s failed; the table comes back at %s", failed.Format(time.TimeOnly), offline.Add(2*time.Minute).Format(time.TimeOnly))
 	time.Sleep(time.Until(offline.Add(2 * time.Minute)))
-	_, err = s.st.Pool().Exec(ctx, `alter table rollups_offline rename to rollups`)
+	_, err := s.st.Pool().Exec(ctx, `alter table rollups_offline rename to rollups`)
 	require.NoError(t, err)
 
 	eventually(t, 4*time.Minute, "the failed occurrence ran later, ok", func() bool {
@@ -207,6 +191,30 @@ func TestPauseRestartResumeTerminateOnTheRealStack(t *testing.T) {
 	require.NotEqual(t, "paused", st.Tasks[pacer.TaskRollup].Waiting)
 }
 
+// rollupFailsOffline takes the rollups table away, starts a worker and
+// the scheduler, and waits until a rollup occurrence failed: when the
+// table went, and the occurrence.
+func (s *stack) rollupFailsOffline(t *testing.T) (offline, failed time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	_, err := s.st.Pool().Exec(ctx, `alter table rollups rename to rollups_offline`)
+	require.NoError(t, err)
+	offline = time.Now()
+	s.startWorker(t)
+	_, err = worker.EnsureRunning(ctx, s.tc, s.sched)
+	require.NoError(t, err)
+	eventually(t, 100*time.Second, "an occurrence failed", func() bool {
+		for _, run := range s.rollupRuns(t, offline.Add(-time.Minute)) {
+			if run.Status == pacer.RunFailed {
+				failed = run.NominalAt
+				return true
+			}
+		}
+		return false
+	})
+	return offline, failed
+}
+
 // An operator skips an owed occurrence on the real stack (SPEC §3.4):
 // rollup's occurrence fails while its table is away and stays owed; the
 // skip (through the operations, as the CLI and the admin API send it) is
@@ -218,23 +226,7 @@ func TestOperatorSkipOnTheRealStack(t *testing.T) {
 	ctx := actor.With(context.Background(), "alice")
 	s := newStack(t, workflows.Config{TeneroEvery: pacer.Duration(time.Hour), SweepEvery: pacer.Duration(time.Hour),
 		Schedules: rollupEvery(t, `{"cron":"* * * * *","catchup":"coalesce"}`)})
-	_, err := s.st.Pool().Exec(ctx, `alter table rollups rename to rollups_offline`)
-	require.NoError(t, err)
-	offline := time.Now()
-	s.startWorker(t)
-	_, err = worker.EnsureRunning(ctx, s.tc, s.sched)
-	require.NoError(t, err)
-
-	var failed time.Time
-	eventually(t, 100*time.Second, "an occurrence failed", func() bool {
-		for _, run := range s.rollupRuns(t, offline.Add(-time.Minute)) {
-			if run.Status == pacer.RunFailed {
-				failed = run.NominalAt
-				return true
-			}
-		}
-		return false
-	})
+	_, failed := s.rollupFailsOffline(t)
 	svc := &operate.Service{Store: s.st, Temporal: s.tc, WorkflowID: s.sched.WorkflowID}
 	// Between two attempts of the owed occurrence (an attempt in flight
 	// is not owed: the validator says so, and the skip is tried again).
@@ -249,7 +241,7 @@ func TestOperatorSkipOnTheRealStack(t *testing.T) {
 		return true
 	})
 	require.Equal(t, failed.UTC(), res.NominalAt)
-	_, err = svc.Skip(ctx, operate.SkipInput{Task: pacer.TaskRollup, NominalAt: failed})
+	_, err := svc.Skip(ctx, operate.SkipInput{Task: pacer.TaskRollup, NominalAt: failed})
 	require.ErrorContains(t, err, "owes no occurrence", "a skip is done once")
 	row, _, err := s.st.TaskRun(ctx, pacer.TaskRollup, failed)
 	require.NoError(t, err)

@@ -3,14 +3,11 @@ package workflows
 import (
 	"context"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
-	"go.temporal.io/sdk/testsuite"
 
 	"github.com/pacer-dev/pacer"
 	"github.com/pacer-dev/pacer/internal/cron"
@@ -99,20 +96,9 @@ func TestOperatorSkipsAnOwedOccurrence(t *testing.T) {
 // after every such sweep).
 func TestAStandingTimerIsNotArmedTwice(t *testing.T) {
 	t.Parallel()
-	var suite testsuite.WorkflowTestSuite
-	env := suite.NewTestWorkflowEnvironment()
-	env.SetStartTime(t0)
-	env.SetTestTimeout(30 * time.Second)
-	Register(env)
-	env.RegisterActivityWithOptions((&fakeTenero{}).run, activity.RegisterOptions{Name: ActivityRefreshTenero})
-	var sweeps atomic.Int32
-	env.RegisterActivityWithOptions(func(context.Context, pacer.SweepInput) (pacer.SweepResult, error) {
-		sweeps.Add(1)
-		next := env.Now().Add(2*time.Minute + 10*time.Second)
-		return pacer.SweepResult{Scanned: 2, NextDueAt: &next}, nil
-	}, activity.RegisterOptions{Name: ActivitySweep})
-	env.RegisterActivityWithOptions((&fakeRollup{}).run, activity.RegisterOptions{Name: ActivityRollup})
-	env.RegisterActivityWithOptions((&fakeDeliver{}).run, activity.RegisterOptions{Name: ActivityDeliver})
+	h := newHarness(t)
+	env := h.env
+	h.sweep.next = func() time.Time { return env.Now().Add(2*time.Minute + 10*time.Second) }
 	var scheduled, fired, cancelled int
 	env.SetOnTimerScheduledListener(func(string, time.Duration) { scheduled++ })
 	env.SetOnTimerFiredListener(func(string) { fired++ })
@@ -120,7 +106,7 @@ func TestAStandingTimerIsNotArmedTwice(t *testing.T) {
 	env.RegisterDelayedCallback(env.CancelWorkflow, 40*time.Minute)
 	env.ExecuteWorkflow(WorkflowType, SchedulerInput{Config: Config{Schedules: hourlyAt5(t, "skip")}})
 
-	require.Greater(t, sweeps.Load(), int32(15), "the sweep ran at its own pace")
+	require.Greater(t, h.sweep.calls.Load(), int32(15), "the sweep ran at its own pace")
 	// Cancelled: the first run's guess of the sweep (at its cadence, before
 	// its result said otherwise), two of tenero's timers that gave way to
 	// the sweep's wake-up 10 s later (one timer then starts both: no timer
