@@ -81,6 +81,9 @@ func TestMeasuredCost(t *testing.T) {
 		"PACER_TASK_QUEUE=" + s.sched.TaskQueue, "PACER_WORKFLOW_ID=" + s.sched.WorkflowID,
 		"DATABASE_URL=" + s.dbURL, "TENERO_BASE_URL=" + hs.URL, "HIRO_BASE_URL=" + hs.URL,
 		"PACER_HIRO_PER_MINUTE=1000000", "PACER_LOG_LEVEL=warn",
+		// The subscriber's receiver is on loopback, which subscriber
+		// creation and the deliveries refuse otherwise.
+		"PACER_WEBHOOK_ALLOW_PRIVATE=1",
 		"PACER_TENERO_EVERY=" + teneroEvery.String(), "PACER_SWEEP_EVERY=" + sweepEvery.String(),
 		`PACER_SCHEDULES={"rollup":{"cron":"` + rollupCron + `","catchup":"coalesce"}}`,
 	}
