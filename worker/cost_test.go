@@ -88,9 +88,11 @@ func TestMeasuredCost(t *testing.T) {
 		`PACER_SCHEDULES={"rollup":{"cron":"` + rollupCron + `","catchup":"coalesce"}}`,
 	}
 	addSubscriber(t, bin, env, receiver)
-	workerMetrics, apiAddr := freeAddr(t), freeAddr(t)
+	// The operator's page and /metrics are on the operator listener (SPEC
+	// §7), on an address of its own (the default one may be taken).
+	workerMetrics, apiAddr, adminAddr := freeAddr(t), freeAddr(t), freeAddr(t)
 	startPacer(t, bin, "worker", append(env, "PACER_METRICS_ADDR="+workerMetrics), "worker", "--http=")
-	startPacer(t, bin, "api", append(env, "PACER_HTTP_ADDR="+apiAddr), "serve")
+	startPacer(t, bin, "api", append(env, "PACER_HTTP_ADDR="+apiAddr, "PACER_ADMIN_ADDR="+adminAddr), "serve")
 
 	eventually(t, 60*time.Second, "the scheduler runs", func() bool { _, err := statusOrErr(s); return err == nil })
 	// The watchers: a `pacer status --watch` at its shortest interval, with
@@ -104,7 +106,7 @@ func TestMeasuredCost(t *testing.T) {
 	go watcher.run(wctx, 10*time.Second)
 	start := time.Now()
 	wall := time.Duration(hours) * time.Hour / time.Duration(scale)
-	pageEvery := pageRefresh(t, apiAddr)
+	pageEvery := pageRefresh(t, adminAddr)
 	t.Logf("measuring %d simulated hours: %s of real time, tenero every %s, sweep every %s, rollup %q, page every %s, /metrics every %s",
 		hours, wall, teneroEvery, sweepEvery, rollupCron, pageEvery, scrapeEvery)
 	scrapes, pages := 0, 0
@@ -112,14 +114,14 @@ func TestMeasuredCost(t *testing.T) {
 	for time.Since(start) < wall {
 		now := time.Now()
 		if !now.Before(nextScrape) {
-			code, _, err := httpGet("http://" + apiAddr + "/metrics")
+			code, _, err := httpGet("http://" + adminAddr + "/metrics")
 			require.NoError(t, err)
 			require.Equal(t, 200, code)
 			scrapes++
 			nextScrape = now.Add(scrapeEvery)
 		}
 		if !now.Before(nextPage) {
-			code, _, err := httpGet("http://" + apiAddr + "/")
+			code, _, err := httpGet("http://" + adminAddr + "/")
 			require.NoError(t, err)
 			require.Equal(t, 200, code)
 			pages++
@@ -127,7 +129,7 @@ func TestMeasuredCost(t *testing.T) {
 		}
 		time.Sleep(time.Second)
 	}
-	client := metricsOf(t, workerMetrics, apiAddr)
+	client := metricsOf(t, workerMetrics, adminAddr)
 	watchOut := watch.out.String()
 	require.Contains(t, watchOut, "next wake", "status --watch showed the scheduler")
 
