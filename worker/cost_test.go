@@ -351,8 +351,8 @@ func countHistory(t *testing.T, s *stack) historyCount {
 	}
 	for _, e := range resp.GetExecutions() {
 		it := s.tc.GetWorkflowHistory(ctx, s.sched.WorkflowID, e.GetExecution().GetRunId(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-		timerFired := false // since the last workflow task completed
-		byTimer := map[int64]bool{}
+		timersFired := 0 // since the last workflow task completed
+		byTimer := map[int64]int{}
 		started := map[int64]time.Time{}
 		for it.HasNext() {
 			ev, err := it.Next()
@@ -372,10 +372,10 @@ func countHistory(t *testing.T, s *stack) historyCount {
 			case enumspb.EVENT_TYPE_TIMER_STARTED:
 				h.timers++
 			case enumspb.EVENT_TYPE_TIMER_FIRED:
-				timerFired = true
+				timersFired++
 			case enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
-				byTimer[ev.GetEventId()] = timerFired
-				timerFired = false
+				byTimer[ev.GetEventId()] = timersFired
+				timersFired = 0
 			case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
 				a := ev.GetActivityTaskScheduledEventAttributes()
 				h.runs++
@@ -383,10 +383,12 @@ func countHistory(t *testing.T, s *stack) historyCount {
 				h.perTask[a.GetActivityType().GetName()]++
 				h.attemptsPerTask[a.GetActivityType().GetName()]++
 				types[ev.GetEventId()] = a.GetActivityType().GetName()
-				if wft := a.GetWorkflowTaskCompletedEventId(); byTimer[wft] {
-					h.wakeups++
-					byTimer[wft] = false // one timer wakes every run it starts
-				}
+				// The timers that fired before the workflow task that
+				// scheduled a run woke it (two due a moment apart may fire
+				// into one task); counted once, with its first run.
+				wft := a.GetWorkflowTaskCompletedEventId()
+				h.wakeups += byTimer[wft]
+				byTimer[wft] = 0
 			case enumspb.EVENT_TYPE_ACTIVITY_TASK_STARTED:
 				// Written when the attempt ends, with its number: retries
 				// count; a run still in flight at the end counts once.
