@@ -40,12 +40,13 @@ import (
 	"github.com/pacer-dev/pacer/workflows"
 )
 
-// historyPrefix names the recordings of today's code: the scheduler with
-// the operator's skip and the standing timers (changeOperatorSkip,
-// changeWakeTimers). Earlier prefixes: decide- (changeOneDecision),
+// historyPrefix names the recordings of today's code: the scheduler that
+// arms a running task's next wake-up at its run's end (changeEndWakes).
+// Earlier prefixes: skip- (changeOperatorSkip, changeWakeTimers),
+// decide- (changeOneDecision),
 // rollups- (changeRollupTasks), keep-state- (changeKeepState), none
 // (before it).
-const historyPrefix = "testdata/histories/skip-"
+const historyPrefix = "testdata/histories/end-wakes-"
 
 // failRollups makes that many rollup attempts fail (transport) before
 // they succeed again.

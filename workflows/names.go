@@ -126,6 +126,12 @@ const (
 	// the standing one being cancelled and armed again after it, which
 	// cost a timer that started no run.
 	changeWakeTimers = "wake-timers"
+	// changeEndWakes arms a running task's next wake-up when its run ends
+	// instead of predicting it at its start: with a timer per standing
+	// wake-up (changeWakeTimers) nothing is gained by predicting, and a
+	// prediction its run's end moves (the sweep's end aligning tenero onto
+	// its own next run) was a timer started for nothing.
+	changeEndWakes = "end-wakes"
 )
 
 // The back-off of an owed cron occurrence: its run failed, and it is

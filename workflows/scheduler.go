@@ -127,7 +127,7 @@ var taskDefs = []taskDef{
 // says whether a change is on in this run (GetVersion; see names.go).
 type gates struct {
 	sweep, pacing, breaker, keepState, rollups, decide bool
-	skip, timers                                       bool
+	skip, timers, endWakes                             bool
 }
 
 func readGates(ctx workflow.Context, forced map[string]bool) gates {
@@ -148,6 +148,7 @@ func readGates(ctx workflow.Context, forced map[string]bool) gates {
 		decide:    on(changeOneDecision),
 		skip:      on(changeOperatorSkip),
 		timers:    on(changeWakeTimers),
+		endWakes:  on(changeEndWakes),
 	}
 }
 
@@ -423,7 +424,7 @@ func (s *scheduler) shouldStart(t *schedule.Task, now time.Time, hold bool) bool
 // schedules, and whether starts are stopped or held.
 func (s *scheduler) view() schedule.View {
 	return schedule.View{Tasks: s.state.Tasks, Pauses: s.state.Pauses, Crons: s.crons,
-		Stopping: s.stopping != nil, Holding: s.holding}
+		Stopping: s.stopping != nil, Holding: s.holding, AtRunEnd: s.gates.endWakes && s.gates.timers}
 }
 
 // owedBackoff is how long an owed occurrence waits after its n-th failure

@@ -107,11 +107,12 @@ func TestAStandingTimerIsNotArmedTwice(t *testing.T) {
 	env.ExecuteWorkflow(WorkflowType, SchedulerInput{Config: Config{Schedules: hourlyAt5(t, "skip")}})
 
 	require.Greater(t, h.sweep.calls.Load(), int32(15), "the sweep ran at its own pace")
-	// Cancelled: the first run's guess of the sweep (at its cadence, before
-	// its result said otherwise), two of tenero's timers that gave way to
-	// the sweep's wake-up 10 s later (one timer then starts both: no timer
-	// more than without aligning), and the one pending when the run was
-	// cancelled. Before changeWakeTimers and OwnPace: 17 of 45.
-	require.Equal(t, scheduled-fired, cancelled)
-	require.LessOrEqual(t, cancelled, 4, "timers cancelled (scheduled %d, fired %d)", scheduled, fired)
+	// Started and not fired: three of tenero's timers that gave way to the
+	// sweep's wake-up a few seconds later (one timer then starts both: no
+	// timer more than without aligning), and rollup's 13:05, pending when
+	// the run was cancelled. Before changeWakeTimers and changeEndWakes:
+	// 17 of 45.
+	t.Logf("timers: %d scheduled, %d fired, %d cancelled", scheduled, fired, cancelled)
+	require.LessOrEqual(t, cancelled, 3, "timers cancelled (scheduled %d, fired %d)", scheduled, fired)
+	require.LessOrEqual(t, scheduled-fired, cancelled+1, "timers that started no run (scheduled %d, fired %d)", scheduled, fired)
 }

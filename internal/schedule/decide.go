@@ -57,6 +57,9 @@ type View struct {
 	Stopping bool
 	// Holding: scheduled starts wait for the runs in flight (holdStarts).
 	Holding bool
+	// AtRunEnd: a running task's next start is decided when its run
+	// ends (its end wakes the scheduler), never predicted while it runs.
+	AtRunEnd bool
 }
 
 // Decision is when a task next starts on its own and the one reason it
@@ -101,6 +104,9 @@ func (v View) decide(t *Task, now time.Time) Decision {
 	switch {
 	case t.Running():
 		d.Reason = ReasonRunning
+		if v.AtRunEnd {
+			return d
+		}
 		if at, ok := v.predict(t, now); ok {
 			d.At, d.Wake = at, true
 		}
