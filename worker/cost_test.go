@@ -170,12 +170,15 @@ func TestMeasuredCost(t *testing.T) {
 	}
 	cfgRuns[workflows.ActivityDeliver] = 1 + cfgRuns[workflows.ActivityRollup]
 	// Wake-ups: one timer per run after the first ones, except deliver's (a
-	// rollup's end starts it) and tenero's while the sweep runs at its
-	// cadence (they share its grid), plus the timer armed for the next run
-	// when the measure ends.
-	cfgWakeups := cfgRuns[workflows.ActivitySweep] - 1 + cfgRuns[workflows.ActivityRollup] + 1
-	if sweepOwnPace {
-		cfgWakeups += cfgRuns[workflows.ActivityRefreshTenero] - 1
+	// rollup's end starts it) and, as tenero's wake-ups align with the
+	// sweep's (SPEC §3.6), one timer for both where they can share: tenero
+	// on the sweep's grid while the sweep runs at its cadence, and at its
+	// own pace at least as many wake-ups as the more frequent of the two;
+	// plus the timer armed for the next run when the measure ends.
+	cfgWakeups := max(cfgRuns[workflows.ActivitySweep], cfgRuns[workflows.ActivityRefreshTenero]) - 1 +
+		cfgRuns[workflows.ActivityRollup] + 1
+	if !sweepOwnPace {
+		cfgWakeups = cfgRuns[workflows.ActivitySweep] - 1 + cfgRuns[workflows.ActivityRollup] + 1
 	}
 	var cfgRunTotal float64
 	for _, n := range cfgRuns {
