@@ -192,9 +192,12 @@ const (
 
 // Reasons of skipped occurrences (SPEC §3.4), and of manual runs.
 const (
-	SkipPaused   = "paused"
-	SkipCatchup  = "catchup_skip"
-	SkipDSTGap   = "dst_gap"
+	SkipPaused  = "paused"
+	SkipCatchup = "catchup_skip"
+	SkipDSTGap  = "dst_gap"
+	// SkipOperator: an operator gave up on an owed occurrence (the skip
+	// update); it replaces the occurrence's failed row in the ledger.
+	SkipOperator = "operator"
 	ReasonManual = "manual"
 )
 

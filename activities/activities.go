@@ -143,6 +143,23 @@ func keepHeartbeating(ctx context.Context, progress func() any) (stop func()) {
 	return func() { close(done) }
 }
 
+// recordProgress heartbeats a run's progress as it goes, once the attempt
+// has run for half the SDK's throttle interval (0.4 × its heartbeat
+// timeout): the SDK sends an attempt's first heartbeat at once and
+// throttles only the ones after it, so heartbeating from the start would
+// bill one heartbeat to every run however short, and liveness needs none
+// that early. keepHeartbeating covers a run that makes no such call.
+func recordProgress(ctx context.Context, p any) {
+	info := activity.GetInfo(ctx)
+	quiet := defaultHeartbeatEvery / 2
+	if t := info.HeartbeatTimeout; t > 0 {
+		quiet = time.Duration(float64(t) * heartbeatShare / 2)
+	}
+	if time.Since(info.StartedTime) >= quiet {
+		activity.RecordHeartbeat(ctx, p)
+	}
+}
+
 // Options configure New.
 type Options struct {
 	Store   *store.Store

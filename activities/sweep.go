@@ -537,7 +537,7 @@ func (v *visit) pass(ctx context.Context, row *store.AgentIngest) (complete bool
 			}
 		}
 		v.flushPrefetched()
-		activity.RecordHeartbeat(ctx, v.run.progress())
+		recordProgress(ctx, v.run.progress())
 		if reached || page.Next == "" {
 			if top != nil && (row.Cursor == nil || top.Compare(*row.Cursor) > 0) {
 				row.Cursor = top

@@ -3,11 +3,13 @@ package workflows
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"time"
 
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/cron"
 	"github.com/pacer-dev/pacer/internal/schedule"
 )
 
@@ -37,6 +39,11 @@ func (s *scheduler) registerHandlers(ctx workflow.Context) error {
 		{UpdateBackfill, `run a cron task's occurrences over a past range, each as of its own nominal time: {"task":"rollup","from":"<RFC3339>","to":"<RFC3339>"}`,
 			s.backfill, func(ctx workflow.Context, raw json.RawMessage) error {
 				_, _, err := s.parseBackfill(raw, workflow.Now(ctx))
+				return s.unlessStopping(err)
+			}},
+		{UpdateSkip, `give up on one owed occurrence of a cron task: it is not run again, and task_runs shows it skipped (reason operator): {"task":"rollup","nominalAt":"<RFC3339>"}`,
+			s.skip, func(ctx workflow.Context, raw json.RawMessage) error {
+				_, _, err := s.parseSkip(raw)
 				return s.unlessStopping(err)
 			}},
 		{UpdateResume, `clear pauses, close open circuit breakers and clear back-offs; no input for every task, or {"task":"<task>"} for one`,
@@ -172,6 +179,60 @@ func (s *scheduler) backfill(ctx workflow.Context, raw json.RawMessage) (Backfil
 	t.Cron.Queue = append(add, t.Cron.Queue...)
 	res.Queued = len(add)
 	s.logger.Info("scheduler.backfill_queued", "task", task, "queued", res.Queued, "from", times[0], "to", times[len(times)-1])
+	s.wake.SendAsync(struct{}{})
+	return res, nil
+}
+
+// parseSkip reads a skip; it needs changeOperatorSkip. The occurrences a
+// task owes are its queue: failed ones waiting for their back-off, and
+// the ones catch-up or a backfill queued.
+func (s *scheduler) parseSkip(raw json.RawMessage) (string, time.Time, error) {
+	if !s.gates.skip || !s.gates.decide {
+		return "", time.Time{}, errors.New("skip needs the scheduler of this release (it turns on at the next continue-as-new)")
+	}
+	return ParseSkip(raw, s.taskNames(), func(task string) ([]time.Time, bool) {
+		t := s.tasks[task]
+		if t == nil || t.Cron == nil || s.crons[task] == nil {
+			return nil, false
+		}
+		return queuedTimes(t), true
+	})
+}
+
+// queuedTimes are the nominal times of a cron task's queue, oldest first
+// as they run.
+func queuedTimes(t *schedule.Task) []time.Time {
+	out := []time.Time{}
+	for _, q := range t.Cron.Queue {
+		out = append(out, q.NominalAt.UTC())
+	}
+	return out
+}
+
+// skip takes an owed occurrence out of its task's queue: it is passed as
+// skipped (reason operator), and what it carried to the ledger (the
+// occurrences passed before it) stays pending, so the task's next run
+// writes both (the ledger turns the occurrence's failed row into the
+// skip).
+func (s *scheduler) skip(ctx workflow.Context, raw json.RawMessage) (SkipResult, error) {
+	task, at, err := s.parseSkip(raw)
+	if err != nil {
+		return SkipResult{}, err
+	}
+	t := s.tasks[task]
+	i := slices.IndexFunc(t.Cron.Queue, func(o pacer.Occurrence) bool { return o.NominalAt.Equal(at) })
+	occ := t.Cron.Queue[i]
+	t.Cron.Queue = slices.Delete(slices.Clone(t.Cron.Queue), i, i+1)
+	passed := append(slices.Clone(occ.Passed), pacer.PassedOccurrence{NominalAt: at, Status: pacer.RunSkipped, Reason: pacer.SkipOperator})
+	t.Cron.Pending = cron.Compact(append(passed, t.Cron.Pending...))
+	t.Cron.Counts.Skipped++
+	if len(t.Cron.Queue) == 0 {
+		// Nothing owed any more: the back-off of its failures is no
+		// reason to wait past the next fire time.
+		t.NextRunAfter = nil
+	}
+	res := SkipResult{Task: task, NominalAt: at, Owed: queuedTimes(t)}
+	s.logger.Warn("scheduler.occurrence_skipped", "task", task, "nominalAt", at, "reason", pacer.SkipOperator, "owed", len(res.Owed))
 	s.wake.SendAsync(struct{}{})
 	return res, nil
 }

@@ -40,10 +40,13 @@ import (
 	"github.com/pacer-dev/pacer/workflows"
 )
 
-// historyPrefix names the recordings of today's code: the scheduler with
-// one decision (changeOneDecision). Earlier prefixes: rollups-
-// (changeRollupTasks), keep-state- (changeKeepState), none (before it).
-const historyPrefix = "testdata/histories/decide-"
+// historyPrefix names the recordings of today's code: the scheduler that
+// arms a running task's next wake-up at its run's end (changeEndWakes).
+// Earlier prefixes: skip- (changeOperatorSkip, changeWakeTimers),
+// decide- (changeOneDecision),
+// rollups- (changeRollupTasks), keep-state- (changeKeepState), none
+// (before it).
+const historyPrefix = "testdata/histories/end-wakes-"
 
 // failRollups makes that many rollup attempts fail (transport) before
 // they succeed again.
@@ -315,6 +318,42 @@ func TestWriteHistories(t *testing.T) {
 		require.NoError(t, r.c.TerminateWorkflow(context.Background(), id, "", "history recorded"))
 		write(t, r.c, id, run.GetRunID(), "core")
 		write(t, r.c, id, next, "core-reconfigured")
+	})
+
+	t.Run("skip", func(t *testing.T) {
+		if !missing("skip") {
+			t.Skip("recorded")
+		}
+		r := newRecorder(t, queue, (&scriptedTenero{}).run)
+		// A minutely rollup whose occurrence fails and stays owed; bad
+		// skips are rejected, then an operator skips it; the next
+		// occurrence carries the skip to the ledger. The sweep's next run
+		// comes before tenero's: tenero's timer stands.
+		spec, err := cron.ParseSpec([]byte(`{"cron":"* * * * *","catchup":"skip"}`))
+		require.NoError(t, err)
+		failRollups.Store(1000)
+		t.Cleanup(func() { failRollups.Store(0) })
+		run := r.start("history-skip", queue, workflows.Config{TeneroEvery: pacer.Duration(10 * time.Second),
+			SweepEvery: pacer.Duration(time.Second), Schedules: cron.Schedules{pacer.TaskRollup: spec}})
+		id := run.GetID()
+		// The validator's answer names what is owed.
+		var owed string
+		require.Eventually(t, func() bool {
+			err := r.update(id, workflows.UpdateSkip, json.RawMessage(`{"task":"rollup","nominalAt":"2020-01-01T00:00:00Z"}`))
+			if err == nil {
+				return false
+			}
+			_, rest, ok := strings.Cut(err.Error(), "(owed: ")
+			owed, _, _ = strings.Cut(rest, ")")
+			owed, _, _ = strings.Cut(owed, ",")
+			return ok
+		}, 3*time.Minute, 2*time.Second)
+		require.Error(t, r.update(id, workflows.UpdateSkip, json.RawMessage(`{"task":"rollup","at":"`+owed+`"}`)))
+		require.NoError(t, r.update(id, workflows.UpdateSkip, workflows.SkipInput{Task: pacer.TaskRollup, NominalAt: owed}))
+		failRollups.Store(0)
+		time.Sleep(70 * time.Second)
+		require.NoError(t, r.c.TerminateWorkflow(context.Background(), id, "", "history recorded"))
+		write(t, r.c, id, run.GetRunID(), "skip")
 	})
 
 	t.Run("stop-start", func(t *testing.T) {

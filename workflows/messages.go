@@ -200,6 +200,61 @@ func ParseBackfill(raw json.RawMessage, now time.Time, crons map[string]*cron.Sc
 	return in.Task, times, nil
 }
 
+// SkipInput is the payload of the skip update: an operator gives up on
+// one owed occurrence of a cron task, named by its nominal time (SPEC
+// §3.4): it is not run again, and task_runs shows it skipped with reason
+// operator.
+type SkipInput struct {
+	Task      string `json:"task"`
+	NominalAt string `json:"nominalAt"`
+}
+
+// SkipResult answers the skip update: the occurrence passed, and the
+// occurrences of the task still owed or queued.
+type SkipResult struct {
+	Task      string      `json:"task"`
+	NominalAt time.Time   `json:"nominalAt"`
+	Owed      []time.Time `json:"owed"`
+}
+
+// ParseSkip validates a skip payload against the registered tasks and the
+// task's owed and queued occurrences (oldest first), and returns the task
+// and the nominal time. Only an occurrence the scheduler still owes can be
+// skipped: one that ran ok, or one a run is attempting right now, cannot.
+func ParseSkip(raw json.RawMessage, registered []string, owed func(task string) ([]time.Time, bool)) (string, time.Time, error) {
+	var in SkipInput
+	if err := decodeStrict(raw, &in); err != nil {
+		return "", time.Time{}, err
+	}
+	if !slices.Contains(registered, in.Task) {
+		return "", time.Time{}, fmt.Errorf("unknown task %.80q (want one of %s)", in.Task, strings.Join(registered, ", "))
+	}
+	at, err := time.Parse(time.RFC3339, in.NominalAt)
+	if err != nil {
+		return "", time.Time{}, fmt.Errorf(`"nominalAt" is not an RFC3339 time: %.80q`, in.NominalAt)
+	}
+	list, isCron := owed(in.Task)
+	if !isCron {
+		return "", time.Time{}, fmt.Errorf("%s has no cron schedule: only a cron task has occurrences to skip", in.Task)
+	}
+	if slices.ContainsFunc(list, at.Equal) {
+		return in.Task, at.UTC(), nil
+	}
+	if len(list) == 0 {
+		return "", time.Time{}, fmt.Errorf("%s owes no occurrence: nothing to skip (an occurrence being run now can be skipped once it failed)", in.Task)
+	}
+	shown := make([]string, 0, 5)
+	for _, t := range list[:min(len(list), 5)] {
+		shown = append(shown, t.UTC().Format(time.RFC3339))
+	}
+	more := ""
+	if len(list) > len(shown) {
+		more = fmt.Sprintf(" and %d more", len(list)-len(shown))
+	}
+	return "", time.Time{}, fmt.Errorf("%s owes no occurrence at %s (owed: %s%s)", in.Task, at.UTC().Format(time.RFC3339),
+		strings.Join(shown, ", "), more)
+}
+
 // ParseRefresh validates a refresh payload against the registered tasks and
 // returns the task names it selects, in registration order.
 func ParseRefresh(raw json.RawMessage, registered []string) ([]string, error) {

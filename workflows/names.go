@@ -25,7 +25,10 @@ const (
 	SignalHint = "hint"
 	// UpdateBackfill runs a task's occurrences over a past range, each as of
 	// its own nominal time (SPEC §3.4). Payload {"task":…,"from":RFC3339,"to":RFC3339}.
-	UpdateBackfill        = "backfill"
+	UpdateBackfill = "backfill"
+	// UpdateSkip gives up on one owed occurrence of a cron task (SPEC
+	// §3.4): {"task":…,"nominalAt":RFC3339}.
+	UpdateSkip            = "skip"
 	ActivityRefreshTenero = "RefreshTenero"
 	ActivitySweep         = "Sweep"
 	ActivityRollup        = "Rollup"
@@ -113,6 +116,22 @@ const (
 	//   - the config carries only what the operator set (defaults resolve
 	//     at use).
 	changeOneDecision = "one-decision"
+	// changeOperatorSkip adds the skip update: an operator gives up on an
+	// owed occurrence, which leaves the task's queue and rides on its next
+	// run to the ledger as skipped (reason operator).
+	changeOperatorSkip = "operator-skip"
+	// changeWakeTimers keeps a timer armed for a wake-up that still stands
+	// when an earlier one is wanted (a sweep's end set its next run before
+	// tenero's): the earlier wake-up gets a timer of its own, instead of
+	// the standing one being cancelled and armed again after it, which
+	// cost a timer that started no run.
+	changeWakeTimers = "wake-timers"
+	// changeEndWakes arms a running task's next wake-up when its run ends
+	// instead of predicting it at its start: with a timer per standing
+	// wake-up (changeWakeTimers) nothing is gained by predicting, and a
+	// prediction its run's end moves (the sweep's end aligning tenero onto
+	// its own next run) was a timer started for nothing.
+	changeEndWakes = "end-wakes"
 )
 
 // The back-off of an owed cron occurrence: its run failed, and it is

@@ -60,6 +60,10 @@ func TestGatesAreWhatLetOldHistoriesReplay(t *testing.T) {
 		{history: "rollups-catch-up.json", change: changeOneDecision},
 		{history: "rollups-failure-streak.json", change: changeOneDecision},
 		{history: "rollups-reconfigured.json", change: changeOneDecision},
+		{history: "decide-catch-up.json", change: changeWakeTimers},
+		{history: "skip-basic.json", change: changeEndWakes},
+		{history: "skip-core.json", change: changeEndWakes},
+		{history: "skip-skip.json", change: changeEndWakes},
 	}
 	for _, tt := range tests {
 		t.Run(tt.history, func(t *testing.T) {

@@ -127,6 +127,7 @@ var taskDefs = []taskDef{
 // says whether a change is on in this run (GetVersion; see names.go).
 type gates struct {
 	sweep, pacing, breaker, keepState, rollups, decide bool
+	skip, timers, endWakes                             bool
 }
 
 func readGates(ctx workflow.Context, forced map[string]bool) gates {
@@ -145,6 +146,9 @@ func readGates(ctx workflow.Context, forced map[string]bool) gates {
 		keepState: on(changeKeepState),
 		rollups:   on(changeRollupTasks),
 		decide:    on(changeOneDecision),
+		skip:      on(changeOperatorSkip),
+		timers:    on(changeWakeTimers),
+		endWakes:  on(changeEndWakes),
 	}
 }
 
@@ -171,6 +175,10 @@ type scheduler struct {
 	timer       workflow.Future
 	timerAt     time.Time
 	cancelTimer workflow.CancelFunc
+	// armed are the timers of changeWakeTimers, each for a wake-up that
+	// still stands (timer, timerAt and cancelTimer are the one timer of
+	// runs before it).
+	armed []*armedTimer
 
 	// stopping is set by the stop update: no scheduled run starts, and the
 	// run completes once the runs in flight are done.
@@ -379,6 +387,9 @@ func (s *scheduler) startRuns(ctx workflow.Context, now time.Time, hold bool) {
 			occ = s.occurrence(t, now)
 		}
 		forced := t.Requested
+		if s.gates.timers {
+			t.OwnPace = s.view().OwnPace(t)
+		}
 		t.Begin(now)
 		workflow.Go(ctx, func(ctx workflow.Context) {
 			o := d.run(ctx, s, occ, forced)
@@ -413,7 +424,7 @@ func (s *scheduler) shouldStart(t *schedule.Task, now time.Time, hold bool) bool
 // schedules, and whether starts are stopped or held.
 func (s *scheduler) view() schedule.View {
 	return schedule.View{Tasks: s.state.Tasks, Pauses: s.state.Pauses, Crons: s.crons,
-		Stopping: s.stopping != nil, Holding: s.holding}
+		Stopping: s.stopping != nil, Holding: s.holding, AtRunEnd: s.gates.endWakes && s.gates.timers}
 }
 
 // owedBackoff is how long an owed occurrence waits after its n-th failure
@@ -481,6 +492,11 @@ func (s *scheduler) wait(ctx workflow.Context, now time.Time) {
 	if s.timer != nil {
 		sel.AddFuture(s.timer, func(workflow.Future) { s.timer, s.cancelTimer = nil, nil })
 	}
+	for _, a := range s.armed {
+		sel.AddFuture(a.f, func(workflow.Future) {
+			s.armed = slices.DeleteFunc(s.armed, func(b *armedTimer) bool { return b == a })
+		})
+	}
 	s.setDetails(ctx)
 	s.upsertMemo(ctx)
 	sel.Select(ctx)
@@ -491,6 +507,10 @@ func (s *scheduler) wait(ctx workflow.Context, now time.Time) {
 // later): it is cancelled, so every timer that fires starts a run. With
 // no wake-up wanted, a timer left running is cancelled too.
 func (s *scheduler) armDecided(ctx workflow.Context, now time.Time) {
+	if s.gates.timers {
+		s.armWakes(ctx, now, s.view().Wakes(now))
+		return
+	}
 	wake, ok := s.view().Wake(now)
 	if !ok {
 		if s.cancelTimer != nil {
@@ -500,6 +520,42 @@ func (s *scheduler) armDecided(ctx workflow.Context, now time.Time) {
 		return
 	}
 	s.armTimer(ctx, now, wake, false)
+}
+
+// armedTimer is a timer armed for the wake-up at at.
+type armedTimer struct {
+	at     time.Time
+	f      workflow.Future
+	cancel workflow.CancelFunc
+}
+
+// armWakes keeps a timer for the earliest of the wanted wake-ups, and
+// every timer already armed for another wake-up that is still wanted:
+// when a run's end brings a task's next run before the wake-up a timer
+// waits for (the sweep's end, before tenero's next run), the earlier
+// wake-up gets a timer of its own and the standing one still fires for
+// its run, so no timer is armed twice for one wake-up. A timer whose
+// wake-up is no longer wanted is cancelled: it would fire for nothing.
+// (changeWakeTimers; SPEC §3.6: one timer per wake-up that starts a run.)
+func (s *scheduler) armWakes(ctx workflow.Context, now time.Time, wanted []time.Time) {
+	s.armed = slices.DeleteFunc(s.armed, func(a *armedTimer) bool {
+		if slices.ContainsFunc(wanted, a.at.Equal) {
+			return false
+		}
+		a.cancel()
+		return true
+	})
+	if len(wanted) == 0 {
+		return
+	}
+	wake := slices.MinFunc(wanted, func(a, b time.Time) int { return a.Compare(b) })
+	if slices.ContainsFunc(s.armed, func(a *armedTimer) bool { return a.at.Equal(wake) }) {
+		return
+	}
+	tctx, cancel := workflow.WithCancel(ctx)
+	f := workflow.NewTimerWithOptions(tctx, max(wake.Sub(now), time.Second),
+		workflow.TimerOptions{Summary: "next wake: " + s.dueSummary(wake)})
+	s.armed = append(s.armed, &armedTimer{at: wake, f: f, cancel: cancel})
 }
 
 // armTimer keeps one durable timer pointed at the next wake. An unchanged

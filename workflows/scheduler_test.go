@@ -43,12 +43,21 @@ func (f *fakeTenero) run(ctx context.Context, in pacer.TeneroInput) (pacer.Tener
 
 func (f *fakeTenero) set(a func(call int32) (pacer.TeneroResult, error)) { f.answer.Store(&a) }
 
-// fakeSweep counts sweep runs and answers with a fixed tally.
-type fakeSweep struct{ calls atomic.Int32 }
+// fakeSweep counts sweep runs and answers with a fixed tally; next, when
+// set before the run starts, says when its next agent is due.
+type fakeSweep struct {
+	calls atomic.Int32
+	next  func() time.Time
+}
 
 func (f *fakeSweep) run(context.Context, pacer.SweepInput) (pacer.SweepResult, error) {
 	f.calls.Add(1)
-	return pacer.SweepResult{Scanned: 2, Found: 1, Inserted: 1}, nil
+	res := pacer.SweepResult{Scanned: 2, Found: 1, Inserted: 1}
+	if f.next != nil {
+		at := f.next()
+		res.NextDueAt = &at
+	}
+	return res, nil
 }
 
 // fakeRollup records the occurrences it was run for.

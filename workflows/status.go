@@ -145,8 +145,8 @@ func (s *scheduler) status(ctx workflow.Context) Status {
 		Config:              s.cfg,
 		Stopping:            s.stopping,
 	}
-	if s.timer != nil {
-		st.NextWakeAt = utc(&s.timerAt)
+	if at, ok := s.nextWake(); ok {
+		st.NextWakeAt = utc(&at)
 	}
 	if s.gates.decide {
 		st.Config = s.cfg.withDefaults()
@@ -247,6 +247,20 @@ func (s *scheduler) decisionStatus(ts *TaskStatus, t *schedule.Task, now time.Ti
 	}
 }
 
+// nextWake is when the earliest armed timer fires.
+func (s *scheduler) nextWake() (time.Time, bool) {
+	if s.timer != nil {
+		return s.timerAt, true
+	}
+	var at time.Time
+	for _, a := range s.armed {
+		if at.IsZero() || a.at.Before(at) {
+			at = a.at
+		}
+	}
+	return at, !at.IsZero()
+}
+
 // setDetails keeps a one-line summary on the Web UI's workflow page.
 func (s *scheduler) setDetails(ctx workflow.Context) {
 	var b strings.Builder
@@ -255,8 +269,8 @@ func (s *scheduler) setDetails(ctx workflow.Context) {
 	} else {
 		b.WriteString("running")
 	}
-	if s.timer != nil {
-		fmt.Fprintf(&b, "; next wake %s", s.timerAt.UTC().Format(time.RFC3339))
+	if at, ok := s.nextWake(); ok {
+		fmt.Fprintf(&b, "; next wake %s", at.UTC().Format(time.RFC3339))
 	}
 	for _, t := range s.state.Tasks {
 		fmt.Fprintf(&b, "; %s: ", t.Name)

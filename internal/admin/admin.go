@@ -113,6 +113,7 @@ func (h *handler) routes() []route {
 		{"POST " + Prefix + "scheduler/pause", h.pause},
 		{"POST " + Prefix + "scheduler/resume", h.resume},
 		{"POST " + Prefix + "scheduler/backfill", h.backfill},
+		{"POST " + Prefix + "scheduler/skip", h.skip},
 	}
 }
 
@@ -314,6 +315,23 @@ func (h *handler) backfill(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := h.op.Backfill(r.Context(), operate.BackfillInput{Task: in.Task, From: from, To: to})
+	h.reply(w, r, http.StatusOK, map[string]any{"result": res}, err)
+}
+
+// skip gives up on one owed occurrence: {"task":"rollup","nominalAt":RFC3339}.
+func (h *handler) skip(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Task      string `json:"task"`
+		NominalAt string `json:"nominalAt"`
+	}
+	if !h.decode(w, r, &in, false) {
+		return
+	}
+	at, ok := timeParam(w, in.NominalAt, "nominalAt")
+	if !ok {
+		return
+	}
+	res, err := h.op.Skip(r.Context(), operate.SkipInput{Task: in.Task, NominalAt: at})
 	h.reply(w, r, http.StatusOK, map[string]any{"result": res}, err)
 }
 

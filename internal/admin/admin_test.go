@@ -73,6 +73,11 @@ func TestBadInputIsAClearJSONError(t *testing.T) {
 		{"POST", "scheduler/backfill", `{"task":"rollup","from":"2026-11-01T00:00:00Z","to":"2999-11-01T00:00:00Z"}`, 400, "future"},
 		{"POST", "scheduler/backfill", `{"task":"all","from":"2026-11-01T00:00:00Z","to":"2026-11-02T00:00:00Z"}`, 400, "task: "},
 		{"POST", "scheduler/resume", `{"task":"x"}`, 400, "task: "},
+		{"POST", "scheduler/skip", `{"task":"rollup"}`, 400, "nominalAt: "},
+		{"POST", "scheduler/skip", `{"task":"rollup","nominalAt":"noon"}`, 400, "nominalAt: want an RFC3339"},
+		{"POST", "scheduler/skip", `{"task":"nap","nominalAt":"2026-11-01T00:05:00Z"}`, 400, "task: "},
+		{"POST", "scheduler/skip", `{"task":"rollup","nominalAt":"2026-11-01T00:05:00Z","x":1}`, 400, "unknown field"},
+		{"POST", "scheduler/skip", `{"task":"rollup","nominalAt":"2026-11-01T00:05:00Z"}`, 503, "no Temporal client"},
 		{"GET", "nothing", ``, 404, "no such admin route"},
 		{"PUT", "subscribers", `{}`, 404, "no such admin route"},
 	}
@@ -123,7 +128,7 @@ func TestBadInputIsAClearJSONError(t *testing.T) {
 func TestRoutesListsEveryRoute(t *testing.T) {
 	t.Parallel()
 	routes := admin.Routes()
-	require.Len(t, routes, 16)
+	require.Len(t, routes, 17)
 	for _, r := range routes {
 		require.True(t, strings.HasPrefix(r.Path, admin.Prefix), r.Path)
 		require.Contains(t, []string{"GET", "POST", "PATCH", "DELETE"}, r.Method)

@@ -76,4 +76,12 @@ func TestScheduleActionsThroughTheAdminAPI(t *testing.T) {
 	a.do("GET", "audit", nil, 200, &page)
 	n := len(page.Entries)
 	require.True(t, n == 2 || n == 3 && page.Entries[0].Action == operate.ActionBackfill)
+
+	// A skip of an occurrence the scheduler does not owe is refused by its
+	// validator, with the reason: a 400, not audited.
+	var refused struct{ Error string }
+	a.do("POST", "scheduler/skip", map[string]string{"task": "rollup", "nominalAt": "2026-11-01T00:05:00Z"}, 400, &refused)
+	require.Contains(t, refused.Error, "owes no occurrence")
+	a.do("GET", "audit", nil, 200, &page)
+	require.Len(t, page.Entries, n)
 }

@@ -16,8 +16,8 @@ import (
 
 	"github.com/pacer-dev/pacer"
 	"github.com/pacer-dev/pacer/internal/cron"
+	"github.com/pacer-dev/pacer/internal/operate"
 	"github.com/pacer-dev/pacer/internal/store"
-	"github.com/pacer-dev/pacer/worker"
 	"github.com/pacer-dev/pacer/workflows"
 )
 
@@ -62,10 +62,10 @@ func newScheduleCmd(c *config) *cobra.Command {
 		Short: "A task's schedule: its next fire times, its occurrence ledger",
 		Args:  wrapArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return usagef("give a subcommand: next, history or backfill")
+			return usagef("give a subcommand: next, history, backfill or skip")
 		},
 	}
-	cmd.AddCommand(newScheduleNextCmd(c), newScheduleHistoryCmd(c), newScheduleBackfillCmd(c))
+	cmd.AddCommand(newScheduleNextCmd(c), newScheduleHistoryCmd(c), newScheduleBackfillCmd(c), newScheduleSkipCmd(c))
 	return cmd
 }
 
@@ -98,11 +98,15 @@ func newScheduleBackfillCmd(c *config) *cobra.Command {
 			case t.After(time.Now()):
 				return usagef("--to %s is in the future: a backfill runs past occurrences", to)
 			}
-			return c.withClient(cmd.Context(), func(tc client.Client) error {
-				res, err := worker.Update[workflows.BackfillResult](cmd.Context(), tc, c.workflowID, workflows.UpdateBackfill,
-					workflows.BackfillInput{Task: task, From: from, To: to})
+			// Through the operations, as the admin API sends it: audited.
+			return c.withService(cmd.Context(), true, func(ctx context.Context, svc *operate.Service) error {
+				raw, err := svc.Backfill(ctx, operate.BackfillInput{Task: task, From: f, To: t})
 				if err != nil {
 					return err
+				}
+				var res workflows.BackfillResult
+				if err := json.Unmarshal(raw, &res); err != nil {
+					return fmt.Errorf("decode the backfill result: %w", err)
 				}
 				out := cmd.OutOrStdout()
 				if asJSON {
@@ -119,6 +123,58 @@ func newScheduleBackfillCmd(c *config) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&from, "from", "", "the first nominal time of the range (RFC3339, inclusive)")
 	cmd.Flags().StringVar(&to, "to", "", "the last nominal time of the range (RFC3339, inclusive)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	return cmd
+}
+
+// newScheduleSkipCmd gives up on one owed occurrence of a cron task (the
+// skip update; SPEC §3.4): a failed occurrence is retried on the task's
+// back-off until it succeeds or an operator skips it.
+func newScheduleSkipCmd(c *config) *cobra.Command {
+	var at string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "skip TASK --at RFC3339",
+		Short: "Give up on an owed occurrence: it is not run again, and task_runs shows it skipped, reason operator (the skip update)",
+		Args:  wrapArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			task := args[0]
+			if err := checkTask(task); err != nil {
+				return err
+			}
+			if at == "" {
+				return usagef("give --at, the occurrence's nominal time (RFC3339; `pacer schedule history %s` lists them)", task)
+			}
+			nominal, err := time.Parse(time.RFC3339, at)
+			if err != nil {
+				return usagef("--at is not an RFC3339 time: %.80q", at)
+			}
+			return c.withService(cmd.Context(), true, func(ctx context.Context, svc *operate.Service) error {
+				raw, err := svc.Skip(ctx, operate.SkipInput{Task: task, NominalAt: nominal})
+				if raw == nil {
+					return err
+				}
+				var res workflows.SkipResult
+				if err := json.Unmarshal(raw, &res); err != nil {
+					return fmt.Errorf("decode the skip result: %w", err)
+				}
+				out := cmd.OutOrStdout()
+				if asJSON {
+					if perr := printJSON(out, res); perr != nil {
+						return perr
+					}
+					return err
+				}
+				fmt.Fprintf(out, "skipped %s at %s (reason operator); %d occurrence(s) still owed\n",
+					res.Task, res.NominalAt.UTC().Format(time.RFC3339), len(res.Owed))
+				for _, o := range res.Owed {
+					fmt.Fprintf(out, "  %s\n", o.UTC().Format(time.RFC3339))
+				}
+				return err
+			})
+		},
+	}
+	cmd.Flags().StringVar(&at, "at", "", "the nominal time of the owed occurrence (RFC3339)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return cmd
 }

@@ -26,7 +26,7 @@ const unreachable = "127.0.0.1:1"
 
 func TestScheduleBadArgumentsExitTwo(t *testing.T) {
 	requireUsageErrors(t, []usageCase{
-		{name: "no subcommand", give: []string{"schedule"}, wantErr: "give a subcommand: next, history or backfill"},
+		{name: "no subcommand", give: []string{"schedule"}, wantErr: "give a subcommand: next, history, backfill or skip"},
 		{name: "unknown subcommand", give: []string{"schedule", "later"}, wantErr: `unknown command "later"`},
 		{name: "next without task", give: []string{"schedule", "next"}, wantErr: "accepts 1 arg"},
 		{name: "next unknown task", give: []string{"schedule", "next", "prices"}, wantErr: `unknown task "prices" (want tenero, sweep, rollup, deliver)`},

@@ -25,6 +25,7 @@ const (
 	ActionStop        = "scheduler.stop"
 	ActionStart       = "scheduler.start"
 	ActionBackfill    = "scheduler.backfill"
+	ActionSkip        = "scheduler.skip"
 	ActionPromote     = "deploy.promote"
 )
 
@@ -137,6 +138,35 @@ func (s *Service) Backfill(ctx context.Context, in BackfillInput) (json.RawMessa
 	}
 	in.From, in.To = in.From.UTC(), in.To.UTC()
 	return s.update(ctx, ActionBackfill, workflows.UpdateBackfill, in)
+}
+
+// SkipInput gives up on one owed occurrence of a cron task (SPEC §3.4).
+type SkipInput struct {
+	Task      string    `json:"task"`
+	NominalAt time.Time `json:"nominalAt"`
+}
+
+// Skip runs the skip update: the scheduler no longer owes the occurrence,
+// and its next run of the task writes the skip to task_runs. The skip is
+// written at once too (the same statement, idempotent), so the ledger
+// shows it before that run.
+func (s *Service) Skip(ctx context.Context, in SkipInput) (json.RawMessage, error) {
+	if err := validTask(in.Task, false); err != nil {
+		return nil, err
+	}
+	if in.NominalAt.IsZero() {
+		return nil, invalid("nominalAt", "the occurrence's nominal time is required (RFC3339)")
+	}
+	wire := workflows.SkipInput{Task: in.Task, NominalAt: in.NominalAt.UTC().Format(time.RFC3339Nano)}
+	res, err := s.update(ctx, ActionSkip, workflows.UpdateSkip, wire)
+	if err != nil {
+		return res, err
+	}
+	skipped := []pacer.PassedOccurrence{{NominalAt: in.NominalAt.UTC(), Status: pacer.RunSkipped, Reason: pacer.SkipOperator}}
+	if _, err := s.Store.RecordPassed(ctx, in.Task, skipped); err != nil {
+		return res, fmt.Errorf("skipped; task_runs shows it at the task's next run (not now: %w)", err)
+	}
+	return res, nil
 }
 
 func validTask(task string, optional bool) error {

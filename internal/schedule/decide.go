@@ -57,6 +57,9 @@ type View struct {
 	Stopping bool
 	// Holding: scheduled starts wait for the runs in flight (holdStarts).
 	Holding bool
+	// AtRunEnd: a running task's next start is decided when its run
+	// ends (its end wakes the scheduler), never predicted while it runs.
+	AtRunEnd bool
 }
 
 // Decision is when a task next starts on its own and the one reason it
@@ -101,6 +104,9 @@ func (v View) decide(t *Task, now time.Time) Decision {
 	switch {
 	case t.Running():
 		d.Reason = ReasonRunning
+		if v.AtRunEnd {
+			return d
+		}
 		if at, ok := v.predict(t, now); ok {
 			d.At, d.Wake = at, true
 		}
@@ -203,7 +209,7 @@ func (v View) predict(t *Task, now time.Time) (time.Time, bool) {
 			return time.Time{}, false
 		}
 		at = next
-	case t.Dormant || t.LastRunAt == nil || t.Every <= 0:
+	case t.Dormant || t.LastRunAt == nil || t.Every <= 0 || t.OwnPace:
 		return time.Time{}, false
 	case t.NextDueAt != nil && t.NextDueAt.After(t.LastRunAt.Add(time.Duration(t.Every))):
 		// Its own work, not its cadence, set its last due time (the sweep's
@@ -219,6 +225,14 @@ func (v View) predict(t *Task, now time.Time) (time.Time, bool) {
 		at = until
 	}
 	return at, true
+}
+
+// OwnPace reports whether t, starting now, starts at the time its own
+// work set (its NextDueAt, later than its cadence: the sweep's next due
+// agent): its end will set the next time too, so predict leaves it alone
+// while it runs (Task.OwnPace).
+func (v View) OwnPace(t *Task) bool {
+	return t.NextDueAt != nil && t.LastRunAt != nil && t.NextDueAt.After(t.LastRunAt.Add(time.Duration(t.Every)))
 }
 
 // align moves a task's wake-up onto another task's when that one comes
@@ -249,20 +263,35 @@ func (v View) align(t *Task, at time.Time) time.Time {
 // that want a timer. ok is false when none does (every task waits for a
 // message or a run's end).
 func (v View) Wake(now time.Time) (wake time.Time, ok bool) {
-	for _, t := range v.Tasks {
-		d := v.Decide(t, now)
-		if !d.Wake {
-			continue
-		}
-		at := d.At
-		if at.Before(now) {
-			at = now
-		}
+	for _, at := range v.Wakes(now) {
 		if !ok || at.Before(wake) {
 			wake, ok = at, true
 		}
 	}
 	return wake, ok
+}
+
+// Wakes are the instants tasks want a timer for, one per task that does
+// (never before now), in the tasks' order: a timer armed for one of them
+// still stands; Wake is the earliest.
+func (v View) Wakes(now time.Time) []time.Time {
+	var out []time.Time
+	for _, t := range v.Tasks {
+		d := v.Decide(t, now)
+		if !d.Wake {
+			continue
+		}
+		out = append(out, notBefore(d.At, now))
+	}
+	return out
+}
+
+// notBefore is at, or now when at lies before it.
+func notBefore(at, now time.Time) time.Time {
+	if at.Before(now) {
+		return now
+	}
+	return at
 }
 
 // PausedUntil is the end of the pause in force at now for the task ("" for

@@ -152,11 +152,13 @@ where task = $1 and nominal_at = $2 and (attempts = $6 or $6 = 0)`, occ.Task, oc
 // the rows it added by reason (the status, for coalesced ones).
 const recordPassedSQL = `
 with added as (
-    insert into task_runs (task, nominal_at, status, reason, coalesced_into)
+    insert into task_runs as r (task, nominal_at, status, reason, coalesced_into)
     select $1, p.nominal_at, p.status, nullif(p.reason, ''), p.coalesced_into
     from unnest($2::timestamptz[], $3::text[], $4::text[], $5::timestamptz[])
         as p(nominal_at, status, reason, coalesced_into)
-    on conflict (task, nominal_at) do nothing
+    on conflict (task, nominal_at) do update set
+        status = excluded.status, reason = excluded.reason, finished_at = coalesce(r.finished_at, now())
+    where excluded.reason = 'operator' and r.status in ('failed', 'running', 'scheduled')
     returning coalesce(reason, status) as why
 )
 select why, count(*) from added group by why order by why`
@@ -164,7 +166,10 @@ select why, count(*) from added group by why order by why`
 // RecordPassed writes the occurrences that did not get a run of their own
 // (skipped, or coalesced into another), a span of them (Count > 1) one row
 // per occurrence. An occurrence already in the ledger keeps its row: a
-// repeated wake-up never rewrites what happened. It returns how many rows
+// repeated wake-up never rewrites what happened. The one exception is an
+// operator's skip (pacer.SkipOperator) of an occurrence that failed (or
+// never finished): that is what happened to it next, so its row becomes
+// the skip, keeping its attempts and error class. It returns how many rows
 // it added, by reason (pacer.Skip…, or pacer.RunCoalesced).
 func (s *Store) RecordPassed(ctx context.Context, task string, passed []pacer.PassedOccurrence) (map[string]int, error) {
 	var (

@@ -193,3 +193,46 @@ func TestRunLedgerOneAttemptAtATime(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, pacer.RunOK, row.Status)
 }
+
+// An operator's skip of a failed occurrence is what happened to it next:
+// its row becomes skipped, reason operator, keeping its attempts; written
+// again (the skip rides on the task's next run too) it is left alone, and
+// an ok occurrence is never turned into a skip.
+func TestRunLedgerOperatorSkipReplacesAFailure(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := t.Context()
+	failed := pacer.Occurrence{Task: "rollup", NominalAt: time.Date(2026, 11, 1, 10, 5, 0, 0, time.UTC)}
+	ok := pacer.Occurrence{Task: "rollup", NominalAt: failed.NominalAt.Add(time.Hour)}
+	for _, occ := range []pacer.Occurrence{failed, failed, ok} {
+		row, _, err := s.BeginRun(ctx, occ)
+		require.NoError(t, err)
+		status := pacer.RunFailed
+		if occ.NominalAt.Equal(ok.NominalAt) {
+			status = pacer.RunOK
+		}
+		require.NoError(t, s.FinishRun(ctx, occ, row.Attempts, status, "", nil))
+	}
+	skip := func(at time.Time) pacer.PassedOccurrence {
+		return pacer.PassedOccurrence{NominalAt: at, Status: pacer.RunSkipped, Reason: pacer.SkipOperator}
+	}
+	added, err := s.RecordPassed(ctx, "rollup", []pacer.PassedOccurrence{skip(failed.NominalAt), skip(ok.NominalAt)})
+	require.NoError(t, err)
+	require.Equal(t, map[string]int{pacer.SkipOperator: 1}, added)
+	row, _, err := s.TaskRun(ctx, "rollup", failed.NominalAt)
+	require.NoError(t, err)
+	require.Equal(t, pacer.RunSkipped, row.Status)
+	require.Equal(t, pacer.SkipOperator, row.Reason)
+	require.Equal(t, 2, row.Attempts, "its attempts stay on record")
+	row, _, err = s.TaskRun(ctx, "rollup", ok.NominalAt)
+	require.NoError(t, err)
+	require.Equal(t, pacer.RunOK, row.Status, "an ok occurrence stays ok")
+
+	added, err = s.RecordPassed(ctx, "rollup", []pacer.PassedOccurrence{skip(failed.NominalAt)})
+	require.NoError(t, err)
+	require.Empty(t, added, "written again, nothing changes")
+	// Other passed occurrences never rewrite a row.
+	added, err = s.RecordPassed(ctx, "rollup", []pacer.PassedOccurrence{{NominalAt: failed.NominalAt, Status: pacer.RunSkipped, Reason: pacer.SkipPaused}})
+	require.NoError(t, err)
+	require.Empty(t, added)
+}
