@@ -117,7 +117,7 @@ deploy-check: tools postgres ## deploys on the real stack: build A runs v1, B de
 	  | grep -E 'figures|Error|_test\.go:[0-9]+:|^(ok|FAIL|---)'
 
 histories: tools ## record today's workflow histories for the replay tests beside the older ones (never rewrites one; needs bin/temporal)
-	go test -tags histories -count=1 -run TestWriteHistories ./workflows/
+	go test -tags histories -count=1 -timeout 60m -run TestWriteHistories ./workflows/
 
 clean: ## remove build output and local dev state
 	rm -rf $(BIN)/pacer .dev

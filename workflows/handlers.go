@@ -298,7 +298,7 @@ func (s *scheduler) applyConfig(cfg Config, now time.Time) {
 		if !s.paced || p == nil {
 			continue
 		}
-		if err := p.Controller.Clamp(controllerConfig(d.name, cfg, s.judge())); err != nil {
+		if err := p.Controller.Clamp(s.controllerConfig(d.name, cfg)); err != nil {
 			s.logger.Error("pacing.config_invalid", "task", d.name, "error", err.Error())
 			continue
 		}

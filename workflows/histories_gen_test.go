@@ -40,13 +40,14 @@ import (
 	"github.com/pacer-dev/pacer/workflows"
 )
 
-// historyPrefix names the recordings of today's code: the scheduler that
-// arms a running task's next wake-up at its run's end (changeEndWakes).
-// Earlier prefixes: skip- (changeOperatorSkip, changeWakeTimers),
+// historyPrefix names the recordings of today's code: the scheduler whose
+// cooled-down tasks probe every cooledInterval (changeCooledProbe).
+// Earlier prefixes: end-wakes- (changeEndWakes), skip-
+// (changeOperatorSkip, changeWakeTimers),
 // decide- (changeOneDecision),
 // rollups- (changeRollupTasks), keep-state- (changeKeepState), none
 // (before it).
-const historyPrefix = "testdata/histories/end-wakes-"
+const historyPrefix = "testdata/histories/cooled-probe-"
 
 // failRollups makes that many rollup attempts fail (transport) before
 // they succeed again.
@@ -74,6 +75,21 @@ func (s *scriptedTenero) run(ctx context.Context, _ pacer.TeneroInput) (pacer.Te
 // and the streak runs into the breaker.
 func failingTenero(context.Context, pacer.TeneroInput) (pacer.TeneroResult, error) {
 	return pacer.TeneroResult{}, temporal.NewNonRetryableApplicationError("410 gone", string(pacer.ClassPermanent), nil)
+}
+
+// overloadedTenero answers one request in ten (runs that end, their
+// upstream failures counted) until healthyAt, then every request: the
+// controller cools tenero down, its probes fail until then, and the
+// first one after it brings it back.
+type overloadedTenero struct{ healthyAt time.Time }
+
+func (o *overloadedTenero) run(ctx context.Context, _ pacer.TeneroInput) (pacer.TeneroResult, error) {
+	at := activity.GetInfo(ctx).StartedTime
+	if at.Before(o.healthyAt) {
+		return pacer.TeneroResult{Run: pacer.Run{StartedAt: at, Requests: 10, UpstreamFailed: 9},
+			TokensAttempted: 10, Succeeded: 1, Failed: 9, Wanted: 10}, nil
+	}
+	return pacer.TeneroResult{Run: pacer.Run{StartedAt: at, Requests: 10}, TokensAttempted: 10, Succeeded: 10, Wanted: 10}, nil
 }
 
 // sweep says when its next agent is due: the workflow waits for it.
@@ -354,6 +370,23 @@ func TestWriteHistories(t *testing.T) {
 		time.Sleep(70 * time.Second)
 		require.NoError(t, r.c.TerminateWorkflow(context.Background(), id, "", "history recorded"))
 		write(t, r.c, id, run.GetRunID(), "skip")
+	})
+
+	t.Run("cooled", func(t *testing.T) {
+		if !missing("cooled") {
+			t.Skip("recorded")
+		}
+		// Tenero's upstream fails 9 requests in 10 for 6 minutes: two
+		// runs cool it down, it probes every cooledInterval (5 minutes),
+		// the probe after the 6 minutes finds it well and it climbs back.
+		r := newRecorder(t, queue, (&overloadedTenero{healthyAt: time.Now().Add(6 * time.Minute)}).run)
+		run := r.start("history-cooled", queue, workflows.Config{TeneroEvery: pacer.Duration(time.Second),
+			SweepEvery: pacer.Duration(time.Hour)})
+		time.Sleep(10*time.Minute + 20*time.Second)
+		_, err := r.c.QueryWorkflow(context.Background(), run.GetID(), "", workflows.QueryStatus)
+		require.NoError(t, err)
+		require.NoError(t, r.c.TerminateWorkflow(context.Background(), run.GetID(), "", "history recorded"))
+		write(t, r.c, run.GetID(), run.GetRunID(), "cooled")
 	})
 
 	t.Run("stop-start", func(t *testing.T) {

@@ -132,6 +132,11 @@ const (
 	// prediction its run's end moves (the sweep's end aligning tenero onto
 	// its own next run) was a timer started for nothing.
 	changeEndWakes = "end-wakes"
+	// changeCooledProbe: a task its controller cooled down (an upstream
+	// failing nearly every request) runs every cooledInterval at its
+	// smallest batch, each run a probe, instead of every MaxInterval: the
+	// sweep was back two hours after a Hiro outage of any length.
+	changeCooledProbe = "cooled-probe"
 )
 
 // The back-off of an owed cron occurrence: its run failed, and it is

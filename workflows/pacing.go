@@ -32,23 +32,39 @@ type Pacing struct {
 // controllerConfig is each task's bounds: never faster than its configured
 // cadence, never slower than its slowest useful pace, and a batch between a
 // floor that still gives the controller enough samples and the whole set.
-// With judge JudgeRuns the controller judges runs, not minutes (changeKeepState).
-func controllerConfig(task string, cfg Config, judge pacing.Judge) pacing.ControllerConfig {
+// The controller judges runs, not minutes, from changeKeepState on; a
+// cooldown probes the upstream every cooledInterval, not MaxInterval,
+// from changeCooledProbe on.
+func (s *scheduler) controllerConfig(task string, cfg Config) pacing.ControllerConfig {
+	var cc pacing.ControllerConfig
 	switch task {
 	case pacer.TaskTenero:
-		return pacing.ControllerConfig{MinBatch: 5, MaxBatch: maxTeneroBatch, InitialBatch: maxTeneroBatch,
+		cc = pacing.ControllerConfig{MinBatch: 5, MaxBatch: maxTeneroBatch, InitialBatch: maxTeneroBatch,
 			MinInterval: cfg.every(pacer.TaskTenero), MaxInterval: max(pacer.Duration(time.Hour), cfg.every(pacer.TaskTenero)),
-			InitialInterval: cfg.every(pacer.TaskTenero), Judge: judge}
+			InitialInterval: cfg.every(pacer.TaskTenero)}
 	default:
 		page := cfg.SweepPageSize
 		if page <= 0 {
 			page = defaultSweepPage
 		}
-		return pacing.ControllerConfig{MinBatch: min(minSweepPage, page), MaxBatch: page, InitialBatch: page,
+		cc = pacing.ControllerConfig{MinBatch: min(minSweepPage, page), MaxBatch: page, InitialBatch: page,
 			MinInterval: cfg.every(pacer.TaskSweep), MaxInterval: max(pacer.Duration(2*time.Hour), cfg.every(pacer.TaskSweep)),
-			InitialInterval: cfg.every(pacer.TaskSweep), Judge: judge}
+			InitialInterval: cfg.every(pacer.TaskSweep)}
 	}
+	cc.Judge = s.judge()
+	if s.gates.cooledProbe {
+		cc.CooledInterval = pacer.Duration(cooledInterval)
+	}
+	return cc
 }
+
+// cooledInterval is how often a task the controller cooled down runs
+// (at its smallest batch) while the cooldown lasts and until it has
+// recovered: the cooldown's own length, so that a task is back within
+// minutes of its upstream, not MaxInterval (2 hours for the sweep) after
+// an outage of any length. The run is the probe; the circuit breaker's,
+// when it is open, comes on top.
+const cooledInterval = 5 * time.Minute
 
 // judge is how this run's controllers judge.
 func (s *scheduler) judge() pacing.Judge {
@@ -90,7 +106,7 @@ func (s *scheduler) setupPacing() {
 		if !d.paced {
 			continue
 		}
-		cc := controllerConfig(d.name, s.cfg, s.judge())
+		cc := s.controllerConfig(d.name, s.cfg)
 		p := s.state.Pacing[d.name]
 		switch {
 		case p == nil || p.Controller == nil:

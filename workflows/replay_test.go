@@ -50,6 +50,7 @@ func TestGatesAreWhatLetOldHistoriesReplay(t *testing.T) {
 	tests := []struct {
 		history string
 		change  string
+		off     bool // the gate forced off, not on
 	}{
 		{history: "before-breaker-failure-streak.json", change: changeBreaker},
 		{history: "basic.json", change: changeKeepState},
@@ -64,6 +65,10 @@ func TestGatesAreWhatLetOldHistoriesReplay(t *testing.T) {
 		{history: "skip-basic.json", change: changeEndWakes},
 		{history: "skip-core.json", change: changeEndWakes},
 		{history: "skip-skip.json", change: changeEndWakes},
+		// No history before changeCooledProbe holds a cooldown, so none
+		// breaks with it forced on; the one that does, recorded with it,
+		// must not replay with it forced off.
+		{history: "cooled-probe-cooled.json", change: changeCooledProbe, off: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.history, func(t *testing.T) {
@@ -75,12 +80,12 @@ func TestGatesAreWhatLetOldHistoriesReplay(t *testing.T) {
 
 			ungated := worker.NewWorkflowReplayer()
 			ungated.RegisterWorkflowWithOptions(func(ctx workflow.Context, in SchedulerInput) (*StopResult, error) {
-				return schedulerWorkflow(ctx, in, map[string]bool{tt.change: true})
+				return schedulerWorkflow(ctx, in, map[string]bool{tt.change: !tt.off})
 			}, workflow.RegisterOptions{Name: WorkflowType})
 			err := ungated.ReplayWorkflowHistoryFromJSONFile(nil, path)
 			// TMPRL1100 is the SDK's code for a history the code cannot
 			// have produced.
-			require.ErrorContains(t, err, "TMPRL1100", "without the %s gate it must not replay", tt.change)
+			require.ErrorContains(t, err, "TMPRL1100", "with the %s gate forced (off: %v) it must not replay", tt.change, tt.off)
 		})
 	}
 }

@@ -75,8 +75,9 @@ func SchedulerWorkflow(ctx workflow.Context, in SchedulerInput) (*StopResult, er
 }
 
 // schedulerWorkflow is SchedulerWorkflow with some of its version gates
-// forced on: what a deploy that forgot a gate would run. Tests replay with
-// it to prove that a recorded history needs its gate.
+// forced on (what a deploy that forgot a gate would run) or off (the code
+// before the gate). Tests replay with it to prove that a recorded history
+// needs its gate.
 func schedulerWorkflow(ctx workflow.Context, in SchedulerInput, forced map[string]bool) (*StopResult, error) {
 	if err := in.Config.Validate(); err != nil {
 		// Fail at once with the reason rather than panic later in a loop of
@@ -127,28 +128,29 @@ var taskDefs = []taskDef{
 // says whether a change is on in this run (GetVersion; see names.go).
 type gates struct {
 	sweep, pacing, breaker, keepState, rollups, decide bool
-	skip, timers, endWakes                             bool
+	skip, timers, endWakes, cooledProbe                bool
 }
 
 func readGates(ctx workflow.Context, forced map[string]bool) gates {
 	on := func(change string) bool {
-		if forced[change] {
-			return true
+		if v, ok := forced[change]; ok {
+			return v
 		}
 		return workflow.GetVersion(ctx, change, workflow.DefaultVersion, 1) >= 1
 	}
 	// The order is the order the gates were introduced in: histories
 	// recorded before a gate hold none of the later ones' markers.
 	return gates{
-		sweep:     on(changeSweepTask),
-		pacing:    on(changeAdaptivePacing),
-		breaker:   on(changeBreaker),
-		keepState: on(changeKeepState),
-		rollups:   on(changeRollupTasks),
-		decide:    on(changeOneDecision),
-		skip:      on(changeOperatorSkip),
-		timers:    on(changeWakeTimers),
-		endWakes:  on(changeEndWakes),
+		sweep:       on(changeSweepTask),
+		pacing:      on(changeAdaptivePacing),
+		breaker:     on(changeBreaker),
+		keepState:   on(changeKeepState),
+		rollups:     on(changeRollupTasks),
+		decide:      on(changeOneDecision),
+		skip:        on(changeOperatorSkip),
+		timers:      on(changeWakeTimers),
+		endWakes:    on(changeEndWakes),
+		cooledProbe: on(changeCooledProbe),
 	}
 }
 

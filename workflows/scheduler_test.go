@@ -454,11 +454,12 @@ func TestPacingBacksOffAndTunes(t *testing.T) {
 		p := st.Tasks[pacer.TaskTenero].Pacing
 		require.Equal(t, "cooldown", string(p.Zone), "the second bad run in a row cools it down")
 		require.Equal(t, 5, p.Batch, "minimum batch")
-		require.Equal(t, "1h0m0s", p.Interval, "maximum interval")
+		require.Equal(t, "7m30s", p.Interval, "the cooled interval (5m), never faster than it ran: each run a probe")
 		require.NotEqual(t, "0s", p.CooldownRemaining)
 	})
 	h.at(30*time.Minute, func() {
-		require.EqualValues(t, 2, h.tenero.calls.Load(), "no run before the slower interval")
+		require.EqualValues(t, 4, h.tenero.calls.Load(), "a probe each cooled interval (at 0, 8, 16 and 24 min), the upstream still failing")
+		require.Equal(t, "cooldown", string(h.status(t).Tasks[pacer.TaskTenero].Pacing.Zone), "each failed probe cools it again")
 		h.tenero.set(func(int32) (pacer.TeneroResult, error) {
 			return pacer.TeneroResult{TokensAttempted: 10, Succeeded: 10, Run: pacer.Run{Requests: 10}}, nil
 		})
@@ -468,9 +469,9 @@ func TestPacingBacksOffAndTunes(t *testing.T) {
 		h.signal(SignalTune, `{"task":"tenero","reset":true,"batch":3}`)
 		h.signal(SignalTune, `{"task":"tenero"}`)
 	})
-	h.at(31*time.Minute, func() {
-		// Due 10 minutes after the run at 7m30s: at once, with the tuned batch.
-		require.EqualValues(t, 3, h.tenero.calls.Load())
+	h.at(35*time.Minute, func() {
+		// Due 10 minutes after the probe at 24m: at 34m, with the tuned batch.
+		require.EqualValues(t, 5, h.tenero.calls.Load())
 		require.Equal(t, 20, h.tenero.last.Load().MaxTokens, "the tuned batch reaches the activity")
 		// A clean run may then speed it up, never past the configured cadence.
 		st := h.status(t)
@@ -480,12 +481,12 @@ func TestPacingBacksOffAndTunes(t *testing.T) {
 		require.LessOrEqual(t, every, 10*time.Minute)
 		h.signal(SignalTune, `{"task":"all","reset":true}`)
 	})
-	h.at(32*time.Minute, func() {
+	h.at(36*time.Minute, func() {
 		st := h.status(t)
 		require.Equal(t, "5m0s", st.Tasks[pacer.TaskTenero].Every, "reset: back to the configured cadence")
 		require.Equal(t, maxTeneroBatch, st.Tasks[pacer.TaskTenero].Pacing.Batch)
 	})
-	h.runFor(t, 33*time.Minute, SchedulerInput{})
+	h.runFor(t, 37*time.Minute, SchedulerInput{})
 }
 
 func TestParseTune(t *testing.T) {

@@ -39,7 +39,8 @@ const (
 	// ZoneWarmup: fewer outcomes in the window than MinSamples; nothing moves.
 	ZoneWarmup Zone = "warmup"
 	// ZoneCooldown: success below CooldownBelow. The task runs at MinBatch and
-	// MaxInterval until the cooldown ends, then climbs back through the zones.
+	// the cooled interval (CooledInterval, else MaxInterval) until the
+	// cooldown ends, then climbs back through the zones.
 	ZoneCooldown Zone = "cooldown"
 	// ZoneBackoff: success below BackoffBelow; halve the batch, interval ×1.5.
 	ZoneBackoff Zone = "backoff"
@@ -85,6 +86,13 @@ type ControllerConfig struct {
 	MinSamples int            `json:"minSamples,omitempty"`
 	// Cooldown is how long the cooldown zone holds (default 5 minutes).
 	Cooldown pacer.Duration `json:"cooldown,omitempty"`
+	// CooledInterval is the interval the cooldown zone sets (within the
+	// bounds; never faster than the interval before it): the task probes
+	// its upstream this often while cooled, so that it is back soon after
+	// the upstream is. 0 is MaxInterval, as controllers before it had: a
+	// task cooled by an outage then waited MaxInterval (2 hours for the
+	// sweep) whether the outage lasted a minute or an hour.
+	CooledInterval pacer.Duration `json:"cooledInterval,omitempty"`
 
 	// Zone thresholds in percent of successes (defaults 20, 50, 80, 95).
 	// Below CooldownBelow: cooldown; below BackoffBelow: backoff; above
@@ -139,8 +147,8 @@ func (c ControllerConfig) Validate() error {
 		return fmt.Errorf("%w: minInterval must be at least 1s, got %s", ErrBadConfig, c.MinInterval)
 	case c.MaxInterval < c.MinInterval:
 		return fmt.Errorf("%w: maxInterval %s is below minInterval %s", ErrBadConfig, c.MaxInterval, c.MinInterval)
-	case c.Bucket <= 0 || c.Buckets < 1 || c.MinSamples < 1 || c.Cooldown < 0:
-		return fmt.Errorf("%w: bucket, buckets and minSamples must be positive, cooldown not negative", ErrBadConfig)
+	case c.Bucket <= 0 || c.Buckets < 1 || c.MinSamples < 1 || c.Cooldown < 0 || c.CooledInterval < 0:
+		return fmt.Errorf("%w: bucket, buckets and minSamples must be positive, cooldown and cooledInterval not negative", ErrBadConfig)
 	case c.Judge == JudgeMinutes && c.MinBatch < c.MinSamples:
 		// A run at the floor must carry enough outcomes to be judged on its
 		// own: a task that runs every few hours at one item a run would
@@ -405,7 +413,7 @@ func (c *Controller) step(now time.Time) bool {
 	case ZoneCooldown:
 		until := now.Add(time.Duration(cfg.Cooldown))
 		c.CooldownUntil = &until
-		c.Batch, c.Interval = cfg.MinBatch, cfg.MaxInterval
+		c.Batch, c.Interval = cfg.MinBatch, c.cooledInterval()
 	case ZoneBackoff:
 		c.Batch = shrinkBatch(c.Batch, cfg.MinBatch)
 		c.Interval = scaleInterval(c.Interval, backoffIntervalPct, cfg.MinInterval, cfg.MaxInterval)
@@ -427,6 +435,16 @@ func (c *Controller) step(now time.Time) bool {
 		c.Buckets = nil
 	}
 	return true
+}
+
+// cooledInterval is the interval the cooldown zone sets
+// (ControllerConfig.CooledInterval).
+func (c *Controller) cooledInterval() pacer.Duration {
+	cfg := c.Config
+	if cfg.CooledInterval <= 0 {
+		return cfg.MaxInterval
+	}
+	return clampDur(max(cfg.CooledInterval, c.Interval), cfg.MinInterval, cfg.MaxInterval)
 }
 
 // classify maps a window of s successes out of n to its zone, in integers.

@@ -14,7 +14,8 @@ import (
 //     batch and, for the first bad run of a dip only, the interval ×1.5;
 //     the pace before the dip is remembered;
 //   - a second very bad run in a row (below CooldownBelow) cools the task
-//     down: MinBatch and MaxInterval for Cooldown;
+//     down: MinBatch and the cooled interval (CooledInterval, else
+//     MaxInterval) for Cooldown;
 //   - a good run (above GrowAbove) after a dip brings the remembered pace
 //     back: at once after back-offs, half-way and then all the way after a
 //     cooldown. One bad run thus costs at most two runs of reduced pace;
@@ -55,7 +56,7 @@ func (c *Controller) stepRuns(now time.Time) bool {
 		if zone == ZoneCooldown && c.BadRuns >= 2 {
 			until := now.Add(time.Duration(cfg.Cooldown))
 			c.CooldownUntil = &until
-			c.Batch, c.Interval, c.Cooled = cfg.MinBatch, cfg.MaxInterval, true
+			c.Batch, c.Interval, c.Cooled = cfg.MinBatch, c.cooledInterval(), true
 		} else {
 			c.Zone = ZoneBackoff
 			c.Batch = shrinkBatch(c.Batch, cfg.MinBatch)

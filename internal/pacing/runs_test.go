@@ -72,6 +72,36 @@ func TestJudgeRunsDoesNotOverReact(t *testing.T) {
 	}
 }
 
+// A cooldown with a CooledInterval probes at that interval, not at
+// MaxInterval: after an outage the task is back within the cooldown, and
+// the way back to its full pace is the same two good runs. It never makes
+// a slower task faster, and a failing probe cools the task again.
+func TestJudgeRunsCooledIntervalProbes(t *testing.T) {
+	t.Parallel()
+	full := Pace{Batch: 40, Interval: pacer.Duration(10 * time.Second)}
+	backedOff := Pace{Batch: 20, Interval: pacer.Duration(15 * time.Second)}
+	cooled := Pace{Batch: 5, Interval: pacer.Duration(5 * time.Minute)}
+	cfg := runsConfig()
+	cfg.CooledInterval = pacer.Duration(5 * time.Minute)
+	c := newTestController(t, cfg)
+	require.Equal(t, []Pace{backedOff, cooled, {Batch: 23, Interval: pacer.Duration(155 * time.Second)}, full},
+		pace(c, run{failed: 5}, run{failed: 5}, run{ok: 5}, run{ok: 22}))
+
+	c = newTestController(t, cfg)
+	require.Equal(t, []Pace{backedOff, cooled, cooled, cooled, cooled},
+		pace(c, run{failed: 5}, run{failed: 5}, run{failed: 2}, run{failed: 2}, run{failed: 2}),
+		"an outage: a probe every cooled interval, however long it lasts")
+
+	slow := cfg
+	slow.InitialInterval = pacer.Duration(20 * time.Minute)
+	c = newTestController(t, slow)
+	got := pace(c, run{failed: 5}, run{failed: 5})
+	require.Equal(t, pacer.Duration(30*time.Minute), got[1].Interval, "a cooldown never runs a task faster than it ran")
+
+	cfg.CooledInterval = -1
+	require.ErrorIs(t, cfg.WithDefaults().Validate(), ErrBadConfig)
+}
+
 func TestJudgeRunsGrowsToItsBounds(t *testing.T) {
 	t.Parallel()
 	cfg := runsConfig()
