@@ -118,13 +118,13 @@ func (t *tailCost) plan(contracts int, every time.Duration, ratePerMinute float6
 // probeDue reports whether the feed's page that keeps its volume observed
 // is due (every ReconcileEvery while the tail reads the contracts' lists),
 // and takes it.
-func (t *tailCost) probeDue(every time.Duration) bool {
+func (t *tailCost) probeDue(every time.Duration, now time.Time) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if !t.probeAt.IsZero() && time.Since(t.probeAt) < every {
+	if !t.probeAt.IsZero() && now.Sub(t.probeAt) < every {
 		return false
 	}
-	t.probeAt = time.Now()
+	t.probeAt = now
 	return true
 }
 
@@ -209,11 +209,11 @@ func (r *sweepRun) yieldToTail() bool {
 // leaveToTail reports whether the agents' visits (hinted ones aside)
 // must leave what remains of the minute window to the tail: its reads
 // until the window ends, at what a read costs (SPEC §5.4: the tail is
-// served first). The run then goes on reading the tail while they wait
+// served first), would not fit beside their next batch of next requests. The run then goes on reading the tail while they wait
 // (discover). Without it a first start's history visits spend each
 // window within seconds and the tail reads once a minute. Only in tail
 // mode, once the tail has read in this run.
-func (r *sweepRun) leaveToTail(ctx context.Context) bool {
+func (r *sweepRun) leaveToTail(ctx context.Context, next int64) bool {
 	r.mu.Lock()
 	tailNext := r.tailNext
 	r.mu.Unlock()
@@ -224,14 +224,17 @@ func (r *sweepRun) leaveToTail(ctx context.Context) bool {
 	if err != nil {
 		return false // the visits find out: their requests take from it
 	}
-	minute, _ := st.Remaining(r.a.Budget.Config(), now)
+	// What the run's lane may still take (the window's rest but the fast
+	// lane's reserve), against the tail's reads until the window ends and
+	// the visits' next batch (next requests).
+	minute := st.LaneRemaining(r.a.Budget.Config(), r.lane, now)
 	left := st.WindowEnd.Sub(now)
 	if left <= 0 {
 		return false // the window rolls: it is whole again
 	}
 	every := r.tailInterval(ctx, r.a.Discovery.WithDefaults())
 	reads := 1 + int64(left/every)
-	wait := float64(minute) <= math.Ceil(r.a.tail.costPerRead())*float64(reads)
+	wait := float64(minute) < math.Ceil(r.a.tail.costPerRead())*float64(reads)+float64(next)
 	r.mu.Lock()
 	r.waiting = r.waiting || wait
 	r.mu.Unlock()
@@ -260,7 +263,9 @@ func (r *sweepRun) takeYielded() bool {
 // noteTailDue records when the tail reads next, a reader's time too.
 func (r *sweepRun) noteTailDue(at time.Time) {
 	r.mu.Lock()
-	r.tailNext = &at
+	if r.tailNext == nil || at.Before(*r.tailNext) {
+		r.tailNext = &at // the earliest, when the contracts' lists are the tail
+	}
 	r.mu.Unlock()
 	r.noteReaderDue(at)
 }
@@ -336,7 +341,7 @@ func (r *sweepRun) readTail(ctx context.Context, dc DiscoveryConfig, f discovery
 		// waits where it is: back on the feed, it goes on from there
 		// (a range too long is a gap, which the contracts' readers
 		// have read).
-		if !r.stopped() && a.tail.probeDue(dc.ReconcileEvery) {
+		if !r.stopped() && a.tail.probeDue(dc.ReconcileEvery, a.now()) {
 			v := r.readerVisit(rd.Name)
 			page, err := r.hiro.Feed(ctx, hiro.TxTypeContractCall, 0)
 			v.res.Requests += page.Requests
@@ -392,8 +397,11 @@ func (r *sweepRun) reconcile(ctx context.Context, dc DiscoveryConfig, f discover
 	}
 	a := r.a
 	every, requests, read, done := dc.ReconcileEvery, 0, 0, 0
+	due := r.noteReaderDue
 	if src == discovery.SourceContracts {
-		every = r.tailInterval(ctx, dc)
+		// They are the tail: the agents' visits give way to them as
+		// to the feed's reads (yieldToTail, leaveToTail).
+		every, due = r.tailInterval(ctx, dc), r.noteTailDue
 		defer func() {
 			if read > 0 && read == done {
 				a.tail.observe(requests) // every list due was read to its position
@@ -413,7 +421,7 @@ func (r *sweepRun) reconcile(ctx context.Context, dc DiscoveryConfig, f discover
 			rd.Position, rd.Start = &start, &start
 		}
 		if rd.LastReadAt != nil && !rd.Scan.Started() && time.Since(*rd.LastReadAt) < every {
-			r.noteReaderDue(rd.LastReadAt.Add(every))
+			due(rd.LastReadAt.Add(every))
 			continue
 		}
 		read++
@@ -437,7 +445,7 @@ func (r *sweepRun) reconcile(ctx context.Context, dc DiscoveryConfig, f discover
 		}
 		if scan.Done() {
 			done++
-			r.noteReaderDue(time.Now().Add(every))
+			due(time.Now().Add(every))
 		}
 	}
 	return nil

@@ -176,7 +176,7 @@ func (r *sweepRun) visitDue(ctx context.Context, in pacer.SweepInput, started ti
 			if due, err = a.Store.DueAgents(ctx, r.cfg, now, sweepConcurrency*2, visited); err != nil {
 				return fmt.Errorf("read the due agents: %w", err)
 			}
-			if len(due) > 0 && r.leaveToTail(ctx) {
+			if len(due) > 0 && r.leaveToTail(ctx, r.batchCost(before, len(visited), len(due))) {
 				return nil
 			}
 		}
@@ -197,6 +197,18 @@ func (r *sweepRun) visitDue(ctx context.Context, in pacer.SweepInput, started ti
 		}
 		_ = g.Wait()
 	}
+}
+
+// batchCost is what the next batch of n visits is expected to cost: what
+// the visited ones cost on average since before, at least a request each.
+func (r *sweepRun) batchCost(before pacer.SweepResult, visited, n int) int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	per := 1.0
+	if visited > 0 {
+		per = max(per, float64(r.res.Requests-before.Requests)/float64(visited))
+	}
+	return int64(math.Ceil(per * float64(n)))
 }
 
 // done reports whether the run must stop visiting.

@@ -6,6 +6,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
 	"testing"
@@ -39,7 +40,8 @@ func TestTailBench(t *testing.T) {
 	s, clk, w := newRunningWorld(t, agents, 6*time.Hour, 40_000)
 	started := time.Now()
 	s.sim.TraceServed(true)
-	s.startProcess(t, bin, tailBenchArgs(s, w)...)
+	_, out := s.startProcess(t, bin, tailBenchArgs(s, w, "--log-level", "info")...)
+	keepLog(t, out)
 
 	// The first start: every agent's history, at the budget's pace.
 	eventually(t, 15*time.Minute, "the first start's history visits are done", func() bool {
@@ -92,6 +94,21 @@ func TestTailBench(t *testing.T) {
 	require.Zero(t, doubled)
 	require.Zero(t, fs.missed)
 	require.LessOrEqual(t, p99, 2*vb.All.P99, "the real stack's p99 within 2× the chain benchmark's for the same world")
+}
+
+// keepLog writes the worker's log to $PACER_BENCH_LOG when the test ends,
+// so that a figure can be traced to what the sweep decided.
+func keepLog(t *testing.T, out *syncBuffer) {
+	t.Helper()
+	path := os.Getenv("PACER_BENCH_LOG")
+	if path == "" {
+		return
+	}
+	t.Cleanup(func() {
+		if err := os.WriteFile(path, []byte(out.String()), 0o644); err != nil {
+			t.Logf("keep the worker's log: %v", err)
+		}
+	})
 }
 
 // chainBenchFigure is the chain benchmark's result (virtual time, the

@@ -432,9 +432,7 @@ func (s *State) accrue(c Config, now time.Time) {
 // its share of a window and its share of the month's pace. LaneManual is
 // not paced by the month: its rate is the sweep's share of a window.
 func (s *State) Rate(c Config, lane Lane, now time.Time) float64 {
-	c = c.WithDefaults()
-	probe := *s
-	probe.roll(c, now)
+	c, probe := s.rolled(c, now)
 	capacity := probe.capacity(c)
 	fastCap, _ := probe.fastShare(c, capacity)
 	perWindow := float64(fastCap)
@@ -456,9 +454,7 @@ func (s *State) Rate(c Config, lane Lane, now time.Time) float64 {
 // Remaining is what is left of the minute window and of the month (nil
 // when unknown), for status and metrics.
 func (s *State) Remaining(c Config, now time.Time) (minute int64, month *int64) {
-	c = c.WithDefaults()
-	probe := *s
-	probe.roll(c, now)
+	c, probe := s.rolled(c, now)
 	minute = max(0, probe.capacity(c)-probe.SweepUsed-probe.FastUsed)
 	if probe.Left != nil {
 		minute = min(minute, max(0, *probe.Left))
@@ -470,12 +466,36 @@ func (s *State) Remaining(c Config, now time.Time) (minute int64, month *int64) 
 	return minute, month
 }
 
-// MinuteCapacity is what the minute window at now holds, all lanes
-// together: the configured rate, lowered to what the upstream taught.
-func (s *State) MinuteCapacity(c Config, now time.Time) int64 {
+// LaneRemaining is what lane may still take of the minute window at now,
+// as Take counts it: what is left of the window but the fast lane's
+// reserve, which the other lanes leave it (0 when nothing is).
+func (s *State) LaneRemaining(c Config, lane Lane, now time.Time) int64 {
+	c, probe := s.rolled(c, now)
+	capacity := probe.capacity(c)
+	fastCap, keep := probe.fastShare(c, capacity)
+	left := capacity - probe.SweepUsed - probe.FastUsed
+	if lane == LaneFast {
+		left, keep = min(left, fastCap-probe.FastUsed), 0
+	}
+	if probe.Left != nil {
+		left = min(left, *probe.Left)
+	}
+	return max(0, left-keep)
+}
+
+// rolled is a copy of the state as it stands at now (its window rolled),
+// with the config's defaults: what the read-only views look at.
+func (s *State) rolled(c Config, now time.Time) (Config, State) {
 	c = c.WithDefaults()
 	probe := *s
 	probe.roll(c, now)
+	return c, probe
+}
+
+// MinuteCapacity is what the minute window at now holds, all lanes
+// together: the configured rate, lowered to what the upstream taught.
+func (s *State) MinuteCapacity(c Config, now time.Time) int64 {
+	c, probe := s.rolled(c, now)
 	return probe.capacity(c)
 }
 

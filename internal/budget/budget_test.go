@@ -159,6 +159,56 @@ func TestFastLaneIsCappedAndNeverStarvesTheSweep(t *testing.T) {
 	require.InDelta(t, 9, s.Rate(c, LaneFast, now), 0.01)
 }
 
+// LaneRemaining is what Take would still give the lane, one request at a
+// time: the sweep's excludes the fast lane's reserve, which the whole
+// window's Remaining counts (the sweep's visits read the window's rest
+// as theirs and left the tail nothing).
+func TestLaneRemainingIsWhatTakeGives(t *testing.T) {
+	t.Parallel()
+	c := Config{PerMinute: 450}
+	for _, tt := range []struct {
+		name        string
+		fast, sweep int // taken before
+		left        *int64
+	}{
+		{name: "a fresh window"},
+		{name: "the sweep spent most", sweep: 400},
+		{name: "the fast lane spent some", fast: 10, sweep: 100},
+		{name: "the fast lane spent its reserve and more", fast: 60, sweep: 300},
+		{name: "the headers say less is left", sweep: 100, left: i64(120)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var s State
+			s.Take(c, LaneSweep, 1, t0) // opens the window
+			for range tt.fast {
+				s.Take(c, LaneFast, 1, t0)
+			}
+			for range tt.sweep - 1 {
+				s.Take(c, LaneSweep, 1, t0)
+			}
+			if tt.left != nil {
+				s.Left = tt.left
+			}
+			for _, lane := range []Lane{LaneSweep, LaneFast} {
+				want := s.LaneRemaining(c, lane, t0)
+				probe := s
+				if probe.Left != nil {
+					l := *probe.Left
+					probe.Left = &l
+				}
+				got := int64(0)
+				for probe.Take(c, lane, 1, t0).OK {
+					got++
+				}
+				require.Equal(t, got, want, "lane %s", lane)
+			}
+			minute, _ := s.Remaining(c, t0)
+			require.LessOrEqual(t, s.LaneRemaining(c, LaneSweep, t0), minute)
+		})
+	}
+}
+
 // TestStoppedResetCannotHoldAWindowOpen: a reset header that always says
 // "a minute" (a stopped clock) may not keep one window open for good.
 func TestStoppedResetCannotHoldAWindowOpen(t *testing.T) {
