@@ -423,7 +423,8 @@ func (d *deliveryStack) outcomes(t *testing.T, checkLadder bool) []*dsOutcome {
 
 // checkLadder checks the gaps between a delivery's attempts as its receiver
 // saw them: each retry comes its ladder step (or a 429's longer
-// Retry-After) after the previous attempt ended, within ±20%, unless it fell
+// Retry-After) after the previous attempt ended, within ±20% (or late by
+// at most startSlack), unless it fell
 // due while a deliver run was at its cap of 50 retries (SPEC §10.3: the
 // rest go on at the next run), and then it came at most 2 s after that run
 // ended. It returns the worst relative deviation of the retries on step,
@@ -443,6 +444,10 @@ func (d *deliveryStack) checkLadder(t *testing.T, m *dsMember, as []webhooktest.
 			worst = max(worst, dev, -dev)
 			continue
 		}
+		if dev > 0 && gap-want <= startSlack {
+			onStep++ // late by a run's start: never early, never a step late
+			continue
+		}
 		due := as[i-1].End.Add(want)
 		if dev > 0 && slices.ContainsFunc(capped, func(c span) bool {
 			return !due.Before(c.from) && !due.After(c.to) && !as[i].At.After(c.to.Add(2*time.Second))
@@ -454,6 +459,13 @@ func (d *deliveryStack) checkLadder(t *testing.T, m *dsMember, as []webhooktest.
 	}
 	return worst, onStep, deferred
 }
+
+// startSlack is how late a retry may come beyond its step's +20%: a
+// retry due after its run ended waits for the workflow's timer and the
+// next deliver run's start, which a loaded 2-core box delays by a few
+// hundred milliseconds (a 1 s step came 1.24 s after the failure with
+// make bench-outage beside make test).
+const startSlack = 500 * time.Millisecond
 
 // span is a stretch of time.
 type span struct{ from, to time.Time }
