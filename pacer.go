@@ -334,6 +334,10 @@ type ReaderReport struct {
 	Gaps int `json:"gaps"`
 	// NextDueAt is when the reader reads next.
 	NextDueAt *time.Time `json:"nextDueAt,omitempty"`
+	// Source is where the tail reads (the tail's report only): "feed",
+	// the chain's contract calls, or "contracts", the allowlisted
+	// contracts' own lists while the month cannot pay the feed.
+	Source string `json:"source,omitempty"`
 }
 
 // RollupInput is the input of the rollup activity (SPEC §10.1).

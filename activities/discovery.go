@@ -115,6 +115,13 @@ func (t *tailCost) plan(contracts int, every time.Duration, ratePerMinute float6
 	return t.p.Plan(contracts, every, ratePerMinute), before, t.p.Traffic
 }
 
+// source is where the tail reads now.
+func (t *tailCost) source() discovery.Source {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return cmp.Or(t.p.Source, discovery.SourceFeed)
+}
+
 // probeDue reports whether the feed's page that keeps its volume observed
 // is due (every ReconcileEvery while the tail reads the contracts' lists),
 // and takes it.
@@ -654,6 +661,9 @@ func (r *sweepRun) reportReaders(ctx context.Context, dc DiscoveryConfig) error 
 			rep.Position = rd.Position.String()
 		}
 		rep.LagSeconds, rep.Gaps = rd.HeadLagSeconds, int(rd.Gaps)
+		if rd.Name == discovery.ReaderTail {
+			rep.Source = string(r.a.tail.source())
+		}
 		if rd.LastReadAt != nil {
 			every := dc.ReconcileEvery
 			if rd.Name == discovery.ReaderTail {

@@ -11,7 +11,7 @@ import (
 // agents' visits ("agents"). The reader label is bounded by the allowlist.
 type discoveryMetrics struct {
 	requests, pages, candidates *prometheus.CounterVec
-	lag, gaps                   *prometheus.GaugeVec
+	lag, gaps, tailSource       *prometheus.GaugeVec
 	openGaps                    prometheus.Gauge
 }
 
@@ -27,13 +27,15 @@ func newDiscoveryMetrics() discoveryMetrics {
 			Help: "How far a reader's position is behind the chain's head, in seconds of block time, as of the last sweep run."}, []string{"reader"}),
 		gaps: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "pacer_discovery_gaps",
 			Help: "Ranges a reader gave up on (it fell further behind than PACER_TAIL_MAX_PAGES), ever."}, []string{"reader"}),
+		tailSource: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "pacer_discovery_tail_source",
+			Help: "Where the tail reads, as of the last sweep run: 1 for the source in use (feed, or contracts: the allowlisted contracts' own lists while the month cannot pay the feed), 0 for the other."}, []string{"source"}),
 		openGaps: prometheus.NewGauge(prometheus.GaugeOpts{Name: "pacer_discovery_open_gaps",
 			Help: "Gaps the reconciler has not filled yet, as of the last sweep run."}),
 	}
 }
 
 func (d discoveryMetrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{d.requests, d.pages, d.candidates, d.lag, d.gaps, d.openGaps}
+	return []prometheus.Collector{d.requests, d.pages, d.candidates, d.lag, d.gaps, d.tailSource, d.openGaps}
 }
 
 // observe records a sweep run's readers.
@@ -47,6 +49,15 @@ func (d discoveryMetrics) observe(res pacer.SweepResult) {
 		d.candidates.WithLabelValues(name).Add(float64(r.Candidates))
 		d.lag.WithLabelValues(name).Set(r.LagSeconds)
 		d.gaps.WithLabelValues(name).Set(float64(r.Gaps))
+		if r.Source != "" {
+			for _, src := range []string{"feed", "contracts"} {
+				in := 0.0
+				if src == r.Source {
+					in = 1
+				}
+				d.tailSource.WithLabelValues(src).Set(in)
+			}
+		}
 	}
 	d.openGaps.Set(float64(res.OpenGaps))
 }

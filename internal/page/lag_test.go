@@ -26,6 +26,14 @@ func TestSchedulerShowsTheTailsLag(t *testing.T) {
 	for _, row := range newPage(d, staticStatus(st)).View(t.Context()).Scheduler.Tasks {
 		if row.Name == pacer.TaskSweep {
 			require.Contains(t, row.Reason, "tail at the chain's head")
+			require.NotContains(t, row.Reason, "contracts' lists")
+		}
+	}
+
+	st.LastSweepResult = &pacer.SweepResult{Readers: map[string]pacer.ReaderReport{"tail": {LagSeconds: 3, Source: "contracts"}}}
+	for _, row := range newPage(d, staticStatus(st)).View(t.Context()).Scheduler.Tasks {
+		if row.Name == pacer.TaskSweep {
+			require.Contains(t, row.Reason, "tail 3s behind the chain's head, reading the allowlisted contracts' lists")
 		}
 	}
 }

@@ -260,6 +260,9 @@ func sweepLag(res *pacer.SweepResult, reason string) string {
 	if tail.LagSeconds >= 1 {
 		lag = fmt.Sprintf("tail %s behind the chain's head", span(time.Duration(tail.LagSeconds*float64(time.Second))))
 	}
+	if tail.Source == "contracts" {
+		lag += ", reading the allowlisted contracts' lists (the month cannot pay the feed)"
+	}
 	if res.OpenGaps > 0 {
 		lag += fmt.Sprintf(", %d gaps open", res.OpenGaps)
 	}
