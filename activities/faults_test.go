@@ -479,9 +479,21 @@ func TestPartialFaultsKeepEveryRowExact(t *testing.T) {
 	}
 	require.Equal(t, want, f.requireLedger(t, false), "the ledger filled up within %d passes", passes)
 	require.Equal(t, want, inserted, "each swap was inserted exactly once")
-	require.Greater(t, passes, 1, "the storm did hit")
+	// The storm hit: Hiro answered with server errors (the bodies it cut
+	// or mistyped answer 200). Whether they leave anything for a second
+	// pass is chance: the client's retries and the batches' order can
+	// settle everything in one (it did, once, in CI).
+	failed := 0
+	for _, rs := range f.sim.Stats().Routes {
+		for status, n := range rs.ByStatus {
+			if status >= 500 {
+				failed += n
+			}
+		}
+	}
+	require.Positive(t, failed, "the storm did hit")
 	f.requireLedger(t, true)
-	t.Logf("figures: ledger complete after %d passes through a 70%% fault storm", passes)
+	t.Logf("figures: ledger complete after %d passes through a 70%% fault storm (%d server errors)", passes, failed)
 }
 
 // TestDatabaseLossIsTransportAndRecovers cuts every connection to Postgres
