@@ -309,18 +309,6 @@ func (w *countingWatcher) calls(method string) int {
 	return w.n[method]
 }
 
-func envInt(t *testing.T, key string, def int) int {
-	t.Helper()
-	v := os.Getenv(key)
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	require.NoError(t, err, key)
-	require.Positive(t, n, key)
-	return n
-}
-
 // historyCount is what the scheduler's histories say it did.
 type historyCount struct {
 	span                              time.Duration

@@ -4,7 +4,6 @@ package worker_test
 
 import (
 	"context"
-	"os"
 	"strconv"
 	"testing"
 	"time"
@@ -15,30 +14,6 @@ import (
 	"github.com/pacer-dev/pacer/internal/sim"
 	"github.com/pacer-dev/pacer/internal/testenv"
 )
-
-// envDuration is a benchmark's knob: the environment's value, else def.
-func envDuration(t *testing.T, name string, def time.Duration) time.Duration {
-	t.Helper()
-	v := os.Getenv(name)
-	if v == "" {
-		return def
-	}
-	d, err := time.ParseDuration(v)
-	require.NoError(t, err, name)
-	return d
-}
-
-// envInt is envDuration for a count.
-func envInt(t *testing.T, name string, def int) int {
-	t.Helper()
-	v := os.Getenv(name)
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	require.NoError(t, err, name)
-	return n
-}
 
 // TestTailOutageBench is issue 18's outage on the real stack, in real
 // time (`make bench-outage`; not part of make test): `pacer worker` reads
