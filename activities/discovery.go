@@ -250,21 +250,18 @@ func (r *sweepRun) leaveToTail(ctx context.Context, next int64) bool {
 
 // takeWaiting reports whether visits waited for the tail's share, and
 // clears it.
-func (r *sweepRun) takeWaiting() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	w := r.waiting
-	r.waiting = false
-	return w
-}
+func (r *sweepRun) takeWaiting() bool { return r.take(&r.waiting) }
 
 // takeYielded reports whether the visits gave way to the tail, and clears it.
-func (r *sweepRun) takeYielded() bool {
+func (r *sweepRun) takeYielded() bool { return r.take(&r.yielded) }
+
+// take reads one of the run's flags and clears it, under the run's lock.
+func (r *sweepRun) take(flag *bool) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	y := r.yielded
-	r.yielded = false
-	return y
+	v := *flag
+	*flag = false
+	return v
 }
 
 // noteTailDue records when the tail reads next, a reader's time too.
