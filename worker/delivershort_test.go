@@ -323,10 +323,12 @@ type dsOutcome struct {
 	arrivals, retries, duplicates, badSigs int
 	// onStep counts retries within ±20% of their ladder step, worstLadder
 	// the worst relative deviation among them; deferred those that fell
-	// due while a run was at its 50-retry cap and went out with the next.
-	onStep, deferred int
-	worstLadder      float64
-	delays           []time.Duration
+	// due while a run was at its 50-retry cap and went out with the next;
+	// late those past +20% by at most startSlack (a loaded box's delay in
+	// starting a run, not a wrong step).
+	onStep, deferred, late int
+	worstLadder            float64
+	delays                 []time.Duration
 }
 
 // outcomes checks every member's deliveries against the hours the rollups
@@ -366,10 +368,11 @@ func (d *deliveryStack) outcomes(t *testing.T, checkLadder bool) []*dsOutcome {
 				}
 			}
 			if checkLadder {
-				worst, onStep, deferred := d.checkLadder(t, m, as, capped)
+				worst, onStep, deferred, late := d.checkLadder(t, m, as, capped)
 				o.worstLadder = max(o.worstLadder, worst)
 				o.onStep += onStep
 				o.deferred += deferred
+				o.late += late
 			}
 		}
 		for id, h := range want {
@@ -418,18 +421,21 @@ func (d *deliveryStack) outcomes(t *testing.T, checkLadder bool) []*dsOutcome {
 			}
 		}
 	}
+	if checkLadder {
+		checkLate(t, order)
+	}
 	return order
 }
 
 // checkLadder checks the gaps between a delivery's attempts as its receiver
 // saw them: each retry comes its ladder step (or a 429's longer
 // Retry-After) after the previous attempt ended, within ±20% (or late by
-// at most startSlack), unless it fell
-// due while a deliver run was at its cap of 50 retries (SPEC §10.3: the
-// rest go on at the next run), and then it came at most 2 s after that run
-// ended. It returns the worst relative deviation of the retries on step,
-// and how many were on step and deferred.
-func (d *deliveryStack) checkLadder(t *testing.T, m *dsMember, as []webhooktest.Arrival, capped []span) (worst float64, onStep, deferred int) {
+// at most startSlack), unless it fell due while a deliver run was at its
+// cap of 50 retries (SPEC §10.3: the rest go on at the next run), and then
+// it came at most 2 s after that run ended. It returns the worst relative
+// deviation of the retries on step, and how many were on step, deferred
+// and late.
+func (d *deliveryStack) checkLadder(t *testing.T, m *dsMember, as []webhooktest.Arrival, capped []span) (worst float64, onStep, deferred, late int) {
 	t.Helper()
 	for i := 1; i < len(as); i++ {
 		require.LessOrEqual(t, i, len(d.o.ladder), "%s: more attempts than the ladder allows", as[i].ID)
@@ -444,8 +450,8 @@ func (d *deliveryStack) checkLadder(t *testing.T, m *dsMember, as []webhooktest.
 			worst = max(worst, dev, -dev)
 			continue
 		}
-		if dev > 0 && gap-want <= startSlack {
-			onStep++ // late by a run's start: never early, never a step late
+		if dev > 0 && gap-time.Duration(1.2*float64(want)) <= startSlack {
+			late++ // late by a loaded box: never early
 			continue
 		}
 		due := as[i-1].End.Add(want)
@@ -457,15 +463,32 @@ func (d *deliveryStack) checkLadder(t *testing.T, m *dsMember, as []webhooktest.
 		}
 		t.Errorf("%s (%s): retry %d came %s after the failure, step %s", as[i].ID, m.b.Mode, i, gap, want)
 	}
-	return worst, onStep, deferred
+	return worst, onStep, deferred, late
 }
 
-// startSlack is how late a retry may come beyond its step's +20%: a
-// retry due after its run ended waits for the workflow's timer and the
-// next deliver run's start, which a loaded 2-core box delays by a few
-// hundred milliseconds (a 1 s step came 1.24 s after the failure with
-// make bench-outage beside make test).
-const startSlack = 500 * time.Millisecond
+// startSlack is how late past its step's +20% a retry may come on a
+// loaded box: the run that sends it, the receiver that notes it and the
+// Postgres both share are all starved at times on a 2-core machine running
+// every test package at once (a 1 s step came 1.24 s after the failure
+// with make bench-outage beside make test, and 1.81 s after in one CI
+// run). A wrong step is still caught: such lateness must stay the
+// exception (checkLate), and an early retry is never accepted.
+const startSlack = time.Second
+
+// checkLate fails when retries late by a loaded box are more than a
+// quarter of those that were due on their step: lateness that is the rule
+// is the service's, not the box's.
+func checkLate(t *testing.T, os []*dsOutcome) {
+	t.Helper()
+	var late, due int
+	for _, o := range os {
+		late, due = late+o.late, due+o.onStep+o.late
+	}
+	if 4*late > due {
+		t.Errorf("%d of %d retries came more than 20%% past their step", late, due)
+	}
+	t.Logf("ladder: %d of %d retries more than 20%% late (each by at most %s past it)", late, due, startSlack)
+}
 
 // span is a stretch of time.
 type span struct{ from, to time.Time }
