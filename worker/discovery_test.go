@@ -133,6 +133,13 @@ func TestTailSurvivesKillsAndForks(t *testing.T) {
 		return err == nil && st.LastSweepResult != nil && st.LastSweepResult.Discovery == "tail" &&
 			st.LastSweepResult.Readers["tail"].Position != ""
 	})
+	// The memo holding every reader's report stays under the size at which
+	// pacer's clients warn (the SDK's default would warn at each change).
+	d, err := s.tc.DescribeWorkflowExecution(ctx, s.sched.WorkflowID, "")
+	require.NoError(t, err)
+	size := workflows.MemoSize(d.GetWorkflowExecutionInfo().GetMemo().GetFields())
+	t.Logf("memo: %d bytes", size)
+	require.Less(t, size, workflows.MemoSizeWarning)
 }
 
 // TestTailGapAfterHiroOutageIsFilled: Hiro answers nothing for a while on

@@ -93,6 +93,9 @@ func clientOptions(o DialOptions, env envconfig.EnvLookup) (client.Options, erro
 	if o.MetricsHandler != nil {
 		opts.MetricsHandler = o.MetricsHandler
 	}
+	if opts.PayloadLimits.MemoSizeWarning == 0 {
+		opts.PayloadLimits.MemoSizeWarning = workflows.MemoSizeWarning
+	}
 	return opts, nil
 }
 

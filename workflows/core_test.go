@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -243,7 +244,9 @@ func TestStatusMemoIsTheStatus(t *testing.T) {
 		if m, ok := args.Get(0).(map[string]any)[MemoStatusKey]; ok {
 			st, err := m.(StatusMemo).Status()
 			require.NoError(t, err)
-			require.Less(t, len(m.(StatusMemo).Gzip), 2048, "within the SDK's memo warning size")
+			p, err := converter.GetDefaultDataConverter().ToPayload(m)
+			require.NoError(t, err)
+			require.Less(t, MemoSize(map[string]*commonpb.Payload{MemoStatusKey: p}), MemoSizeWarning, "within the memo warning size pacer's clients set")
 			last = st
 			upserts++
 		}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/pacer-dev/pacer"
@@ -140,6 +141,24 @@ func (s *scheduler) upsertStatusMemo(ctx workflow.Context) {
 		return
 	}
 	s.statusKey = string(key)
+}
+
+// MemoSizeWarning is the memo size past which pacer's Temporal clients
+// log the SDK's TMPRL1103 warning (worker.Dial). The SDK's default, 2 KiB,
+// is the server's own warning level; the status document alone weighs
+// about 3 KiB gzipped, so every status change would log one. The server
+// refuses a memo only past limit.memoSize.error (2 MiB by default), so
+// 16 KiB still warns of a document that grows out of hand.
+const MemoSizeWarning = 16 << 10
+
+// MemoSize is a memo's size as the SDK and the server weigh it: each
+// field's name and its payload's data.
+func MemoSize(fields map[string]*commonpb.Payload) int {
+	n := 0
+	for k, p := range fields {
+		n += len(k) + len(p.GetData())
+	}
+	return n
 }
 
 // StatusMemo is the memo field MemoStatusKey: the status document as
