@@ -149,6 +149,12 @@ func keepHeartbeating(ctx context.Context, progress func() any) (stop func()) {
 // throttles only the ones after it, so heartbeating from the start would
 // bill one heartbeat to every run however short, and liveness needs none
 // that early. keepHeartbeating covers a run that makes no such call.
+//
+// ctx may be one the run derived and later cancels (a batch's errgroup):
+// the SDK sends the heartbeats it held back with the context of the call
+// that opened its throttle interval, and a send that fails because that
+// context was cancelled cancels the attempt. The heartbeat is recorded
+// without ctx's cancellation, so only the activity's own end stops it.
 func recordProgress(ctx context.Context, p any) {
 	info := activity.GetInfo(ctx)
 	quiet := defaultHeartbeatEvery / 2
@@ -156,7 +162,7 @@ func recordProgress(ctx context.Context, p any) {
 		quiet = time.Duration(float64(t) * heartbeatShare / 2)
 	}
 	if time.Since(info.StartedTime) >= quiet {
-		activity.RecordHeartbeat(ctx, p)
+		activity.RecordHeartbeat(context.WithoutCancel(ctx), p)
 	}
 }
 
