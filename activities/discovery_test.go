@@ -142,6 +142,11 @@ func TestTailFindsEverySwapWithoutVisitingAgents(t *testing.T) {
 	require.Contains(t, first.Readers, "tail")
 	require.Equal(t, 12, first.Scanned, "the first start visits every agent's history once")
 	c.requireLedger(t, chainAt)
+	start := c.counts()
+	t.Logf("figures: first start: %d lists, %d tx/multiple, %d single details, %d inserted", start["list"], start["multiple"], start["tx"], first.Inserted)
+	// The first pages of a batch of visits are verified together: a
+	// detail request for several agents, not one each (12 before).
+	require.Less(t, start["multiple"]+start["tx"], first.Scanned/2, "the history visits' details come a batch of agents at a time")
 
 	before := c.counts()
 	at := chainAt.Add(90 * time.Minute)
