@@ -206,9 +206,9 @@ func (r *sweepRun) visitDue(ctx context.Context, in pacer.SweepInput, started ti
 
 // firstPages reads the first listing page of each agent of a batch,
 // concurrently, then verifies the allowlisted calls of all those pages
-// together: one batched detail request for the batch rather than one for
-// each agent (a first start's history visits cost about a request an agent
-// less). Each visit then walks its page with those outcomes. An agent
+// together, 20 to a detail request, rather than a request for each agent
+// with a call (a first start's history visits cost about a request an
+// agent less). Each visit then walks its page with those outcomes. An agent
 // whose page is not read (the run must stop) is left to its own visit.
 func (r *sweepRun) firstPages(ctx context.Context, in pacer.SweepInput, started time.Time, due []store.AgentIngest) []*visit {
 	vs := make([]*visit, len(due))
@@ -229,11 +229,12 @@ func (r *sweepRun) firstPages(ctx context.Context, in pacer.SweepInput, started 
 	start := r.verifier.CompetitionStart.Unix()
 	var ids []string
 	owner := map[string]*visit{}
+	listed := vs[:0:0]
 	for _, v := range vs {
 		if v.first == nil || v.first.err != nil {
 			continue
 		}
-		v.pre = map[string]competition.Outcome{}
+		listed = append(listed, v)
 		for _, id := range v.prefetchIDs(v.first.page.Entries, v.agent.Cursor, start) {
 			if _, dup := owner[id]; !dup {
 				owner[id] = v
@@ -242,10 +243,10 @@ func (r *sweepRun) firstPages(ctx context.Context, in pacer.SweepInput, started 
 		}
 	}
 	if len(ids) < 2 {
-		for _, v := range vs {
-			v.pre = nil // one is as cheap alone: each visit prefetches its own
-		}
-		return vs
+		return vs // one is as cheap alone: the visit verifies it as it walks
+	}
+	for _, v := range listed {
+		v.pre = map[string]competition.Outcome{} // the first page is verified: no prefetch of it
 	}
 	for i, o := range r.verifier.VerifyMany(ctx, ids, competition.SourceSweep) {
 		owner[ids[i]].pre[ids[i]] = o
@@ -543,6 +544,7 @@ func (v *visit) prefetchIDs(entries []hiro.Entry, cursor *hiro.Position, start i
 	return ids
 }
 
+// newVisit is a visit of agent, not begun.
 func (r *sweepRun) newVisit(agent store.AgentIngest) *visit {
 	return &visit{run: r, agent: agent, seen: map[string]bool{},
 		log: r.log.With(zap.String("agent", agent.Address)),

@@ -14,24 +14,23 @@ import (
 // envDuration is a benchmark's knob: the environment's value, else def.
 func envDuration(t *testing.T, name string, def time.Duration) time.Duration {
 	t.Helper()
-	v := os.Getenv(name)
-	if v == "" {
-		return def
-	}
-	d, err := time.ParseDuration(v)
-	require.NoError(t, err, name)
-	require.Positive(t, d, name)
-	return d
+	return envKnob(t, name, def, time.ParseDuration)
 }
 
 // envInt is envDuration for a count.
 func envInt(t *testing.T, name string, def int) int {
 	t.Helper()
+	return envKnob(t, name, def, strconv.Atoi)
+}
+
+// envKnob reads name with parse, else def; a set value must be positive.
+func envKnob[T int | time.Duration](t *testing.T, name string, def T, parse func(string) (T, error)) T {
+	t.Helper()
 	v := os.Getenv(name)
 	if v == "" {
 		return def
 	}
-	n, err := strconv.Atoi(v)
+	n, err := parse(v)
 	require.NoError(t, err, name)
 	require.Positive(t, n, name)
 	return n

@@ -146,7 +146,7 @@ func (s *scheduler) upsertStatusMemo(ctx workflow.Context) {
 // MemoSizeWarning is the memo size past which pacer's Temporal clients
 // log the SDK's TMPRL1103 warning (worker.Dial). The SDK's default, 2 KiB,
 // is the server's own warning level; the status document alone weighs
-// about 3 KiB gzipped, so every status change would log one. The server
+// about 3.5 KiB gzipped, so every status change would log one. The server
 // refuses a memo only past limit.memoSize.error (2 MiB by default), so
 // 16 KiB still warns of a document that grows out of hand.
 const MemoSizeWarning = 16 << 10
