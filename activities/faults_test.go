@@ -66,10 +66,10 @@ type faultStack struct {
 }
 
 // newFaultStack wires the activities the way activities.New does, over a
-// frozen simulated world of 10 agents seeded into Postgres, with short
-// attempt timeouts and no waiting between in-call retries. Postgres is
-// reached through a proxy that a test can cut.
-func newFaultStack(t *testing.T) *faultStack {
+// frozen simulated world of 10 agents (as world changes it) seeded into
+// Postgres, with short attempt timeouts and no waiting between in-call
+// retries. Postgres is reached through a proxy that a test can cut.
+func newFaultStack(t *testing.T, world ...func(*sim.HiroConfig)) *faultStack {
 	t.Helper()
 	ctx := context.Background()
 	f := &faultStack{}
@@ -82,11 +82,15 @@ func newFaultStack(t *testing.T) *faultStack {
 	require.NoError(t, f.st.Migrate(ctx))
 
 	unlimited := sim.Limits{PerMinute: 1 << 30, PerMonth: 1 << 30}
+	hc := sim.HiroConfig{Origin: faultAt, Agents: 10, Anonymous: unlimited}
+	for _, change := range world {
+		change(&hc)
+	}
 	f.sim = sim.New(sim.Config{Seed: 11, Now: func() time.Time { return faultAt },
 		// A slow answer is held until the client gives up on it.
 		Sleep:  func(ctx context.Context, _ time.Duration) error { <-ctx.Done(); return ctx.Err() },
 		Tenero: sim.TeneroConfig{Anonymous: unlimited},
-		Hiro:   sim.HiroConfig{Origin: faultAt, Agents: 10, Anonymous: unlimited}})
+		Hiro:   hc})
 	require.NoError(t, f.sim.World().Seed(ctx, f.st))
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if before := f.beforeUpstream.Load(); before != nil {

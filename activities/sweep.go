@@ -183,6 +183,7 @@ func (r *sweepRun) visitDue(ctx context.Context, in pacer.SweepInput, started ti
 		if len(due) == 0 {
 			return nil
 		}
+		due = due[:r.affordable(ctx, len(due))]
 		for _, agent := range due {
 			visited = append(visited, agent.Address)
 		}
@@ -252,6 +253,25 @@ func (r *sweepRun) firstPages(ctx context.Context, in pacer.SweepInput, started 
 		owner[ids[i]].pre[ids[i]] = o
 	}
 	return vs
+}
+
+// affordable is how many of n due agents the next batch takes: no more
+// first pages than the lane can still list in this window with a request
+// left to verify their calls, and at least one. A batch whose first pages
+// spent the window would leave their calls unverified, the visits cut
+// short at their first call, and the next run would list the same pages
+// again: with a lane share below a batch's size, nothing would progress.
+// All n when the budget cannot be read: their requests find out.
+func (r *sweepRun) affordable(ctx context.Context, n int) int {
+	if r.a.Budget == nil {
+		return n
+	}
+	st, now, err := r.a.Budget.Snapshot(ctx)
+	if err != nil {
+		return n
+	}
+	room := st.LaneRemaining(r.a.Budget.Config(), r.lane, now)
+	return int(max(1, min(int64(n), room-1)))
 }
 
 // batchCost is what the next batch of n visits is expected to cost: what
