@@ -216,26 +216,24 @@ func (r *sweepRun) yieldToTail() bool {
 // leaveToTail reports whether the agents' visits (hinted ones aside)
 // must leave what remains of the minute window to the tail: its reads
 // until the window ends, at what a read costs (SPEC §5.4: the tail is
-// served first), would not fit beside their next batch of next requests. The run then goes on reading the tail while they wait
-// (discover). Without it a first start's history visits spend each
+// served first), would not fit beside their next batch of next requests.
+// The run then goes on reading the tail while they wait (discover).
+// Without it a first start's history visits spend each
 // window within seconds and the tail reads once a minute. Only in tail
 // mode, once the tail has read in this run.
 func (r *sweepRun) leaveToTail(ctx context.Context, next int64) bool {
 	r.mu.Lock()
 	tailNext := r.tailNext
 	r.mu.Unlock()
-	if tailNext == nil || r.a.Budget == nil {
+	if tailNext == nil {
 		return false
 	}
-	st, now, err := r.a.Budget.Snapshot(ctx)
-	if err != nil {
+	// What the run's lane may still take, against the tail's reads until
+	// the window ends and the visits' next batch (next requests).
+	minute, left, ok := r.laneRoom(ctx)
+	if !ok {
 		return false // the visits find out: their requests take from it
 	}
-	// What the run's lane may still take (the window's rest but the fast
-	// lane's reserve), against the tail's reads until the window ends and
-	// the visits' next batch (next requests).
-	minute := st.LaneRemaining(r.a.Budget.Config(), r.lane, now)
-	left := st.WindowEnd.Sub(now)
 	if left <= 0 {
 		return false // the window rolls: it is whole again
 	}
@@ -246,6 +244,20 @@ func (r *sweepRun) leaveToTail(ctx context.Context, next int64) bool {
 	r.waiting = r.waiting || wait
 	r.mu.Unlock()
 	return wait
+}
+
+// laneRoom is what the run's lane may still take of the budget's window
+// (the window's rest but the fast lane's reserve) and how long the window
+// has left; ok is false when the budget cannot be read.
+func (r *sweepRun) laneRoom(ctx context.Context) (room int64, left time.Duration, ok bool) {
+	if r.a.Budget == nil {
+		return 0, 0, false
+	}
+	st, now, err := r.a.Budget.Snapshot(ctx)
+	if err != nil {
+		return 0, 0, false
+	}
+	return st.LaneRemaining(r.a.Budget.Config(), r.lane, now), st.WindowEnd.Sub(now), true
 }
 
 // takeWaiting reports whether visits waited for the tail's share, and

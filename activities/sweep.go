@@ -263,14 +263,10 @@ func (r *sweepRun) firstPages(ctx context.Context, in pacer.SweepInput, started 
 // again: with a lane share below a batch's size, nothing would progress.
 // All n when the budget cannot be read: their requests find out.
 func (r *sweepRun) affordable(ctx context.Context, n int) int {
-	if r.a.Budget == nil {
+	room, _, ok := r.laneRoom(ctx)
+	if !ok {
 		return n
 	}
-	st, now, err := r.a.Budget.Snapshot(ctx)
-	if err != nil {
-		return n
-	}
-	room := st.LaneRemaining(r.a.Budget.Config(), r.lane, now)
 	return int(max(1, min(int64(n), room-1)))
 }
 
