@@ -103,12 +103,11 @@ type Options struct {
 
 // Server is the HTTP handler.
 type Server struct {
-	o       Options
-	mux     *http.ServeMux
-	handler http.Handler
-	fast    *fastPath
-	hook    *chainhookState
-	op      *operator
+	o    Options
+	mux  *http.ServeMux
+	fast *fastPath
+	hook *chainhookState
+	op   *operator
 	// The public reads' bounds.
 	readers      *clientLimits
 	readRate     *rate.Limiter
@@ -180,7 +179,7 @@ func New(o Options) *Server {
 	}
 	s := &Server{o: o, mux: http.NewServeMux(), fast: newFastPath(o.FastPathPerMinute), hook: newChainhookState(o),
 		readers: newClientLimits(o.ReadsPerMinute, defaultMaxClients), inFlight: make(chan struct{}, o.MaxReadsInFlight),
-		readRate: rate.NewLimiter(rate.Limit(o.ReadsPerSecond), o.ReadsPerSecond)}
+		readRate: rate.NewLimiter(rate.Limit(o.ReadsPerSecond), o.ReadsPerSecond+o.ReadsPerMinute)}
 	s.newCells()
 	s.rollupsCache = &rollupsCache{s: s, cells: map[store.RollupQuery]*cell[rollupsAnswer]{}}
 	s.handle("GET /api/prices", s.prices)
@@ -188,22 +187,18 @@ func New(o Options) *Server {
 	s.handle("POST /api/competition/trades", s.trade)
 	s.handle("GET /api/competition/tracked-tokens", s.trackedTokens)
 	s.handle("POST "+ChainhookPath, s.chainhookPush)
-	s.handle(rollupsPattern, s.rollups)
+	s.handleCached(rollupsPattern, s.rollups)
 	s.handle(PullPattern, s.pullDelivery)
 	s.handle("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"ok": true})
 	})
 	s.handle("GET /readyz", s.ready)
-	s.handle("GET /metrics", s.publicMetrics)
+	s.handleCached("GET /metrics", s.publicMetrics)
 	s.handle("GET /{$}", s.index)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path)
 	})
 	s.op = s.newOperator()
-	// The deadline of every request: its context ends (cancelling queries
-	// and calls), and whatever the handler is doing, the client gets a 503
-	// then.
-	s.handler = http.TimeoutHandler(s.mux, o.RequestTimeout, timeoutBody)
 	return s
 }
 
@@ -247,9 +242,40 @@ func (s *Server) newCells() {
 
 var errNotConfigured = errors.New("not configured")
 
+// handle serves pattern with the deadline of every request: its context
+// ends (cancelling queries and calls), and whatever the handler is doing,
+// the client gets a 503 then. The answer is buffered until the handler
+// returns: fit for answers made per request, and small.
 func (s *Server) handle(pattern string, h http.HandlerFunc) {
-	s.mux.HandleFunc(pattern, h)
+	s.mux.Handle(pattern, http.TimeoutHandler(h, s.o.RequestTimeout, timeoutBody))
 	s.routes = append(s.routes, pattern)
+}
+
+// handleCached serves pattern for a handler that answers from a cache with
+// writeCached: its context has the request's deadline, and the answer is
+// not buffered (a cached body may be megabytes, and a slow reader would
+// hold a copy of it for as long as it takes to read).
+func (s *Server) handleCached(pattern string, h http.HandlerFunc) {
+	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), s.o.RequestTimeout)
+		defer cancel()
+		h(w, r.WithContext(ctx))
+	})
+	s.routes = append(s.routes, pattern)
+}
+
+// cachedWriteTimeout bounds the write of a cached answer: a reader that
+// takes longer loses its connection.
+const cachedWriteTimeout = 20 * time.Second
+
+// writeCached writes a cached answer (headers already set) as it is, with
+// no copy, after giving back the request's read slot: a slow reader holds
+// its connection until cachedWriteTimeout, and nothing shared.
+func writeCached(w http.ResponseWriter, r *http.Request, code int, body []byte) {
+	releaseSlot(r.Context())
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(cachedWriteTimeout))
+	w.WriteHeader(code)
+	_, _ = w.Write(body)
 }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -268,9 +294,22 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if !ok {
 			return
 		}
+		release = sync.OnceFunc(release)
 		defer release()
+		r = r.WithContext(context.WithValue(r.Context(), slotKey{}, release))
 	}
-	s.handler.ServeHTTP(w, r)
+	s.mux.ServeHTTP(w, r)
+}
+
+// slotKey carries a public read's slot release in its context, for
+// writeCached.
+type slotKey struct{}
+
+// releaseSlot gives back the read slot the request holds, if any (once).
+func releaseSlot(ctx context.Context) {
+	if release, ok := ctx.Value(slotKey{}).(func()); ok {
+		release()
+	}
 }
 
 // Serve listens on addr until ctx ends, then shuts down gracefully.

@@ -28,6 +28,7 @@ const (
 )
 
 type fixture struct {
+	h   *api.Server
 	srv *httptest.Server
 	// op is the operator listener (the page, the admin API).
 	op          *httptest.Server
@@ -35,7 +36,9 @@ type fixture struct {
 	statusErr   atomic.Pointer[error]
 }
 
-func newFixture(t *testing.T) *fixture {
+// newFixture serves an API on Postgres with a price or two; opts change
+// its options.
+func newFixture(t *testing.T, opts ...func(*api.Options)) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	st, err := store.Open(ctx, testenv.PostgresURL(t))
@@ -50,7 +53,7 @@ func newFixture(t *testing.T) *fixture {
 	require.NoError(t, err)
 
 	f := &fixture{}
-	h := api.New(api.Options{
+	o := api.Options{
 		Store:   st,
 		Catalog: catalog.Default(),
 		Status: func(context.Context) (workflows.Status, error) {
@@ -62,10 +65,14 @@ func newFixture(t *testing.T) *fixture {
 		},
 		TemporalHealth: func(context.Context) error { return nil },
 		StatusTTL:      time.Hour,
-	})
-	f.srv = httptest.NewServer(h)
+	}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	f.h = api.New(o)
+	f.srv = httptest.NewServer(f.h)
 	t.Cleanup(f.srv.Close)
-	f.op = httptest.NewServer(h.Operator())
+	f.op = httptest.NewServer(f.h.Operator())
 	t.Cleanup(f.op.Close)
 	return f
 }

@@ -71,7 +71,7 @@ func serveMetrics(w http.ResponseWriter, r *http.Request, c *cell[[]byte]) {
 		return
 	}
 	w.Header().Set("Content-Type", string(expfmt.NewFormat(expfmt.TypeTextPlain)))
-	_, _ = w.Write(rd.Value)
+	writeCached(w, r, http.StatusOK, rd.Value)
 }
 
 func (s *Server) gatherPublic(context.Context) ([]byte, error) { return s.gather(true) }
@@ -141,17 +141,22 @@ func (s *Server) index(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, PublicIndex{Service: "pacer", Endpoints: eps})
 }
 
-// readGate admits a public read: within the client's limit and the cap on
-// reads in flight. release must be called when admitted.
+// readGate admits a public read: within the client's limit, the process's
+// reads a second and the cap on reads in flight, in that order, so that a
+// client its own limit refuses has spent nothing shared (one client's
+// flood never makes another's read fail). The process's limiter holds a
+// second's reads plus a whole client's burst, so one client spending its
+// burst at once leaves a second's worth for the others. release must be
+// called when admitted.
 func (s *Server) readGate(w http.ResponseWriter, r *http.Request) (release func(), ok bool) {
-	if !s.readRate.Allow() {
-		w.Header().Set("Retry-After", "1")
-		writeError(w, http.StatusServiceUnavailable, "too many reads; retry shortly")
-		return nil, false
-	}
 	if allowed, wait := s.readers.allow(s.clientKey(r), time.Now()); !allowed {
 		w.Header().Set("Retry-After", strconv.Itoa(max(1, int(wait.Seconds()+0.999))))
 		writeError(w, http.StatusTooManyRequests, "this address's reads a minute are spent")
+		return nil, false
+	}
+	if !s.readRate.Allow() {
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusServiceUnavailable, "too many reads; retry shortly")
 		return nil, false
 	}
 	select {

@@ -128,8 +128,7 @@ func (s *Server) rollups(w http.ResponseWriter, r *http.Request) {
 		cacheFor(w, RollupsMaxAge)
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(rd.Value.code)
-	_, _ = w.Write(rd.Value.body)
+	writeCached(w, r, rd.Value.code, rd.Value.body)
 }
 
 // rollupsAnswer is one encoded answer of GET /api/rollups.
