@@ -84,6 +84,9 @@ type Options struct {
 	// OperatorTokens guard the operator listener (PACER_OPERATOR_TOKEN);
 	// none leaves it open to whoever can reach its address.
 	OperatorTokens []OperatorToken
+	// AdminHosts are the Host names the operator listener serves besides
+	// loopback ones (PACER_ADMIN_HOSTS, and PACER_ADMIN_ADDR's host).
+	AdminHosts []string
 	// TrustedProxies are the proxies whose X-Forwarded-For names the
 	// client (PACER_TRUSTED_PROXIES); none trusts no header.
 	TrustedProxies []netip.Prefix

@@ -55,6 +55,7 @@ func (a *fakeAdmin) Routes() []string                                 { return f
 
 type listeners struct {
 	h      *api.Server
+	st     *store.Store
 	public *httptest.Server
 	op     *httptest.Server
 	sub    store.Subscriber
@@ -71,7 +72,7 @@ func newListeners(t *testing.T, tokens []api.OperatorToken) *listeners {
 }
 
 // newListenersWith is newListeners with the admin API that admin builds.
-func newListenersWith(t *testing.T, tokens []api.OperatorToken, admin func(*store.Store) http.Handler) *listeners {
+func newListenersWith(t *testing.T, tokens []api.OperatorToken, admin func(*store.Store) http.Handler, opts ...func(*api.Options)) *listeners {
 	t.Helper()
 	ctx := context.Background()
 	st, err := store.Open(ctx, testenv.PostgresURL(t))
@@ -98,11 +99,15 @@ values ($1, $2, 'hourly', $3, $4, '{"type":"rollup.hourly"}', 'exhausted', 6, no
 		LastTeneroResult: &pacer.TeneroResult{Run: pacer.Run{MinuteRemaining: &left, MonthRemaining: &left}},
 		Tasks:            map[string]workflows.TaskStatus{pacer.TaskSweep: {Pacing: &pacing.TaskStatus{Budget: &pacing.BudgetStatus{}}}},
 		Deliveries:       &workflows.DeliveryCounts{}}
-	h := api.New(api.Options{Store: st, Catalog: catalog.Default(), Metrics: m.Handler(), Registerer: m.Registry(),
+	o := api.Options{Store: st, Catalog: catalog.Default(), Metrics: m.Handler(), Registerer: m.Registry(),
 		Status:          func(context.Context) (workflows.Status, error) { return status, nil },
 		TemporalHealth:  func(context.Context) error { return nil },
-		ChainhookSecret: strings.Repeat("c", 32), Admin: admin(st), OperatorTokens: tokens})
-	l := &listeners{h: h, sub: sub, dID: dID}
+		ChainhookSecret: strings.Repeat("c", 32), Admin: admin(st), OperatorTokens: tokens}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	h := api.New(o)
+	l := &listeners{h: h, st: st, sub: sub, dID: dID}
 	l.public = httptest.NewServer(h)
 	t.Cleanup(l.public.Close)
 	l.op = httptest.NewServer(h.Operator())

@@ -4,7 +4,10 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"fmt"
+	"net"
 	"net/http"
+	"net/netip"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -95,6 +98,82 @@ type operator struct {
 	mux    *http.ServeMux
 	tokens []tokenDigest
 	routes []string
+	// hosts are the Host names it serves besides loopback ones.
+	hosts []string
+}
+
+// ParseAdminHosts reads PACER_ADMIN_HOSTS: comma-separated host names or
+// addresses (a port is ignored) the operator listener serves besides the
+// loopback ones, such as the name of a tunnel or a proxy in front of it.
+func ParseAdminHosts(raw string) ([]string, error) {
+	var out []string
+	for item := range strings.SplitSeq(raw, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		h := hostOnly(item)
+		if h == "" || strings.ContainsAny(h, "/ @?#") {
+			return nil, fmt.Errorf("%q is not a host name or address", item)
+		}
+		out = append(out, h)
+	}
+	return out, nil
+}
+
+// AddrHosts is the host of a listener's address when it names one (not an
+// unspecified address such as 0.0.0.0 or an empty host): the operator
+// listener serves the name it was told to listen on.
+func AddrHosts(addr string) []string {
+	h := hostOnly(addr)
+	if a, err := netip.ParseAddr(h); h == "" || err == nil && a.IsUnspecified() {
+		return nil
+	}
+	return []string{h}
+}
+
+// hostOnly is a Host header's or an address's host, lower case, without
+// its port, brackets or a trailing dot.
+func hostOnly(hostport string) string {
+	h := hostport
+	if host, _, err := net.SplitHostPort(hostport); err == nil {
+		h = host
+	}
+	return strings.TrimSuffix(strings.ToLower(strings.Trim(h, "[]")), ".")
+}
+
+// servesHost says whether host (a Host header, or an Origin's host) is
+// one the operator listener serves: localhost and names under it, a
+// loopback address, or a configured host. Any other name may be an
+// attacker's, rebound to this address (DNS rebinding).
+func (op *operator) servesHost(host string) bool {
+	h := hostOnly(host)
+	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
+		return true
+	}
+	if a, err := netip.ParseAddr(h); err == nil && a.Unmap().IsLoopback() {
+		return true
+	}
+	return slices.Contains(op.hosts, h)
+}
+
+// foreign says why a request may come from a page of another site (a
+// browser names it in Origin and Sec-Fetch-Site) or through a name this
+// listener does not serve, or "" when it may not.
+func (op *operator) foreign(r *http.Request) string {
+	if !op.servesHost(r.Host) {
+		return "the Host is not one this listener serves (set PACER_ADMIN_HOSTS)"
+	}
+	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
+		return "a request from another site"
+	}
+	if origin := r.Header.Get("Origin"); origin != "" {
+		u, err := url.Parse(origin)
+		if err != nil || u.Host == "" || !op.servesHost(u.Host) {
+			return "a request from another site"
+		}
+	}
+	return ""
 }
 
 type tokenDigest struct {
@@ -103,7 +182,7 @@ type tokenDigest struct {
 }
 
 func (s *Server) newOperator() *operator {
-	op := &operator{mux: http.NewServeMux()}
+	op := &operator{mux: http.NewServeMux(), hosts: s.o.AdminHosts}
 	for _, t := range s.o.OperatorTokens {
 		op.tokens = append(op.tokens, tokenDigest{name: t.Name, sum: sha256.Sum256([]byte(t.Token))})
 	}
@@ -146,12 +225,20 @@ func (op *operator) handle(pattern string, h http.Handler) {
 	op.routes = append(op.routes, pattern)
 }
 
-// ServeHTTP authenticates, then serves. With tokens configured every
-// route but /healthz takes "Authorization: Bearer <token>"; the matching
-// token's name goes into the request's context for the audit log.
+// ServeHTTP refuses foreign requests, authenticates, then serves. Every
+// route but /healthz (which says only that the process is up) is refused
+// a Host it does not serve and a browser's request from another site,
+// token or not: a DNS-rebinding page cannot drive it. With tokens
+// configured every such route takes "Authorization: Bearer <token>"; the
+// matching token's name goes into the request's context for the audit log.
 func (op *operator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	probe := r.Method == http.MethodGet && r.URL.Path == "/healthz"
+	if why := op.foreign(r); why != "" && !probe {
+		writeError(w, http.StatusForbidden, why)
+		return
+	}
 	name := DefaultOperatorName
-	if len(op.tokens) > 0 && !(r.Method == http.MethodGet && r.URL.Path == "/healthz") {
+	if len(op.tokens) > 0 && !probe {
 		var ok bool
 		if name, ok = op.authenticate(r); !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="pacer operator"`)

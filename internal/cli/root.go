@@ -104,6 +104,8 @@ type config struct {
 	operatorTokens      []api.OperatorToken
 	trustedProxiesRaw   string
 	trustedProxies      []netip.Prefix
+	adminHostsRaw       string
+	adminHosts          []string
 
 	// envErrs collects environment values that do not parse; they are
 	// reported as usage errors before any command runs.
@@ -195,6 +197,8 @@ func (c *config) bind(fs *pflag.FlagSet) {
 		"bearer token(s) of the operator listener, TOKEN or NAME:TOKEN,NAME2:TOKEN2; empty leaves it open to whoever reaches its address; prefer the variable [PACER_OPERATOR_TOKEN]")
 	fs.StringVar(&c.trustedProxiesRaw, "trusted-proxies", env("PACER_TRUSTED_PROXIES", ""),
 		"CIDRs of the reverse proxies whose X-Forwarded-For names the client [PACER_TRUSTED_PROXIES]")
+	fs.StringVar(&c.adminHostsRaw, "admin-hosts", env("PACER_ADMIN_HOSTS", ""),
+		"host names the operator listener answers besides loopback ones and its address's (a tunnel's or proxy's name); any other Host is refused [PACER_ADMIN_HOSTS]")
 	fs.StringVar(&c.schedulesJSON, "schedules", env("PACER_SCHEDULES", ""),
 		`task schedules applied when the scheduler first starts, a JSON object of task → schedule, e.g. {"rollup":{"cron":"5 * * * *","catchup":"backfill"}} [PACER_SCHEDULES]`)
 	fs.StringVar(&c.logLevel, "log-level", env("PACER_LOG_LEVEL", "info"), "debug, info, warn or error [PACER_LOG_LEVEL]")
@@ -242,6 +246,9 @@ func (c *config) validate() error {
 	}
 	if c.trustedProxies, err = api.ParseTrustedProxies(c.trustedProxiesRaw); err != nil {
 		return usagef("PACER_TRUSTED_PROXIES (--trusted-proxies): %v", err)
+	}
+	if c.adminHosts, err = api.ParseAdminHosts(c.adminHostsRaw); err != nil {
+		return usagef("PACER_ADMIN_HOSTS (--admin-hosts): %v", err)
 	}
 	if c.fastPathPerMinute < 0 {
 		return usagef("fastpath-per-minute must not be negative (got %d)", c.fastPathPerMinute)
