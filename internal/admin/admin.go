@@ -114,6 +114,9 @@ func (h *handler) routes() []route {
 		{"POST " + Prefix + "scheduler/resume", h.resume},
 		{"POST " + Prefix + "scheduler/backfill", h.backfill},
 		{"POST " + Prefix + "scheduler/skip", h.skip},
+		{"PUT " + Prefix + "agents", h.putAgents},
+		{"DELETE " + Prefix + "agents/{stxAddress}", h.deleteAgent},
+		{"PUT " + Prefix + "claims", h.putClaims},
 	}
 }
 

@@ -49,6 +49,7 @@ func newAgentsCmd(c *config) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
 	cmd.Flags().StringVar(&tier, "tier", "", "only this tier: hot, warm or cold")
+	cmd.AddCommand(newAgentsImportCmd(c))
 	return cmd
 }
 

@@ -45,7 +45,7 @@ func (s *Store) ChainhookState(ctx context.Context) (lastReceivedAt time.Time, d
 
 // RegisteredAgents returns those of addrs that are registered agents.
 func (s *Store) RegisteredAgents(ctx context.Context, addrs []string) ([]string, error) {
-	return collect(ctx, s.pool, "registered agents", pgx.RowTo[string], `select stx_address from agents where stx_address = any($1::text[])`, addrs)
+	return collect(ctx, s.pool, "registered agents", pgx.RowTo[string], `select stx_address from agents where stx_address = any($1::text[]) and deregistered_at is null`, addrs)
 }
 
 // ChainhookTx is a transaction as a delivery placed it in a block.

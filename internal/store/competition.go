@@ -28,6 +28,7 @@ func (s *Store) SwapExists(ctx context.Context, txid string) (bool, error) {
 
 // Agent looks a registered agent up by STX address, with the status of the
 // claim filed under its BTC address ("" when it has none, or no BTC address).
+// A deregistered agent is not registered (SPEC §12).
 func (s *Store) Agent(ctx context.Context, stx string) (competition.Agent, bool, error) {
 	var (
 		a   competition.Agent
@@ -37,7 +38,7 @@ func (s *Store) Agent(ctx context.Context, stx string) (competition.Agent, bool,
 select a.stx_address, a.btc_address, a.erc8004_agent_id, coalesce(c.status, '')
 from agents a
 left join claims c on c.btc_address = a.btc_address
-where a.stx_address = $1`, stx).Scan(&a.STXAddress, &btc, &a.ERC8004AgentID, &a.ClaimStatus)
+where a.stx_address = $1 and a.deregistered_at is null`, stx).Scan(&a.STXAddress, &btc, &a.ERC8004AgentID, &a.ClaimStatus)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return competition.Agent{}, false, nil
 	}

@@ -147,7 +147,7 @@ select not exists (
 const sweepCaughtUpSQL = `
 select not exists (
     select 1 from agents a left join agent_ingest i on i.stx_address = a.stx_address
-    where i.last_success_at is null or i.last_success_at <= $1)`
+    where a.deregistered_at is null and (i.last_success_at is null or i.last_success_at <= $1))`
 
 // ComputeRollup (re)computes one period: its rows are replaced, in one
 // transaction, by rows computed from what the database holds now. Run
