@@ -43,6 +43,9 @@ type Options struct {
 	// FastPathPerMinute is each client address's fast-path requests a
 	// minute (0 = DefaultFastPathPerMinute).
 	FastPathPerMinute int
+	// FastPathPerSecond is the fast-path requests the process verifies a
+	// second, all clients together (0 = DefaultFastPathPerSecond).
+	FastPathPerSecond int
 	// HiroBudget is the Hiro budget every process shares, which the
 	// operator's page shows; nil leaves the page to what runs reported.
 	HiroBudget *store.SharedBudget
@@ -180,7 +183,7 @@ func New(o Options) *Server {
 	if o.Metrics == nil {
 		o.Metrics = promhttp.Handler()
 	}
-	s := &Server{o: o, mux: http.NewServeMux(), fast: newFastPath(o.FastPathPerMinute), hook: newChainhookState(o),
+	s := &Server{o: o, mux: http.NewServeMux(), fast: newFastPath(o.FastPathPerMinute, o.FastPathPerSecond), hook: newChainhookState(o),
 		readers: newClientLimits(o.ReadsPerMinute, defaultMaxClients), inFlight: make(chan struct{}, o.MaxReadsInFlight),
 		readRate: rate.NewLimiter(rate.Limit(o.ReadsPerSecond), o.ReadsPerSecond+o.ReadsPerMinute)}
 	s.newCells()

@@ -14,6 +14,7 @@ import (
 
 	"go.uber.org/zap"
 	"golang.org/x/sync/singleflight"
+	"golang.org/x/time/rate"
 
 	"github.com/pacer-dev/pacer"
 	"github.com/pacer-dev/pacer/internal/competition"
@@ -46,6 +47,12 @@ const (
 	fastPathDeadline = 9 * time.Second
 	// DefaultFastPathPerMinute is each client address's requests a minute.
 	DefaultFastPathPerMinute = 30
+	// DefaultFastPathPerSecond is the fast-path requests the process
+	// verifies a second, all clients together: each costs the workers'
+	// pool a few queries, so many clients (a /48 of IPv6 is 65,536 of
+	// them) must not add up to more. Past it a request is a 503 that
+	// touched nothing.
+	DefaultFastPathPerSecond = 10
 )
 
 // trade is the agents' fast path: it verifies one transaction now through
@@ -86,9 +93,17 @@ func (s *Server) trade(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "txid must be 64 hex characters, optionally prefixed by 0x")
 		return
 	}
+	// The client's own limit first, then the process's: a request its
+	// client's limit refuses spends nothing the others need.
 	if ok, wait := s.fast.clients.allow(s.clientKey(r), time.Now()); !ok {
 		tooMany(w, TradeResponse{Status: "rate_limited", TxID: req.TxID,
 			Detail: "this address's fast-path requests a minute are spent"}, wait)
+		return
+	}
+	if !s.fast.rate.Allow() {
+		w.Header().Set("Retry-After", "1")
+		writeJSON(w, http.StatusServiceUnavailable, TradeResponse{Status: "rate_limited", TxID: req.TxID, Retryable: true,
+			Detail: "the fast path is busy; retry shortly (the sweep finds the swap anyway)"})
 		return
 	}
 
@@ -176,17 +191,25 @@ func tooMany(w http.ResponseWriter, resp TradeResponse, wait time.Duration) {
 	writeJSON(w, http.StatusTooManyRequests, resp)
 }
 
-// fastPath is the fast path's shared state.
+// fastPath is the fast path's shared state: each client's limit, the
+// process's (a second's requests plus one client's burst, so one client
+// spending its burst at once leaves the others a second's worth), and the
+// verifications in flight.
 type fastPath struct {
 	clients *clientLimits
+	rate    *rate.Limiter
 	flight  singleflight.Group
 }
 
-func newFastPath(perMinute int) *fastPath {
+func newFastPath(perMinute, perSecond int) *fastPath {
 	if perMinute <= 0 {
 		perMinute = DefaultFastPathPerMinute
 	}
-	return &fastPath{clients: newClientLimits(perMinute, defaultMaxClients)}
+	if perSecond <= 0 {
+		perSecond = DefaultFastPathPerSecond
+	}
+	return &fastPath{clients: newClientLimits(perMinute, defaultMaxClients),
+		rate: rate.NewLimiter(rate.Limit(perSecond), perSecond+perMinute)}
 }
 
 func (s *Server) trackedTokens(w http.ResponseWriter, r *http.Request) {

@@ -50,7 +50,7 @@ func newTradeFixture(t *testing.T) *tradeFixture {
 
 // newTradeFixtureWith is a fixture whose Hiro budget allows hiroPerMinute
 // and whose fast path allows each client perClient a minute.
-func newTradeFixtureWith(t *testing.T, hiroPerMinute, perClient int) *tradeFixture {
+func newTradeFixtureWith(t *testing.T, hiroPerMinute, perClient int, opts ...func(*api.Options)) *tradeFixture {
 	t.Helper()
 	ctx := context.Background()
 	st, err := store.Open(ctx, testenv.PostgresURL(t))
@@ -69,14 +69,18 @@ func newTradeFixtureWith(t *testing.T, hiroPerMinute, perClient int) *tradeFixtu
 		Sleep:            func(context.Context, time.Duration) error { return nil },
 	})
 	f := &tradeFixture{st: st, sim: s, world: s.World(), acts: acts}
-	f.srv = httptest.NewServer(api.New(api.Options{Store: st, Catalog: catalog.Default(),
+	o := api.Options{Store: st, Catalog: catalog.Default(),
 		Verifier: acts.FastVerifier, FastPathPerMinute: perClient,
 		Waker: func(_ context.Context, agent string) error {
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			f.woken = append(f.woken, agent)
 			return nil
-		}}))
+		}}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	f.srv = httptest.NewServer(api.New(o))
 	t.Cleanup(f.srv.Close)
 	return f
 }

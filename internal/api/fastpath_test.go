@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/pacer-dev/pacer/internal/api"
 	"github.com/pacer-dev/pacer/internal/budget"
 	"github.com/pacer-dev/pacer/internal/competition"
 	"github.com/pacer-dev/pacer/internal/sim"
@@ -188,4 +191,82 @@ func TestFastPathHintsOnlyWhatItInserted(t *testing.T) {
 	found, err := f.st.HintAgentAtMost(ctx, sender, time.Minute)
 	require.NoError(t, err)
 	require.True(t, found)
+}
+
+// budgetXmin is the transaction that last wrote the Hiro budget's row.
+func (f *tradeFixture) budgetXmin(t *testing.T) string {
+	t.Helper()
+	var x string
+	require.NoError(t, f.st.Pool().QueryRow(context.Background(),
+		`select xmin::text from upstream_budget_state where upstream = 'hiro'`).Scan(&x))
+	return x
+}
+
+// Issue 28 finding 4: a fast-path request the budget's fast lane refuses
+// writes nothing: the one budget row every sweep request locks keeps its
+// xmin across 20 refusals (before the fix each 429 locked and updated it).
+func TestRefusedFastPathWritesNothing(t *testing.T) {
+	t.Parallel()
+	// 10 a minute: the fast lane may use 2 of them.
+	f := newTradeFixtureWith(t, 10, 1000)
+	for range 2 {
+		code, _ := f.postRaw(t, madeUp(t))
+		require.Equal(t, http.StatusNotFound, code)
+	}
+	before := f.budgetXmin(t)
+	for range 20 {
+		code, _ := f.postRaw(t, madeUp(t))
+		require.Equal(t, http.StatusTooManyRequests, code)
+	}
+	require.Equal(t, before, f.budgetXmin(t), "a refused request wrote the budget's row")
+	t.Logf("figures: 20 fast-path requests refused by the budget, budget row xmin %s before and after", before)
+}
+
+// Issue 28 finding 4: the fast path has a process-wide cap. 60 clients
+// behind a trusted proxy (each its own address, well within its own
+// limit) post at once to a process verifying 2 a second: past the cap's
+// burst (2 + one client's 3) and rate, each is a 503 with Retry-After that
+// reached neither the database's verification nor Hiro.
+func TestFastPathHasAProcessWideCap(t *testing.T) {
+	t.Parallel()
+	proxies, err := api.ParseTrustedProxies("127.0.0.1/32")
+	require.NoError(t, err)
+	f := newTradeFixtureWith(t, 1<<20, 3, func(o *api.Options) {
+		o.FastPathPerSecond, o.TrustedProxies = 2, proxies
+	})
+	const clients = 60
+	codes := make([]int, clients)
+	began := time.Now()
+	var wg sync.WaitGroup
+	for i := range codes {
+		wg.Go(func() {
+			req, err := http.NewRequest(http.MethodPost, f.srv.URL+"/api/competition/trades", strings.NewReader(`{"txid":"`+madeUp(t)+`"}`))
+			if err != nil {
+				panic(err)
+			}
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("X-Forwarded-For", fmt.Sprintf("198.51.100.%d", i+1))
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				codes[i] = -1
+				return
+			}
+			codes[i] = resp.StatusCode
+			if resp.StatusCode == http.StatusServiceUnavailable && resp.Header.Get("Retry-After") == "" {
+				codes[i] = -2
+			}
+			_ = resp.Body.Close()
+		})
+	}
+	wg.Wait()
+	took := time.Since(began)
+	by := map[int]int{}
+	for _, c := range codes {
+		by[c]++
+	}
+	allowed := 5 + 2*int(math.Ceil(took.Seconds()))
+	t.Logf("figures: %d clients at once, cap 2/s: %v in %s; Hiro tx calls %d", clients, by, took.Round(time.Millisecond), f.sim.Stats().Routes[sim.HiroTxRoute].Total)
+	require.Equal(t, clients, by[http.StatusNotFound]+by[http.StatusServiceUnavailable], "%v", by)
+	require.LessOrEqual(t, by[http.StatusNotFound], allowed)
+	require.Equal(t, by[http.StatusNotFound], f.sim.Stats().Routes[sim.HiroTxRoute].Total, "a refused request reached Hiro")
 }

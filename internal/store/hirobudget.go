@@ -36,8 +36,8 @@ func (s *Store) SharedBudget(upstream string, cfg budget.Config) *SharedBudget {
 func (b *SharedBudget) Config() budget.Config { return b.cfg }
 
 // apply runs f on the budget's state under its row lock, at the
-// database's clock, and saves what f left.
-func (b *SharedBudget) apply(ctx context.Context, f func(st *budget.State, now time.Time)) error {
+// database's clock, and saves what f left when it says to.
+func (b *SharedBudget) apply(ctx context.Context, f func(st *budget.State, now time.Time) (save bool)) error {
 	return pgx.BeginFunc(ctx, b.store.pool, func(tx pgx.Tx) error {
 		var (
 			raw []byte
@@ -59,7 +59,9 @@ func (b *SharedBudget) apply(ctx context.Context, f func(st *budget.State, now t
 			// stopping every request: the headers teach it again.
 			st = budget.State{}
 		}
-		f(&st, now)
+		if !f(&st, now) {
+			return nil
+		}
 		raw, err = json.Marshal(st)
 		if err != nil {
 			return err
@@ -69,10 +71,25 @@ func (b *SharedBudget) apply(ctx context.Context, f func(st *budget.State, now t
 	})
 }
 
-// Take spends cost for lane if the budget allows it now.
+// Take spends cost for lane if the budget allows it now. A refusal writes
+// nothing; the fast lane's is decided on a read of the row, without its
+// lock, so that a flood of public requests the fast lane refuses never
+// queues behind, or holds up, the sweep's takes on the one row.
 func (b *SharedBudget) Take(ctx context.Context, lane budget.Lane, cost int64) (budget.Decision, error) {
+	if lane == budget.LaneFast {
+		st, now, err := b.Snapshot(ctx)
+		if err != nil {
+			return budget.Decision{}, fmt.Errorf("%s budget take: %w", b.upstream, err)
+		}
+		if d := st.Take(b.cfg, lane, cost, now); !d.OK {
+			return d, nil
+		}
+	}
 	var d budget.Decision
-	err := b.apply(ctx, func(st *budget.State, now time.Time) { d = st.Take(b.cfg, lane, cost, now) })
+	err := b.apply(ctx, func(st *budget.State, now time.Time) bool {
+		d = st.Take(b.cfg, lane, cost, now)
+		return d.OK
+	})
 	if err != nil {
 		return d, fmt.Errorf("%s budget take: %w", b.upstream, err)
 	}
@@ -81,7 +98,10 @@ func (b *SharedBudget) Take(ctx context.Context, lane budget.Lane, cost int64) (
 
 // Observe follows one response's headers.
 func (b *SharedBudget) Observe(ctx context.Context, lane budget.Lane, o budget.Observation) error {
-	err := b.apply(ctx, func(st *budget.State, now time.Time) { st.Observe(b.cfg, lane, o, now) })
+	err := b.apply(ctx, func(st *budget.State, now time.Time) bool {
+		st.Observe(b.cfg, lane, o, now)
+		return true
+	})
 	if err != nil {
 		return fmt.Errorf("%s budget observe: %w", b.upstream, err)
 	}
