@@ -53,3 +53,17 @@ func Signal(ctx context.Context, c client.Client, workflowID, name string, arg a
 	}
 	return nil
 }
+
+// Stop runs the stop update (arg its input) and returns the stopped run
+// and its result. Record the stop with RecordStop.
+func Stop(ctx context.Context, c client.Client, workflowID string, arg any) (runID string, res *workflows.StopResult, err error) {
+	h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: workflowID, UpdateName: workflows.UpdateStop,
+		Args: []any{arg}, WaitForStage: client.WorkflowUpdateStageCompleted})
+	if err == nil {
+		err = h.Get(ctx, &res)
+	}
+	if err != nil {
+		return "", nil, fmt.Errorf("update %s on %s: %w", workflows.UpdateStop, workflowID, err)
+	}
+	return h.RunID(), res, nil
+}

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/pacer-dev/pacer/internal/metrics"
 	"github.com/pacer-dev/pacer/internal/page"
+	"github.com/pacer-dev/pacer/internal/store"
 	"github.com/pacer-dev/pacer/workflows"
 )
 
@@ -107,24 +109,33 @@ func EnsureRunning(ctx context.Context, c client.Client, s Scheduler) (string, e
 	return e.RunID, err
 }
 
+// StopRecord keeps a deliberate stop where Temporal's retention cannot
+// remove it (SPEC §3.5): internal/store's Store.
+type StopRecord interface {
+	RecordStop(ctx context.Context, workflowID string, stop store.SchedulerStop) error
+	SchedulerStopped(ctx context.Context, workflowID string) (store.SchedulerStop, bool, error)
+	ClearStop(ctx context.Context, workflowID string, startedAfter time.Time) error
+}
+
 // Ensure makes sure the scheduler runs (SPEC §3.5). An open run is left as
-// it is. A scheduler never started (or deleted) starts with s.Config. A run
-// stopped on purpose stays stopped under KeepAlive; under Start, and for a
-// run that closed any other way, a new run starts carrying the last state:
-// the stopped run's result, or for a run that ended without one the input
-// it started with (its history's first event) with its memo's pause and
-// breakers laid over it. Any number of callers at once make one run: the
-// server resolves the race (conflict policy USE_EXISTING). Describing a
-// workflow and reading its history are not billed actions.
+// it is. A scheduler never started (or deleted) starts with s.Config,
+// unless s.Stops recorded a stop: then it stays stopped under KeepAlive,
+// and Start carries the stopped state. A run stopped on purpose stays
+// stopped under KeepAlive (and its stop is recorded in s.Stops); under
+// Start, and for a run that closed any other way, a new run starts
+// carrying the last state: the stopped run's result, or for a run that
+// ended without one the input it started with (its history's first event)
+// with its memo's pause and breakers laid over it. Any number of callers
+// at once make one run: the server resolves the race (conflict policy
+// USE_EXISTING). Describing a workflow and reading its history are not
+// billed actions.
 func Ensure(ctx context.Context, c client.Client, s Scheduler, mode Mode) (Ensured, error) {
 	s = s.withDefaults()
 	d, err := c.DescribeWorkflowExecution(ctx, s.WorkflowID, "")
 	var nf *serviceerror.NotFound
 	switch {
-	case errors.As(err, &nf) && mode == Inspect:
-		return Ensured{}, nil
 	case errors.As(err, &nf):
-		return start(ctx, c, s, workflows.SchedulerInput{Config: s.Config})
+		return ensureMissing(ctx, c, s, mode)
 	case err != nil:
 		return Ensured{}, fmt.Errorf("describe scheduler %s: %w", s.WorkflowID, err)
 	}
@@ -132,7 +143,15 @@ func Ensure(ctx context.Context, c client.Client, s Scheduler, mode Mode) (Ensur
 	runID := info.GetExecution().GetRunId()
 	switch info.GetStatus() {
 	case enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW:
-		return Ensured{RunID: runID, Task: taskHealth(d)}, nil
+		e := Ensured{RunID: runID, Task: taskHealth(d)}
+		if mode != Inspect && s.Stops != nil {
+			// A run started after a recorded stop ended it (pacer start,
+			// or a start by hand); the stopped run itself started before.
+			if err := s.Stops.ClearStop(ctx, s.WorkflowID, info.GetStartTime().AsTime()); err != nil {
+				return e, err
+			}
+		}
+		return e, nil
 	}
 	if mode == Inspect {
 		return Ensured{RunID: runID}, nil
@@ -144,10 +163,9 @@ func Ensure(ctx context.Context, c client.Client, s Scheduler, mode Mode) (Ensur
 		}
 		if res != nil && res.State != nil {
 			if mode == KeepAlive && !isHandoff(res) {
-				return Ensured{RunID: runID, Stopped: res}, nil
+				return Ensured{RunID: runID, Stopped: res}, RecordStop(ctx, s, runID, res)
 			}
-			return start(ctx, c, s, workflows.SchedulerInput{Config: res.Config, State: res.State,
-				Restart: &workflows.Restart{After: "stopped", RunID: runID, StateFrom: res.StoppedAt}})
+			return startStopped(ctx, c, s, runID, res)
 		}
 	}
 	in, err := lastInput(ctx, c, s, info)
@@ -155,6 +173,56 @@ func Ensure(ctx context.Context, c client.Client, s Scheduler, mode Mode) (Ensur
 		return Ensured{}, err
 	}
 	return start(ctx, c, s, in)
+}
+
+// ensureMissing is Ensure when Temporal holds no run of the scheduler: a
+// new namespace, or every run deleted (by retention, or by hand).
+func ensureMissing(ctx context.Context, c client.Client, s Scheduler, mode Mode) (Ensured, error) {
+	if s.Stops != nil {
+		// Unknown is not "not stopped": a failed read starts nothing.
+		stop, ok, err := s.Stops.SchedulerStopped(ctx, s.WorkflowID)
+		if err != nil {
+			return Ensured{}, err
+		}
+		if ok {
+			var res workflows.StopResult
+			if err := json.Unmarshal(stop.Result, &res); err != nil {
+				return Ensured{}, fmt.Errorf("decode the recorded stop of %s: %w", s.WorkflowID, err)
+			}
+			if mode != Start {
+				return Ensured{RunID: stop.RunID, Stopped: &res}, nil
+			}
+			return startStopped(ctx, c, s, stop.RunID, &res)
+		}
+	}
+	if mode == Inspect {
+		return Ensured{}, nil
+	}
+	return start(ctx, c, s, workflows.SchedulerInput{Config: s.Config})
+}
+
+// startStopped starts the scheduler again carrying the state the stopped
+// run runID returned, and clears the recorded stop.
+func startStopped(ctx context.Context, c client.Client, s Scheduler, runID string, res *workflows.StopResult) (Ensured, error) {
+	e, err := start(ctx, c, s, workflows.SchedulerInput{Config: res.Config, State: res.State,
+		Restart: &workflows.Restart{After: "stopped", RunID: runID, StateFrom: res.StoppedAt}})
+	if err != nil || s.Stops == nil {
+		return e, err
+	}
+	return e, s.Stops.ClearStop(ctx, s.WorkflowID, time.Time{})
+}
+
+// RecordStop records in s.Stops (when set) that run runID of the scheduler
+// stopped on purpose with res; a handoff's stop is not recorded.
+func RecordStop(ctx context.Context, s Scheduler, runID string, res *workflows.StopResult) error {
+	if s.Stops == nil || res == nil || res.State == nil || isHandoff(res) {
+		return nil
+	}
+	raw, err := json.Marshal(res)
+	if err != nil {
+		return fmt.Errorf("encode the stop of %s: %w", s.WorkflowID, err)
+	}
+	return s.Stops.RecordStop(ctx, s.withDefaults().WorkflowID, store.SchedulerStop{RunID: runID, StoppedAt: res.StoppedAt, Result: raw})
 }
 
 // lastInput is what a run that closed without a result carries on with:

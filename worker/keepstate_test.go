@@ -23,9 +23,15 @@ import (
 // the returned stop is called (a worker process that stops).
 func (s *stack) keepAlive(t *testing.T, log *zap.Logger) (stop func()) {
 	t.Helper()
+	return s.keepAliveEvery(t, log, 100*time.Millisecond)
+}
+
+// keepAliveEvery is keepAlive checking every `every`.
+func (s *stack) keepAliveEvery(t *testing.T, log *zap.Logger, every time.Duration) (stop func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	sched := s.sched
-	sched.KeepAliveEvery = 100 * time.Millisecond
+	sched.KeepAliveEvery = every
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); worker.KeepRunning(ctx, s.tc, sched, log) }()
@@ -33,6 +39,19 @@ func (s *stack) keepAlive(t *testing.T, log *zap.Logger) (stop func()) {
 	stop = func() { once.Do(func() { cancel(); wg.Wait() }) }
 	t.Cleanup(stop)
 	return stop
+}
+
+// startWithTenero starts a worker and the scheduler, and waits for the
+// first tenero run to finish.
+func (s *stack) startWithTenero(t *testing.T) {
+	t.Helper()
+	s.startWorker(t)
+	_, err := worker.EnsureRunning(context.Background(), s.tc, s.sched)
+	require.NoError(t, err)
+	eventually(t, 30*time.Second, "the first tenero run finished", func() bool {
+		st, err := statusOrErr(s)
+		return err == nil && st.LastTeneroResult != nil && !st.Tasks[pacer.TaskTenero].Running
+	})
 }
 
 // SPEC §3.5: a terminated scheduler comes back, started by a worker, still
@@ -90,14 +109,8 @@ func TestStopStaysStoppedUntilStart(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := newStack(t, workflows.Config{SweepEvery: pacer.Duration(time.Hour)})
-	s.startWorker(t)
-	_, err := worker.EnsureRunning(ctx, s.tc, s.sched)
-	require.NoError(t, err)
-	eventually(t, 30*time.Second, "the first tenero run finished", func() bool {
-		st, err := statusOrErr(s)
-		return err == nil && st.LastTeneroResult != nil && !st.Tasks[pacer.TaskTenero].Running
-	})
-	_, err = worker.Update[workflows.PauseResult](ctx, s.tc, s.sched.WorkflowID, workflows.UpdatePause, workflows.PauseInput{For: "3h"})
+	s.startWithTenero(t)
+	_, err := worker.Update[workflows.PauseResult](ctx, s.tc, s.sched.WorkflowID, workflows.UpdatePause, workflows.PauseInput{For: "3h"})
 	require.NoError(t, err)
 	before := s.status(t)
 

@@ -115,6 +115,10 @@ type Scheduler struct {
 	// OnCheck, when set, is told what each keep-alive check found (the
 	// worker's metrics; tests).
 	OnCheck func(Ensured, error)
+	// Stops keeps a deliberate stop where Temporal's retention cannot
+	// remove it (nil: only while Temporal holds the stopped run, as in
+	// tests without Postgres). See Ensure.
+	Stops StopRecord
 	// Deployment is the workers' Worker Deployment Version (nil:
 	// unversioned workers, as in most tests). See deploy.go.
 	Deployment *Deployment

@@ -552,26 +552,33 @@ func newStartCmd(c *config) *cobra.Command {
 		Short: "Start the scheduler, carrying the state of its last run (a stopped one too)",
 		Args:  wrapArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return c.withClient(cmd.Context(), func(tc client.Client) error {
-				e, err := worker.Ensure(cmd.Context(), tc, c.scheduler(), worker.Start)
-				if err != nil {
+			var e worker.Ensured
+			err := c.withStore(cmd.Context(), func(st *store.Store) error {
+				return c.withClient(cmd.Context(), func(tc client.Client) error {
+					s := c.scheduler()
+					s.Stops = st // a stop Temporal no longer holds is there
+					var err error
+					e, err = worker.Ensure(cmd.Context(), tc, s, worker.Start)
 					return err
-				}
-				if e.Started {
-					c.auditTemporal(cmd, operate.ActionStart, nil, e)
-				}
-				out := cmd.OutOrStdout()
-				switch {
-				case e.Restart != nil:
-					fmt.Fprintf(out, "scheduler %s started (run %s), carrying the state of run %s (%s), as of %s\n",
-						c.workflowID, e.RunID, e.Restart.RunID, e.Restart.After, e.Restart.StateFrom.Format(time.RFC3339))
-				case e.Started:
-					fmt.Fprintf(out, "scheduler %s started (run %s)\n", c.workflowID, e.RunID)
-				default:
-					fmt.Fprintf(out, "scheduler %s is already running (run %s)\n", c.workflowID, e.RunID)
-				}
-				return nil
+				})
 			})
+			if err != nil {
+				return err
+			}
+			if e.Started {
+				c.auditTemporal(cmd, operate.ActionStart, nil, e)
+			}
+			out := cmd.OutOrStdout()
+			switch {
+			case e.Restart != nil:
+				fmt.Fprintf(out, "scheduler %s started (run %s), carrying the state of run %s (%s), as of %s\n",
+					c.workflowID, e.RunID, e.Restart.RunID, e.Restart.After, e.Restart.StateFrom.Format(time.RFC3339))
+			case e.Started:
+				fmt.Fprintf(out, "scheduler %s started (run %s)\n", c.workflowID, e.RunID)
+			default:
+				fmt.Fprintf(out, "scheduler %s is already running (run %s)\n", c.workflowID, e.RunID)
+			}
+			return nil
 		},
 	}
 }
@@ -591,9 +598,20 @@ func newStopCmd(c *config) *cobra.Command {
 				return &UsageError{Err: err}
 			}
 			return c.withClient(cmd.Context(), func(tc client.Client) error {
-				res, err := worker.Update[*workflows.StopResult](cmd.Context(), tc, c.workflowID, workflows.UpdateStop, json.RawMessage(raw))
+				runID, res, err := worker.Stop(cmd.Context(), tc, c.workflowID, json.RawMessage(raw))
 				if err != nil {
 					return err
+				}
+				// Kept in Postgres too, where Temporal's retention cannot
+				// remove it; failing that, workers record it at their next
+				// check (while Temporal still holds the stopped run).
+				err = c.withStore(cmd.Context(), func(st *store.Store) error {
+					s := c.scheduler()
+					s.Stops = st
+					return worker.RecordStop(cmd.Context(), s, runID, res)
+				})
+				if err != nil {
+					fmt.Fprintf(cmd.ErrOrStderr(), "pacer: stopped, but not recorded in Postgres yet (workers record it at their next check): %v\n", err)
 				}
 				// The result's state is the scheduler's whole memory; the
 				// audit keeps what the operator asked and when it stopped.

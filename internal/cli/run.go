@@ -143,9 +143,9 @@ func (c *config) runStack(ctx context.Context, o stackOptions) error {
 	acts := c.activities(st, log, m)
 	g, ctx := errgroup.WithContext(ctx)
 	if o.worker {
-		g.Go(func() error {
-			return worker.Run(ctx, tc, c.scheduler(), acts, log)
-		})
+		s := c.scheduler()
+		s.Stops = st // a stop outlives Temporal's retention
+		g.Go(func() error { return worker.Run(ctx, tc, s, acts, log) })
 	}
 	if o.http != "" {
 		// The gauges read from the database and from the scheduler's memo
