@@ -116,7 +116,7 @@ deploy-check: tools postgres ## deploys on the real stack: build A runs v1, B de
 	set -o pipefail; go test -tags deploycheck -count=1 -timeout 20m -run 'TestDeploySequence$$|TestDeployWithoutVersioningFails|TestPromoteAfterTheOldBuildStopped' -v ./worker/ \
 	  | grep -E 'figures|Error|_test\.go:[0-9]+:|^(ok|FAIL|---)'
 
-histories: tools ## record today's workflow histories for the replay tests beside the older ones (never rewrites one; needs bin/temporal)
+histories: tools ## record the current revision's workflow histories (r<N>-*.json) and the bad history for the replay tests (never rewrites one; needs bin/temporal)
 	go test -tags histories -count=1 -timeout 60m -run TestWriteHistories ./workflows/
 
 clean: ## remove build output and local dev state

@@ -207,11 +207,10 @@ func (c Config) operatorSet() Config {
 	return c
 }
 
-// breaker is the breaker the config asks for; runs that began before the
-// breaker existed (on set false) have none, as they had none then.
-func (c Config) breaker(on bool) schedule.Breaker {
+// breaker is the breaker the config asks for.
+func (c Config) breaker() schedule.Breaker {
 	c = c.withDefaults()
-	if c.BreakerThreshold < 0 || !on {
+	if c.BreakerThreshold < 0 {
 		return schedule.Breaker{}
 	}
 	return schedule.Breaker{Threshold: c.BreakerThreshold, Cooldown: time.Duration(c.BreakerCooldown)}

@@ -26,7 +26,6 @@ func randomScheduler(t *testing.T, r *rand.Rand, now time.Time) *scheduler {
 	spec, err := cron.ParseSpec([]byte(`{"cron":"5 * * * *","catchup":"` + []string{"skip", "latest", "all", "coalesce", "backfill"}[r.IntN(5)] + `"}`))
 	require.NoError(t, err)
 	s := &scheduler{
-		gates:  gates{sweep: true, pacing: true, breaker: true, keepState: true, rollups: true, decide: true},
 		cfg:    Config{Schedules: cron.Schedules{pacer.TaskRollup: spec}},
 		logger: log.NewStructuredLogger(slog.New(slog.DiscardHandler)),
 		tasks:  map[string]*schedule.Task{},
@@ -108,7 +107,7 @@ func TestDecisionPropertyStatusAgreesWithLoop(t *testing.T) {
 		for _, tk := range s.state.Tasks {
 			due, reason := s.waiting(tk, now) // the status document's
 			reasons[reason]++
-			start := s.shouldStart(tk, now, false) // the loop's
+			start := s.shouldStart(tk, now) // the loop's
 			require.Equal(t, startsNow(due, now, reason), start, "state %d, %s: status says %q, loop starts=%v", i, tk.Name, reason, start)
 			if start {
 				require.False(t, due.After(now), "state %d, %s: starts now but due at %v", i, tk.Name, due)

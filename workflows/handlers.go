@@ -137,20 +137,13 @@ func (s *scheduler) pauseNow(ctx workflow.Context, raw json.RawMessage) (PauseRe
 	return PauseResult{PausedUntil: until.UTC(), Task: task}, nil
 }
 
-// parsePause reads a pause; a pause of one task needs changeOneDecision.
+// parsePause reads a pause, of one task or of all.
 func (s *scheduler) parsePause(raw json.RawMessage, now time.Time) (time.Time, string, error) {
-	if !s.gates.decide {
-		until, err := ParsePause(raw, now)
-		return until, "", err
-	}
 	return ParsePauseTask(raw, now, s.taskNames())
 }
 
-// parseBackfill reads a backfill; it needs changeOneDecision.
+// parseBackfill reads a backfill.
 func (s *scheduler) parseBackfill(raw json.RawMessage, now time.Time) (string, []time.Time, error) {
-	if !s.gates.decide {
-		return "", nil, errors.New("backfill needs the scheduler of this release (it turns on at the next continue-as-new)")
-	}
 	return ParseBackfill(raw, now, s.crons, s.taskNames())
 }
 
@@ -183,13 +176,10 @@ func (s *scheduler) backfill(ctx workflow.Context, raw json.RawMessage) (Backfil
 	return res, nil
 }
 
-// parseSkip reads a skip; it needs changeOperatorSkip. The occurrences a
-// task owes are its queue: failed ones waiting for their back-off, and
-// the ones catch-up or a backfill queued.
+// parseSkip reads a skip. The occurrences a task owes are its queue:
+// failed ones waiting for their back-off, and the ones catch-up or a
+// backfill queued.
 func (s *scheduler) parseSkip(raw json.RawMessage) (string, time.Time, error) {
-	if !s.gates.skip || !s.gates.decide {
-		return "", time.Time{}, errors.New("skip needs the scheduler of this release (it turns on at the next continue-as-new)")
-	}
 	return ParseSkip(raw, s.taskNames(), func(task string) ([]time.Time, bool) {
 		t := s.tasks[task]
 		if t == nil || t.Cron == nil || s.crons[task] == nil {
@@ -272,9 +262,6 @@ func (s *scheduler) reconfigure(ctx workflow.Context, raw json.RawMessage) (Reco
 		return ReconfigureResult{}, err
 	}
 	prev := s.cfg
-	if !s.gates.decide {
-		next = next.withDefaults()
-	}
 	s.applyConfig(next, workflow.Now(ctx))
 	s.reconfigured = true
 	note := next.CostNote()
@@ -295,7 +282,7 @@ func (s *scheduler) applyConfig(cfg Config, now time.Time) {
 		t.Every = cfg.every(d.name)
 		s.restartCron(t, old, cfg, now)
 		p := s.state.Pacing[d.name]
-		if !s.paced || p == nil {
+		if p == nil {
 			continue
 		}
 		if err := p.Controller.Clamp(s.controllerConfig(d.name, cfg)); err != nil {
@@ -312,11 +299,11 @@ func (s *scheduler) applyConfig(cfg Config, now time.Time) {
 
 // restartCron starts a task moved from one cron spec to another at now:
 // the new spec's times before now were never due, so none counts as
-// missed (changeOneDecision). Occurrences already owed or queued stay.
+// missed. Occurrences already owed or queued stay.
 func (s *scheduler) restartCron(t *schedule.Task, old, cfg Config, now time.Time) {
 	was, _ := old.schedule(t.Name)
 	is, _ := cfg.schedule(t.Name)
-	if !s.gates.decide || t.Cron == nil || !was.IsCron() || !is.IsCron() || was.String() == is.String() {
+	if t.Cron == nil || !was.IsCron() || !is.IsCron() || was.String() == is.String() {
 		return
 	}
 	if t.Cron.Last.Before(now) {
@@ -342,59 +329,24 @@ func (s *scheduler) stop(ctx workflow.Context, raw json.RawMessage) (*StopResult
 }
 
 func (s *scheduler) parseTune(raw json.RawMessage) (TuneInput, []string, error) {
-	in, names, err := ParseTune(raw, s.pacedTaskNames())
-	if err == nil && !s.paced {
-		err = errors.New("pacing is off in this run (it began before adaptive pacing existed; it turns on at the next continue-as-new)")
-	}
-	return in, names, err
+	return ParseTune(raw, s.pacedTaskNames())
 }
 
 func (s *scheduler) pause(task string, until, now time.Time, via string) {
-	if s.gates.decide {
-		s.addPause(task, now, until)
-	} else {
-		s.state.PausedUntil = &until
-		s.pauseCrons(now, until)
-	}
+	s.addPause(task, now, until)
 	s.logger.Info("scheduler.paused", "until", until, "task", task, "via", via)
 }
 
-// parseResume reads a resume; one task alone needs changeOneDecision
-// (before it, any input resumed everything, as it still does there).
+// parseResume reads a resume, of every task or of one.
 func (s *scheduler) parseResume(raw json.RawMessage) (string, error) {
-	if !s.gates.decide {
-		return "", nil
-	}
 	return ParseResume(raw, s.taskNames())
 }
 
-func (s *scheduler) resume(now time.Time, via, task string) ResumeResult {
-	if s.gates.decide {
-		return s.resumeAll(now, via, task)
-	}
-	res := ResumeResult{WasPaused: s.state.PausedUntil != nil, BreakersClosed: []string{}}
-	s.resumeCrons(now)
-	for _, t := range s.state.Tasks {
-		if t.BreakerOpen() {
-			t.ResetBreaker()
-			res.BreakersClosed = append(res.BreakersClosed, t.Name)
-			s.logger.Info("scheduler.breaker_reset", "task", t.Name, "via", "resume")
-		}
-	}
-	if !res.WasPaused {
-		s.logger.Info("scheduler.resumed", "reason", "resume "+via+" (was not paused)")
-		return res
-	}
-	s.state.PausedUntil = nil
-	s.logger.Info("scheduler.resumed", "reason", "resume "+via)
-	return res
-}
-
-// resumeAll ends every pause (of all tasks and of each), closes open
+// resume ends every pause (of all tasks and of each), closes open
 // breakers and clears back-offs and budget waits (the 24-hour month
 // back-off too): an operator's resume says to run again now. With a task,
 // only that task's own pauses, breaker and back-offs.
-func (s *scheduler) resumeAll(now time.Time, via, task string) ResumeResult {
+func (s *scheduler) resume(now time.Time, via, task string) ResumeResult {
 	res := ResumeResult{BreakersClosed: []string{}}
 	res.WasPaused = s.endPauses(now, task)
 	for _, t := range s.state.Tasks {
@@ -429,8 +381,8 @@ func (s *scheduler) onPause(ctx workflow.Context, raw json.RawMessage) {
 // starts are one run, and the decision keeps hinted starts a HintGap apart.
 func (s *scheduler) onHint(ctx workflow.Context, raw json.RawMessage) {
 	agent, err := ParseHint(raw)
-	if err == nil && (!s.gates.decide || s.tasks[pacer.TaskSweep] == nil) {
-		err = errors.New("hints need the scheduler of this release (it turns on at the next continue-as-new)")
+	if err == nil && s.tasks[pacer.TaskSweep] == nil {
+		err = errors.New("hints need the sweep task")
 	}
 	if err != nil {
 		s.reject(SignalHint, err, raw)
@@ -498,9 +450,6 @@ type signal struct {
 func (s *scheduler) signals() []signal {
 	return []signal{
 		{SignalPause, s.pauseCh, s.onPause, false},
-		// Before changeOneDecision resume took no input: whatever payload
-		// it carried was ignored, never decoded (so a run of then replays
-		// as it ran). Since, it may name one task.
 		{SignalResume, s.resumeCh, func(ctx workflow.Context, raw json.RawMessage) {
 			task, err := s.parseResume(raw)
 			if err != nil {
@@ -508,7 +457,7 @@ func (s *scheduler) signals() []signal {
 				return
 			}
 			s.resume(workflow.Now(ctx), "signal", task)
-		}, !s.gates.decide},
+		}, false},
 		{SignalRefresh, s.refreshCh, s.onRefresh, false},
 		{SignalTune, s.tuneCh, s.onTune, false},
 		{SignalHint, s.hintCh, s.onHint, false},

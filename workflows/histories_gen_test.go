@@ -5,17 +5,18 @@
 //
 //	make histories
 //
-// Histories are only ever added: a file that exists is never rewritten,
-// since the histories of earlier code are what prove that a change replays
-// the runs it finds in flight. Each recording is named after the code that
-// made it (historyPrefix); a change to the workflow bumps the prefix, and
-// `make histories` then adds its recordings beside the old ones.
+// Each recording is named after the revision that made it (historyPrefix):
+// a released revision's files are never rewritten, since they are what
+// prove that a change replays the runs it finds in flight; a new revision
+// adds its own beside them, and retiring a revision deletes its files
+// (docs/revisions.md). `make histories` records only the missing files.
 package workflows_test
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -40,14 +41,12 @@ import (
 	"github.com/pacer-dev/pacer/workflows"
 )
 
-// historyPrefix names the recordings of today's code: the scheduler whose
-// cooled-down tasks probe every cooledInterval (changeCooledProbe).
-// Earlier prefixes: end-wakes- (changeEndWakes), skip-
-// (changeOperatorSkip, changeWakeTimers),
-// decide- (changeOneDecision),
-// rollups- (changeRollupTasks), keep-state- (changeKeepState), none
-// (before it).
-const historyPrefix = "testdata/histories/cooled-probe-"
+// historyPrefix names the recordings of today's revision.
+var historyPrefix = fmt.Sprintf("testdata/histories/r%d-", workflows.RevisionCurrent)
+
+// badHistory is the basic recording with its first tenero activity
+// renamed: the replay test's history that must fail.
+const badHistory = "testdata/nondeterministic/renamed-activity.json"
 
 // failRollups makes that many rollup attempts fail (transport) before
 // they succeed again.
@@ -75,21 +74,6 @@ func (s *scriptedTenero) run(ctx context.Context, _ pacer.TeneroInput) (pacer.Te
 // and the streak runs into the breaker.
 func failingTenero(context.Context, pacer.TeneroInput) (pacer.TeneroResult, error) {
 	return pacer.TeneroResult{}, temporal.NewNonRetryableApplicationError("410 gone", string(pacer.ClassPermanent), nil)
-}
-
-// overloadedTenero answers one request in ten (runs that end, their
-// upstream failures counted) until healthyAt, then every request: the
-// controller cools tenero down, its probes fail until then, and the
-// first one after it brings it back.
-type overloadedTenero struct{ healthyAt time.Time }
-
-func (o *overloadedTenero) run(ctx context.Context, _ pacer.TeneroInput) (pacer.TeneroResult, error) {
-	at := activity.GetInfo(ctx).StartedTime
-	if at.Before(o.healthyAt) {
-		return pacer.TeneroResult{Run: pacer.Run{StartedAt: at, Requests: 10, UpstreamFailed: 9},
-			TokensAttempted: 10, Succeeded: 1, Failed: 9, Wanted: 10}, nil
-	}
-	return pacer.TeneroResult{Run: pacer.Run{StartedAt: at, Requests: 10}, TokensAttempted: 10, Succeeded: 10, Wanted: 10}, nil
 }
 
 // sweep says when its next agent is due: the workflow waits for it.
@@ -216,6 +200,13 @@ func TestWriteHistories(t *testing.T) {
 		time.Sleep(5 * time.Second)
 		require.NoError(t, r.c.TerminateWorkflow(context.Background(), id, "", "history recorded"))
 		write(t, r.c, id, basic.GetRunID(), "basic")
+		good, err := os.ReadFile(historyPrefix + "basic.json")
+		require.NoError(t, err)
+		from := `"name":  "` + workflows.ActivityRefreshTenero + `"`
+		require.Contains(t, string(good), from)
+		bad := strings.Replace(string(good), from, `"name":  "`+workflows.ActivityRefreshTenero+`Renamed"`, 1)
+		require.NoError(t, os.MkdirAll(filepath.Dir(badHistory), 0o755))
+		require.NoError(t, os.WriteFile(badHistory, []byte(bad), 0o644))
 	})
 
 	t.Run("continue-as-new", func(t *testing.T) {
@@ -334,59 +325,6 @@ func TestWriteHistories(t *testing.T) {
 		require.NoError(t, r.c.TerminateWorkflow(context.Background(), id, "", "history recorded"))
 		write(t, r.c, id, run.GetRunID(), "core")
 		write(t, r.c, id, next, "core-reconfigured")
-	})
-
-	t.Run("skip", func(t *testing.T) {
-		if !missing("skip") {
-			t.Skip("recorded")
-		}
-		r := newRecorder(t, queue, (&scriptedTenero{}).run)
-		// A minutely rollup whose occurrence fails and stays owed; bad
-		// skips are rejected, then an operator skips it; the next
-		// occurrence carries the skip to the ledger. The sweep's next run
-		// comes before tenero's: tenero's timer stands.
-		spec, err := cron.ParseSpec([]byte(`{"cron":"* * * * *","catchup":"skip"}`))
-		require.NoError(t, err)
-		failRollups.Store(1000)
-		t.Cleanup(func() { failRollups.Store(0) })
-		run := r.start("history-skip", queue, workflows.Config{TeneroEvery: pacer.Duration(10 * time.Second),
-			SweepEvery: pacer.Duration(time.Second), Schedules: cron.Schedules{pacer.TaskRollup: spec}})
-		id := run.GetID()
-		// The validator's answer names what is owed.
-		var owed string
-		require.Eventually(t, func() bool {
-			err := r.update(id, workflows.UpdateSkip, json.RawMessage(`{"task":"rollup","nominalAt":"2020-01-01T00:00:00Z"}`))
-			if err == nil {
-				return false
-			}
-			_, rest, ok := strings.Cut(err.Error(), "(owed: ")
-			owed, _, _ = strings.Cut(rest, ")")
-			owed, _, _ = strings.Cut(owed, ",")
-			return ok
-		}, 3*time.Minute, 2*time.Second)
-		require.Error(t, r.update(id, workflows.UpdateSkip, json.RawMessage(`{"task":"rollup","at":"`+owed+`"}`)))
-		require.NoError(t, r.update(id, workflows.UpdateSkip, workflows.SkipInput{Task: pacer.TaskRollup, NominalAt: owed}))
-		failRollups.Store(0)
-		time.Sleep(70 * time.Second)
-		require.NoError(t, r.c.TerminateWorkflow(context.Background(), id, "", "history recorded"))
-		write(t, r.c, id, run.GetRunID(), "skip")
-	})
-
-	t.Run("cooled", func(t *testing.T) {
-		if !missing("cooled") {
-			t.Skip("recorded")
-		}
-		// Tenero's upstream fails 9 requests in 10 for 6 minutes: two
-		// runs cool it down, it probes every cooledInterval (5 minutes),
-		// the probe after the 6 minutes finds it well and it climbs back.
-		r := newRecorder(t, queue, (&overloadedTenero{healthyAt: time.Now().Add(6 * time.Minute)}).run)
-		run := r.start("history-cooled", queue, workflows.Config{TeneroEvery: pacer.Duration(time.Second),
-			SweepEvery: pacer.Duration(time.Hour)})
-		time.Sleep(10*time.Minute + 20*time.Second)
-		_, err := r.c.QueryWorkflow(context.Background(), run.GetID(), "", workflows.QueryStatus)
-		require.NoError(t, err)
-		require.NoError(t, r.c.TerminateWorkflow(context.Background(), run.GetID(), "", "history recorded"))
-		write(t, r.c, run.GetID(), run.GetRunID(), "cooled")
 	})
 
 	t.Run("stop-start", func(t *testing.T) {

@@ -311,7 +311,7 @@ func TestOneTimerPerWakeUp(t *testing.T) {
 	require.EqualValues(t, 61, h.sweep.calls.Load())
 	require.EqualValues(t, 13, h.tenero.calls.Load())
 	// Also rollup's 13:05: armed while runs were in flight (then the
-	// earliest wake-up), it stands until it fires (changeWakeTimers).
+	// earliest wake-up), it stands until it fires.
 	require.Equal(t, 62, timers, "60 wake-ups, the timer armed for minute 61 and rollup's 13:05")
 }
 

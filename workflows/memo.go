@@ -30,7 +30,7 @@ type Memo struct {
 	At          time.Time           `json:"at"`
 	PausedUntil *time.Time          `json:"pausedUntil"`
 	Tasks       map[string]MemoTask `json:"tasks"`
-	// Pauses are the pause windows, per task or global (changeOneDecision);
+	// Pauses are the pause windows, per task or global;
 	// a restart lays them over the older state it starts from.
 	Pauses []schedule.Pause `json:"pauses,omitempty"`
 }
@@ -94,15 +94,10 @@ func (m Memo) Apply(st *State) {
 
 // memo is the scheduler's memo now.
 func (s *scheduler) memo(now time.Time) Memo {
-	m := Memo{At: now, PausedUntil: utc(s.state.PausedUntil), Tasks: map[string]MemoTask{}}
-	if s.gates.decide {
-		m.Pauses = s.state.Pauses
-	}
+	m := Memo{At: now, PausedUntil: utc(s.state.PausedUntil), Tasks: map[string]MemoTask{}, Pauses: s.state.Pauses}
 	for _, t := range s.state.Tasks {
 		mt := MemoTask{ConsecutiveFailures: t.ConsecutiveFailures, BreakerUntil: utc(t.BreakerUntil), BreakerTrips: t.BreakerTrips}
-		if s.gates.decide {
-			mt.Held = s.held(t, now)
-		}
+		mt.Held = s.held(t, now)
 		if p := s.pacingStatus(t.Name, now); p != nil {
 			mt.Batch, mt.Zone = p.Batch, string(p.Zone)
 			mt.Interval = s.state.Pacing[t.Name].Controller.Interval
@@ -113,9 +108,8 @@ func (s *scheduler) memo(now time.Time) Memo {
 	return m
 }
 
-// MemoStatusKey is the memo field holding the status document
-// (changeOneDecision): views read it with DescribeWorkflowExecution, so the
-// API's status, the operator's page and `pacer status --watch` share one
+// MemoStatusKey is the memo field holding the status document: views read
+// it with DescribeWorkflowExecution, so the API's status, the operator's page and `pacer status --watch` share one
 // source that costs no query however many watch (SPEC §7).
 const MemoStatusKey = "pacerStatus"
 
@@ -183,9 +177,7 @@ func (m StatusMemo) Status() (Status, error) {
 // upsertMemo writes the memo when anything in it but its time changed: a
 // memo upsert is a history event, though not a billed action.
 func (s *scheduler) upsertMemo(ctx workflow.Context) {
-	if s.gates.decide {
-		s.upsertStatusMemo(ctx)
-	}
+	s.upsertStatusMemo(ctx)
 	m := s.memo(workflow.Now(ctx))
 	at := m.At
 	m.At = time.Time{}

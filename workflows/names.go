@@ -3,7 +3,11 @@
 // every decision that needs a clock takes workflow time.
 package workflows
 
-import "time"
+import (
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+)
 
 // Names fixed by the product contract: operators type them into the temporal
 // CLI and outside tests depend on them.
@@ -68,75 +72,20 @@ const (
 	DefaultHeartbeatTimeout = 2 * time.Minute
 )
 
-// Change IDs for workflow.GetVersion: each gates a change that would make
-// histories recorded before it replay differently.
+// What a run schedules is versioned by one change ID with an integer
+// revision (SPEC §3.7, docs/revisions.md), read once per run. A change to
+// what a run schedules raises RevisionCurrent, branches on s.revision and
+// records a history of the new revision; a revision is retired by raising
+// RevisionFloor once no open run of v1 is below it (pacer deploy check),
+// deleting its branches and its histories in the same commit.
 const (
-	// changeSweepTask adds the sweep task. Runs started before it go on with
-	// tenero alone and pick sweep up at their next continue-as-new.
-	changeSweepTask = "add-sweep-task"
-	// changeAdaptivePacing turns on the adaptive controller and the
-	// upstream budgets: batch sizes and cadences follow the upstream.
-	changeAdaptivePacing = "adaptive-pacing"
-	// changeBreaker turns on the circuit breaker. It was deployed without a
-	// gate at first; a run that began before it would have replayed its
-	// long failure streaks as runs the breaker now skips. Runs without the
-	// marker go on without a breaker until their next continue-as-new.
-	changeBreaker = "circuit-breaker"
-	// changeKeepState is the scheduler that keeps what it learned (issue
-	// 10). Each piece changes which commands a run issues, and they shipped
-	// together, so one change ID gates them all:
-	//   - every activity input carries its run key (pacer.Occurrence);
-	//   - a run waits for the requests it will make, not a whole batch;
-	//   - the controller judges runs, not minutes;
-	//   - the sweep is due when its earliest agent is (its result says when);
-	//   - the one timer counts the next due time of running tasks, so a
-	//     run's end rarely moves it, and the run continues as new at the
-	//     first idle moment instead of draining;
-	//   - the memo carries what metrics and a restart need (pause, breakers,
-	//     pacing), upserted when it changes.
-	changeKeepState = "keep-state"
-	// changeRollupTasks adds the rollup and deliver tasks and cron
-	// schedules (issues 11 and 12): rollup runs on its cron schedule with
-	// catch-up (internal/cron), each occurrence its own run key; deliver
-	// is dormant until a rollup run or its own result makes it due. Runs
-	// without the marker go on with tenero and sweep until their next
-	// continue-as-new.
-	changeRollupTasks = "rollup-deliver-tasks"
-	// changeOneDecision is the scheduler core of issue 19: one pure
-	// decision (schedule.View.Decide) says when each task runs and why,
-	// and the loop, the timer and the status ask it alone. With it:
-	//   - the timer predicts a running task's next start only when its
-	//     cadence alone decides it, never fires while starts are held, and
-	//     aligns a task's wake-up with another's that comes soon after;
-	//   - pause windows (per task or global) live in the carried state and
-	//     the memo; occurrences due while paused are passed as paused;
-	//   - a failed cron occurrence stays owed and is retried on a back-off;
-	//   - resume clears back-offs; reconfiguring a cron spec starts the new
-	//     one at that moment; hints wake the sweep; backfill runs a past range;
-	//   - the config carries only what the operator set (defaults resolve
-	//     at use).
-	changeOneDecision = "one-decision"
-	// changeOperatorSkip adds the skip update: an operator gives up on an
-	// owed occurrence, which leaves the task's queue and rides on its next
-	// run to the ledger as skipped (reason operator).
-	changeOperatorSkip = "operator-skip"
-	// changeWakeTimers keeps a timer armed for a wake-up that still stands
-	// when an earlier one is wanted (a sweep's end set its next run before
-	// tenero's): the earlier wake-up gets a timer of its own, instead of
-	// the standing one being cancelled and armed again after it, which
-	// cost a timer that started no run.
-	changeWakeTimers = "wake-timers"
-	// changeEndWakes arms a running task's next wake-up when its run ends
-	// instead of predicting it at its start: with a timer per standing
-	// wake-up (changeWakeTimers) nothing is gained by predicting, and a
-	// prediction its run's end moves (the sweep's end aligning tenero onto
-	// its own next run) was a timer started for nothing.
-	changeEndWakes = "end-wakes"
-	// changeCooledProbe: a task its controller cooled down (an upstream
-	// failing nearly every request) runs every cooledInterval at its
-	// smallest batch, each run a probe, instead of every MaxInterval: the
-	// sweep was back two hours after a Hiro outage of any length.
-	changeCooledProbe = "cooled-probe"
+	ChangeID = "scheduler"
+	// RevisionFloor is the oldest revision this code replays: the SDK fails
+	// a history below it loudly.
+	RevisionFloor workflow.Version = 1
+	// RevisionCurrent is the revision new runs record. Revision 1 is the
+	// scheduler of the first releases, its ten gates retired into it.
+	RevisionCurrent workflow.Version = 1
 )
 
 // The back-off of an owed cron occurrence: its run failed, and it is

@@ -32,9 +32,8 @@ type Pacing struct {
 // controllerConfig is each task's bounds: never faster than its configured
 // cadence, never slower than its slowest useful pace, and a batch between a
 // floor that still gives the controller enough samples and the whole set.
-// The controller judges runs, not minutes, from changeKeepState on; a
-// cooldown probes the upstream every cooledInterval, not MaxInterval,
-// from changeCooledProbe on.
+// The controller judges runs, not minutes; a cooldown probes the upstream
+// every cooledInterval, not MaxInterval.
 func (s *scheduler) controllerConfig(task string, cfg Config) pacing.ControllerConfig {
 	var cc pacing.ControllerConfig
 	switch task {
@@ -51,10 +50,8 @@ func (s *scheduler) controllerConfig(task string, cfg Config) pacing.ControllerC
 			MinInterval: cfg.every(pacer.TaskSweep), MaxInterval: max(pacer.Duration(2*time.Hour), cfg.every(pacer.TaskSweep)),
 			InitialInterval: cfg.every(pacer.TaskSweep)}
 	}
-	cc.Judge = s.judge()
-	if s.gates.cooledProbe {
-		cc.CooledInterval = pacer.Duration(cooledInterval)
-	}
+	cc.Judge = pacing.JudgeRuns
+	cc.CooledInterval = pacer.Duration(cooledInterval)
 	return cc
 }
 
@@ -65,14 +62,6 @@ func (s *scheduler) controllerConfig(task string, cfg Config) pacing.ControllerC
 // an outage of any length. The run is the probe; the circuit breaker's,
 // when it is open, comes on top.
 const cooledInterval = 5 * time.Minute
-
-// judge is how this run's controllers judge.
-func (s *scheduler) judge() pacing.Judge {
-	if s.gates.keepState {
-		return pacing.JudgeRuns
-	}
-	return pacing.JudgeMinutes
-}
 
 // maxTeneroBatch covers the whole token set: static base, pegs and the top
 // 50 traded tokens.
@@ -135,7 +124,7 @@ func (s *scheduler) setupPacing() {
 // paces the runs after it. Zero means no limit (pacing off).
 func (s *scheduler) batch(task string, now time.Time, forced bool) int {
 	p := s.state.Pacing[task]
-	if !s.paced || p == nil {
+	if p == nil {
 		return 0
 	}
 	d := p.Controller.Decide(now)
@@ -149,7 +138,7 @@ func (s *scheduler) batch(task string, now time.Time, forced bool) int {
 // An operator's refresh is a real run (SPEC §3.1): it may spend the
 // current window to the last request the headers allow.
 func (s *scheduler) stopAt(task string, forced bool) int {
-	if !s.paced || forced && s.gates.decide {
+	if forced {
 		return 0
 	}
 	return s.state.Budgets[upstreamOf(task)].StopAt()
@@ -159,7 +148,7 @@ func (s *scheduler) stopAt(task string, forced bool) int {
 // budget, then moves the task's cadence and its earliest next start.
 func (s *scheduler) observe(t *schedule.Task, run *pacer.Run, successes int, now time.Time) {
 	p := s.state.Pacing[t.Name]
-	if !s.paced || p == nil {
+	if p == nil {
 		return
 	}
 	end := run.StartedAt.Add(time.Duration(run.DurationMs) * time.Millisecond)
@@ -178,7 +167,7 @@ func (s *scheduler) observe(t *schedule.Task, run *pacer.Run, successes int, now
 	d := p.Controller.Decide(now)
 	t.Every = pacer.Duration(d.Interval)
 	want := d.Batch
-	if s.gates.keepState && p.Need > 0 {
+	if p.Need > 0 {
 		// Pacing by need: the next run makes about as many requests as the
 		// last one wanted, which may be far fewer than the batch allows.
 		want = min(want, p.Need)
@@ -193,7 +182,7 @@ func (s *scheduler) observe(t *schedule.Task, run *pacer.Run, successes int, now
 // pacingStatus is a task's pacing in the status document, read-only.
 func (s *scheduler) pacingStatus(task string, now time.Time) *pacing.TaskStatus {
 	p := s.state.Pacing[task]
-	if !s.paced || p == nil {
+	if p == nil {
 		return nil
 	}
 	st := pacing.StatusOf(now, p.Controller, s.state.Budgets[upstreamOf(task)], time.Duration(p.LastRun), pacing.DefaultCost())

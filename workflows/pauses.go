@@ -12,7 +12,7 @@ import (
 const maxPauses = 64
 
 // adoptPauses makes the state's pause windows the one record of what is
-// paused (changeOneDecision). A state from before it knew only the global
+// paused. A state from before it knew only the global
 // PausedUntil; the windows the cron state kept were the run's own copy
 // (they could outlive a resume across a restart) and are dropped.
 func (s *scheduler) adoptPauses() {

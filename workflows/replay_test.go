@@ -1,19 +1,20 @@
 package workflows
 
 import (
+	"encoding/json"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/worker"
-	"go.temporal.io/sdk/workflow"
 )
 
-// The histories were recorded from real runs on a dev server (make
-// histories), by today's code and by every earlier version, and are never
-// rewritten. Replaying them all against today's code proves a change keeps
-// running workflows deterministic; a change that cannot must be gated with
-// workflow.GetVersion.
+// The histories were recorded from real runs of the live revisions on a
+// dev server (make histories). Replaying them against today's code proves
+// a change keeps the runs it finds in flight deterministic; a change that
+// cannot raises RevisionCurrent and branches on it (docs/revisions.md).
 func TestReplayRecordedHistories(t *testing.T) {
 	t.Parallel()
 	files, err := filepath.Glob("testdata/histories/*.json")
@@ -29,63 +30,83 @@ func TestReplayRecordedHistories(t *testing.T) {
 	}
 }
 
+// badHistory is basic.json with its first RefreshTenero activity renamed
+// (make histories writes both): a history the code cannot have produced.
+const (
+	badHistory  = "testdata/nondeterministic/renamed-activity.json"
+	goodHistory = "testdata/histories/r1-basic.json"
+	renamedFrom = `"name":  "` + ActivityRefreshTenero + `"`
+	renamedTo   = `"name":  "` + ActivityRefreshTenero + `Renamed"`
+)
+
 // A history the code cannot have produced must fail, or the test above
-// proves nothing.
+// proves nothing: the bad history differs from a good one by one activity
+// name, and replaying it fails on that.
 func TestReplayDetectsNondeterminism(t *testing.T) {
 	t.Parallel()
+	good, err := os.ReadFile(goodHistory)
+	require.NoError(t, err)
+	bad, err := os.ReadFile(badHistory)
+	require.NoError(t, err)
+	require.Equal(t, strings.Replace(string(good), renamedFrom, renamedTo, 1), string(bad),
+		"the bad history is the good one with one activity renamed")
+
 	r := worker.NewWorkflowReplayer()
 	Register(r)
-	err := r.ReplayWorkflowHistoryFromJSONFile(nil, "testdata/nondeterministic/renamed-activity.json")
-	require.ErrorContains(t, err, "nondeterministic")
+	require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, goodHistory))
+	err = r.ReplayWorkflowHistoryFromJSONFile(nil, badHistory)
+	// TMPRL1100 is the SDK's code for a history the code cannot have
+	// produced.
+	require.ErrorContains(t, err, "TMPRL1100")
+	require.ErrorContains(t, err, ActivityRefreshTenero+"Renamed")
 }
 
-// A history recorded before a change replays only because the change is
-// gated: the same code with the gate forced on, as a deploy that forgot
-// workflow.GetVersion would run, must fail on it. The failure streak from
-// before the circuit breaker is the history that would have failed when
-// the breaker shipped without its gate: 16 failed runs in a row, which the
-// breaker, on, would have cut short after 12.
-func TestGatesAreWhatLetOldHistoriesReplay(t *testing.T) {
+// Every recorded run carries exactly one version marker, of ChangeID, at
+// a live revision (SPEC §3.7): no other change ID is read anywhere.
+func TestHistoriesCarryOneRevision(t *testing.T) {
 	t.Parallel()
-	tests := []struct {
-		history string
-		change  string
-		off     bool // the gate forced off, not on
-	}{
-		{history: "before-breaker-failure-streak.json", change: changeBreaker},
-		{history: "basic.json", change: changeKeepState},
-		{history: "continue-as-new.json", change: changeKeepState},
-		{history: "keep-state-basic.json", change: changeRollupTasks},
-		{history: "keep-state-started.json", change: changeRollupTasks},
-		{history: "rollups-basic.json", change: changeOneDecision},
-		{history: "rollups-catch-up.json", change: changeOneDecision},
-		{history: "rollups-failure-streak.json", change: changeOneDecision},
-		{history: "rollups-reconfigured.json", change: changeOneDecision},
-		{history: "decide-catch-up.json", change: changeWakeTimers},
-		{history: "skip-basic.json", change: changeEndWakes},
-		{history: "skip-core.json", change: changeEndWakes},
-		{history: "skip-skip.json", change: changeEndWakes},
-		// No history before changeCooledProbe holds a cooldown, so none
-		// breaks with it forced on; the one that does, recorded with it,
-		// must not replay with it forced off.
-		{history: "cooled-probe-cooled.json", change: changeCooledProbe, off: true},
+	files, err := filepath.Glob("testdata/histories/*.json")
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		ids, versions := versionMarkers(t, b)
+		require.Equal(t, []string{ChangeID}, ids, "%s: the change IDs of its version markers", f)
+		require.GreaterOrEqual(t, versions[0], int(RevisionFloor), f)
+		require.LessOrEqual(t, versions[0], int(RevisionCurrent), f)
 	}
-	for _, tt := range tests {
-		t.Run(tt.history, func(t *testing.T) {
-			t.Parallel()
-			path := filepath.Join("testdata/histories", tt.history)
-			gated := worker.NewWorkflowReplayer()
-			Register(gated)
-			require.NoError(t, gated.ReplayWorkflowHistoryFromJSONFile(nil, path), "with its gate it replays")
+}
 
-			ungated := worker.NewWorkflowReplayer()
-			ungated.RegisterWorkflowWithOptions(func(ctx workflow.Context, in SchedulerInput) (*StopResult, error) {
-				return schedulerWorkflow(ctx, in, map[string]bool{tt.change: !tt.off})
-			}, workflow.RegisterOptions{Name: WorkflowType})
-			err := ungated.ReplayWorkflowHistoryFromJSONFile(nil, path)
-			// TMPRL1100 is the SDK's code for a history the code cannot
-			// have produced.
-			require.ErrorContains(t, err, "TMPRL1100", "with the %s gate forced (off: %v) it must not replay", tt.change, tt.off)
-		})
+// versionMarkers lists the change IDs and versions of a history's
+// version markers, as the SDK records them.
+func versionMarkers(t *testing.T, history []byte) ([]string, []int) {
+	t.Helper()
+	type payloads struct {
+		Payloads []struct {
+			Data []byte `json:"data"`
+		} `json:"payloads"`
 	}
+	var h struct {
+		Events []struct {
+			Marker *struct {
+				Name    string              `json:"markerName"`
+				Details map[string]payloads `json:"details"`
+			} `json:"markerRecordedEventAttributes"`
+		} `json:"events"`
+	}
+	require.NoError(t, json.Unmarshal(history, &h))
+	var ids []string
+	var versions []int
+	for _, e := range h.Events {
+		if e.Marker == nil || e.Marker.Name != "Version" {
+			continue
+		}
+		var id string
+		var v int
+		require.NoError(t, json.Unmarshal(e.Marker.Details["change-id"].Payloads[0].Data, &id))
+		require.NoError(t, json.Unmarshal(e.Marker.Details["version"].Payloads[0].Data, &v))
+		ids, versions = append(ids, id), append(versions, v)
+	}
+	return ids, versions
 }

@@ -23,7 +23,7 @@ type State struct {
 	PausedUntil *time.Time       `json:"pausedUntil,omitempty"`
 	Tasks       []*schedule.Task `json:"tasks"`
 	// Pauses are the operators' pause windows, of one task or of all
-	// (changeOneDecision): what was paused survives a restart, and
+	//: what was paused survives a restart, and
 	// occurrences due in a window are passed as paused. PausedUntil mirrors
 	// the global one for readers of older states.
 	Pauses []schedule.Pause `json:"pauses,omitempty"`
@@ -71,20 +71,12 @@ type Restart struct {
 // its history grows large. The stop update completes it with its state as
 // the result.
 func SchedulerWorkflow(ctx workflow.Context, in SchedulerInput) (*StopResult, error) {
-	return schedulerWorkflow(ctx, in, nil)
-}
-
-// schedulerWorkflow is SchedulerWorkflow with some of its version gates
-// forced on (what a deploy that forgot a gate would run) or off (the code
-// before the gate). Tests replay with it to prove that a recorded history
-// needs its gate.
-func schedulerWorkflow(ctx workflow.Context, in SchedulerInput, forced map[string]bool) (*StopResult, error) {
 	if err := in.Config.Validate(); err != nil {
 		// Fail at once with the reason rather than panic later in a loop of
 		// failing workflow tasks.
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), errTypeInvalidConfig, nil)
 	}
-	s := newScheduler(ctx, in, forced)
+	s := newScheduler(ctx, in)
 	if err := s.registerHandlers(ctx); err != nil {
 		return nil, err
 	}
@@ -92,9 +84,6 @@ func schedulerWorkflow(ctx workflow.Context, in SchedulerInput, forced map[strin
 		s.logger.Warn("scheduler.restarted", "after", in.Restart.After, "previousRunId", in.Restart.RunID,
 			"stateFrom", in.Restart.StateFrom, "operatorStateFrom", in.Restart.OperatorStateFrom,
 			"pausedUntil", s.state.PausedUntil)
-	}
-	if !s.gates.keepState {
-		return nil, s.loopLegacy(ctx)
 	}
 	return s.loop(ctx)
 }
@@ -124,44 +113,21 @@ var taskDefs = []taskDef{
 	{name: pacer.TaskDeliver, run: runDeliver},
 }
 
-// gates are the version gates of this run, read once at its start: each
-// says whether a change is on in this run (GetVersion; see names.go).
-type gates struct {
-	sweep, pacing, breaker, keepState, rollups, decide bool
-	skip, timers, endWakes, cooledProbe                bool
-}
-
-func readGates(ctx workflow.Context, forced map[string]bool) gates {
-	on := func(change string) bool {
-		if v, ok := forced[change]; ok {
-			return v
-		}
-		return workflow.GetVersion(ctx, change, workflow.DefaultVersion, 1) >= 1
-	}
-	// The order is the order the gates were introduced in: histories
-	// recorded before a gate hold none of the later ones' markers.
-	return gates{
-		sweep:       on(changeSweepTask),
-		pacing:      on(changeAdaptivePacing),
-		breaker:     on(changeBreaker),
-		keepState:   on(changeKeepState),
-		rollups:     on(changeRollupTasks),
-		decide:      on(changeOneDecision),
-		skip:        on(changeOperatorSkip),
-		timers:      on(changeWakeTimers),
-		endWakes:    on(changeEndWakes),
-		cooledProbe: on(changeCooledProbe),
-	}
+// readRevision is the revision of what this run schedules (SPEC §3.7),
+// read once at its start: one marker of ChangeID in its history.
+func readRevision(ctx workflow.Context) workflow.Version {
+	return workflow.GetVersion(ctx, ChangeID, RevisionFloor, RevisionCurrent)
 }
 
 type scheduler struct {
-	defs   []taskDef
-	gates  gates
-	paced  bool
-	cfg    Config
-	state  State
-	tasks  map[string]*schedule.Task
-	logger log.Logger
+	defs []taskDef
+	// revision is this run's revision (readRevision); every branch on it
+	// names the revision that brought the change.
+	revision workflow.Version
+	cfg      Config
+	state    State
+	tasks    map[string]*schedule.Task
+	logger   log.Logger
 	// crons are the compiled schedules of the cron tasks, by task name.
 	crons map[string]*cron.Schedule
 	// deliverWoken is set when a rollup run made deliver due while a
@@ -174,12 +140,7 @@ type scheduler struct {
 	// wake is how finished runs and update handlers get the loop's attention.
 	wake workflow.Channel
 
-	timer       workflow.Future
-	timerAt     time.Time
-	cancelTimer workflow.CancelFunc
-	// armed are the timers of changeWakeTimers, each for a wake-up that
-	// still stands (timer, timerAt and cancelTimer are the one timer of
-	// runs before it).
+	// armed are the armed timers, each for a wake-up that still stands.
 	armed []*armedTimer
 
 	// stopping is set by the stop update: no scheduled run starts, and the
@@ -193,11 +154,11 @@ type scheduler struct {
 	memoKey, statusKey string
 }
 
-func newScheduler(ctx workflow.Context, in SchedulerInput, forced map[string]bool) *scheduler {
+func newScheduler(ctx workflow.Context, in SchedulerInput) *scheduler {
 	s := &scheduler{
-		gates:  readGates(ctx, forced),
-		cfg:    in.Config,
-		logger: workflow.GetLogger(ctx),
+		revision: readRevision(ctx),
+		cfg:      in.Config,
+		logger:   workflow.GetLogger(ctx),
 		pauseCh: signalChannel(ctx, SignalPause,
 			`no scheduled run starts until then (refreshes still run); {"for":"30m"} or {"until":"<RFC3339>"}, at most 30 days`),
 		resumeCh: signalChannel(ctx, SignalResume, "clear a pause and close every open circuit breaker; no input"),
@@ -210,28 +171,13 @@ func newScheduler(ctx workflow.Context, in SchedulerInput, forced map[string]boo
 		wake:  workflow.NewBufferedChannel(ctx, 1),
 		tasks: map[string]*schedule.Task{},
 	}
-	s.defs = []taskDef{taskDefs[0]}
-	if s.gates.sweep {
-		s.defs = append(s.defs, taskDefs[1])
-	}
-	if s.gates.keepState && s.gates.rollups {
-		s.defs = append(s.defs, taskDefs[2], taskDefs[3])
-	}
-	if !s.gates.decide {
-		// Runs before changeOneDecision carried the defaults in their
-		// config; from it on, the config holds what the operator set and
-		// each default resolves at use (SPEC §3.5).
-		s.cfg = s.cfg.withDefaults()
-	} else {
-		s.cfg = s.cfg.operatorSet()
-	}
+	s.defs = taskDefs
+	s.cfg = s.cfg.operatorSet()
 	if in.State != nil {
 		s.state = *in.State
 		s.state.Generation++
 	}
-	if s.gates.decide {
-		s.adoptPauses()
-	}
+	s.adoptPauses()
 	// Rebuild the task list from the registered tasks, keeping what the
 	// carried state knew: a task added by a deploy appears, a removed one goes.
 	carried := map[string]*schedule.Task{}
@@ -252,9 +198,7 @@ func newScheduler(ctx workflow.Context, in SchedulerInput, forced map[string]boo
 		s.tasks[d.name] = t
 	}
 	s.compileCrons()
-	if s.paced = s.gates.pacing; s.paced {
-		s.setupPacing()
-	}
+	s.setupPacing()
 	return s
 }
 
@@ -292,10 +236,10 @@ func (s *scheduler) loop(ctx workflow.Context) (*StopResult, error) {
 			return nil, err // cancelled by an operator
 		}
 		now := workflow.Now(ctx)
-		s.expirePause(now)
+		s.expirePauses(now)
 		s.planCrons(now)
 		s.holding = s.holdStarts(ctx)
-		s.startRuns(ctx, now, s.stopping != nil || s.holding)
+		s.startRuns(ctx, now)
 		if s.idle() && (s.stopping != nil || s.reconfigured || s.continueAsNewWanted(ctx)) {
 			done, err := s.handOver(ctx)
 			if err != nil || done {
@@ -349,9 +293,6 @@ func (s *scheduler) continueAsNewWanted(ctx workflow.Context) bool {
 }
 
 func (s *scheduler) continueAsNew(ctx workflow.Context) error {
-	if s.cancelTimer != nil && !s.gates.keepState {
-		s.cancelTimer()
-	}
 	state := s.state
 	s.logger.Info("scheduler.continued_as_new", "generation", state.Generation+1, "reconfigured", s.reconfigured,
 		"historyLength", workflow.GetInfo(ctx).GetCurrentHistoryLength())
@@ -366,13 +307,13 @@ func (s *scheduler) stopResult(ctx workflow.Context) *StopResult {
 	return res
 }
 
-// startRuns starts every task that should start. With scheduled false only
-// explicit requests start: while stopping, so that update callers are
-// answered before the run ends.
-func (s *scheduler) startRuns(ctx workflow.Context, now time.Time, hold bool) {
+// startRuns starts every task the decision starts (while stopping or
+// holding, only explicit requests, so that update callers are answered
+// before the run ends).
+func (s *scheduler) startRuns(ctx workflow.Context, now time.Time) {
 	for _, d := range s.defs {
 		t := s.tasks[d.name]
-		if !s.shouldStart(t, now, hold) {
+		if !s.shouldStart(t, now) {
 			continue
 		}
 		var occ pacer.Occurrence
@@ -381,7 +322,7 @@ func (s *scheduler) startRuns(ctx workflow.Context, now time.Time, hold bool) {
 			if occ, ok = t.Cron.Take(now); !ok {
 				continue
 			}
-			if s.gates.decide && occ.Live {
+			if occ.Live {
 				at := now.UTC()
 				occ.AsOf = &at
 			}
@@ -389,13 +330,10 @@ func (s *scheduler) startRuns(ctx workflow.Context, now time.Time, hold bool) {
 			occ = s.occurrence(t, now)
 		}
 		forced := t.Requested
-		if s.gates.timers {
-			t.OwnPace = s.view().OwnPace(t)
-		}
 		t.Begin(now)
 		workflow.Go(ctx, func(ctx workflow.Context) {
 			o := d.run(ctx, s, occ, forced)
-			if s.gates.decide && o.Class != "" && t.Cron != nil && !occ.Manual && !occ.Zero() {
+			if o.Class != "" && t.Cron != nil && !occ.Manual {
 				// The occurrence is owed until it succeeds (SPEC §3.4): it
 				// goes back to the head of the queue, with the passed ones it
 				// carries (the ledger keeps the first record of each), and
@@ -403,7 +341,7 @@ func (s *scheduler) startRuns(ctx workflow.Context, now time.Time, hold bool) {
 				t.Cron.Queue = append([]pacer.Occurrence{occ}, t.Cron.Queue...)
 				o.Backoff = max(o.Backoff, owedBackoff(t.ConsecutiveFailures+1))
 			} else if o.Class != "" && t.Cron != nil && len(occ.Passed) > 0 {
-				// The run may have failed before it wrote them to the
+				// A manual run may have failed before it wrote them to the
 				// ledger: the next run carries them again (the ledger
 				// keeps the first record of each).
 				t.Cron.Pending = cron.Compact(append(slices.Clone(occ.Passed), t.Cron.Pending...))
@@ -413,20 +351,16 @@ func (s *scheduler) startRuns(ctx workflow.Context, now time.Time, hold bool) {
 	}
 }
 
-// shouldStart is whether t starts now: with changeOneDecision the
-// decision says; before it, the task's own rules and the hold.
-func (s *scheduler) shouldStart(t *schedule.Task, now time.Time, hold bool) bool {
-	if s.gates.decide {
-		return s.view().Decide(t, now).Start
-	}
-	return t.ShouldStart(now, s.state.PausedUntil) && (!hold || t.Requested)
+// shouldStart is whether t starts now, as the decision says.
+func (s *scheduler) shouldStart(t *schedule.Task, now time.Time) bool {
+	return s.view().Decide(t, now).Start
 }
 
 // view is what the decision reads: the carried state, the compiled cron
 // schedules, and whether starts are stopped or held.
 func (s *scheduler) view() schedule.View {
 	return schedule.View{Tasks: s.state.Tasks, Pauses: s.state.Pauses, Crons: s.crons,
-		Stopping: s.stopping != nil, Holding: s.holding, AtRunEnd: s.gates.endWakes && s.gates.timers}
+		Stopping: s.stopping != nil, Holding: s.holding}
 }
 
 // owedBackoff is how long an owed occurrence waits after its n-th failure
@@ -443,9 +377,6 @@ func owedBackoff(n int) time.Duration {
 // nominal time is when it was due, or for a refresh when it was asked for.
 // Runs that began before run keys send none.
 func (s *scheduler) occurrence(t *schedule.Task, now time.Time) pacer.Occurrence {
-	if !s.gates.keepState {
-		return pacer.Occurrence{}
-	}
 	nominal, manual := s.dueAt(t, now), t.Requested
 	if manual && t.RequestedAt != nil {
 		nominal = *t.RequestedAt
@@ -464,7 +395,7 @@ func (s *scheduler) occurrence(t *schedule.Task, now time.Time) pacer.Occurrence
 
 // finish records a run's outcome, logs what it changed, and wakes the loop.
 func (s *scheduler) finish(ctx workflow.Context, t *schedule.Task, o schedule.Outcome) {
-	if t.Finish(workflow.Now(ctx), o, s.cfg.breaker(s.gates.breaker)) {
+	if t.Finish(workflow.Now(ctx), o, s.cfg.breaker()) {
 		s.logger.Error("scheduler.breaker_tripped", "task", t.Name, "consecutiveFailures", t.ConsecutiveFailures,
 			"class", o.Class, "error", o.Message, "probeAt", t.BreakerUntil,
 			"hint", "fix the cause, then resume or refresh to close it")
@@ -486,14 +417,7 @@ func (s *scheduler) wait(ctx workflow.Context, now time.Time) {
 		sel.AddReceive(sig.ch, func(c workflow.ReceiveChannel, _ bool) { s.receive(ctx, sig) })
 	}
 	sel.AddReceive(s.wake, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil) })
-	if s.gates.decide {
-		s.armDecided(ctx, now)
-	} else if wake, ok := schedule.NextWakeCounting(now, s.state.PausedUntil, s.state.Tasks); ok && s.stopping == nil {
-		s.armTimer(ctx, now, wake, true)
-	}
-	if s.timer != nil {
-		sel.AddFuture(s.timer, func(workflow.Future) { s.timer, s.cancelTimer = nil, nil })
-	}
+	s.armWakes(ctx, now, s.view().Wakes(now))
 	for _, a := range s.armed {
 		sel.AddFuture(a.f, func(workflow.Future) {
 			s.armed = slices.DeleteFunc(s.armed, func(b *armedTimer) bool { return b == a })
@@ -502,26 +426,6 @@ func (s *scheduler) wait(ctx workflow.Context, now time.Time) {
 	s.setDetails(ctx)
 	s.upsertMemo(ctx)
 	sel.Select(ctx)
-}
-
-// armDecided points the one timer at the earliest decided wake-up. A
-// timer due before it would fire for nothing (a run's end moved its task
-// later): it is cancelled, so every timer that fires starts a run. With
-// no wake-up wanted, a timer left running is cancelled too.
-func (s *scheduler) armDecided(ctx workflow.Context, now time.Time) {
-	if s.gates.timers {
-		s.armWakes(ctx, now, s.view().Wakes(now))
-		return
-	}
-	wake, ok := s.view().Wake(now)
-	if !ok {
-		if s.cancelTimer != nil {
-			s.cancelTimer()
-		}
-		s.timer, s.cancelTimer = nil, nil
-		return
-	}
-	s.armTimer(ctx, now, wake, false)
 }
 
 // armedTimer is a timer armed for the wake-up at at.
@@ -538,7 +442,7 @@ type armedTimer struct {
 // wake-up gets a timer of its own and the standing one still fires for
 // its run, so no timer is armed twice for one wake-up. A timer whose
 // wake-up is no longer wanted is cancelled: it would fire for nothing.
-// (changeWakeTimers; SPEC §3.6: one timer per wake-up that starts a run.)
+// (SPEC §3.6: one timer per wake-up that starts a run.)
 func (s *scheduler) armWakes(ctx workflow.Context, now time.Time, wanted []time.Time) {
 	s.armed = slices.DeleteFunc(s.armed, func(a *armedTimer) bool {
 		if slices.ContainsFunc(wanted, a.at.Equal) {
@@ -560,27 +464,6 @@ func (s *scheduler) armWakes(ctx workflow.Context, now time.Time, wanted []time.
 	s.armed = append(s.armed, &armedTimer{at: wake, f: f, cancel: cancel})
 }
 
-// armTimer keeps one durable timer pointed at the next wake. An unchanged
-// wake time reuses the running timer: every timer is a billed action and two
-// history events. With keepEarlier, a timer due before the new wake is kept
-// too: it fires, finds nothing to start, and re-arms for the new wake, which
-// costs the same one timer as re-arming now and no cancellation event.
-func (s *scheduler) armTimer(ctx workflow.Context, now, wake time.Time, keepEarlier bool) {
-	if s.timer != nil && (s.timerAt.Equal(wake) || keepEarlier && s.timerAt.Before(wake)) {
-		return
-	}
-	if s.cancelTimer != nil {
-		s.cancelTimer()
-	}
-	d := wake.Sub(now)
-	if d < time.Second {
-		d = time.Second
-	}
-	tctx, cancel := workflow.WithCancel(ctx)
-	s.timer = workflow.NewTimerWithOptions(tctx, d, workflow.TimerOptions{Summary: "next wake: " + s.dueSummary(wake)})
-	s.timerAt, s.cancelTimer = wake, cancel
-}
-
 // dueSummary names the tasks (or the pause) the timer wakes for.
 func (s *scheduler) dueSummary(wake time.Time) string {
 	var names []string
@@ -598,28 +481,13 @@ func (s *scheduler) dueSummary(wake time.Time) string {
 	return strings.Join(names, ", ")
 }
 
-// dueAt is when t next starts on its own, as the decision (or, before
-// changeOneDecision, the task) says.
+// dueAt is when t next starts on its own, as the decision says.
 func (s *scheduler) dueAt(t *schedule.Task, now time.Time) time.Time {
-	if s.gates.decide {
-		d := s.view().Decide(t, now)
-		if d.Start {
-			return now
-		}
-		return d.At
+	d := s.view().Decide(t, now)
+	if d.Start {
+		return now
 	}
-	return t.DueAt()
-}
-
-func (s *scheduler) expirePause(now time.Time) {
-	if s.gates.decide {
-		s.expirePauses(now)
-		return
-	}
-	if s.state.PausedUntil != nil && !schedule.Paused(now, s.state.PausedUntil) {
-		s.logger.Info("scheduler.resumed", "reason", "pause expired", "pausedUntil", *s.state.PausedUntil)
-		s.state.PausedUntil = nil
-	}
+	return d.At
 }
 
 // classify turns an activity error into an error class and a message. The
@@ -711,7 +579,7 @@ func runTenero(ctx workflow.Context, s *scheduler, occ pacer.Occurrence, forced 
 	if p != nil && res.ErrorClass == "" {
 		p.TailFrom = res.NextTailFrom
 	}
-	if p != nil && s.gates.keepState {
+	if p != nil {
 		p.learnTeneroNeed(res)
 	}
 	// Pegs cost no request; not_found and parse_error are item problems
@@ -722,30 +590,22 @@ func runTenero(ctx workflow.Context, s *scheduler, occ pacer.Occurrence, forced 
 }
 
 func runSweep(ctx workflow.Context, s *scheduler, occ pacer.Occurrence, forced bool) schedule.Outcome {
-	page := s.cfg.SweepPageSize
-	if s.paced {
-		page = s.batch(pacer.TaskSweep, workflow.Now(ctx), forced)
-	}
+	page := s.batch(pacer.TaskSweep, workflow.Now(ctx), forced)
 	res, o := runTask[pacer.SweepResult](ctx, s.activityOptions("competition swap sweep", 20*time.Minute),
 		ActivitySweep, pacer.SweepInput{PageSize: page, Occurrence: occ})
 	s.state.LastSweepResult = res
 	t := s.tasks[pacer.TaskSweep]
-	if s.gates.keepState {
-		// The sweep is due when its earliest agent is, never sooner than its
-		// cadence (schedule.Task.Due): a run that failed says nothing.
-		if res.ErrorClass == "" {
-			t.NextDueAt = utc(res.NextDueAt)
-		}
-		if p := s.state.Pacing[pacer.TaskSweep]; p != nil && res.Requests > 0 {
-			p.Need = res.Requests
-		}
+	// The sweep is due when its earliest agent is, never sooner than its
+	// cadence: a run that failed says nothing.
+	if res.ErrorClass == "" {
+		t.NextDueAt = utc(res.NextDueAt)
 	}
-	successes := res.Scanned
-	if s.gates.decide {
-		// Pages of the tail and the reconciler are work done too: a tail
-		// run visits few agents or none (SPEC §5.0).
-		successes = res.Successes()
+	if p := s.state.Pacing[pacer.TaskSweep]; p != nil && res.Requests > 0 {
+		p.Need = res.Requests
 	}
+	// Pages of the tail and the reconciler are work done too: a tail run
+	// visits few agents or none (SPEC §5.0).
+	successes := res.Successes()
 	s.observe(t, &res.Run, successes, workflow.Now(ctx))
 	return o
 }

@@ -92,7 +92,7 @@ func TestOperatorSkipsAnOwedOccurrence(t *testing.T) {
 // is due) ends with its next run before the wake-up tenero's timer waits
 // for: that timer stands, and the sweep's wake-up gets its own, so every
 // timer but the first run's guesses fires and starts a run (SPEC §3.6;
-// before changeWakeTimers, tenero's timer was cancelled and armed again
+// with a single re-armed timer, tenero's was cancelled and armed again
 // after every such sweep).
 func TestAStandingTimerIsNotArmedTwice(t *testing.T) {
 	t.Parallel()
@@ -110,7 +110,7 @@ func TestAStandingTimerIsNotArmedTwice(t *testing.T) {
 	// Started and not fired: three of tenero's timers that gave way to the
 	// sweep's wake-up a few seconds later (one timer then starts both: no
 	// timer more than without aligning), and rollup's 13:05, pending when
-	// the run was cancelled. Before changeWakeTimers and changeEndWakes:
+	// the run was cancelled. With a single re-armed timer:
 	// 17 of 45.
 	t.Logf("timers: %d scheduled, %d fired, %d cancelled", scheduled, fired, cancelled)
 	require.LessOrEqual(t, cancelled, 3, "timers cancelled (scheduled %d, fired %d)", scheduled, fired)

@@ -148,9 +148,7 @@ func (s *scheduler) status(ctx workflow.Context) Status {
 	if at, ok := s.nextWake(); ok {
 		st.NextWakeAt = utc(&at)
 	}
-	if s.gates.decide {
-		st.Config = s.cfg.withDefaults()
-	}
+	st.Config = s.cfg.withDefaults()
 	for _, t := range s.state.Tasks {
 		st.ConsecutiveFailures[t.Name] = t.ConsecutiveFailures
 		st.NextRunAfter[t.Name] = utc(t.NextRunAfter)
@@ -165,15 +163,13 @@ func (s *scheduler) status(ctx workflow.Context) Status {
 			LastError: t.LastError,
 			Runs:      t.Started,
 			Breaker: BreakerStatus{Open: t.BreakerOpen(), ProbeAt: utc(t.BreakerUntil), Trips: t.BreakerTrips,
-				Threshold: s.cfg.breaker(s.gates.breaker).Threshold},
+				Threshold: s.cfg.breaker().Threshold},
 			PacedUntil: utc(t.PacedUntil),
 			Pacing:     s.pacingStatus(t.Name, st.Now),
 		}
 		s.scheduleStatus(&ts, t, st.Now)
-		if s.gates.decide {
-			s.decisionStatus(&ts, t, st.Now)
-		}
-		if waiting == schedule.WaitIdle {
+		s.decisionStatus(&ts, t, st.Now)
+		if waiting == schedule.ReasonIdle {
 			ts.NextDueAt = nil
 		}
 		st.Tasks[t.Name] = ts
@@ -192,11 +188,8 @@ func (s *scheduler) status(ctx workflow.Context) Status {
 }
 
 // scheduleStatus fills in a task's schedule and, for a cron task, its
-// occurrences. Runs that began before schedules show none.
+// occurrences.
 func (s *scheduler) scheduleStatus(ts *TaskStatus, t *schedule.Task, now time.Time) {
-	if !s.gates.rollups {
-		return
-	}
 	if sched := s.crons[t.Name]; sched != nil && t.Cron != nil {
 		cs := sched.Status(t.Name, *t.Cron, now)
 		spec := cs.Schedule
@@ -213,24 +206,8 @@ func (s *scheduler) scheduleStatus(ts *TaskStatus, t *schedule.Task, now time.Ti
 // waiting is when a task next runs on its own and why not sooner (one
 // word, see TaskStatus.Waiting).
 func (s *scheduler) waiting(t *schedule.Task, now time.Time) (time.Time, string) {
-	if s.gates.decide {
-		d := s.view().Decide(t, now)
-		return d.At, d.Reason
-	}
-	due, why := t.Due()
-	if schedule.Paused(now, s.state.PausedUntil) && !s.state.PausedUntil.Before(due) {
-		due, why = *s.state.PausedUntil, schedule.WaitPaused
-	}
-	switch {
-	case t.Running():
-		why = "running"
-	case t.Requested:
-		due, why = now, "requested"
-	case why == schedule.WaitIdle:
-	case !due.After(now):
-		why = "due"
-	}
-	return due, why
+	d := s.view().Decide(t, now)
+	return d.At, d.Reason
 }
 
 // decisionStatus shows the decision's inputs: the pause in force for the
@@ -249,9 +226,6 @@ func (s *scheduler) decisionStatus(ts *TaskStatus, t *schedule.Task, now time.Ti
 
 // nextWake is when the earliest armed timer fires.
 func (s *scheduler) nextWake() (time.Time, bool) {
-	if s.timer != nil {
-		return s.timerAt, true
-	}
 	var at time.Time
 	for _, a := range s.armed {
 		if at.IsZero() || a.at.Before(at) {

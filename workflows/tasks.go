@@ -36,11 +36,7 @@ func (s *scheduler) compileCrons() {
 		if t.Cron == nil {
 			t.Cron = &cron.State{}
 		}
-		if s.gates.decide {
-			// The decision asks the schedule: a wake kept from before it
-			// would only block its prediction.
-			t.NextDueAt, t.Dormant = nil, false
-		}
+		t.NextDueAt, t.Dormant = nil, false // the decision asks the schedule
 	}
 }
 
@@ -56,50 +52,13 @@ func (s *scheduler) planCrons(now time.Time) {
 			continue
 		}
 		if !t.Running() && len(t.Cron.Queue) == 0 {
-			var opts cron.Options
-			if s.gates.decide {
-				opts.Paused = s.pausedFunc(d.name)
-			}
-			next, rep := sched.PlanWith(d.name, *t.Cron, now, opts)
+			next, rep := sched.PlanWith(d.name, *t.Cron, now, cron.Options{Paused: s.pausedFunc(d.name)})
 			*t.Cron = next
 			if rep.Missed > 0 || rep.Unrecorded != nil {
 				s.logger.Warn("schedule.caught_up", "task", d.name, "catchup", string(sched.Spec().Catchup),
 					"missed", rep.Missed, "queued", rep.Queued, "skipped", rep.Skipped, "coalesced", rep.Coalesced,
 					"unrecorded", rep.Unrecorded)
 			}
-		}
-		if s.gates.decide {
-			continue // the decision asks the schedule itself
-		}
-		wake, ok := sched.Wake(d.name, *t.Cron, now)
-		t.Dormant = !ok
-		t.NextDueAt = nil
-		if ok {
-			t.NextDueAt = &wake
-		}
-	}
-}
-
-// pauseCrons and resumeCrons keep the cron tasks' pause windows: an
-// occurrence that came due while paused is passed as "paused".
-func (s *scheduler) pauseCrons(now, until time.Time) {
-	if s.gates.decide {
-		return // the state's pause windows (pauses.go)
-	}
-	for _, t := range s.state.Tasks {
-		if t.Cron != nil {
-			t.Cron.Pause(now, until)
-		}
-	}
-}
-
-func (s *scheduler) resumeCrons(now time.Time) {
-	if s.gates.decide {
-		return
-	}
-	for _, t := range s.state.Tasks {
-		if t.Cron != nil {
-			t.Cron.Resume(now)
 		}
 	}
 }

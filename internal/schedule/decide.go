@@ -16,13 +16,13 @@ const (
 	ReasonHinted    = "hinted"
 	// A task that waits.
 	ReasonRunning  = "running"
-	ReasonCadence  = WaitCadence
-	ReasonBackoff  = WaitBackoff
-	ReasonBreaker  = WaitBreaker
+	ReasonCadence  = "cadence"
+	ReasonBackoff  = "backoff"
+	ReasonBreaker  = "breaker"
 	ReasonBudget   = "budget"
-	ReasonPaused   = WaitPaused
+	ReasonPaused   = "paused"
 	ReasonCron     = "cron"
-	ReasonIdle     = WaitIdle
+	ReasonIdle     = "idle"
 	ReasonStopping = "stopping"
 	// ReasonHeld: due, but the run holds scheduled starts until the runs in
 	// flight end (its history is long); their end wakes the loop.
@@ -57,9 +57,6 @@ type View struct {
 	Stopping bool
 	// Holding: scheduled starts wait for the runs in flight (holdStarts).
 	Holding bool
-	// AtRunEnd: a running task's next start is decided when its run
-	// ends (its end wakes the scheduler), never predicted while it runs.
-	AtRunEnd bool
 }
 
 // Decision is when a task next starts on its own and the one reason it
@@ -103,13 +100,9 @@ func (v View) decide(t *Task, now time.Time) Decision {
 	}
 	switch {
 	case t.Running():
+		// Its next start is decided when its run ends, which wakes the
+		// scheduler: a prediction its end moves would be a timer for nothing.
 		d.Reason = ReasonRunning
-		if v.AtRunEnd {
-			return d
-		}
-		if at, ok := v.predict(t, now); ok {
-			d.At, d.Wake = at, true
-		}
 		return d
 	case t.Requested:
 		d.At, d.Reason, d.Start = now, ReasonRequested, true
@@ -185,54 +178,6 @@ func (v View) due(t *Task, now time.Time) (time.Time, string, bool) {
 		}
 	}
 	return due, reason, true
-}
-
-// predict is when a running task will be due again, when its start
-// already says so: its cadence (or its next cron occurrence) decided it, and its last run ended well before then. A task
-// whose last due time came from its own work (the sweep's next due agent),
-// or whose last run ended under month pacing, a back-off or the breaker, is
-// not predicted: its run's end sets a later time, a timer armed for the
-// guess would fire for nothing (two timers per run), and the run's end
-// wakes the loop anyway.
-func (v View) predict(t *Task, now time.Time) (time.Time, bool) {
-	if t.NextRunAfter != nil || t.BreakerUntil != nil || t.PacedUntil != nil || t.HintedAt != nil {
-		return time.Time{}, false
-	}
-	var at time.Time
-	switch sched := v.Crons[t.Name]; {
-	case sched != nil && t.Cron != nil:
-		if len(t.Cron.Queue) > 0 {
-			return time.Time{}, false
-		}
-		next, ok := sched.Wake(t.Name, *t.Cron, now)
-		if !ok {
-			return time.Time{}, false
-		}
-		at = next
-	case t.Dormant || t.LastRunAt == nil || t.Every <= 0 || t.OwnPace:
-		return time.Time{}, false
-	case t.NextDueAt != nil && t.NextDueAt.After(t.LastRunAt.Add(time.Duration(t.Every))):
-		// Its own work, not its cadence, set its last due time (the sweep's
-		// next due agent): this run's end will set another.
-		return time.Time{}, false
-	default:
-		at = t.LastRunAt.Add(time.Duration(t.Every))
-	}
-	if !at.After(now) || t.LastRunAt != nil && !t.LastRunAt.Add(time.Duration(t.LastDuration)).Before(at) {
-		return time.Time{}, false
-	}
-	if until, ok := v.pausedAt(t.Name, at); ok {
-		at = until
-	}
-	return at, true
-}
-
-// OwnPace reports whether t, starting now, starts at the time its own
-// work set (its NextDueAt, later than its cadence: the sweep's next due
-// agent): its end will set the next time too, so predict leaves it alone
-// while it runs (Task.OwnPace).
-func (v View) OwnPace(t *Task) bool {
-	return t.NextDueAt != nil && t.LastRunAt != nil && t.NextDueAt.After(t.LastRunAt.Add(time.Duration(t.Every)))
 }
 
 // align moves a task's wake-up onto another task's when that one comes

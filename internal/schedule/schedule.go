@@ -61,10 +61,6 @@ type Task struct {
 	// wakes it (deliver with nothing pending, a cron schedule that fires no
 	// more): it never comes due on its own, only by a request.
 	Dormant bool `json:"dormant,omitempty"`
-	// OwnPace is set while a run started at the time its task's own work
-	// set (NextDueAt, later than its cadence; the sweep's next due agent):
-	// its end sets the next time, so it is not predicted from the cadence.
-	OwnPace bool `json:"ownPace,omitempty"`
 	// HintedAt is when a hint (an agent's new transaction) asked for a
 	// sweep not yet started; the next start clears it.
 	HintedAt *time.Time `json:"hintedAt,omitempty"`

@@ -13,7 +13,20 @@ var t0 = time.Date(2026, 5, 14, 12, 0, 0, 0, time.UTC)
 
 func at(d time.Duration) *time.Time { t := t0.Add(d); return &t }
 
-func TestShouldStart(t *testing.T) {
+// due is when the decision next starts t on its own, with no pause.
+func due(t *Task, now time.Time) time.Time {
+	return View{Tasks: []*Task{t}}.Decide(t, now).At
+}
+
+// pausedTo is a view whose global pause runs from t0 to until (none when nil).
+func pausedTo(until *time.Time) View {
+	if until == nil {
+		return View{}
+	}
+	return View{Pauses: []Pause{{From: t0, Until: *until}}}
+}
+
+func TestDecideStarts(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name      string
@@ -36,7 +49,7 @@ func TestShouldStart(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			require.Equal(t, tt.want, tt.give.ShouldStart(tt.giveNow, tt.givePause))
+			require.Equal(t, tt.want, pausedTo(tt.givePause).Decide(&tt.give, tt.giveNow).Start)
 		})
 	}
 }
@@ -56,34 +69,12 @@ func TestBeginFinish(t *testing.T) {
 	tk.Finish(t0.Add(time.Minute+time.Second), Outcome{Class: "rate_limit", Backoff: 24 * time.Hour}, Breaker{})
 	require.Equal(t, 2, tk.ConsecutiveFailures)
 	require.Equal(t, t0.Add(time.Minute+time.Second+24*time.Hour), *tk.NextRunAfter)
-	require.Equal(t, *tk.NextRunAfter, tk.DueAt())
+	require.Equal(t, *tk.NextRunAfter, due(&tk, t0.Add(2*time.Minute)))
 
 	tk.Begin(t0.Add(25 * time.Hour))
 	tk.Finish(t0.Add(25*time.Hour), Outcome{}, Breaker{})
 	require.Zero(t, tk.ConsecutiveFailures, "success resets the count")
 	require.EqualValues(t, 3, tk.Started)
-}
-
-func TestNextWake(t *testing.T) {
-	t.Parallel()
-	a := &Task{Every: pacer.Duration(5 * time.Minute), LastRunAt: at(0)}
-	b := &Task{Every: pacer.Duration(15 * time.Minute), LastRunAt: at(0)}
-	w, ok := NextWake(t0.Add(time.Minute), nil, []*Task{a, b})
-	require.True(t, ok)
-	require.Equal(t, t0.Add(5*time.Minute), w)
-
-	// A pause pushes the wake to its end.
-	w, _ = NextWake(t0.Add(time.Minute), at(time.Hour), []*Task{a, b})
-	require.Equal(t, t0.Add(time.Hour), w)
-
-	// A request wakes at once, pause or not.
-	b.Requested = true
-	w, _ = NextWake(t0.Add(time.Minute), at(time.Hour), []*Task{a, b})
-	require.Equal(t, t0.Add(time.Minute), w)
-
-	// Running tasks are not waited for.
-	_, ok = NextWake(t0, nil, []*Task{{Started: 1}})
-	require.False(t, ok)
 }
 
 func TestPauseUntil(t *testing.T) {
@@ -135,14 +126,14 @@ func TestBreaker(t *testing.T) {
 	tk.Begin(now)
 	require.True(t, tk.Finish(now, fail, b), "the third failure in a row trips it")
 	require.True(t, tk.BreakerOpen())
-	require.Equal(t, now.Add(time.Hour), tk.DueAt(), "an open breaker waits a cooldown, not the cadence")
-	require.False(t, tk.ShouldStart(now.Add(30*time.Minute), nil))
+	require.Equal(t, now.Add(time.Hour), due(&tk, now), "an open breaker waits a cooldown, not the cadence")
+	require.False(t, View{}.Decide(&tk, now.Add(30*time.Minute)).Start)
 
 	// A failed probe keeps it open for another cooldown without a new trip.
 	now = now.Add(time.Hour)
 	tk.Begin(now)
 	require.False(t, tk.Finish(now, fail, b))
-	require.Equal(t, now.Add(time.Hour), tk.DueAt())
+	require.Equal(t, now.Add(time.Hour), due(&tk, now))
 	require.Equal(t, 1, tk.BreakerTrips)
 
 	// A successful probe closes it.
@@ -150,7 +141,7 @@ func TestBreaker(t *testing.T) {
 	tk.Begin(now)
 	tk.Finish(now, Outcome{}, b)
 	require.False(t, tk.BreakerOpen())
-	require.Equal(t, now.Add(5*time.Minute), tk.DueAt())
+	require.Equal(t, now.Add(5*time.Minute), due(&tk, now))
 
 	// Off when the threshold is zero.
 	off := Task{}
@@ -161,7 +152,7 @@ func TestBreaker(t *testing.T) {
 	require.False(t, off.BreakerOpen())
 }
 
-func TestDueSaysWhy(t *testing.T) {
+func TestDecideSaysWhy(t *testing.T) {
 	t.Parallel()
 	base := Task{Every: pacer.Duration(5 * time.Minute), LastRunAt: at(0)}
 	tests := []struct {
@@ -170,63 +161,33 @@ func TestDueSaysWhy(t *testing.T) {
 		wantAt     time.Time
 		wantReason string
 	}{
-		{name: "cadence", give: func(*Task) {}, wantAt: t0.Add(5 * time.Minute), wantReason: WaitCadence},
+		{name: "cadence", give: func(*Task) {}, wantAt: t0.Add(5 * time.Minute), wantReason: ReasonCadence},
 		{name: "own work due later", give: func(t *Task) { t.NextDueAt = at(7 * time.Minute) },
-			wantAt: t0.Add(7 * time.Minute), wantReason: WaitCadence},
+			wantAt: t0.Add(7 * time.Minute), wantReason: ReasonCadence},
 		{name: "own work due sooner does not hurry", give: func(t *Task) { t.NextDueAt = at(time.Minute) },
-			wantAt: t0.Add(5 * time.Minute), wantReason: WaitCadence},
+			wantAt: t0.Add(5 * time.Minute), wantReason: ReasonCadence},
 		{name: "back-off", give: func(t *Task) { t.NextRunAfter = at(10 * time.Minute) },
-			wantAt: t0.Add(10 * time.Minute), wantReason: WaitBackoff},
+			wantAt: t0.Add(10 * time.Minute), wantReason: ReasonBackoff},
 		{name: "breaker", give: func(t *Task) { t.NextRunAfter, t.BreakerUntil = at(10*time.Minute), at(time.Hour) },
-			wantAt: t0.Add(time.Hour), wantReason: WaitBreaker},
+			wantAt: t0.Add(time.Hour), wantReason: ReasonBreaker},
 		{name: "pacing", give: func(t *Task) { t.PacedUntil = at(6 * time.Minute) },
-			wantAt: t0.Add(6 * time.Minute), wantReason: WaitPacing},
+			wantAt: t0.Add(6 * time.Minute), wantReason: ReasonBudget},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			task := base
 			tt.give(&task)
-			gotAt, gotReason := task.Due()
-			require.Equal(t, tt.wantAt, gotAt)
-			require.Equal(t, tt.wantReason, gotReason)
+			d := View{}.Decide(&task, t0)
+			require.Equal(t, tt.wantAt, d.At)
+			require.Equal(t, tt.wantReason, d.Reason)
 		})
 	}
 }
 
-func TestNextWakeCountsRunningTasks(t *testing.T) {
+// A run's end records how long it took.
+func TestFinishKeepsDuration(t *testing.T) {
 	t.Parallel()
-	running := &Task{Every: pacer.Duration(time.Minute), LastRunAt: at(0), Started: 1}
-	idle := &Task{Every: pacer.Duration(5 * time.Minute), LastRunAt: at(0)}
-	w, ok := NextWakeCounting(t0.Add(10*time.Second), nil, []*Task{running, idle})
-	require.True(t, ok)
-	require.Equal(t, t0.Add(time.Minute), w, "the running task's next due time arms the timer")
-	_, ok = NextWake(t0.Add(10*time.Second), nil, []*Task{running})
-	require.False(t, ok, "NextWake, as before, ignores it")
-
-	// Overdue while it runs: its end wakes the loop, not a timer.
-	w, _ = NextWakeCounting(t0.Add(2*time.Minute), nil, []*Task{running, idle})
-	require.Equal(t, t0.Add(5*time.Minute), w)
-	_, ok = NextWakeCounting(t0.Add(2*time.Minute), nil, []*Task{running})
-	require.False(t, ok)
-
-	// A request waits for the run in flight; on an idle task it is now.
-	running.Requested, idle.Requested = true, true
-	w, _ = NextWakeCounting(t0.Add(2*time.Minute), at(time.Hour), []*Task{running, idle})
-	require.Equal(t, t0.Add(2*time.Minute), w)
-}
-
-// A run that outlasts its cadence starts again when it ends: a timer at its
-// due time would fire while it still runs.
-func TestNextWakeSkipsARunThatOutlastsItsCadence(t *testing.T) {
-	t.Parallel()
-	slow := &Task{Every: pacer.Duration(time.Minute), LastRunAt: at(0), Started: 2, Finished: 1,
-		LastDuration: pacer.Duration(90 * time.Second)}
-	idle := &Task{Every: pacer.Duration(5 * time.Minute), LastRunAt: at(0)}
-	w, ok := NextWakeCounting(t0.Add(time.Second), nil, []*Task{slow, idle})
-	require.True(t, ok)
-	require.Equal(t, t0.Add(5*time.Minute), w)
-
 	done := &Task{Every: pacer.Duration(time.Minute), LastRunAt: at(0), Started: 1, Finished: 1}
 	done.Finish(t0.Add(20*time.Second), Outcome{}, Breaker{})
 	require.Equal(t, pacer.Duration(20*time.Second), done.LastDuration)
@@ -239,24 +200,19 @@ func TestDormant(t *testing.T) {
 	last := now.Add(-time.Hour)
 	idle := &Task{Name: "deliver", LastRunAt: &last, Dormant: true}
 	busy := &Task{Name: "tenero", Every: pacer.Duration(5 * time.Minute), LastRunAt: &now}
-	due, why := idle.Due()
-	require.Equal(t, WaitIdle, why)
-	require.True(t, due.IsZero())
-	require.False(t, idle.ShouldStart(now, nil))
-	for _, next := range []func(time.Time, *time.Time, []*Task) (time.Time, bool){NextWake, NextWakeCounting} {
-		wake, ok := next(now, nil, []*Task{idle, busy})
-		require.True(t, ok)
-		require.Equal(t, now.Add(5*time.Minute), wake, "only the other task sets the wake-up")
-		_, ok = next(now, nil, []*Task{idle})
-		require.False(t, ok, "nothing to wait for")
-	}
+	d := View{}.Decide(idle, now)
+	require.Equal(t, ReasonIdle, d.Reason)
+	require.True(t, d.At.IsZero())
+	require.False(t, d.Start)
+	wake, ok := View{Tasks: []*Task{idle, busy}}.Wake(now)
+	require.True(t, ok)
+	require.Equal(t, now.Add(5*time.Minute), wake, "only the other task sets the wake-up")
+	_, ok = View{Tasks: []*Task{idle}}.Wake(now)
+	require.False(t, ok, "nothing to wait for")
 
 	idle.Requested = true
-	require.True(t, idle.ShouldStart(now, nil))
-	wake, ok := NextWake(now, nil, []*Task{idle, busy})
-	require.True(t, ok)
-	require.Equal(t, now, wake)
+	require.True(t, View{}.Decide(idle, now).Start)
 
 	idle.Requested, idle.Dormant = false, false
-	require.True(t, idle.ShouldStart(now, nil), "woken: due since its last run")
+	require.True(t, View{}.Decide(idle, now).Start, "woken: due since its last run")
 }
