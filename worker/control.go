@@ -31,8 +31,15 @@ func RefreshNow(ctx context.Context, c client.Client, workflowID, task string) (
 // for its result. A validator's rejection comes back as the error, before
 // anything is written to the workflow's history.
 func Update[R any](ctx context.Context, c client.Client, workflowID, name string, arg any) (R, error) {
+	return UpdateWithID[R](ctx, c, workflowID, name, "", arg)
+}
+
+// UpdateWithID is Update under an update id of the caller's (empty: one
+// of Temporal's), which the workflow's history records with the update:
+// the admin actions name their audit entry and actor in it.
+func UpdateWithID[R any](ctx context.Context, c client.Client, workflowID, name, updateID string, arg any) (R, error) {
 	var res R
-	opts := client.UpdateWorkflowOptions{WorkflowID: workflowID, UpdateName: name, WaitForStage: client.WorkflowUpdateStageCompleted}
+	opts := client.UpdateWorkflowOptions{UpdateID: updateID, WorkflowID: workflowID, UpdateName: name, WaitForStage: client.WorkflowUpdateStageCompleted}
 	if arg != nil {
 		opts.Args = []any{arg}
 	}

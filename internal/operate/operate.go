@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
+	"go.uber.org/zap"
 
 	"github.com/pacer-dev/pacer/internal/actor"
 	"github.com/pacer-dev/pacer/internal/catalog"
@@ -73,6 +74,15 @@ type Service struct {
 	AllowPrivate bool
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
+	// Logger logs what cannot be returned (nil: nothing).
+	Logger *zap.Logger
+}
+
+func (s *Service) logger() *zap.Logger {
+	if s.Logger == nil {
+		return zap.NewNop()
+	}
+	return s.Logger
 }
 
 func (s *Service) now() time.Time {

@@ -9,9 +9,12 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/temporal"
+	"go.uber.org/zap"
 
 	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/actor"
 	"github.com/pacer-dev/pacer/internal/schedule"
+	"github.com/pacer-dev/pacer/internal/store"
 	"github.com/pacer-dev/pacer/worker"
 	"github.com/pacer-dev/pacer/workflows"
 )
@@ -43,8 +46,19 @@ func (s *Service) workflowID() string {
 // Temporal client.
 var ErrNoTemporal = errors.New("no Temporal client")
 
-// update runs one of the scheduler's updates with in and audits it with
-// its answer. A validator's rejection is an ErrInvalid.
+// updateTimeout bounds a schedule action once it is under way: the
+// caller may hang up, the action and its audit entry go on.
+const updateTimeout = 30 * time.Second
+
+// update runs one of the scheduler's updates with in, audited whatever
+// happens to the caller: the entry is written first (the operator, the
+// action, what was asked, outcome "requested"), and nothing is done
+// without it; the update is sent under the id "audit-<entry id>-<actor>",
+// which the workflow's history records; the entry then gets the answer,
+// or the failure. Both go on when the caller's context ends (a closed
+// connection). A validator's rejection (an ErrInvalid) changed nothing and
+// drops the entry. The change being made, a failure to write its outcome
+// is logged and not returned: the entry says it was requested.
 func (s *Service) update(ctx context.Context, action, name string, in any) (json.RawMessage, error) {
 	if s.Temporal == nil {
 		return nil, ErrNoTemporal
@@ -53,23 +67,44 @@ func (s *Service) update(ctx context.Context, action, name string, in any) (json
 	if in != nil {
 		arg = in
 	}
-	res, err := worker.Update[json.RawMessage](ctx, s.Temporal, s.workflowID(), name, arg)
+	who := actor.From(ctx)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), updateTimeout)
+	defer cancel()
+	requested, err := json.Marshal(map[string]any{"input": in, "outcome": "requested"})
 	if err != nil {
+		return nil, fmt.Errorf("audit %s: %w", action, err)
+	}
+	id, err := s.Store.StartAudit(ctx, store.AuditEntry{At: s.now(), Actor: who, Action: action, Target: s.workflowID(), After: requested})
+	if err != nil {
+		return nil, fmt.Errorf("%s not done: %w", action, err)
+	}
+	res, err := worker.UpdateWithID[json.RawMessage](ctx, s.Temporal, s.workflowID(), name, AuditUpdateID(id, who), arg)
+	outcome := map[string]any{"input": in, "result": res}
+	var app *temporal.ApplicationError
+	refused := errors.As(err, &app)
+	if err != nil {
+		outcome = map[string]any{"input": in, "outcome": "failed or unknown", "error": err.Error()}
+	}
+	after, _ := json.Marshal(outcome)
+	if ferr := s.Store.FinishAudit(ctx, id, after, refused); ferr != nil {
+		s.logger().Warn("operate.audit_outcome_unrecorded", zap.String("action", action), zap.Int64("audit_id", id), zap.Error(ferr))
+	}
+	switch {
+	case refused:
 		// The scheduler's handlers fail only for their input (a
 		// validator's rejection, before history); anything else, such as
 		// an unreachable or missing scheduler, is a service error.
-		var app *temporal.ApplicationError
-		if errors.As(err, &app) {
-			return nil, &Invalid{Msg: app.Message()}
-		}
+		return nil, &Invalid{Msg: app.Message()}
+	case err != nil:
 		return nil, err
 	}
-	if err := s.RecordTemporal(ctx, action, in, res); err != nil {
-		// The change is made; only its record is missing. Say so rather
-		// than report the change as failed.
-		return res, fmt.Errorf("%s done, but not recorded in the audit log: %w", action, err)
-	}
 	return res, nil
+}
+
+// AuditUpdateID is the Temporal update id of the schedule action audited
+// as entry id, by who.
+func AuditUpdateID(id int64, who string) string {
+	return fmt.Sprintf("audit-%d-%s", id, who)
 }
 
 // PauseInput pauses the scheduler, or one task of it (SPEC §3.1): exactly

@@ -52,6 +52,35 @@ func (s *Store) RecordAudit(ctx context.Context, e AuditEntry) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return writeAudit(ctx, tx, e) })
 }
 
+// StartAudit writes an entry before the change it records is made (a
+// change made through Temporal), and returns its id for FinishAudit.
+func (s *Store) StartAudit(ctx context.Context, e AuditEntry) (int64, error) {
+	var id int64
+	err := s.pool.QueryRow(ctx, `
+insert into audit_log (at, actor, action, target, before, after) values ($1, $2, $3, nullif($4, ''), $5, $6) returning id`,
+		e.At, e.Actor, e.Action, e.Target, jsonArg(e.Before), jsonArg(e.After)).Scan(&id)
+	if err != nil {
+		return 0, fmt.Errorf("write audit %s: %w", e.Action, err)
+	}
+	return id, nil
+}
+
+// FinishAudit records the outcome of an entry's change as its after
+// document; with drop set, the change was refused before anything was
+// done and the entry goes.
+func (s *Store) FinishAudit(ctx context.Context, id int64, after json.RawMessage, drop bool) error {
+	var err error
+	if drop {
+		_, err = s.pool.Exec(ctx, `delete from audit_log where id = $1`, id)
+	} else {
+		_, err = s.pool.Exec(ctx, `update audit_log set after = $2 where id = $1`, id, jsonArg(after))
+	}
+	if err != nil {
+		return fmt.Errorf("finish audit %d: %w", id, err)
+	}
+	return nil
+}
+
 // AuditQuery pages the audit log, newest first, by keyset on id.
 type AuditQuery struct {
 	// Before is the id of the last entry of the previous page (0: from
