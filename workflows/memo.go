@@ -41,10 +41,9 @@ type MemoTask struct {
 	BreakerUntil        *time.Time `json:"breakerUntil,omitempty"`
 	BreakerTrips        int        `json:"breakerTrips,omitempty"`
 	// What pacing decided; absent in a run without pacing.
-	Batch        int            `json:"batch,omitempty"`
-	Interval     pacer.Duration `json:"interval,omitempty"`
-	Zone         string         `json:"zone,omitempty"`
-	RunsOutEarly bool           `json:"runsOutEarly,omitempty"`
+	Batch    int            `json:"batch,omitempty"`
+	Interval pacer.Duration `json:"interval,omitempty"`
+	Zone     string         `json:"zone,omitempty"`
 	// Held is the decision when it holds the task for a reason an operator
 	// acts on (paused, breaker, backoff, stopping), with until when; absent
 	// for the routine ones (cadence, cron, budget, running, due), which move
@@ -101,7 +100,6 @@ func (s *scheduler) memo(now time.Time) Memo {
 		if p := s.pacingStatus(t.Name, now); p != nil {
 			mt.Batch, mt.Zone = p.Batch, string(p.Zone)
 			mt.Interval = s.state.Pacing[t.Name].Controller.Interval
-			mt.RunsOutEarly = p.Budget != nil && p.Budget.RunsOutEarly
 		}
 		m.Tasks[t.Name] = mt
 	}

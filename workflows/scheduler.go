@@ -13,7 +13,6 @@ import (
 
 	"github.com/pacer-dev/pacer"
 	"github.com/pacer-dev/pacer/internal/cron"
-	"github.com/pacer-dev/pacer/internal/pacing"
 	"github.com/pacer-dev/pacer/internal/schedule"
 )
 
@@ -36,10 +35,9 @@ type State struct {
 	LastDeliverResult *pacer.DeliverResult `json:"lastDeliverResult,omitempty"`
 	// Generation counts the runs of this workflow ID (continue-as-new chain).
 	Generation int `json:"generation"`
-	// Pacing is each task's adaptive controller; Budgets each upstream's
-	// budget. Looked up by name only, never ranged over.
-	Pacing  map[string]*Pacing        `json:"pacing,omitempty"`
-	Budgets map[string]*pacing.Budget `json:"budgets,omitempty"`
+	// Pacing is each task's adaptive controller, looked up by name only,
+	// never ranged over.
+	Pacing map[string]*Pacing `json:"pacing,omitempty"`
 }
 
 // SchedulerInput starts a run; State is nil on the very first start.
@@ -565,8 +563,8 @@ func runTask[R any, P result[R]](ctx workflow.Context, opts workflow.ActivityOpt
 
 func runTenero(ctx workflow.Context, s *scheduler, occ pacer.Occurrence, forced bool) schedule.Outcome {
 	in := pacer.TeneroInput{
-		MaxTokens:             s.batch(pacer.TaskTenero, workflow.Now(ctx), forced),
-		StopAtMinuteRemaining: s.stopAt(pacer.TaskTenero, forced),
+		MaxTokens:             s.batch(pacer.TaskTenero, workflow.Now(ctx)),
+		StopAtMinuteRemaining: stopAt(forced),
 		Occurrence:            occ,
 	}
 	p := s.state.Pacing[pacer.TaskTenero]
@@ -579,9 +577,6 @@ func runTenero(ctx workflow.Context, s *scheduler, occ pacer.Occurrence, forced 
 	if p != nil && res.ErrorClass == "" {
 		p.TailFrom = res.NextTailFrom
 	}
-	if p != nil {
-		p.learnTeneroNeed(res)
-	}
 	// Pegs cost no request; not_found and parse_error are item problems
 	// the upstream answered, so they count as its successes.
 	successes := res.Succeeded - res.Pegged + res.Failed - res.UpstreamFailed
@@ -590,7 +585,7 @@ func runTenero(ctx workflow.Context, s *scheduler, occ pacer.Occurrence, forced 
 }
 
 func runSweep(ctx workflow.Context, s *scheduler, occ pacer.Occurrence, forced bool) schedule.Outcome {
-	page := s.batch(pacer.TaskSweep, workflow.Now(ctx), forced)
+	page := s.batch(pacer.TaskSweep, workflow.Now(ctx))
 	res, o := runTask[pacer.SweepResult](ctx, s.activityOptions("competition swap sweep", 20*time.Minute),
 		ActivitySweep, pacer.SweepInput{PageSize: page, Occurrence: occ})
 	s.state.LastSweepResult = res
@@ -599,9 +594,6 @@ func runSweep(ctx workflow.Context, s *scheduler, occ pacer.Occurrence, forced b
 	// cadence: a run that failed says nothing.
 	if res.ErrorClass == "" {
 		t.NextDueAt = utc(res.NextDueAt)
-	}
-	if p := s.state.Pacing[pacer.TaskSweep]; p != nil && res.Requests > 0 {
-		p.Need = res.Requests
 	}
 	// Pages of the tail and the reconciler are work done too: a tail run
 	// visits few agents or none (SPEC §5.0).

@@ -97,7 +97,7 @@ values ($1, $2, 'hourly', $3, $4, '{"type":"rollup.hourly"}', 'exhausted', 6, no
 	m.ObserveTenero(time.Second, pacer.TeneroResult{Run: pacer.Run{MinuteRemaining: &left, MonthRemaining: &left}}, nil)
 	status := workflows.Status{WorkflowID: "v1", Stopping: &workflows.StopInput{Reason: stopReason},
 		LastTeneroResult: &pacer.TeneroResult{Run: pacer.Run{MinuteRemaining: &left, MonthRemaining: &left}},
-		Tasks:            map[string]workflows.TaskStatus{pacer.TaskSweep: {Pacing: &pacing.TaskStatus{Budget: &pacing.BudgetStatus{}}}},
+		Tasks:            map[string]workflows.TaskStatus{pacer.TaskSweep: {Pacing: &pacing.TaskStatus{}}},
 		Deliveries:       &workflows.DeliveryCounts{}}
 	o := api.Options{Store: st, Catalog: catalog.Default(), Metrics: m.Handler(), Registerer: m.Registry(),
 		Status:          func(context.Context) (workflows.Status, error) { return status, nil },

@@ -86,13 +86,6 @@ func PublicStatus(st workflows.Status) workflows.Status {
 	}
 	tasks := make(map[string]workflows.TaskStatus, len(st.Tasks))
 	for name, t := range st.Tasks {
-		if t.Pacing != nil && t.Pacing.Budget != nil {
-			// The upstream budget left is the operators': it tells an
-			// attacker when a little more traffic starves the sweep.
-			p := *t.Pacing
-			p.Budget = nil
-			t.Pacing = &p
-		}
 		if e := t.LastError; e != nil {
 			class, text := publicError(pacer.ErrorClass(e.Class))
 			t.LastError = &schedule.RunError{Class: string(class), Message: text, At: e.At}

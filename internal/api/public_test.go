@@ -46,7 +46,7 @@ func rawStatus() workflows.Status {
 		Tasks: map[string]workflows.TaskStatus{
 			pacer.TaskTenero: {LastError: &schedule.RunError{Class: string(pacer.ClassTransport), Message: rawDB, At: at}},
 			pacer.TaskSweep: {LastError: &schedule.RunError{Class: string(pacer.ClassServerError), Message: rawUpstream, At: at},
-				Pacing: &pacing.TaskStatus{Batch: 3, Budget: &pacing.BudgetStatus{}}},
+				Pacing: &pacing.TaskStatus{Batch: 3}},
 			"other": {LastError: &schedule.RunError{Class: "made-up " + rawDB, Message: rawDB, At: at}},
 		},
 	}
@@ -75,7 +75,6 @@ func TestPublicStatusCarriesClassesNotRawText(t *testing.T) {
 	require.NotContains(t, string(b), "alice's incident")
 	require.Nil(t, got.LastTeneroResult.MinuteRemaining)
 	require.Nil(t, got.LastSweepResult.MonthRemaining)
-	require.Nil(t, got.Tasks[pacer.TaskSweep].Pacing.Budget)
 	require.Equal(t, 3, got.Tasks[pacer.TaskSweep].Pacing.Batch)
 	// The document the cache holds is not changed.
 	require.Equal(t, rawDB, raw.Tasks[pacer.TaskTenero].LastError.Message)

@@ -188,7 +188,7 @@ func (s *State) Take(c Config, lane Lane, cost int64, now time.Time) Decision {
 
 	if s.Month.Remaining != nil && lane == LaneManual {
 		if *s.Month.Remaining-cost < 0 {
-			_, end := monthOf(now)
+			_, end := MonthOf(now)
 			return Decision{RetryIn: end.Sub(now), Why: WhyMonth}
 		}
 		*s.Month.Remaining -= cost
@@ -198,7 +198,7 @@ func (s *State) Take(c Config, lane Lane, cost int64, now time.Time) Decision {
 		if lane == LaneFast {
 			credit = &s.Month.FastCredit
 		}
-		_, end := monthOf(now)
+		_, end := MonthOf(now)
 		switch {
 		case float64(*s.Month.Remaining-cost) < s.monthReserve(c):
 			return Decision{RetryIn: end.Sub(now), Why: WhyMonth}
@@ -289,7 +289,7 @@ func (s *State) observeMonth(c Config, lane Lane, o Observation, extra int64, no
 		s.debitCredit(lane, extra)
 		return
 	}
-	start, _ := monthOf(now)
+	start, _ := MonthOf(now)
 	fresh := m.Remaining == nil || !m.Start.Equal(start) ||
 		(o.MonthLimit != nil && (m.Limit == nil || *m.Limit != *o.MonthLimit))
 	r := *o.MonthRemaining
@@ -337,7 +337,7 @@ func (s *State) roll(c Config, now time.Time) {
 	s.SweepUsed, s.FastUsed, s.Left, s.WindowCapacity = 0, 0, nil, nil
 
 	if m := &s.Month; m.Remaining != nil {
-		if start, _ := monthOf(now); !m.Start.Equal(start) {
+		if start, _ := MonthOf(now); !m.Start.Equal(start) {
 			// A new month: the quota is whole again until a header says
 			// otherwise.
 			full := *m.Remaining
@@ -400,7 +400,7 @@ func (s *State) monthPace(c Config, now time.Time) float64 {
 	if s.Month.Remaining == nil {
 		return math.Inf(1)
 	}
-	_, end := monthOf(now)
+	_, end := MonthOf(now)
 	left := float64(*s.Month.Remaining) - s.monthReserve(c)
 	secs := end.Sub(now).Seconds()
 	if left <= 0 || secs <= 0 {
@@ -499,8 +499,9 @@ func (s *State) MinuteCapacity(c Config, now time.Time) int64 {
 	return probe.capacity(c)
 }
 
-// monthOf is the calendar month (UTC) holding t.
-func monthOf(t time.Time) (start, end time.Time) {
+// MonthOf is the calendar month (UTC) holding t: the month quota's
+// period, for every reader of it.
+func MonthOf(t time.Time) (start, end time.Time) {
 	t = t.UTC()
 	start = time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.UTC)
 	return start, start.AddDate(0, 1, 0)

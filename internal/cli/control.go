@@ -207,9 +207,6 @@ func printWatch(w io.Writer, st workflows.Status, now time.Time, every time.Dura
 		every, batch, zone := everyText(t), "-", "-"
 		if p := t.Pacing; p != nil {
 			every, batch, zone = p.Interval, strconv.Itoa(p.Batch), string(p.Zone)
-			if p.Budget != nil && p.Budget.RunsOutEarly {
-				quota += " RUNS OUT EARLY"
-			}
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", name, taskState(t), every,
 			relTime(t.LastRunAt, now), nextDue(t, now), st.ConsecutiveFailures[name], breaker,

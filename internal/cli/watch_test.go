@@ -29,8 +29,7 @@ func TestWatchViewIsOneLinePerTask(t *testing.T) {
 		ConsecutiveFailures: map[string]int{pacer.TaskTenero: 0, pacer.TaskSweep: 12},
 		Tasks: map[string]workflows.TaskStatus{
 			pacer.TaskTenero: {Every: "5m0s", LastRunAt: at(-time.Minute), NextDueAt: at(4 * time.Minute), Waiting: "cadence",
-				Pacing: &pacing.TaskStatus{Zone: pacing.ZoneSteady, Batch: 24, Interval: "6m15s",
-					Budget: &pacing.BudgetStatus{RunsOutEarly: true}}},
+				Pacing: &pacing.TaskStatus{Zone: pacing.ZoneSteady, Batch: 24, Interval: "6m15s"}},
 			pacer.TaskSweep: {Every: "15m0s", LastRunAt: at(-20 * time.Minute), NextDueAt: at(40 * time.Minute), Waiting: "breaker",
 				LastError: &schedule.RunError{Class: "rate_limit", Message: "minute quota\nexhausted", At: *at(-20 * time.Minute)},
 				Breaker:   workflows.BreakerStatus{Open: true, ProbeAt: at(40 * time.Minute), Trips: 1, Threshold: 12}},
@@ -43,7 +42,7 @@ func TestWatchViewIsOneLinePerTask(t *testing.T) {
 	require.Equal(t, "running; next wake in 4m0s", lines[1])
 	require.Regexp(t, `^TASK +STATE +EVERY +LAST RUN +NEXT DUE +FAILS +BREAKER +BATCH +ZONE +QUOTA MIN/MONTH +LAST RESULT$`, lines[3])
 	require.Regexp(t, `^sweep +idle +15m0s +20m0s ago +in 40m0s \(breaker\) +12 +OPEN, probe in 40m0s +- +- +\?/\? +FAILED rate_limit$`, lines[4])
-	require.Regexp(t, `^tenero +idle +6m15s +1m0s ago +in 4m0s \(cadence\) +0 +closed +24 +steady +7/9100 RUNS OUT EARLY +ok 24/24 tokens, 6 written, 310ms$`, lines[5])
+	require.Regexp(t, `^tenero +idle +6m15s +1m0s ago +in 4m0s \(cadence\) +0 +closed +24 +steady +7/9100 +ok 24/24 tokens, 6 written, 310ms$`, lines[5])
 	require.Equal(t, "last error  sweep: rate_limit 20m0s ago: minute quota exhausted", lines[7])
 
 	st.PausedUntil = at(30 * time.Minute)

@@ -124,7 +124,7 @@ func TestSchedulerGauges(t *testing.T) {
 	view := metrics.SchedulerView{Running: true, HistoryLength: 812, Memo: &workflows.Memo{
 		PausedUntil: &until,
 		Tasks: map[string]workflows.MemoTask{
-			pacer.TaskTenero: {Zone: string(pacing.ZoneGrow), Batch: 20, Interval: pacer.Duration(450 * time.Second), RunsOutEarly: true},
+			pacer.TaskTenero: {Zone: string(pacing.ZoneGrow), Batch: 20, Interval: pacer.Duration(450 * time.Second)},
 			pacer.TaskSweep:  {ConsecutiveFailures: 12, BreakerUntil: &until},
 			"prices":         {}, // unknown to this build: no series
 		},
@@ -152,7 +152,6 @@ func TestSchedulerGauges(t *testing.T) {
 		`pacer_pacing_batch{task="tenero"} 20`,
 		`pacer_pacing_interval_seconds{task="tenero"} 450`,
 		`pacer_pacing_zone{task="tenero",zone="grow"} 1`,
-		`pacer_pacing_month_runs_out_early{task="tenero"} 1`,
 		`pacer_task_last_run_finished_timestamp_seconds{task="sweep"} 1.78e+09`,
 		`pacer_task_last_run_failed{task="sweep"} 1`,
 		`pacer_task_last_run_failed{task="tenero"} 0`,

@@ -68,8 +68,8 @@ type schedulerCollector struct {
 	lastRuns map[string]store.TaskRun
 	lastAt   time.Time
 
-	up, stopped, paused, history, wftFailing, wftAttempt, failures, breaker, batch, interval, zone, runsOutEarly, lastRun, lastFailed *prometheus.Desc
-	errors                                                                                                                            prometheus.Counter
+	up, stopped, paused, history, wftFailing, wftAttempt, failures, breaker, batch, interval, zone, lastRun, lastFailed *prometheus.Desc
+	errors                                                                                                              prometheus.Counter
 }
 
 func newSchedulerCollector(view ViewFunc, runs LatestRunsFunc, every time.Duration) *schedulerCollector {
@@ -100,8 +100,6 @@ func newSchedulerCollector(view ViewFunc, runs LatestRunsFunc, every time.Durati
 			"Interval between runs the pacing controller chose for the task.", task, nil),
 		zone: prometheus.NewDesc("pacer_pacing_zone",
 			"1 for the pacing controller's current zone of the task.", []string{"task", "zone"}, nil),
-		runsOutEarly: prometheus.NewDesc("pacer_pacing_month_runs_out_early",
-			"1 when the task's upstream month quota runs out before the month ends at the rate it drains.", task, nil),
 		lastRun: prometheus.NewDesc("pacer_task_last_run_finished_timestamp_seconds",
 			"When the task's latest run finished, from the task_runs ledger (every worker's runs).", task, nil),
 		lastFailed: prometheus.NewDesc("pacer_task_last_run_failed",
@@ -115,7 +113,7 @@ func newSchedulerCollector(view ViewFunc, runs LatestRunsFunc, every time.Durati
 
 func (c *schedulerCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.up, c.stopped, c.paused, c.history, c.wftFailing, c.wftAttempt, c.failures, c.breaker, c.batch,
-		c.interval, c.zone, c.runsOutEarly, c.lastRun, c.lastFailed} {
+		c.interval, c.zone, c.lastRun, c.lastFailed} {
 		ch <- d
 	}
 	c.errors.Describe(ch)
@@ -161,7 +159,6 @@ func (c *schedulerCollector) Collect(ch chan<- prometheus.Metric) {
 		if z := pacing.Zone(t.Zone); slices.Contains(Zones, z) {
 			gauge(c.zone, 1, name, t.Zone)
 		}
-		gauge(c.runsOutEarly, flag(t.RunsOutEarly), name)
 	}
 }
 

@@ -84,21 +84,19 @@ type TaskStatus struct {
 	SuccessHigh float64 `json:"successHigh"`
 	// CompletionsPerMinute is the successes per minute over the window.
 	CompletionsPerMinute float64 `json:"completionsPerMinute"`
-	// RunsPerDay and ProjectedPerDay are where the current decision and the
-	// budget lead: runs a day, and items completed a day.
+	// RunsPerDay and ProjectedPerDay are where the current decision leads:
+	// runs a day, and items completed a day. (The upstream's budget is
+	// Postgres's, SPEC §5.4: the operator's page shows it.)
 	RunsPerDay      float64 `json:"runsPerDay"`
 	ProjectedPerDay float64 `json:"projectedPerDay"`
-	// Budget is the upstream's budget (remaining, run-out, requests a day);
-	// absent for a task without one.
-	Budget *BudgetStatus `json:"budget,omitempty"`
 	// ActionsPerDay is the Temporal actions the task costs a day at this
 	// pace, by Cost's formula, with runs lasting the last run's duration.
 	ActionsPerDay float64 `json:"actionsPerDay"`
 }
 
 // StatusOf reports a task's pacing at now without changing anything: safe in
-// a query handler. b may be nil; lastRun is the duration of the last run.
-func StatusOf(now time.Time, c *Controller, b *Budget, lastRun time.Duration, cost Cost) TaskStatus {
+// a query handler. lastRun is the duration of the last run.
+func StatusOf(now time.Time, c *Controller, lastRun time.Duration, cost Cost) TaskStatus {
 	d := c.Snapshot(now)
 	st := TaskStatus{
 		Zone: d.Zone, Batch: d.Batch, Interval: d.Interval.String(), CooldownRemaining: d.CooldownRemaining.String(),
@@ -111,18 +109,6 @@ func StatusOf(now time.Time, c *Controller, b *Budget, lastRun time.Duration, co
 	}
 	perRun := float64(d.Batch)
 	st.RunsPerDay = float64(24*time.Hour) / float64(interval)
-	if b != nil {
-		bs := b.Status(now)
-		st.Budget = &bs
-		if w := b.perWindow(); w > 0 {
-			perRun = float64(min(d.Batch, w))
-		}
-		// Month pacing runs the task when a run's worth has accrued, which
-		// may be less often than its interval.
-		if bs.PacePerDay != nil && perRun > 0 {
-			st.RunsPerDay = min(st.RunsPerDay, *bs.PacePerDay/perRun)
-		}
-	}
 	success := 1.0
 	if d.Samples > 0 {
 		success = d.SuccessRate

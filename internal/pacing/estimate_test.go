@@ -47,11 +47,9 @@ func TestStatusOf(t *testing.T) {
 		MinBatch: 5, MaxBatch: 53, MinInterval: pacer.Duration(5 * time.Minute), MaxInterval: pacer.Duration(6 * time.Hour),
 		InitialBatch: 53, InitialInterval: pacer.Duration(5 * time.Minute),
 	})
-	b := NewBudget(BudgetConfig{})
-	b.Record(firstRun())
 	c.Observe(t0.Add(3*time.Second), 10, 0)
 	now := t0.Add(time.Minute)
-	st := StatusOf(now, c, b, 3*time.Second, DefaultCost())
+	st := StatusOf(now, c, 3*time.Second, DefaultCost())
 	require.Equal(t, 53, st.Batch)
 	require.Equal(t, "5m0s", st.Interval)
 	require.Equal(t, "0s", st.CooldownRemaining)
@@ -59,18 +57,12 @@ func TestStatusOf(t *testing.T) {
 	require.Equal(t, 10, st.Samples)
 	require.InDelta(t, 0.72, st.SuccessLow, 0.01)
 	require.InDelta(t, 2.0, st.CompletionsPerMinute, 1e-9)
-	// The month paces the task, not its 5-minute interval: about 333
-	// requests a day, ten a run.
-	require.InDelta(t, 33.3, st.RunsPerDay, 0.1)
-	require.InDelta(t, 333, st.ProjectedPerDay, 1)
-	require.InDelta(t, 33.3*2, st.ActionsPerDay, 0.5)
-	require.Equal(t, 10, st.Budget.RequestsPerDay)
+	// The interval sets the pace: 288 runs a day of 53 items, at 2
+	// actions a run of 3 s.
+	require.InDelta(t, 288, st.RunsPerDay, 1e-9)
+	require.InDelta(t, 288*53, st.ProjectedPerDay, 1)
+	require.InDelta(t, 288*2+288*11/2000.0, st.ActionsPerDay, 1e-9)
 	raw, err := json.Marshal(st)
 	require.NoError(t, err)
 	require.Contains(t, string(raw), `"interval":"5m0s"`)
-
-	// Without a budget the interval alone sets the pace.
-	st = StatusOf(now, c, nil, 3*time.Second, DefaultCost())
-	require.InDelta(t, 288, st.RunsPerDay, 1e-9)
-	require.Nil(t, st.Budget)
 }

@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+func tp(t time.Time) *time.Time { return &t }
+
 func ago(d time.Duration) *time.Time { return tp(t0.Add(-d)) }
 
 func TestPick(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/budget"
 	"github.com/pacer-dev/pacer/internal/metrics"
 	"github.com/pacer-dev/pacer/workflows"
 )
@@ -71,14 +72,6 @@ type upstreamData struct {
 type budgetsData struct {
 	monthStart, monthEnd time.Time
 	upstreams            []upstreamData
-}
-
-// monthOf is the calendar month (UTC) holding t, as the budgets in
-// internal/pacing count it.
-func monthOf(t time.Time) (start, end time.Time) {
-	t = t.UTC()
-	start = time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.UTC)
-	return start, start.AddDate(0, 1, 0)
 }
 
 // reportSQL finds the newest of a task's last runs this month whose result
@@ -186,7 +179,7 @@ func (m *spendMemo) closed(ctx context.Context, pool *pgxpool.Pool, task string,
 
 func (p *Page) loadBudgets(ctx context.Context, pool *pgxpool.Pool, now time.Time) (budgetsData, error) {
 	d := budgetsData{}
-	d.monthStart, d.monthEnd = monthOf(now)
+	d.monthStart, d.monthEnd = budget.MonthOf(now)
 	for _, u := range upstreams {
 		ud := upstreamData{name: u.name, task: u.task}
 		var rep monthReport
@@ -257,20 +250,16 @@ func buildBudgets(d budgetsData, st *workflows.Status, now time.Time) BudgetsSec
 	for _, ud := range d.upstreams {
 		u := UpstreamBudget{Name: ud.name, Task: ud.task, Spent: count(ud.spent), PerDay: count(ud.last24h)}
 
-		// The minute: the shared budget's window, else what the scheduler
-		// learned from the headers.
+		// The minute: the shared budget's window, else what the last run's
+		// headers said was left (its capacity unknown).
 		u.Minute, u.MinuteNote = newGauge(0, 0), "unknown: the scheduler's status is unavailable"
 		if ud.shared != nil {
 			u.Minute = newGauge(ud.shared.minuteLeft, ud.shared.minuteCapacity)
 			u.MinuteNote = "left in the current window of the budget every pacer process shares (Postgres)"
 		} else if st != nil {
-			if ts, ok := st.Tasks[ud.task]; ok && ts.Pacing != nil && ts.Pacing.Budget != nil && ts.Pacing.Budget.MinuteCapacity > 0 {
-				b := ts.Pacing.Budget
-				left, note := int64(b.MinuteCapacity), "a new window: the last one reported has passed"
-				if b.MinuteRemaining != nil {
-					left, note = int64(*b.MinuteRemaining), "left in the current window, as the last run's headers said"
-				}
-				u.Minute, u.MinuteNote = newGauge(left, int64(b.MinuteCapacity)), note
+			if left := lastMinuteRemaining(st, ud.task); left != nil {
+				u.Minute = Gauge{Known: true, Value: count(int64(*left)), Level: LevelNone, Track: arc(0, 1)}
+				u.MinuteNote = "left in its window when the last run ended, as its headers said"
 			} else {
 				u.MinuteNote = "unknown: no run has reported it yet"
 			}
@@ -325,4 +314,16 @@ func runOut(left, perDay int64, now, monthEnd time.Time) (string, Level) {
 		return "lasts the month at this pace (" + decimal(days) + " days of quota left)", LevelOK
 	}
 	return "runs out " + day(at) + " (" + relative(at, now) + "), before the month ends", LevelBad
+}
+
+// lastMinuteRemaining is what the task's last run read of its upstream's
+// minute window, nil when it read nothing.
+func lastMinuteRemaining(st *workflows.Status, task string) *int {
+	switch {
+	case task == pacer.TaskTenero && st.LastTeneroResult != nil:
+		return st.LastTeneroResult.MinuteRemaining
+	case task == pacer.TaskSweep && st.LastSweepResult != nil:
+		return st.LastSweepResult.MinuteRemaining
+	}
+	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pacer-dev/pacer/internal/budget"
 	"github.com/pacer-dev/pacer/internal/pacing"
 )
 
@@ -125,7 +126,7 @@ func measure(sims []*taskSim, cost pacing.Cost) Result {
 			used += float64(s.okPerMinute[m])
 		}
 		if pm := s.task.Hidden.PerMonth; pm > 0 {
-			monthStart, monthEnd := monthOf(s.start)
+			monthStart, monthEnd := budget.MonthOf(s.start)
 			c = min(c, float64(pm)*float64(span)/float64(monthEnd.Sub(monthStart)))
 		}
 		// A walk does a fixed round of work; the capacity it leaves unused
@@ -280,11 +281,6 @@ func sum(v []int) int {
 		n += x
 	}
 	return n
-}
-
-func monthOf(t time.Time) (start, end time.Time) {
-	start = time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.UTC)
-	return start, start.AddDate(0, 1, 0)
 }
 
 // WriteTables writes one Markdown table per scenario.

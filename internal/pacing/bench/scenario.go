@@ -1,7 +1,7 @@
 // Package bench replays pacing strategies against an upstream's hidden
 // limits in virtual time: a deterministic discrete-event simulation, with no
 // Temporal server and no clock, that drives the same pacing.Controller and
-// pacing.Budget code the workflow runs. It is what `make bench` prints.
+// Budget code the workflow runs. It is what `make bench` prints.
 //
 // The upstream is modelled as internal/sim models it: fixed minute windows
 // starting on the minute, a calendar-month quota, a noisy neighbour who

@@ -149,7 +149,7 @@ func Pacer() Strategy {
 		}
 		return &pacerStrategy{
 			start: start, ctrl: c, d: c.Decide(start), order: order, size: t.Work.Items,
-			budget: pacing.NewBudget(pacing.BudgetConfig{MinuteLimit: t.Documented, MinuteReserve: 1, Reserve: 1}),
+			budget: NewBudget(BudgetConfig{MinuteLimit: t.Documented, MinuteReserve: 1, Reserve: 1}),
 		}
 	}}
 }
@@ -161,7 +161,7 @@ type pacerStrategy struct {
 	// the minute, a day for the month. Pacing is there to never meet it.
 	nextRunAfter time.Time
 	ctrl         *pacing.Controller
-	budget       *pacing.Budget
+	budget       *Budget
 	d            pacing.Decision
 	order        order
 	// size is how many items one run can use at most (0: any number).
@@ -197,7 +197,7 @@ func (p *pacerStrategy) next(now, until time.Time) (time.Time, plan, bool) {
 
 func (p *pacerStrategy) finished(r runResult) {
 	p.last = &r.start
-	rep := pacing.Report{Start: r.start, End: r.end, Requests: r.requests, Rejected: r.rejected}
+	rep := Report{Start: r.start, End: r.end, Requests: r.requests, Rejected: r.rejected}
 	if r.answered {
 		left := r.lastAnswer.minuteRemaining
 		rep.MinuteRemaining, rep.MonthRemaining = &left, r.lastAnswer.monthRemaining

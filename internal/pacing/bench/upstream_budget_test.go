@@ -1,4 +1,4 @@
-package pacing
+package bench
 
 import (
 	"encoding/json"
@@ -15,6 +15,8 @@ func ip(v int) *int { return &v }
 func tp(t time.Time) *time.Time { return &t }
 
 // june is a 30-day month: t0 is its first instant.
+var t0 = time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+
 var juneEnd = time.Date(2026, 7, 1, 0, 0, 0, 0, time.UTC)
 
 // firstRun is a Tenero Starter plan's first run: ten tokens in three

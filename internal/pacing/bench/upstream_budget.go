@@ -1,4 +1,7 @@
-package pacing
+// The pacer strategy's model of an upstream budget: what the scheduler
+// workflow kept before the Postgres budget (internal/budget, SPEC §5.4)
+// became the one model of Hiro's quota. Only the simulation reads it.
+package bench
 
 import (
 	"cmp"
@@ -7,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/budget"
 )
 
 // BudgetConfig is what is documented about an upstream's plan. Every field
@@ -121,13 +125,6 @@ func (b *Budget) SetConfig(cfg BudgetConfig) {
 	}
 }
 
-// monthOf is the calendar month (UTC) holding t.
-func monthOf(t time.Time) (start, end time.Time) {
-	t = t.UTC()
-	start = time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.UTC)
-	return start, start.AddDate(0, 1, 0)
-}
-
 // monthView is the month window holding now, as far as the budget knows it.
 type monthView struct {
 	start, end time.Time
@@ -143,7 +140,7 @@ type monthView struct {
 }
 
 func (b *Budget) month(now time.Time) monthView {
-	start, end := monthOf(now)
+	start, end := budget.MonthOf(now)
 	v := monthView{start: start, end: end}
 	if !start.Equal(b.MonthStart) {
 		// A month the budget has not seen yet: a fresh quota.
@@ -474,11 +471,4 @@ func mulDivRem(a, b, c int64) (q int64, rem uint64) {
 	}
 	uq, rem := bits.Div64(hi, lo, uint64(c))
 	return int64(min(uq, math.MaxInt64)), rem
-}
-
-func latest(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
 }
