@@ -105,6 +105,9 @@ type Options struct {
 	MaxReadsInFlight int
 	ReadsPerMinute   int
 	ReadsPerSecond   int
+	// CORSOrigins are the origins whose browsers may read the public API
+	// (PACER_CORS_ORIGINS); never the operator listener.
+	CORSOrigins []string
 }
 
 // Server is the HTTP handler.
@@ -120,6 +123,7 @@ type Server struct {
 	inFlight     chan struct{}
 	metricsText  *cell[[]byte]
 	rollupsCache *rollupsCache
+	comp         *competitionReads
 	// routes are the public listener's patterns.
 	routes []string
 
@@ -200,6 +204,7 @@ func New(o Options) *Server {
 	})
 	s.handle("GET /readyz", s.ready)
 	s.handleCached("GET /metrics", s.publicMetrics)
+	s.newCompetition()
 	s.handle("GET /{$}", s.index)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path)
@@ -295,6 +300,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")
+	if s.allowOrigin(w, r) {
+		return
+	}
 	if isPublicRead(r) {
 		release, ok := s.readGate(w, r)
 		if !ok {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/pacer-dev/pacer"
 	"github.com/pacer-dev/pacer/internal/catalog"
+	"github.com/pacer-dev/pacer/internal/store"
 )
 
 // MaxTokensPerRequest bounds ?tokens=.
@@ -29,6 +30,9 @@ type PriceEntry struct {
 type PricesResponse struct {
 	Prices  map[string]PriceEntry `json:"prices"`
 	Missing []string              `json:"missing"`
+	// Tokens is the supported token list: the tracked set, in the answer
+	// without parameters.
+	Tokens []string `json:"tokens,omitempty"`
 }
 
 // TokenPrice answers /api/prices?token=.
@@ -120,11 +124,17 @@ func (s *Server) prices(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	resp := PricesResponse{Prices: map[string]PriceEntry{}, Missing: []string{}}
+	if !q.Has("tokens") {
+		resp.Tokens = ids
+	}
+	now := time.Now().UTC().Truncate(time.Second)
 	for _, id := range ids {
 		p, ok := found[id]
 		if !ok {
-			resp.Missing = append(resp.Missing, id)
-			continue
+			if p, ok = s.pegPrice(id, now); !ok {
+				resp.Missing = append(resp.Missing, id)
+				continue
+			}
 		}
 		resp.Prices[id] = PriceEntry{PriceUSD: number(p.PriceUSD), FetchedAt: p.FetchedAt.UTC(), Decimals: p.Decimals}
 	}
@@ -145,11 +155,27 @@ func (s *Server) onePrice(w http.ResponseWriter, r *http.Request, id string) {
 	}
 	p, ok := found[id]
 	if !ok {
-		writeError(w, http.StatusNotFound, "no cached price for "+id)
-		return
+		if p, ok = s.pegPrice(id, time.Now().UTC().Truncate(time.Second)); !ok {
+			writeError(w, http.StatusNotFound, "no cached price for "+id)
+			return
+		}
 	}
 	cacheFor(w, readMaxAge)
 	writeJSON(w, http.StatusOK, TokenPrice{TokenID: id, PriceUSD: number(p.PriceUSD), FetchedAt: p.FetchedAt.UTC()})
+}
+
+// pegPrice answers a pegged stablecoin without a cached price at its peg,
+// 1 USD, as of now (SPEC §7: stablecoin pegs are prices).
+func (s *Server) pegPrice(id string, now time.Time) (store.Price, bool) {
+	if s.o.Catalog == nil {
+		return store.Price{}, false
+	}
+	peg, ok := s.o.Catalog.Peg(id)
+	if !ok {
+		return store.Price{}, false
+	}
+	one, dec := "1", peg.Decimals
+	return store.Price{TokenID: id, PriceUSD: &one, Decimals: &dec, Source: store.SourcePeg, FetchedAt: now}, true
 }
 
 // readMaxAge is how long clients and shared caches may reuse a price or the

@@ -38,6 +38,9 @@ type RollupsResponse struct {
 	From    time.Time      `json:"from"`
 	To      time.Time      `json:"to"`
 	Rollups []store.Rollup `json:"rollups"`
+	// CompleteThrough is SPEC §7's completeThrough: every swap with a
+	// block time at or before it is in the ledger (null while unknown).
+	CompleteThrough *time.Time `json:"completeThrough"`
 }
 
 // ParseRollupQuery validates GET /api/rollups's parameters:
@@ -156,7 +159,7 @@ func (s *Server) fetchRollups(ctx context.Context, q store.RollupQuery) (rollups
 		if rows == nil {
 			rows = []store.Rollup{}
 		}
-		v = RollupsResponse{Period: q.Period, From: q.From, To: q.To, Rollups: rows}
+		v = RollupsResponse{Period: q.Period, From: q.From, To: q.To, Rollups: rows, CompleteThrough: s.completeThrough(ctx)}
 	}
 	body, err := json.Marshal(v)
 	if err != nil {

@@ -118,7 +118,7 @@ insert into rollups (period, period_start, period_end, subject_kind, subject, da
 
 	code, raw = f.get(t, "/api/rollups?period=day&from=2026-11-02T00:00:00Z&to=2026-11-03T00:00:00Z", nil)
 	require.Equal(t, http.StatusOK, code)
-	require.JSONEq(t, `{"period":"day","from":"2026-11-02T00:00:00Z","to":"2026-11-03T00:00:00Z","rollups":[]}`, string(raw))
+	require.JSONEq(t, `{"period":"day","from":"2026-11-02T00:00:00Z","to":"2026-11-03T00:00:00Z","rollups":[],"completeThrough":null}`, string(raw))
 
 	code, raw = f.get(t, "/api/rollups?period=hour&from=2026-11-02T00:00:00Z&to=2026-11-13T00:00:00Z", nil)
 	require.Equal(t, http.StatusBadRequest, code)

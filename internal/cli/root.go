@@ -103,6 +103,8 @@ type config struct {
 	operatorTokensRaw   string
 	operatorTokens      []api.OperatorToken
 	trustedProxiesRaw   string
+	corsOriginsRaw      string
+	corsOrigins         []string
 	trustedProxies      []netip.Prefix
 	adminHostsRaw       string
 	adminHosts          []string
@@ -197,6 +199,8 @@ func (c *config) bind(fs *pflag.FlagSet) {
 		"bearer token(s) of the operator listener, TOKEN or NAME:TOKEN,NAME2:TOKEN2; empty leaves it open to whoever reaches its address; prefer the variable [PACER_OPERATOR_TOKEN]")
 	fs.StringVar(&c.trustedProxiesRaw, "trusted-proxies", env("PACER_TRUSTED_PROXIES", ""),
 		"CIDRs of the reverse proxies whose X-Forwarded-For names the client [PACER_TRUSTED_PROXIES]")
+	fs.StringVar(&c.corsOriginsRaw, "cors-origins", env("PACER_CORS_ORIGINS", ""),
+		"comma-separated origins (https://example.com) whose browsers may read the public API; never the operator listener [PACER_CORS_ORIGINS]")
 	fs.StringVar(&c.adminHostsRaw, "admin-hosts", env("PACER_ADMIN_HOSTS", ""),
 		"host names the operator listener answers besides loopback ones and its address's (a tunnel's or proxy's name); any other Host is refused [PACER_ADMIN_HOSTS]")
 	fs.StringVar(&c.schedulesJSON, "schedules", env("PACER_SCHEDULES", ""),
@@ -246,6 +250,9 @@ func (c *config) validate() error {
 	}
 	if c.trustedProxies, err = api.ParseTrustedProxies(c.trustedProxiesRaw); err != nil {
 		return usagef("PACER_TRUSTED_PROXIES (--trusted-proxies): %v", err)
+	}
+	if c.corsOrigins, err = api.ParseCORSOrigins(c.corsOriginsRaw); err != nil {
+		return usagef("PACER_CORS_ORIGINS (--cors-origins): %v", err)
 	}
 	if c.adminHosts, err = api.ParseAdminHosts(c.adminHostsRaw); err != nil {
 		return usagef("PACER_ADMIN_HOSTS (--admin-hosts): %v", err)

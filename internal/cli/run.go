@@ -188,6 +188,7 @@ func (c *config) apiHandler(st, reads *store.Store, tc client.Client, v *competi
 		// PACER_OPERATOR_TOKEN, PACER_TRUSTED_PROXIES (SPEC §5.6, §7).
 		OperatorTokens: c.operatorTokens,
 		TrustedProxies: c.trustedProxies,
+		CORSOrigins:    c.corsOrigins,
 		AdminHosts:     append(api.AddrHosts(c.adminAddr), c.adminHosts...),
 		Verifier:       v,
 		// The fast path's verifier takes from the Hiro budget's fast lane.

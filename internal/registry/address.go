@@ -22,9 +22,9 @@ var (
 	errC32Checksum = errors.New("the address's checksum does not match (a typo?)")
 )
 
-// checkSTX accepts a mainnet standard principal, SP… or SM…, in its
+// CheckSTX accepts a mainnet standard principal, SP… or SM…, in its
 // canonical c32check form with a valid checksum.
-func checkSTX(s string) error {
+func CheckSTX(s string) error {
 	if len(s) < 5 || len(s) > 41 || s[0] != 'S' || (s[1] != 'P' && s[1] != 'M') {
 		return errC32Form
 	}

@@ -91,7 +91,7 @@ func CheckAgent(a Agent) error {
 	if a.STXAddress == "" {
 		return &fieldError{FieldSTX, "required"}
 	}
-	if err := checkSTX(a.STXAddress); err != nil {
+	if err := CheckSTX(a.STXAddress); err != nil {
 		return bad(FieldSTX, err)
 	}
 	if a.BTCAddress != "" {

@@ -26,7 +26,7 @@ func TestCheckSTX(t *testing.T) {
 		{"", false},
 		{"SPU", false},
 	} {
-		err := checkSTX(tc.give)
+		err := CheckSTX(tc.give)
 		require.Equal(t, tc.ok, err == nil, "%s: %v", tc.give, err)
 	}
 }
@@ -57,7 +57,7 @@ func TestCheckBTC(t *testing.T) {
 func TestEncodeRoundTrip(t *testing.T) {
 	t.Parallel()
 	h := []byte("0123456789abcdefghij")
-	require.NoError(t, checkSTX(MainnetSP(h)))
+	require.NoError(t, CheckSTX(MainnetSP(h)))
 	require.NoError(t, checkBTC(SegwitP2WPKH(h)))
 	require.Equal(t, "SP000000000000000000002Q6VF78", MainnetSP(make([]byte, 20)))
 	require.Equal(t, "bc1qw508d6qejxtdg4y5r3zarvary0c5xw7kv8f3t4",

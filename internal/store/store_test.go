@@ -228,6 +228,7 @@ order by table_name, ordinal_position`)
 		{"pending_txs", "txid", "text", false, ""},
 		{"pending_txs", "sender", "text", false, ""},
 		{"pending_txs", "first_seen_at", tz, false, ""},
+		{"pending_txs", "hold_through", "bigint", true, ""},
 		{"price_observations", "token_id", "text", false, ""},
 		{"price_observations", "observed_at", tz, false, ""},
 		{"price_observations", "price_usd", "numeric", true, ""},

@@ -1,0 +1,336 @@
+package api
+
+import (
+	"cmp"
+	"context"
+	"encoding/base64"
+	"fmt"
+	"math/big"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/pacer-dev/pacer/internal/catalog"
+	"github.com/pacer-dev/pacer/internal/store"
+)
+
+// The competition's leaderboard (SPEC §7): computed from the per-agent
+// totals and the current prices once every boardTTL however many ask,
+// every sort order at once, and served from memory.
+const (
+	boardTTL     = 5 * time.Second
+	boardTimeout = 8 * time.Second
+	// BoardMaxAge is how long clients and shared caches may reuse an answer.
+	BoardMaxAge = 5 * time.Second
+	// MaxBoardLimit bounds limit= of the leaderboard and the trades list.
+	MaxBoardLimit     = 200
+	defaultBoardLimit = 50
+)
+
+// Leaderboard sort orders.
+const (
+	SortTrades = "trades"
+	SortVolume = "volume"
+	SortPnL    = "pnl"
+	SortLatest = "latest"
+)
+
+var boardSorts = []string{SortTrades, SortVolume, SortPnL, SortLatest}
+
+// LeaderboardRow is one agent on the leaderboard.
+type LeaderboardRow struct {
+	Rank          int       `json:"rank"`
+	STXAddress    string    `json:"stxAddress"`
+	DisplayName   *string   `json:"displayName"`
+	Trades        int64     `json:"trades"`
+	VolumeUSD     float64   `json:"volumeUsd"`
+	PnLUSD        float64   `json:"pnlUsd"`
+	PnLPercent    *float64  `json:"pnlPercent"`
+	LatestTradeAt time.Time `json:"latestTradeAt"`
+	AllPriced     bool      `json:"allPriced"`
+}
+
+// LeaderboardResponse answers GET /api/competition/leaderboard.
+type LeaderboardResponse struct {
+	Rows            []LeaderboardRow `json:"rows"`
+	Next            *string          `json:"next"`
+	CompleteThrough *time.Time       `json:"completeThrough"`
+	PricesAt        *time.Time       `json:"pricesAt"`
+}
+
+// board is one computation of the leaderboard: its rows in every order.
+type board struct {
+	rows            []LeaderboardRow
+	order           map[string][]int
+	completeThrough *time.Time
+	pricesAt        *time.Time
+}
+
+// pricing resolves a token's USD price and decimals: the stored price
+// under its own id, else under its contract id (how pegs and plain
+// tokens are stored), else the catalog's peg at 1 USD (SPEC §7:
+// stablecoin pegs are prices). Decimals come from the stored row, else
+// the catalog.
+type pricing struct {
+	byID map[string]store.Price
+	cat  *catalog.Catalog
+}
+
+func newPricing(prices []store.Price, cat *catalog.Catalog) pricing {
+	p := pricing{byID: make(map[string]store.Price, len(prices)), cat: cat}
+	for _, pr := range prices {
+		p.byID[pr.TokenID] = pr
+	}
+	return p
+}
+
+// tokenPrice is a resolved price; FetchedAt is zero for a peg without a
+// stored row.
+type tokenPrice struct {
+	USD       string
+	Decimals  int
+	FetchedAt time.Time
+}
+
+func (p pricing) price(token string) (tokenPrice, bool) {
+	var out tokenPrice
+	found := false
+	for _, id := range []string{token, catalog.ContractOf(token)} {
+		if pr, ok := p.byID[id]; ok && pr.PriceUSD != nil {
+			out.USD, out.FetchedAt, found = *pr.PriceUSD, pr.FetchedAt, true
+			break
+		}
+	}
+	if !found && p.cat != nil {
+		if _, ok := p.cat.Peg(token); ok {
+			out.USD, found = "1", true
+		}
+	}
+	if !found {
+		return out, false
+	}
+	for _, id := range []string{token, catalog.ContractOf(token)} {
+		if pr, ok := p.byID[id]; ok && pr.Decimals != nil {
+			out.Decimals = *pr.Decimals
+			return out, true
+		}
+	}
+	if p.cat != nil {
+		if d, ok := p.cat.Decimals(token); ok {
+			out.Decimals = d
+			return out, true
+		}
+	}
+	return out, false
+}
+
+// usd is amount ÷ 10^decimals × price.
+func usd(amount string, tp tokenPrice) float64 {
+	a, ok := new(big.Float).SetPrec(256).SetString(amount)
+	if !ok {
+		return 0
+	}
+	pr, ok := new(big.Float).SetPrec(256).SetString(tp.USD)
+	if !ok {
+		return 0
+	}
+	scale := new(big.Float).SetPrec(256).SetInt(new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(tp.Decimals)), nil))
+	f, _ := a.Mul(a, pr).Quo(a, scale).Float64()
+	return f
+}
+
+// rankBoard computes the leaderboard from a snapshot (SPEC §7): one row
+// per registered agent with a swap, in every sort order.
+func rankBoard(b store.Board, cat *catalog.Catalog) *board {
+	p := newPricing(b.Prices, cat)
+	idx := make(map[string]int, len(b.Agents))
+	out := &board{rows: make([]LeaderboardRow, len(b.Agents)), order: map[string][]int{}}
+	for i, a := range b.Agents {
+		idx[a.STXAddress] = i
+		row := LeaderboardRow{STXAddress: a.STXAddress, Trades: a.Trades,
+			LatestTradeAt: time.Unix(a.LatestTrade, 0).UTC(), AllPriced: true}
+		if a.DisplayName != "" {
+			name := a.DisplayName
+			row.DisplayName = &name
+		}
+		out.rows[i] = row
+	}
+	var oldest time.Time
+	received := make([]float64, len(out.rows))
+	for _, l := range b.Legs {
+		i, ok := idx[l.STXAddress]
+		if !ok || l.Legs == 0 {
+			continue
+		}
+		tp, ok := p.price(l.TokenID)
+		if !ok {
+			out.rows[i].AllPriced = false
+			continue
+		}
+		if !tp.FetchedAt.IsZero() && (oldest.IsZero() || tp.FetchedAt.Before(oldest)) {
+			oldest = tp.FetchedAt
+		}
+		out.rows[i].VolumeUSD += usd(l.AmountIn, tp)
+		received[i] += usd(l.AmountOut, tp)
+	}
+	for i := range out.rows {
+		r := &out.rows[i]
+		r.PnLUSD = received[i] - r.VolumeUSD
+		if r.VolumeUSD != 0 {
+			pct := r.PnLUSD / r.VolumeUSD * 100
+			r.PnLPercent = &pct
+		}
+	}
+	if !oldest.IsZero() {
+		t := oldest.UTC()
+		out.pricesAt = &t
+	}
+	for _, sort := range boardSorts {
+		order := make([]int, len(out.rows))
+		for i := range order {
+			order[i] = i
+		}
+		slices.SortFunc(order, func(x, y int) int {
+			a, b := &out.rows[x], &out.rows[y]
+			var c int
+			switch sort {
+			case SortTrades:
+				c = cmp.Compare(b.Trades, a.Trades)
+			case SortVolume:
+				c = cmp.Compare(b.VolumeUSD, a.VolumeUSD)
+			case SortPnL:
+				c = cmp.Compare(b.PnLUSD, a.PnLUSD)
+			}
+			return cmp.Or(c, b.LatestTradeAt.Compare(a.LatestTradeAt), strings.Compare(a.STXAddress, b.STXAddress))
+		})
+		out.order[sort] = order
+	}
+	return out
+}
+
+// boardQuery is a parsed GET /api/competition/leaderboard.
+type boardQuery struct {
+	sort          string
+	limit, offset int
+}
+
+// parseBoardQuery reads sort, limit and cursor; the cursor is opaque to
+// clients: the sort it was made for and where the next page begins.
+func parseBoardQuery(raw string) (boardQuery, error) {
+	q, err := url.ParseQuery(raw)
+	if err != nil {
+		return boardQuery{}, fmt.Errorf("malformed query string")
+	}
+	if err := onlyParams(q, "sort", "limit", "cursor"); err != nil {
+		return boardQuery{}, err
+	}
+	out := boardQuery{sort: SortTrades}
+	if v := q.Get("sort"); v != "" {
+		if !slices.Contains(boardSorts, v) {
+			return boardQuery{}, fmt.Errorf("sort must be trades, volume, pnl or latest")
+		}
+		out.sort = v
+	}
+	if out.limit, err = limitParam(q); err != nil {
+		return boardQuery{}, err
+	}
+	if c := q.Get("cursor"); c != "" {
+		raw, err := base64.RawURLEncoding.DecodeString(c)
+		sort, off, found := strings.Cut(string(raw), ":")
+		n, perr := strconv.Atoi(off)
+		if err != nil || !found || perr != nil || n < 0 || sort != out.sort {
+			return boardQuery{}, fmt.Errorf("cursor is not one this leaderboard gave (for this sort)")
+		}
+		out.offset = n
+	}
+	return out, nil
+}
+
+func onlyParams(q url.Values, names ...string) error {
+	for key, vs := range q {
+		if !slices.Contains(names, key) {
+			return fmt.Errorf("unknown parameter %q (use %s)", clip(key), strings.Join(names, ", "))
+		}
+		if len(vs) > 1 {
+			return fmt.Errorf("parameter %s given more than once", key)
+		}
+	}
+	return nil
+}
+
+func limitParam(q url.Values) (int, error) {
+	v := q.Get("limit")
+	if v == "" {
+		return defaultBoardLimit, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > MaxBoardLimit {
+		return 0, fmt.Errorf("limit must be an integer from 1 to %d", MaxBoardLimit)
+	}
+	return n, nil
+}
+
+// page is one page of the board in q's order.
+func (b *board) page(q boardQuery) LeaderboardResponse {
+	order := b.order[q.sort]
+	resp := LeaderboardResponse{Rows: []LeaderboardRow{}, CompleteThrough: b.completeThrough, PricesAt: b.pricesAt}
+	for i := q.offset; i < len(order) && i < q.offset+q.limit; i++ {
+		row := b.rows[order[i]]
+		row.Rank = i + 1
+		resp.Rows = append(resp.Rows, row)
+	}
+	if end := q.offset + q.limit; end < len(order) {
+		next := base64.RawURLEncoding.EncodeToString([]byte(q.sort + ":" + strconv.Itoa(end)))
+		resp.Next = &next
+	}
+	return resp
+}
+
+func (s *Server) fetchBoard(ctx context.Context) (*board, error) {
+	snap, err := s.reads().Board(ctx)
+	if err != nil {
+		return nil, err
+	}
+	b := rankBoard(snap, s.o.Catalog)
+	b.completeThrough = s.completeThrough(ctx)
+	return b, nil
+}
+
+// completeThrough is SPEC §7's completeThrough, from its cell; nil when
+// unknown or unavailable.
+func (s *Server) completeThrough(ctx context.Context) *time.Time {
+	rd := s.comp.through.get(ctx)
+	if !rd.Have || rd.Value == nil {
+		return nil
+	}
+	t := time.Unix(*rd.Value, 0).UTC()
+	return &t
+}
+
+func (s *Server) leaderboard(w http.ResponseWriter, r *http.Request) {
+	q, err := parseBoardQuery(r.URL.RawQuery)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	rd := s.comp.board.get(r.Context())
+	if !rd.Have {
+		if rd.Err != nil {
+			s.dbError(w, rd.Err)
+			return
+		}
+		w.Header().Set("Retry-After", "1")
+		writeClassError(w, http.StatusServiceUnavailable, "leaderboard unavailable", readingClass(rd))
+		return
+	}
+	s.writeRead(w, r, rd.Value.page(q), BoardMaxAge)
+}
+
+func (s *Server) logBoardFailure(err error) {
+	s.o.Logger.Warn("api.leaderboard_failed", zap.Error(err))
+}

@@ -1,0 +1,223 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// BoardAgent is a registered agent with at least one swap: its totals.
+type BoardAgent struct {
+	STXAddress  string
+	DisplayName string
+	Trades      int64
+	// FirstTrade and LatestTrade are burn block times (unix seconds).
+	FirstTrade, LatestTrade int64
+}
+
+// BoardLeg is what one agent sent (AmountIn) and received (AmountOut) of
+// one token over all its swaps, exact decimal text; Legs counts the swaps
+// with a leg in it.
+type BoardLeg struct {
+	STXAddress, TokenID string
+	AmountIn, AmountOut string
+	Legs                int64
+}
+
+// Board is what the leaderboard is computed from, read in one snapshot.
+type Board struct {
+	Agents []BoardAgent
+	Legs   []BoardLeg
+	Prices []Price
+}
+
+// Board reads the per-agent totals of every registered agent (SPEC §7's
+// leaderboard) and every stored price, in one repeatable-read snapshot:
+// tens of thousands of rows at the competition's scale, never a scan of
+// swaps.
+func (s *Store) Board(ctx context.Context) (Board, error) {
+	var b Board
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		var err error
+		b.Agents, err = collect(ctx, tx, "board agents", func(row pgx.CollectableRow) (BoardAgent, error) {
+			var a BoardAgent
+			var first, latest *int64
+			err := row.Scan(&a.STXAddress, &a.DisplayName, &a.Trades, &first, &latest)
+			a.FirstTrade, a.LatestTrade = deref64(first), deref64(latest)
+			return a, err
+		}, `
+select t.stx_address, coalesce(a.display_name, ''), t.trades, t.first_trade, t.latest_trade
+from agent_trade_totals t join agents a on a.stx_address = t.stx_address
+where a.deregistered_at is null and t.trades > 0`)
+		if err != nil {
+			return err
+		}
+		b.Legs, err = collect(ctx, tx, "board legs", pgx.RowToStructByPos[BoardLeg], `
+select t.stx_address, t.token_id, t.amount_in::text, t.amount_out::text, t.legs
+from agent_token_totals t join agents a on a.stx_address = t.stx_address
+where a.deregistered_at is null`)
+		if err != nil {
+			return err
+		}
+		b.Prices, err = collect(ctx, tx, "board prices", scanPrice, selectPrices)
+		return err
+	})
+	return b, err
+}
+
+func deref64(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+// AgentStatus is one address as the competition's status read sees it.
+type AgentStatus struct {
+	Registered   bool
+	DisplayName  string
+	BTCAddress   string
+	ERC8004      *int64
+	ClaimStatus  string
+	Trades       int64
+	FirstTrade   *int64
+	LatestTrade  *int64
+	Deregistered bool
+}
+
+// AgentStatus reads one address's registration, claim and trade totals.
+func (s *Store) AgentStatus(ctx context.Context, stx string) (AgentStatus, error) {
+	var st AgentStatus
+	var dereg *time.Time
+	var btc, name *string
+	err := s.pool.QueryRow(ctx, `
+select a.display_name, a.btc_address, a.erc8004_agent_id, coalesce(c.status, ''), a.deregistered_at,
+       coalesce(t.trades, 0), t.first_trade, t.latest_trade
+from agents a
+left join claims c on c.btc_address = a.btc_address
+left join agent_trade_totals t on t.stx_address = a.stx_address
+where a.stx_address = $1`, stx).Scan(&name, &btc, &st.ERC8004, &st.ClaimStatus, &dereg, &st.Trades, &st.FirstTrade, &st.LatestTrade)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return AgentStatus{}, nil
+	}
+	if err != nil {
+		return AgentStatus{}, fmt.Errorf("agent status %s: %w", stx, err)
+	}
+	st.Registered, st.Deregistered = dereg == nil, dereg != nil
+	if name != nil {
+		st.DisplayName = *name
+	}
+	if btc != nil {
+		st.BTCAddress = *btc
+	}
+	return st, nil
+}
+
+// TradeKey is a position in the trades list, newest first.
+type TradeKey struct {
+	BurnBlockTime int64
+	TxID          string
+}
+
+// TradeRow is one row of the trades list: a swap as the competition's
+// pages show it.
+type TradeRow struct {
+	TxID, Sender, ContractID, FunctionName string
+	TokenIn, AmountIn, TokenOut, AmountOut string
+	BurnBlockTime                          int64
+	BlockTime                              *int64
+	Source                                 string
+}
+
+// Trades reads up to limit swaps, newest first by (burn_block_time, txid),
+// strictly after the key (nil: from the newest), of one sender or all.
+// Keyset paging: rows that arrive meanwhile never shift a page.
+func (s *Store) Trades(ctx context.Context, sender string, after *TradeKey, limit int) ([]TradeRow, error) {
+	var t int64 = 1<<63 - 1
+	txid := ""
+	if after != nil {
+		t, txid = after.BurnBlockTime, after.TxID
+	}
+	return collect(ctx, s.pool, "trades", func(row pgx.CollectableRow) (TradeRow, error) {
+		var r TradeRow
+		err := row.Scan(&r.TxID, &r.Sender, &r.ContractID, &r.FunctionName, &r.TokenIn, &r.AmountIn,
+			&r.TokenOut, &r.AmountOut, &r.BurnBlockTime, &r.Source)
+		return r, err
+	}, `
+select txid, sender, contract_id, function_name, token_in, amount_in::text, token_out, amount_out::text,
+       burn_block_time, source
+from swaps
+where ($1 = '' or sender = $1)
+  and (burn_block_time, txid collate "C") < ($2, $3 collate "C")
+order by burn_block_time desc, txid collate "C" desc
+limit $4`, sender, t, txid, limit)
+}
+
+// completeThroughKey is where completeThrough is kept, so that it never
+// moves backwards.
+const completeThroughKey = "complete_through"
+
+// completeThroughIndexing is how long after its block time a transaction
+// may take to appear in Hiro's lists: a complete scan begun at covered_at
+// has read what was mined more than this before it.
+const completeThroughIndexing = 60
+
+// CompleteThrough is SPEC §7's completeThrough: the latest block time T
+// (unix seconds) such that every swap with a block time at or before T is
+// in swaps, because every reader has read past T and settled what it
+// found; nil while unknown (no reader has read, or agents' histories are
+// still being read at the first start). It never moves backwards (the
+// largest value given out is kept) and is held back by:
+//   - each reader's position: T is before the newest block time it has
+//     fully read (another transaction of that block may be unread), or,
+//     for a contract's reader, before what its last complete scan covered;
+//   - a transaction still pending (found, not settled): T stays at most
+//     where it was when the transaction was queued;
+//   - a registered agent whose history has not been read once, and a gap
+//     a reader gave up on: T does not move until they are.
+func (s *Store) CompleteThrough(ctx context.Context) (*int64, error) {
+	var out *int64
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var kept, readerCap, pendingCap *int64
+		var readers int
+		var frozen bool
+		err := tx.QueryRow(ctx, `
+select (select value::bigint from competition_state where key = $1),
+       (select count(*) from discovery_cursors),
+       (select min(case when reader = 'tail' then block_time
+                        else greatest(block_time, extract(epoch from covered_at)::bigint - $2) end) - 1
+        from discovery_cursors),
+       (select min(coalesce(p.hold_through, -1)) from pending_txs p
+        join agents a on a.stx_address = p.sender where a.deregistered_at is null),
+       exists (select 1 from agent_ingest i join agents a on a.stx_address = i.stx_address
+               where a.deregistered_at is null and i.last_success_at is null)
+       or exists (select 1 from discovery_gaps where filled_at is null)
+       or exists (select 1 from discovery_cursors where block_time is null and covered_at is null)`,
+			completeThroughKey, completeThroughIndexing).Scan(&kept, &readers, &readerCap, &pendingCap, &frozen)
+		if err != nil {
+			return fmt.Errorf("complete through: %w", err)
+		}
+		out = kept
+		if frozen || readers == 0 || readerCap == nil {
+			return nil
+		}
+		next := min(*readerCap, time.Now().Unix())
+		if pendingCap != nil {
+			next = min(next, *pendingCap)
+		}
+		if next < 0 || (kept != nil && next <= *kept) {
+			return nil
+		}
+		out = &next
+		_, err = tx.Exec(ctx, `
+insert into competition_state (key, value, updated_at) values ($1, $2, now())
+on conflict (key) do update set value = greatest(competition_state.value::bigint, excluded.value::bigint)::text,
+    updated_at = now()`, completeThroughKey, strconv.FormatInt(next, 10))
+		return err
+	})
+	return out, err
+}
