@@ -334,9 +334,11 @@ type ReaderReport struct {
 	Gaps int `json:"gaps"`
 	// NextDueAt is when the reader reads next.
 	NextDueAt *time.Time `json:"nextDueAt,omitempty"`
-	// Source is where the tail reads (the tail's report only): "feed",
-	// the chain's contract calls, or "contracts", the allowlisted
-	// contracts' own lists while the month cannot pay the feed.
+	// Source is where the reader reads: for the tail "feed", the chain's
+	// contract calls, or "contracts", the allowlisted contracts' own lists
+	// (while the month cannot pay the feed, or once Hiro has switched the
+	// feed off); for a contract's reader and the agents' visits the list
+	// endpoint, "v3" (principals) or "v1" (the deprecated address list).
 	Source string `json:"source,omitempty"`
 }
 

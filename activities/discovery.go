@@ -115,6 +115,13 @@ func (t *tailCost) plan(contracts int, every time.Duration, ratePerMinute float6
 	return t.p.Plan(contracts, every, ratePerMinute), before, t.p.Traffic
 }
 
+// keep makes src where the tail reads, whatever the traffic says.
+func (t *tailCost) keep(src discovery.Source) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.p.Source = src
+}
+
 // source is where the tail reads now.
 func (t *tailCost) source() discovery.Source {
 	t.mu.Lock()
@@ -158,6 +165,11 @@ func (r *sweepRun) discover(ctx context.Context, in pacer.SweepInput, started ti
 		tail, err := r.readTail(ctx, dc, filter, src)
 		if err != nil {
 			return r.fail(pacer.ClassTransport, "read the tail: "+err.Error())
+		}
+		if src == discovery.SourceFeed && r.hiro.Sunset(hiro.EndpointFeed) {
+			// The feed just gave its sunset answer: the contracts' lists
+			// are the tail from now on, before any visit.
+			src = r.planSource(ctx, dc)
 		}
 		if err := r.reconcile(ctx, dc, filter, tail, src); err != nil {
 			return r.fail(pacer.ClassTransport, "reconcile: "+err.Error())
@@ -323,6 +335,11 @@ func (r *sweepRun) tailInterval(ctx context.Context, dc DiscoveryConfig) time.Du
 // allowlisted contracts' own lists when the sweep's rate cannot pay the
 // feed at the chain's volume (discovery.PlanSource).
 func (r *sweepRun) planSource(ctx context.Context, dc DiscoveryConfig) discovery.Source {
+	if r.hiro.Sunset(hiro.EndpointFeed) {
+		// Hiro has switched the feed off: its replacement, for good.
+		r.a.tail.keep(discovery.SourceContracts)
+		return discovery.SourceContracts
+	}
 	src, before, tr := r.a.tail.plan(len(allowlistedContracts(r.a)), dc.TailEvery, r.laneRate(ctx))
 	if src != before {
 		r.log.Info("discovery.source", zap.String("from", string(before)), zap.String("to", string(src)),
@@ -357,7 +374,7 @@ func (r *sweepRun) readTail(ctx context.Context, dc DiscoveryConfig, f discovery
 		// waits where it is: back on the feed, it goes on from there
 		// (a range too long is a gap, which the contracts' readers
 		// have read).
-		if !r.stopped() && a.tail.probeDue(dc.ReconcileEvery, a.now()) {
+		if !r.stopped() && !r.hiro.Sunset(hiro.EndpointFeed) && a.tail.probeDue(dc.ReconcileEvery, a.now()) {
 			v := r.readerVisit(rd.Name)
 			page, err := r.hiro.Feed(ctx, hiro.TxTypeContractCall, 0)
 			v.res.Requests += page.Requests
@@ -408,7 +425,7 @@ func (r *sweepRun) readTail(ctx context.Context, dc DiscoveryConfig, f discovery
 // reader begins where the tail began, so that together they leave
 // nothing out.
 func (r *sweepRun) reconcile(ctx context.Context, dc DiscoveryConfig, f discovery.Filter, tail store.Reader, src discovery.Source) error {
-	if tail.Start == nil {
+	if tail.Start == nil && src != discovery.SourceContracts {
 		return nil // the tail has not begun: nothing to reconcile yet
 	}
 	a := r.a
@@ -432,10 +449,10 @@ func (r *sweepRun) reconcile(ctx context.Context, dc DiscoveryConfig, f discover
 		if err != nil {
 			return err
 		}
-		if !found {
+		if !found && tail.Start != nil {
 			start := *tail.Start
 			rd.Position, rd.Start = &start, &start
-		}
+		} // else the feed never served: the list's first read finds its head
 		if rd.LastReadAt != nil && !rd.Scan.Started() && time.Since(*rd.LastReadAt) < every {
 			due(rd.LastReadAt.Add(every))
 			continue
@@ -443,12 +460,10 @@ func (r *sweepRun) reconcile(ctx context.Context, dc DiscoveryConfig, f discover
 		read++
 		scan := discovery.NewScan(discovery.ScanConfig{From: rd.Position, MaxPages: reconcileMaxPages, Tokens: true}, rd.Scan)
 		pager := func(ctx context.Context, s *discovery.Scan) ([]hiro.Entry, discovery.Page, int, error) {
-			// The contract's list is the one SPEC §5.0.2 names,
-			// /extended/v1/address/{contract_id}/transactions: a v1 token
-			// from the first page on (hiro.ListTransactions keeps its
-			// offsets from skipping as the list shifts).
-			tok := hiro.PageToken(cmp.Or(s.NextToken(), contractListStart))
-			page, err := r.hiro.ListTransactions(ctx, contract, tok)
+			// The contract's own list: v3 principals, cursor paged (v1's
+			// offsets where the server has no v3).
+			page, err := r.hiro.ListTransactions(ctx, contract, hiro.PageToken(s.NextToken()))
+			r.setSource(discovery.ContractReader(contract), page.Endpoint)
 			if err != nil {
 				return nil, discovery.Page{}, page.Requests, err
 			}
@@ -466,10 +481,6 @@ func (r *sweepRun) reconcile(ctx context.Context, dc DiscoveryConfig, f discover
 	}
 	return nil
 }
-
-// contractListStart is the page token of a contract list's newest page
-// on the v1 endpoint.
-const contractListStart = "v1:0"
 
 // allowlistedContracts are the contracts of the allowlist, sorted.
 func allowlistedContracts(a *Activities) []string {
@@ -625,6 +636,21 @@ func (v *visit) settleAll(ctx context.Context, cands []hiro.Entry) bool {
 		}
 	}
 	return true
+}
+
+// setSource records which endpoint a reader read ("" leaves it).
+func (r *sweepRun) setSource(name, endpoint string) {
+	if endpoint == "" {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.res.Readers == nil {
+		r.res.Readers = map[string]pacer.ReaderReport{}
+	}
+	rep := r.res.Readers[name]
+	rep.Source = endpoint
+	r.res.Readers[name] = rep
 }
 
 // addReader adds one read's counts to the run's report of the reader.

@@ -44,7 +44,7 @@ type chainStack struct {
 	before atomic.Pointer[func(http.ResponseWriter, *http.Request) bool]
 }
 
-func newChainStack(t *testing.T, maxPages int) *chainStack {
+func newChainStack(t *testing.T, maxPages int, opts ...func(*sim.HiroConfig)) *chainStack {
 	t.Helper()
 	ctx := context.Background()
 	c := &chainStack{requests: map[string]int{}}
@@ -55,9 +55,12 @@ func newChainStack(t *testing.T, maxPages int) *chainStack {
 	t.Cleanup(c.st.Close)
 	require.NoError(t, c.st.Migrate(ctx))
 	unlimited := sim.Limits{PerMinute: 1 << 30, PerMonth: 1 << 30}
+	hc := sim.HiroConfig{Origin: chainAt, Agents: 12, Anonymous: unlimited, Chain: sim.ChainConfig{Volume: 40_000}}
+	for _, o := range opts {
+		o(&hc)
+	}
 	c.sim = sim.New(sim.Config{Seed: 18, Now: func() time.Time { return *c.clock.Load() },
-		Tenero: sim.TeneroConfig{Anonymous: unlimited},
-		Hiro:   sim.HiroConfig{Origin: chainAt, Agents: 12, Anonymous: unlimited, Chain: sim.ChainConfig{Volume: 40_000}}})
+		Tenero: sim.TeneroConfig{Anonymous: unlimited}, Hiro: hc})
 	require.NoError(t, c.sim.World().Seed(ctx, c.st))
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if before := c.before.Load(); before != nil && (*before)(w, r) {
@@ -67,10 +70,17 @@ func newChainStack(t *testing.T, maxPages int) *chainStack {
 		switch p := r.URL.Path; {
 		case p == "/extended/v1/tx":
 			c.requests["feed"]++
+		case p == "/extended/v1/tx/multiple" && r.URL.Query().Has("event_offset"):
+			c.requests["events"]++ // a busy transaction's further events
+		case p == "/extended/v1/tx/multiple" && len(r.URL.Query()["tx_id"]) == 1:
+			c.requests["single"]++ // a detail of one transaction
 		case p == "/extended/v1/tx/multiple":
 			c.requests["multiple"]++
 		case strings.HasPrefix(p, "/extended/v1/tx/"):
 			c.requests["tx"]++
+		case strings.HasPrefix(p, "/extended/v1/address/"):
+			c.requests["v1list"]++
+			c.requests["list"]++
 		default:
 			c.requests["list"]++
 		}
@@ -143,10 +153,10 @@ func TestTailFindsEverySwapWithoutVisitingAgents(t *testing.T) {
 	require.Equal(t, 12, first.Scanned, "the first start visits every agent's history once")
 	c.requireLedger(t, chainAt)
 	start := c.counts()
-	t.Logf("figures: first start: %d lists, %d tx/multiple, %d single details, %d inserted", start["list"], start["multiple"], start["tx"], first.Inserted)
+	t.Logf("figures: first start: %d lists, %d tx/multiple, %d single details, %d inserted", start["list"], start["multiple"], start["single"]+start["tx"], first.Inserted)
 	// The first pages of a batch of visits are verified together: a
 	// detail request for several agents, not one each (12 before).
-	require.Less(t, start["multiple"]+start["tx"], first.Scanned/2, "the history visits' details come a batch of agents at a time")
+	require.Less(t, start["multiple"]+start["single"]+start["tx"], first.Scanned/2, "the history visits' details come a batch of agents at a time")
 
 	before := c.counts()
 	at := chainAt.Add(90 * time.Minute)
@@ -166,7 +176,7 @@ func TestTailFindsEverySwapWithoutVisitingAgents(t *testing.T) {
 	require.Positive(t, after["multiple"]-before["multiple"], "details come in batches")
 	require.Less(t, after["multiple"]-before["multiple"], second.Inserted, "fewer requests than swaps")
 	t.Logf("figures: 90 min of a 40,000-a-day chain: %d feed pages, %d candidates, %d inserted, %d tx/multiple, %d single details; tail %+v",
-		after["feed"]-before["feed"], tail.Candidates, second.Inserted, after["multiple"]-before["multiple"], after["tx"]-before["tx"], tail)
+		after["feed"]-before["feed"], tail.Candidates, second.Inserted, after["multiple"]-before["multiple"], after["single"]-before["single"], tail)
 	require.Empty(t, second.RejectionReasons["not_canonical"], "losing forks are passed over in the feed")
 }
 
@@ -341,4 +351,36 @@ func monthBounds(t time.Time) (start, end time.Time) {
 	t = t.UTC()
 	start = time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.UTC)
 	return start, start.AddDate(0, 1, 0)
+}
+
+// With Hiro's sunset answers on from the start (the v9 API with its
+// deprecated endpoints switched off), discovery turns to the current
+// endpoints at once: the allowlisted contracts' own lists (v3 principals)
+// in place of the feed, tx/multiple for every detail. Every swap is found,
+// and after the feed's one sunset answer no deprecated route is asked again.
+func TestSunsetFromTheStartFindsEverySwap(t *testing.T) {
+	t.Parallel()
+	c := newChainStack(t, 0, func(h *sim.HiroConfig) { h.Sunset = true })
+	first := sweepOK(t, c.acts)
+	c.requireLedger(t, chainAt)
+	require.Equal(t, "contracts", first.Readers["tail"].Source, "the status says where the tail reads")
+	for name, rep := range first.Readers {
+		if strings.HasPrefix(name, discovery.ContractPrefix) {
+			require.Equal(t, "v3", rep.Source, name)
+		}
+	}
+	require.Equal(t, "v3", first.Readers["agents"].Source)
+	for _, minutes := range []int{10, 20, 90} {
+		at := chainAt.Add(time.Duration(minutes) * time.Minute)
+		c.set(at)
+		res := sweepOK(t, c.acts)
+		c.requireLedger(t, at)
+		require.Zero(t, res.HiroErrors, "a sunset answer is no error once known")
+	}
+	n := c.counts()
+	t.Logf("figures: requests %v", n)
+	require.Equal(t, 1, n["feed"], "the feed's one sunset answer, then never again")
+	require.LessOrEqual(t, n["tx"], 1, "the detail asked at most once")
+	require.Zero(t, n["v1list"], "the v1 lists never: v3 principals first")
+	require.Equal(t, 1, c.sim.Stats().Count(sim.HiroTxListRoute, http.StatusGone))
 }

@@ -381,10 +381,14 @@ func TestSweepFaultsLoseAndDuplicateNothing(t *testing.T) {
 				tt.faults.PathPrefix, hidden = f.target(t, tt.target)
 			}
 			if tt.target == "tx" {
-				// The fault breaks one transaction's own detail route; a
-				// batch (/extended/v1/tx/multiple) would read it through
-				// another, which the fault does not reach. Batches under
-				// faults: internal/hiro and internal/competition.
+				tt.faults.PathPrefix, tt.faults.TxID = "/extended/", hidden[0]
+			}
+			if tt.target == "tx" {
+				// The fault breaks the requests naming one transaction; a
+				// batch naming it and others would be read in halves, the
+				// others through requests the fault does not reach.
+				// Batches under faults: internal/hiro and
+				// internal/competition.
 				f.faulty.Verifier = oneByOne(f.faulty.Verifier)
 			}
 			f.setFaults(t, tt.faults)
@@ -535,11 +539,11 @@ func TestDatabaseLossIsTransportAndRecovers(t *testing.T) {
 	})
 
 	t.Run("sweep, database lost mid-page", func(t *testing.T) {
-		// The third transaction lookup finds the database gone: its insert
+		// The second transaction lookup finds the database gone: its insert
 		// fails, and the walk stops with the cursor where it was.
 		var lookups atomic.Int32
 		cut := func(r *http.Request) {
-			if strings.HasPrefix(r.URL.Path, "/extended/v1/tx/") && lookups.Add(1) == 3 {
+			if strings.HasPrefix(r.URL.Path, "/extended/v1/tx/") && lookups.Add(1) == 2 {
 				f.proxy.Cut()
 			}
 		}

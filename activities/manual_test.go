@@ -21,10 +21,10 @@ import (
 
 // manualMonth is the simulated Hiro's month quota: far less than one sweep
 // of its 10 agents needs, so an explicit run spends it all.
-const manualMonth = 12
+const manualMonth = 6
 
 // An explicit refresh is a real run under month pacing (SPEC §3.1, issue
-// 19): with the Hiro month paced out (12 left and days of the month to
+// 19): with the Hiro month paced out (6 left and days of the month to
 // go, so the sweep lane's pace credit is a few thousandths of a request),
 // a scheduled run sends nothing, while an explicit run on the same shared
 // budget spends the month's remaining count, reserve included, and no
@@ -47,7 +47,7 @@ func TestExplicitSweepSpendsThePacedOutMonth(t *testing.T) {
 			acts.Discovery.Mode = mode
 
 			// What an earlier run learned from Hiro's headers: the whole
-			// month is 12, all of it left.
+			// month is 6, all of it left.
 			require.NoError(t, acts.Budget.Observe(ctx, budget.LaneSweep, budget.Observation{Status: 200, Cost: 1,
 				MonthLimit: new64(manualMonth), MonthRemaining: new64(manualMonth)}))
 

@@ -222,6 +222,7 @@ func (r *sweepRun) firstPages(ctx context.Context, in pacer.SweepInput, started 
 				return nil
 			}
 			page, err := r.hiro.ListTransactions(gctx, agent.Address, agent.VisitFrom)
+			r.setSource(readerAgents, page.Endpoint)
 			vs[i].first = &firstPage{page: page, err: err}
 			return nil
 		})
@@ -600,6 +601,7 @@ func (v *visit) pass(ctx context.Context, row *store.AgentIngest) (complete bool
 			page, err, v.first = f.page, f.err, nil // read from row.VisitFrom by firstPages
 		} else {
 			page, err = v.run.hiro.ListTransactions(ctx, row.Address, from)
+			v.run.setSource(readerAgents, page.Endpoint)
 		}
 		v.res.Requests += page.Requests
 		if err != nil {

@@ -97,7 +97,7 @@ func (l *lateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func hiroRequests(s *sim.Server) int {
 	st := s.Stats()
 	return st.Routes[sim.HiroAddressTransactionsRoute].Total + st.Routes[sim.HiroPrincipalTransactionsRoute].Total +
-		st.Routes[sim.HiroTxRoute].Total
+		st.Routes[sim.HiroTxRoute].Total + st.Routes[sim.HiroTxMultipleRoute].Total
 }
 
 // ledgerRows reads a ledger as the world's rows: its source aside (push

@@ -186,7 +186,7 @@ func TestChainhookRefusesWrongSecret(t *testing.T) {
 		require.NotContains(t, raw, hookSecret, "never echoes the secret")
 	}
 	require.Equal(t, before, f.ledger(t), "nothing recorded")
-	require.Zero(t, f.sim.Stats().Routes[sim.HiroTxRoute].Total, "no Hiro call")
+	require.Zero(t, f.sim.Stats().Routes[sim.HiroTxMultipleRoute].Total, "no Hiro call")
 	var hinted int
 	require.NoError(t, f.st.Pool().QueryRow(context.Background(), `select count(*) from agent_ingest where hinted_at is not null`).Scan(&hinted))
 	require.Zero(t, hinted, "no agent hinted")
@@ -261,7 +261,7 @@ func TestChainhookApplyInsertsWithSourceChainhook(t *testing.T) {
 	resp := f.ok(t, body)
 	require.Equal(t, api.ChainhookResponse{Accepted: true, AppliedBlocks: 1, Candidates: 2, Agents: 1, Inserted: 1}, resp)
 	require.Equal(t, map[string]string{txs[0].TxID: competition.SourceChainhook}, f.swapSources(t))
-	require.Equal(t, 1, f.sim.Stats().Routes[sim.HiroTxRoute].Total, "one detail request, none for a stranger")
+	require.Equal(t, 1, f.sim.Stats().Routes[sim.HiroTxMultipleRoute].Total, "one detail request, none for a stranger")
 
 	row, _, err := f.st.AgentIngestRow(ctx, txs[0].Sender)
 	require.NoError(t, err)
@@ -282,7 +282,7 @@ func TestChainhookApplyInsertsWithSourceChainhook(t *testing.T) {
 	delete(before, "state")
 	delete(after, "state")
 	require.Equal(t, before, after)
-	require.Zero(t, f.sim.Stats().Routes[sim.HiroTxRoute].Total)
+	require.Zero(t, f.sim.Stats().Routes[sim.HiroTxMultipleRoute].Total)
 	require.Equal(t, 1.0, counter(t, f.reg, "pacer_chainhook_swaps_total", "push"))
 	require.Equal(t, 1.0, histogramCount(t, f.reg, "pacer_chainhook_push_to_row_seconds"))
 }

@@ -72,7 +72,7 @@ func TestFastPathKeepsToItsShareOfTheBudget(t *testing.T) {
 	require.Equal(t, http.StatusTooManyRequests, code)
 	require.Positive(t, ra)
 	require.LessOrEqual(t, ra, 60)
-	require.Equal(t, 2, f.sim.Stats().Routes[sim.HiroTxRoute].Total, "the refused request never reached Hiro")
+	require.Equal(t, 2, f.sim.Stats().Routes[sim.HiroTxMultipleRoute].Total, "the refused request never reached Hiro")
 
 	// The sweep still has its share of the window.
 	for range 7 {
@@ -97,7 +97,7 @@ func TestFastPathMakesOneCallPerTxid(t *testing.T) {
 	for _, c := range codes {
 		require.Equal(t, http.StatusNotFound, c)
 	}
-	require.Equal(t, 1, f.sim.Stats().Routes[sim.HiroTxRoute].Total, "concurrent requests for one txid share one Hiro call")
+	require.Equal(t, 1, f.sim.Stats().Routes[sim.HiroTxMultipleRoute].Total, "concurrent requests for one txid share one Hiro call")
 }
 
 func TestFastPathAnswersKnownRejectionsFromTheLedger(t *testing.T) {
@@ -111,7 +111,7 @@ func TestFastPathAnswersKnownRejectionsFromTheLedger(t *testing.T) {
 	code, tr, _ = f.post(t, `{"txid":"`+failed+`"}`)
 	require.Equal(t, http.StatusUnprocessableEntity, code)
 	require.Equal(t, string(competition.ReasonTxFailed), tr.Reason)
-	require.Zero(t, f.sim.Stats().Routes[sim.HiroTxRoute].Total, "a kept rejection costs no Hiro call")
+	require.Zero(t, f.sim.Stats().Routes[sim.HiroTxMultipleRoute].Total, "a kept rejection costs no Hiro call")
 }
 
 func TestFastPathMakesTheSenderDue(t *testing.T) {

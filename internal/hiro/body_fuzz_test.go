@@ -117,7 +117,7 @@ func FuzzTxResponse(f *testing.F) {
 	f.Add(200, `{"tx_id":"0x01","canonical":false,"microblock_canonical":"no"}`, "", "", 0)
 	f.Fuzz(func(t *testing.T, status int, body, month, retryAfter string, pad int) {
 		c, calls := fuzzClient(t, status, body, month, retryAfter, pad)
-		tx, err := c.Tx(context.Background(), "0xabc")
+		tx, err := c.detail(context.Background(), "0xabc")
 		// Every answer is the same, so a second events page brings nothing
 		// new and paging stops there.
 		require.LessOrEqual(t, int(calls.Load()), 2*(maxRateLimitAttempts+maxFailureAttempts), "retries stay within budget")
@@ -133,7 +133,7 @@ func FuzzTxResponse(f *testing.F) {
 }
 
 // FuzzAddressTransactionsResponse is FuzzTxResponse for the list
-// endpoints: AddressTransactions, and ListTransactions from the newest page
+// endpoints: ListTransactions from the newest page
 // (v3 first, v1 after a 404) and from a saved v1 token. A listing never
 // panics, stays within its retry budget, and either fails classified or
 // hands out entries with ids and a next token it can read back.
@@ -151,13 +151,6 @@ func FuzzAddressTransactionsResponse(f *testing.F) {
 	f.Add(200, `{"total":3,"cursor":{"next":"1:2:3"},"results":[{"transaction":{"tx_id":"0x1","block":{"height":1e30}}}]}`, "", "", 0)
 	f.Fuzz(func(t *testing.T, status int, body, month, retryAfter string, pad int) {
 		const principal = "SP4DXVEC16FS6QR7RBKGWZYJKTXPC81W49W0ATJE"
-		c, calls := fuzzClient(t, status, body, month, retryAfter, pad)
-		_, err := c.AddressTransactions(context.Background(), principal, 25)
-		require.LessOrEqual(t, int(calls.Load()), maxRateLimitAttempts+maxFailureAttempts, "retries stay within budget")
-		if err != nil {
-			requireClassified(t, err)
-		}
-
 		for _, from := range []PageToken{"", "v1:50:1000:3:0xabc"} {
 			c, calls := fuzzClient(t, status, body, month, retryAfter, pad)
 			page, err := c.ListTransactions(context.Background(), principal, from)

@@ -123,7 +123,7 @@ func TestTxPagesEvents(t *testing.T) {
 			t.Cleanup(srv.Close)
 			c := newTestClient(t, Config{BaseURL: srv.URL})
 
-			tx, err := c.Tx(t.Context(), "0x01")
+			tx, err := c.detail(t.Context(), "0x01")
 			if tt.wantClass != "" {
 				require.Equal(t, tt.wantClass, pacer.ClassOf(err))
 				return
@@ -149,7 +149,7 @@ func TestTxEventPageFailureFailsTheCall(t *testing.T) {
 	first := `{"tx_id":"0x01","tx_status":"success","event_count":101,"events":[` + `{"event_index":0}` + `]}`
 	srv, fake := newFakeHiro(t, ok(first), canned{status: 503})
 	c := newTestClient(t, Config{BaseURL: srv.URL})
-	tx, err := c.Tx(t.Context(), "0x01")
+	tx, err := c.detail(t.Context(), "0x01")
 	require.Equal(t, pacer.ClassServerError, pacer.ClassOf(err))
 	require.Equal(t, 1+maxFailureAttempts, tx.Requests)
 	require.Len(t, fake.calls(), 1+maxFailureAttempts)

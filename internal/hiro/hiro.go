@@ -14,14 +14,11 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -61,6 +58,9 @@ var (
 // never succeed (a limit out of range, an empty id, a page token pacer did
 // not make); no request is sent.
 var ErrInvalidArgument = errors.New("invalid argument")
+
+// errTooLarge is the cause of an answer longer than maxBody.
+var errTooLarge = errors.New("body larger than the client accepts")
 
 // Limiter paces calls against a budget shared by everything that calls Hiro.
 type Limiter interface {
@@ -137,7 +137,11 @@ type Config struct {
 type Client struct {
 	conn    upstream.Conn
 	limiter Limiter
-	multipleFlag
+
+	// multipleMissingSince is when tx/multiple was last refused (unix
+	// nanoseconds, 0 = never): details go one by one until
+	// multipleRecheck has passed.
+	multipleMissingSince atomic.Int64
 
 	// v3MissingSince is when the v3 list endpoint last answered 404 (unix
 	// nanoseconds, 0 = never): listings use v1 until v3Recheck has passed.
@@ -158,133 +162,6 @@ func New(cfg Config) *Client {
 			AttemptTimeout: cfg.AttemptTimeout, Sleep: cfg.Sleep, Log: cfg.Logger}.WithDefaults(DefaultBaseURL),
 		limiter: cfg.Limiter,
 	}
-}
-
-// AddressTransactions returns the newest transactions of a principal (an
-// address or a contract id) from the v1 list endpoint. limit must be within
-// 1..MaxLimit. The round-robin sweep reads one page with it; anything that
-// must read a whole history uses ListTransactions.
-func (c *Client) AddressTransactions(ctx context.Context, principal string, limit int) (Page, error) {
-	path := "/extended/v1/address/" + url.PathEscape(principal) + "/transactions"
-	op := "hiro GET " + path
-	if principal == "" {
-		return Page{}, &pacer.Error{Class: pacer.ClassPermanent, Op: op, Err: fmt.Errorf("%w: empty principal", ErrInvalidArgument)}
-	}
-	if limit < 1 || limit > MaxLimit {
-		return Page{}, &pacer.Error{Class: pacer.ClassPermanent, Op: op, Err: fmt.Errorf("%w: limit %d outside 1..%d", ErrInvalidArgument, limit, MaxLimit)}
-	}
-	res, err := c.get(ctx, op, path+"?limit="+strconv.Itoa(limit))
-	if err != nil {
-		return Page{Quota: res.quota}, err
-	}
-	var page Page
-	if err := json.Unmarshal(res.body, &page); err != nil {
-		return Page{Quota: res.quota}, &pacer.Error{Class: pacer.ClassParseError, Op: op, Err: err}
-	}
-	page.Quota = res.quota
-	return page, nil
-}
-
-// Event paging (SPEC §5.5, §9): Hiro serves 20 events unless event_limit
-// asks for more, at most 100 a page.
-const (
-	EventLimit = 100
-	// maxEventPages bounds the requests one transaction may cost: 2,000
-	// events, far past any swap. A transaction with more is returned
-	// incomplete (EventsComplete false), never read forever.
-	maxEventPages = 20
-)
-
-// Tx returns one transaction with all its events, reading them EventLimit
-// at a time with event_offset until event_count are read. Each page is one
-// request against the budget; Tx.Requests says how many were sent. When
-// paging ends short of event_count (a page brought nothing new, or
-// maxEventPages were read) the transaction comes back without error and
-// EventsComplete is false: the caller decides what an incomplete
-// transaction is worth. A failure on any page fails the call.
-func (c *Client) Tx(ctx context.Context, txid string) (Tx, error) {
-	path := "/extended/v1/tx/" + url.PathEscape(txid)
-	op := "hiro GET " + path
-	if txid == "" {
-		return Tx{}, &pacer.Error{Class: pacer.ClassPermanent, Op: op, Err: fmt.Errorf("%w: empty txid", ErrInvalidArgument)}
-	}
-	tx, res, err := c.txPage(ctx, op, path, 0)
-	if err != nil {
-		return Tx{Quota: res.quota, Requests: res.attempts}, err
-	}
-	tx.Raw = res.body
-	tx.Requests = res.attempts
-	err = c.readEvents(ctx, &tx)
-	return tx, err
-}
-
-// readEvents reads the events of tx that its first page left out, with
-// event_offset, until event_count are read; tx.Requests counts the pages.
-// On failure tx keeps only its quota and request count.
-func (c *Client) readEvents(ctx context.Context, tx *Tx) error {
-	path := "/extended/v1/tx/" + url.PathEscape(tx.TxID)
-	op := "hiro GET " + path
-	seen := make(map[int]bool, len(tx.Events))
-	events := make([]Event, 0, max(len(tx.Events), min(tx.EventCount, EventLimit*maxEventPages)))
-	keep := func(evs []Event) (added int) {
-		for _, e := range evs {
-			if !seen[e.EventIndex] {
-				seen[e.EventIndex] = true
-				events = append(events, e)
-				added++
-			}
-		}
-		return added
-	}
-	keep(tx.Events)
-	offset := len(tx.Events)
-	for page := 1; len(events) < tx.EventCount && page < maxEventPages; page++ {
-		next, res, err := c.txPage(ctx, op, path, offset)
-		tx.Requests += res.attempts
-		if err != nil {
-			*tx = Tx{Quota: res.quota, Requests: tx.Requests}
-			return err
-		}
-		tx.Quota = res.quota
-		if next.TxID != tx.TxID {
-			*tx = Tx{Quota: res.quota, Requests: tx.Requests}
-			return &pacer.Error{Class: pacer.ClassParseError, Op: op,
-				Err: fmt.Errorf("events page at offset %d is of tx_id %q", offset, abbreviate(next.TxID))}
-		}
-		if keep(next.Events) == 0 {
-			break // nothing new: reading on would only spend the budget
-		}
-		offset += len(next.Events)
-	}
-	if len(events) > 0 {
-		tx.Events = events
-	}
-	return nil
-}
-
-// txPage reads one page of a transaction's events, starting at offset.
-func (c *Client) txPage(ctx context.Context, op, path string, offset int) (Tx, result, error) {
-	q := "?event_limit=" + strconv.Itoa(EventLimit)
-	if offset > 0 {
-		q += "&event_offset=" + strconv.Itoa(offset)
-	}
-	res, err := c.get(ctx, op, path+q)
-	if err != nil {
-		return Tx{}, res, err
-	}
-	var tx Tx
-	if err := json.Unmarshal(res.body, &tx); err != nil {
-		return Tx{}, res, &pacer.Error{Class: pacer.ClassParseError, Op: op, Err: err}
-	}
-	if tx.TxID == "" {
-		// A body like {} or null decodes cleanly but describes no transaction.
-		return Tx{}, res, &pacer.Error{Class: pacer.ClassParseError, Op: op, Err: errors.New("response has no tx_id")}
-	}
-	if tx.EventCount < 0 {
-		return Tx{}, res, &pacer.Error{Class: pacer.ClassParseError, Op: op, Err: fmt.Errorf("negative event_count %d", tx.EventCount)}
-	}
-	tx.Quota = res.quota
-	return tx, res, nil
 }
 
 // StatusError is the cause inside a *pacer.Error for a non-2xx answer, so a
@@ -360,7 +237,7 @@ func (c *Client) get(ctx context.Context, op, pathAndQuery string) (result, erro
 		switch {
 		case res.tooLarge:
 			// The same answer would come back: not worth a retry.
-			return out, &pacer.Error{Class: pacer.ClassParseError, Op: op, Err: fmt.Errorf("body larger than %d bytes", maxBody)}
+			return out, &pacer.Error{Class: pacer.ClassParseError, Op: op, Err: fmt.Errorf("%w (%d bytes)", errTooLarge, maxBody)}
 
 		case res.err != nil:
 			failures++

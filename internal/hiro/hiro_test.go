@@ -116,99 +116,23 @@ func fixture(t *testing.T, name string) string {
 	return string(b)
 }
 
-func TestAddressTransactions(t *testing.T) {
-	t.Parallel()
-
-	tests := []struct {
-		name       string
-		giveAPIKey string
-		giveBody   string
-		wantTxIDs  []string
-		wantFirst  TxSummary
-	}{
-		{
-			name:       "landing-page page with a key",
-			giveAPIKey: "k-123",
-			giveBody:   fixture(t, "address-transactions-page.json"),
-			wantTxIDs:  []string{"0xaaa", "0xbbb", "0xccc"},
-			wantFirst: TxSummary{
-				TxID:   "0xaaa",
-				TxType: "contract_call",
-				ContractCall: &ContractCall{
-					ContractID:   "SPQC38PW542EQJ5M11CR25P7BS1CA6QT4TBXGB3M.stableswap-stx-ststx-v-1-2",
-					FunctionName: "swap-x-for-y",
-				},
-			},
-		},
-		{
-			name:      "hiro docs list without a key",
-			giveBody:  fixture(t, "tx-list.json"),
-			wantTxIDs: []string{"0x20dedbef812e44d712569224411b27324b68ab4667321a4badd5e81ba76bf0eb"},
-			wantFirst: TxSummary{
-				TxID:                "0x20dedbef812e44d712569224411b27324b68ab4667321a4badd5e81ba76bf0eb",
-				TxType:              "coinbase",
-				TxStatus:            "success",
-				SenderAddress:       "SPQXK10DBF5ECAM30XVE3EJA8DNZF3VE0BK4MKV",
-				BlockHeight:         21709,
-				BlockHash:           "0x28a9e2749b82bdc058776781a5abd5c9a6efed38f05545a8a51152655b8e1f4b",
-				BurnBlockTime:       1626286436,
-				Canonical:           boolp(true),
-				MicroblockCanonical: boolp(true),
-			},
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			srv, fake := newFakeHiro(t, canned{
-				status: http.StatusOK,
-				header: map[string]string{"x-ratelimit-remaining-stacks-month": "1000"},
-				body:   tt.giveBody,
-			})
-			c := newTestClient(t, Config{BaseURL: srv.URL + "/", APIKey: tt.giveAPIKey})
-
-			page, err := c.AddressTransactions(t.Context(), "SP4DXVEC16FS6QR7RBKGWZYJKTXPC81W49W0ATJE", 25)
-			require.NoError(t, err)
-
-			var ids []string
-			for _, r := range page.Results {
-				ids = append(ids, r.TxID)
-			}
-			require.Equal(t, tt.wantTxIDs, ids)
-			require.Equal(t, tt.wantFirst, page.Results[0])
-			require.Equal(t, intp(1000), page.Quota.MonthRemaining)
-
-			reqs := fake.calls()
-			require.Len(t, reqs, 1)
-			require.Equal(t, "/extended/v1/address/SP4DXVEC16FS6QR7RBKGWZYJKTXPC81W49W0ATJE/transactions", reqs[0].URL.Path)
-			require.Equal(t, "limit=25", reqs[0].URL.RawQuery)
-			require.Equal(t, "application/json", reqs[0].Header.Get("Accept"))
-			require.Equal(t, tt.giveAPIKey, reqs[0].Header.Get("x-api-key"))
-			_, sent := reqs[0].Header["X-Api-Key"]
-			require.Equal(t, tt.giveAPIKey != "", sent, "x-api-key is sent only when configured")
-		})
-	}
-}
-
 func TestInvalidArgumentsSendNothing(t *testing.T) {
 	t.Parallel()
 
-	addressTxs := func(principal string, limit int) func(context.Context, *Client) error {
-		return func(ctx context.Context, c *Client) error {
-			_, err := c.AddressTransactions(ctx, principal, limit)
-			return err
-		}
-	}
 	tests := []struct {
 		name     string
 		giveCall func(context.Context, *Client) error
 	}{
-		{name: "limit zero", giveCall: addressTxs("SP1", 0)},
-		{name: "negative limit", giveCall: addressTxs("SP1", -1)},
-		{name: "limit above Hiro's maximum", giveCall: addressTxs("SP1", MaxLimit+1)},
-		{name: "empty principal", giveCall: addressTxs("", 25)},
+		{name: "empty principal", giveCall: func(ctx context.Context, c *Client) error {
+			_, err := c.ListTransactions(ctx, "", "")
+			return err
+		}},
 		{name: "empty txid", giveCall: func(ctx context.Context, c *Client) error {
 			_, err := c.Tx(ctx, "")
+			return err
+		}},
+		{name: "empty txid, detail", giveCall: func(ctx context.Context, c *Client) error {
+			_, err := c.detail(ctx, "")
 			return err
 		}},
 	}
@@ -222,22 +146,6 @@ func TestInvalidArgumentsSendNothing(t *testing.T) {
 			require.ErrorIs(t, err, ErrInvalidArgument)
 			require.Equal(t, pacer.ClassPermanent, pacer.ClassOf(err))
 			require.Empty(t, fake.calls())
-		})
-	}
-}
-
-func TestAddressTransactionsLimitBounds(t *testing.T) {
-	t.Parallel()
-
-	for _, giveLimit := range []int{1, MaxLimit} {
-		t.Run(fmt.Sprint(giveLimit), func(t *testing.T) {
-			t.Parallel()
-			srv, fake := newFakeHiro(t, ok(`{"results":[]}`))
-			c := newTestClient(t, Config{BaseURL: srv.URL})
-
-			_, err := c.AddressTransactions(t.Context(), "SP1", giveLimit)
-			require.NoError(t, err)
-			require.Equal(t, fmt.Sprintf("limit=%d", giveLimit), fake.calls()[0].URL.RawQuery)
 		})
 	}
 }
@@ -375,7 +283,7 @@ func TestTx(t *testing.T) {
 			srv, fake := newFakeHiro(t, ok(body))
 			c := newTestClient(t, Config{BaseURL: srv.URL})
 
-			got, err := c.Tx(t.Context(), tt.wantTx.TxID)
+			got, err := c.detail(t.Context(), tt.wantTx.TxID)
 			require.NoError(t, err)
 			require.Equal(t, body, string(got.Raw), "the raw body is kept byte for byte")
 			require.Equal(t, int64(1), got.Quota.Cost)
@@ -473,11 +381,11 @@ func TestRetriesAndErrorClasses(t *testing.T) {
 			wantErrMatch: "status 404",
 		},
 		{
-			name:         "410 is a clear permanent error",
+			name:         "410 of a deprecated endpoint is its sunset, not a permanent error",
 			giveScript:   []canned{status(http.StatusGone)},
-			wantClass:    pacer.ClassPermanent,
+			wantClass:    pacer.ClassNotFound,
 			wantCalls:    1,
-			wantErrMatch: "retired this endpoint (410 Gone)",
+			wantErrMatch: "switched this deprecated endpoint off (410 Gone)",
 		},
 		{
 			name:         "401 points at the key",
@@ -531,7 +439,7 @@ func TestRetriesAndErrorClasses(t *testing.T) {
 			srv, fake := newFakeHiro(t, tt.giveScript...)
 			c := newTestClient(t, Config{BaseURL: srv.URL})
 
-			tx, err := c.Tx(t.Context(), "0x01")
+			tx, err := c.detail(t.Context(), "0x01")
 			require.Len(t, fake.calls(), tt.wantCalls)
 			require.Equal(t, tt.wantSleeps, c.sleeps.got())
 			if tt.wantClass == "" {
@@ -557,7 +465,7 @@ func TestStatusErrorCarriesQuota(t *testing.T) {
 	})
 	c := newTestClient(t, Config{BaseURL: srv.URL})
 
-	tx, err := c.Tx(t.Context(), "0x01")
+	tx, err := c.detail(t.Context(), "0x01")
 	var se *StatusError
 	require.ErrorAs(t, err, &se)
 	require.Equal(t, http.StatusNotFound, se.StatusCode)
@@ -579,7 +487,7 @@ func TestPerAttemptTimeout(t *testing.T) {
 	t.Cleanup(func() { close(release) })
 	c := newTestClient(t, Config{BaseURL: srv.URL, AttemptTimeout: time.Millisecond})
 
-	_, err := c.Tx(t.Context(), "0x01")
+	_, err := c.detail(t.Context(), "0x01")
 	require.Equal(t, pacer.ClassTimeout, pacer.ClassOf(err))
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.Equal(t, []time.Duration{500 * time.Millisecond, time.Second}, c.sleeps.got())
@@ -592,7 +500,7 @@ func TestNetworkErrorKeepsCause(t *testing.T) {
 	srv.Close() // nothing listens any more: every dial is refused
 
 	c := newTestClient(t, Config{BaseURL: base})
-	_, err := c.AddressTransactions(t.Context(), "SP1", 25)
+	_, err := c.detail(t.Context(), "0x01")
 	require.Equal(t, pacer.ClassServerError, pacer.ClassOf(err))
 	require.Equal(t, []time.Duration{500 * time.Millisecond, time.Second}, c.sleeps.got())
 	var ue interface{ Timeout() bool }
@@ -611,7 +519,7 @@ func TestCallerCancellationStopsRetries(t *testing.T) {
 		},
 	})
 
-	_, err := c.Tx(ctx, "0x01")
+	_, err := c.detail(ctx, "0x01")
 	require.ErrorIs(t, err, context.Canceled)
 	require.Equal(t, pacer.ClassTransport, pacer.ClassOf(err))
 	require.Len(t, fake.calls(), 1)
@@ -678,7 +586,7 @@ func TestLimiter(t *testing.T) {
 			l := &fakeLimiter{err: tt.giveErr}
 			c := newTestClient(t, Config{BaseURL: srv.URL, Limiter: l})
 
-			_, err := c.Tx(t.Context(), "0x01")
+			_, err := c.detail(t.Context(), "0x01")
 			require.Equal(t, tt.wantWaits, l.waits)
 			require.Len(t, fake.calls(), tt.wantCalls)
 			if tt.wantClass == "" {
@@ -703,7 +611,7 @@ func TestLimiterObservesEveryResponse(t *testing.T) {
 	l := &fakeLimiter{}
 	c := newTestClient(t, Config{BaseURL: srv.URL, Limiter: l})
 
-	_, err := c.Tx(t.Context(), "0x01")
+	_, err := c.detail(t.Context(), "0x01")
 	require.NoError(t, err)
 	require.Equal(t, 2, l.waits)
 	require.Equal(t, []Quota{
@@ -723,7 +631,7 @@ func TestRetryAfterZeroKeepsTheDefaultDelay(t *testing.T) {
 			srv, fake := newFakeHiro(t, canned{status: 429, header: map[string]string{"retry-after": give}})
 			c := newTestClient(t, Config{BaseURL: srv.URL})
 
-			_, err := c.Tx(t.Context(), "0x01")
+			_, err := c.detail(t.Context(), "0x01")
 			require.Equal(t, pacer.ClassRateLimit, pacer.ClassOf(err))
 			require.Len(t, fake.calls(), maxRateLimitAttempts)
 			require.Equal(t, rateLimitDelays, c.sleeps.got())
@@ -743,7 +651,7 @@ func TestNoRetryPastTheDeadline(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 
-	_, err := c.Tx(ctx, "0x01")
+	_, err := c.detail(ctx, "0x01")
 	require.Equal(t, pacer.ClassRateLimit, pacer.ClassOf(err))
 	require.Len(t, fake.calls(), 1)
 	require.Empty(t, c.sleeps.got())
@@ -762,7 +670,7 @@ func TestDeprecationWarningLoggedOnce(t *testing.T) {
 	c := newTestClient(t, Config{BaseURL: srv.URL})
 
 	for range 3 {
-		_, err := c.AddressTransactions(t.Context(), "SP1", 25)
+		_, err := c.ListTransactions(t.Context(), "SP1", "")
 		require.NoError(t, err)
 	}
 	logged := c.logs.FilterMessage("hiro.deprecated_endpoint").All()
@@ -788,7 +696,7 @@ func TestMonthQuotaLowWarnsOnCrossing(t *testing.T) {
 	c := newTestClient(t, Config{BaseURL: srv.URL})
 
 	for range 5 {
-		_, err := c.AddressTransactions(t.Context(), "SP1", 25)
+		_, err := c.ListTransactions(t.Context(), "SP1", "")
 		require.NoError(t, err)
 	}
 	logged := c.logs.FilterMessage("hiro.month_quota_low").All()
@@ -827,7 +735,7 @@ func TestAPIKeyNeverLeaks(t *testing.T) {
 			srv, fake := newFakeHiro(t, tt.giveScript...)
 			c := newTestClient(t, Config{BaseURL: srv.URL, APIKey: key})
 
-			_, err := c.Tx(t.Context(), "0x01")
+			_, err := c.detail(t.Context(), "0x01")
 			require.Error(t, err)
 			require.NotContains(t, err.Error(), key)
 			require.Equal(t, key, fake.calls()[0].Header.Get("x-api-key"), "the key is still sent")
@@ -853,7 +761,7 @@ func TestRedirectIsNotFollowed(t *testing.T) {
 	}))
 	t.Cleanup(home.Close)
 	c := newTestClient(t, Config{BaseURL: home.URL, APIKey: "secret-key"})
-	_, err := c.Tx(t.Context(), "0x"+strings.Repeat("a", 64))
+	_, err := c.detail(t.Context(), "0x"+strings.Repeat("a", 64))
 	require.Error(t, err)
 	require.False(t, leaked.Load())
 	require.NotContains(t, err.Error(), "secret-key")
@@ -868,7 +776,7 @@ func TestStatusErrorCarriesTraceIDs(t *testing.T) {
 			header: map[string]string{"cf-ray": "8f1c2d3e4a5b6c7d-AMS", "x-request-id": "0b9d7c1e-52f4-4c53-9d61-7f0e2a1b3c4d"}},
 	)
 	c := newTestClient(t, Config{BaseURL: srv.URL})
-	_, err := c.Tx(t.Context(), "0x01")
+	_, err := c.detail(t.Context(), "0x01")
 	var se *StatusError
 	require.ErrorAs(t, err, &se)
 	require.Equal(t, "8f1c2d3e4a5b6c7d-AMS", se.RayID)
@@ -877,7 +785,7 @@ func TestStatusErrorCarriesTraceIDs(t *testing.T) {
 	require.Contains(t, err.Error(), "x-request-id 0b9d7c1e-52f4-4c53-9d61-7f0e2a1b3c4d")
 
 	bare, _ := newFakeHiro(t, canned{status: http.StatusNotFound, body: `{"error":"not found"}`})
-	_, err = newTestClient(t, Config{BaseURL: bare.URL}).Tx(t.Context(), "0x01")
+	_, err = newTestClient(t, Config{BaseURL: bare.URL}).detail(t.Context(), "0x01")
 	require.ErrorAs(t, err, &se)
 	require.Empty(t, se.RayID)
 	require.NotContains(t, err.Error(), "cf-ray")

@@ -123,10 +123,12 @@ func (c *Client) ListTransactions(ctx context.Context, principal string, from Pa
 	if err != nil {
 		return TxPage{}, &pacer.Error{Class: pacer.ClassPermanent, Op: op, Err: err}
 	}
-	if tok.endpoint == endpointV1 || c.v3Missing() {
+	if c.v3Missing() {
 		return c.listV1(ctx, principal, tok.v1())
 	}
-	page, err := c.listV3(ctx, principal, tok.cursor)
+	// A v1 token (saved before, or left by a v3 404) goes on in v3 from
+	// its place: the entry there comes again, nothing is skipped.
+	page, err := c.listV3(ctx, principal, tok.v3().cursor)
 	if pacer.ClassOf(err) != pacer.ClassNotFound {
 		return page, err
 	}
@@ -169,6 +171,24 @@ func (t token) v1() token {
 	index, _ := strconv.ParseInt(parts[2], 10, 64)
 	return token{endpoint: endpointV1, after: &Position{BlockHeight: height, TxIndex: index}}
 }
+
+// v3 is the token as a v3 one: a v1 token's place becomes the cursor at
+// its position (inclusive); a v1 token with no place starts again from
+// the newest entry.
+func (t token) v3() token {
+	if t.endpoint != endpointV1 {
+		return t
+	}
+	if t.after == nil {
+		return token{endpoint: endpointV3}
+	}
+	return token{endpoint: endpointV3, cursor: fmt.Sprintf("%d:%d:%d", t.after.BlockHeight, anchoredSequence, t.after.TxIndex)}
+}
+
+// anchoredSequence is the microblock sequence of an anchored block's
+// transactions in a v3 cursor: the largest, so that a cursor at a block's
+// position covers every transaction there.
+const anchoredSequence = 2147483647
 
 func (t token) encode() PageToken {
 	switch {
@@ -241,8 +261,9 @@ type v3Tx struct {
 		Address string `json:"address"`
 	} `json:"sender"`
 	Block struct {
-		Height  int64 `json:"height"`
-		TxIndex int64 `json:"tx_index"`
+		Height  int64   `json:"height"`
+		TxIndex int64   `json:"tx_index"`
+		Time    float64 `json:"time"`
 	} `json:"block"`
 	BitcoinBlock struct {
 		Time float64 `json:"time"`
@@ -279,7 +300,7 @@ func (c *Client) listV3(ctx context.Context, principal, cursor string) (TxPage, 
 		e := Entry{
 			TxID: t.TxID, TxType: t.Type, TxStatus: t.Status, SenderAddress: t.Sender.Address,
 			BlockHeight: t.Block.Height, TxIndex: t.Block.TxIndex, BurnBlockTime: unixSeconds(t.BitcoinBlock.Time),
-			Canonical: true,
+			BlockTime: unixSeconds(t.Block.Time), Canonical: true,
 		}
 		if t.ContractCall != nil {
 			e.ContractCall = &ContractCall{ContractID: t.ContractCall.ContractID, FunctionName: t.ContractCall.FunctionName}
@@ -321,7 +342,7 @@ func (c *Client) listV1(ctx context.Context, principal string, tok token) (TxPag
 		offset-- // read the entry the token followed, to see it is still there
 	}
 	for rewinds := 0; ; rewinds++ {
-		res, err := c.get(ctx, op, path+"?limit="+strconv.Itoa(MaxLimit)+"&offset="+strconv.Itoa(offset))
+		res, err := c.getDeprecated(ctx, EndpointV1List, op, path+"?limit="+strconv.Itoa(MaxLimit)+"&offset="+strconv.Itoa(offset))
 		page.Quota = res.quota
 		page.Requests += res.attempts
 		if err != nil {

@@ -226,7 +226,7 @@ func TestListTransactionsEntry(t *testing.T) {
 	require.Equal(t, TxPage{
 		Entries: []Entry{{
 			TxID: "0xab", TxType: "contract_call", TxStatus: "abort_by_response", SenderAddress: "SPAGENT",
-			BlockHeight: 7, TxIndex: 3, BurnBlockTime: 1778800001, Canonical: true,
+			BlockHeight: 7, TxIndex: 3, BurnBlockTime: 1778800001, BlockTime: 1778800000, Canonical: true,
 			ContractCall: &ContractCall{ContractID: "SPX.pool", FunctionName: "swap-x-for-y"},
 		}},
 		Endpoint: "v3",
@@ -363,8 +363,12 @@ func TestListTransactionsV1Gone(t *testing.T) {
 	srv, _ := newFakeHiro(t, canned{status: 404}, canned{status: 410, body: `{"error":"gone"}`})
 	c := newTestClient(t, Config{BaseURL: srv.URL})
 	_, err := c.ListTransactions(t.Context(), "SP1", "")
-	require.Equal(t, pacer.ClassPermanent, pacer.ClassOf(err))
-	require.Contains(t, err.Error(), "410 Gone")
+	require.Equal(t, pacer.ClassNotFound, pacer.ClassOf(err), "a sunset answer is not a permanent error")
+	require.ErrorIs(t, err, ErrSunset)
+	require.True(t, c.Sunset(EndpointV1List))
+	page, err := c.ListTransactions(t.Context(), "SP1", "v1:50")
+	require.ErrorIs(t, err, ErrSunset, "and v1 is not asked again")
+	require.Zero(t, page.Requests)
 }
 
 func TestPositionCompare(t *testing.T) {
@@ -393,7 +397,7 @@ func TestListTransactionsV3Fixture(t *testing.T) {
 	require.Equal(t, Entry{
 		TxID: "0x0d2e4f6a8b0c2d4e6f8a0b2c4d6e8f0a2b4c6d8e0f2a4b6c8d0e2f4a6b8c0d2e", TxType: "token_transfer",
 		TxStatus: "success", SenderAddress: "SP4DXVEC16FS6QR7RBKGWZYJKTXPC81W49W0ATJE",
-		BlockHeight: 2841522, BurnBlockTime: 1778786400, Canonical: true,
+		BlockHeight: 2841522, BurnBlockTime: 1778786400, BlockTime: 1778786500, Canonical: true,
 	}, page.Entries[1])
 	require.Equal(t, "stableswap-stx-ststx-v-1-2", strings.SplitN(page.Entries[0].ContractCall.ContractID, ".", 2)[1])
 }

@@ -12,6 +12,7 @@ import (
 type discoveryMetrics struct {
 	requests, pages, candidates *prometheus.CounterVec
 	lag, gaps, tailSource       *prometheus.GaugeVec
+	source                      *prometheus.GaugeVec
 	openGaps                    prometheus.Gauge
 }
 
@@ -29,13 +30,15 @@ func newDiscoveryMetrics() discoveryMetrics {
 			Help: "Ranges a reader gave up on (it fell further behind than PACER_TAIL_MAX_PAGES), ever."}, []string{"reader"}),
 		tailSource: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "pacer_discovery_tail_source",
 			Help: "Where the tail reads, as of the last sweep run: 1 for the source in use (feed, or contracts: the allowlisted contracts' own lists while the month cannot pay the feed), 0 for the other."}, []string{"source"}),
+		source: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "pacer_discovery_source",
+			Help: "Where each reader reads, as of the last sweep run it read in: 1 for its source (tail: feed or contracts; a contract's reader and agents: v3 or v1, the deprecated list)."}, []string{"reader", "source"}),
 		openGaps: prometheus.NewGauge(prometheus.GaugeOpts{Name: "pacer_discovery_open_gaps",
 			Help: "Gaps the reconciler has not filled yet, as of the last sweep run."}),
 	}
 }
 
 func (d discoveryMetrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{d.requests, d.pages, d.candidates, d.lag, d.gaps, d.tailSource, d.openGaps}
+	return []prometheus.Collector{d.requests, d.pages, d.candidates, d.lag, d.gaps, d.tailSource, d.source, d.openGaps}
 }
 
 // observe records a sweep run's readers.
@@ -50,6 +53,10 @@ func (d discoveryMetrics) observe(res pacer.SweepResult) {
 		d.lag.WithLabelValues(name).Set(r.LagSeconds)
 		d.gaps.WithLabelValues(name).Set(float64(r.Gaps))
 		if r.Source != "" {
+			d.source.DeletePartialMatch(prometheus.Labels{"reader": name})
+			d.source.WithLabelValues(name, r.Source).Set(1)
+		}
+		if r.Source != "" && name == "tail" {
 			for _, src := range []string{"feed", "contracts"} {
 				in := 0.0
 				if src == r.Source {

@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,6 +28,9 @@ type Faults struct {
 	// /extended/v1/tx/{id}, still answer). Empty: any path PathPrefix
 	// lets through.
 	Path string `json:"path,omitempty"`
+	// TxID limits faults to requests that name this transaction: its
+	// detail (/extended/v1/tx/{id}) or a tx/multiple naming it. Empty: any.
+	TxID string `json:"txid,omitempty"`
 
 	// TooManyRequests answers 429 with a short Retry-After although the
 	// quota headers say there is room: a storm the client cannot predict.
@@ -161,12 +165,14 @@ type fate struct {
 // roll decides one request's fate. The dice are rolled in a fixed order and
 // only for a fault that is switched on, so switching one on does not reshuffle
 // another's sequence more than it must.
-func (in *injector) roll(path string) fate {
+func (in *injector) roll(r *http.Request) fate {
+	path := r.URL.Path
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	f := in.faults
 	var out fate
-	if !strings.HasPrefix(path, f.PathPrefix) || f.Path != "" && path != f.Path {
+	if !strings.HasPrefix(path, f.PathPrefix) || f.Path != "" && path != f.Path ||
+		f.TxID != "" && !strings.HasSuffix(path, "/"+f.TxID) && !slices.Contains(r.URL.Query()["tx_id"], f.TxID) {
 		return out
 	}
 	hit := func(rate float64) bool { return rate > 0 && in.rng.Float64() < rate }
@@ -192,7 +198,7 @@ func (in *injector) roll(path string) fate {
 // inject applies the faults to an upstream handler.
 func (s *Server) inject(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		f := s.faults.roll(r.URL.Path)
+		f := s.faults.roll(r)
 		if f.delay > 0 {
 			if err := s.sleep(r.Context(), f.delay); err != nil {
 				return // the client gave up; nobody is left to answer

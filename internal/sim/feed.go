@@ -63,8 +63,7 @@ const (
 const (
 	// maxRequestLine is Node's default header limit, which bounds how many
 	// ids one tx/multiple request can carry.
-	maxRequestLine    = 16 << 10
-	txListDeprecation = `299 - "Deprecated: use /extended/v3/transactions instead"`
+	maxRequestLine = 16 << 10
 )
 
 // txTypes are the tx_type values the list filter accepts.
@@ -199,10 +198,6 @@ func (w *World) contractList(contract string, at time.Time) merged {
 
 // hiroTxList serves the feed.
 func (s *Server) hiroTxList(w http.ResponseWriter, r *http.Request) {
-	if s.hiro.retired {
-		writeError(w, http.StatusGone, "This endpoint has been disabled. use /extended/v3/transactions instead")
-		return
-	}
 	q := r.URL.Query()
 	limit, offset, err := pageQuery(q, "limit", hiroDefaultLimit, hiroMaxLimit, "offset")
 	if err != nil {
@@ -228,18 +223,17 @@ func (s *Server) hiroTxList(w http.ResponseWriter, r *http.Request) {
 		}
 		s.trace.served(traceFeed, offset == 0, ids...)
 	}
-	writeList(w, m, limit, offset, txListDeprecation)
+	writeList(w, m, limit, offset)
 }
 
 // writeList answers a page of a list; list results never carry events,
 // event_count still tells how many.
-func writeList(w http.ResponseWriter, m merged, limit, offset int, warning string) {
+func writeList(w http.ResponseWriter, m merged, limit, offset int) {
 	page := m.page(offset, limit)
 	results := make([]txJSON, len(page))
 	for i, tx := range page {
 		results[i] = tx.render(m.at, eventWindow{})
 	}
-	w.Header().Set("Warning", warning)
 	writeJSON(w, http.StatusOK, txListJSON{Limit: limit, Offset: offset, Total: m.total(), Results: results})
 }
 

@@ -186,8 +186,8 @@ func TestFeedLimits(t *testing.T) {
 	require.Empty(t, end.Results)
 	require.Equal(t, p.Total, end.Total)
 
-	retired, _ := newSim(t, Config{Seed: 42, Hiro: HiroConfig{Retired: true}})
-	require.Equal(t, http.StatusGone, get(t, retired, feedPath).Code)
+	sunset, _ := newSim(t, Config{Seed: 42, Hiro: HiroConfig{Sunset: true}})
+	require.Equal(t, http.StatusGone, get(t, sunset, feedPath).Code)
 }
 
 // TestFeedWalkAsBlocksArrive: pages shift while a reader walks them, yet

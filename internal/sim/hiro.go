@@ -52,9 +52,13 @@ type HiroConfig struct {
 	// APIKeys, when set, are the only keys accepted; any other key gets a
 	// 401. Empty accepts every key.
 	APIKeys []string
-	// Retired makes the deprecated v1 list endpoint answer 410 Gone, as
-	// Hiro may once it switches it off (SPEC §9).
-	Retired bool
+	// Sunset turns on the v9 API's sunset answers: every deprecated route
+	// the simulator serves (SunsetRoutes) answers 410
+	// {"error":"Gone","message":"This endpoint has been disabled. …"}
+	// before doing anything, as the server does once
+	// ENABLE_DEPRECATED_ENDPOINTS is off (src/api/deprecation-plugin.ts).
+	// The request still counts against the limits: they are the gateway's.
+	Sunset bool
 	// NoV3 makes the current cursor endpoint
 	// (/extended/v3/principals/{principal}/transactions) answer 404, as an
 	// older server does.
@@ -117,7 +121,7 @@ type hiroSim struct {
 	anonymous *limiter
 	keyed     *limiter
 	apiKeys   []string
-	retired   bool
+	sunset    bool
 	noV3      bool
 	costs     map[string]int
 }
@@ -139,7 +143,7 @@ func newHiroSim(seed int64, cfg HiroConfig, s *Server) *hiroSim {
 		anonymous: newLimiter(cfg.Anonymous),
 		keyed:     newLimiter(cfg.Keyed),
 		apiKeys:   cfg.APIKeys,
-		retired:   cfg.Retired,
+		sunset:    cfg.Sunset,
 		noV3:      cfg.NoV3,
 		costs:     cfg.Costs,
 	}
@@ -198,8 +202,35 @@ const (
 	hiroMaxLimit     = 50
 )
 
-// deprecationWarning is what Hiro sends on its deprecated v1 list endpoints.
-const deprecationWarning = `299 - "Deprecated: this endpoint is deprecated and will be removed; use /extended/v3/principals/{principal}/transactions instead"`
+// The v9 API's deprecation (src/api/deprecation-plugin.ts, init.ts): a
+// deprecated route sends Warning: 299 with the default message, and once
+// deprecated endpoints are off answers 410 with it.
+const (
+	deprecatedMessage  = "See https://docs.hiro.so/stacks/api for more information"
+	deprecationWarning = `299 - "Deprecated: ` + deprecatedMessage + `"`
+	// HiroV2AddressTransactionsRoute is served only to answer its sunset.
+	HiroV2AddressTransactionsRoute = "GET /extended/v2/addresses/{address}/transactions"
+)
+
+// SunsetRoutes are the deprecated routes the simulator serves, as keyed
+// in Stats: they send the deprecation warning, and answer 410 with Sunset.
+var SunsetRoutes = []string{HiroAddressTransactionsRoute, HiroTxRoute, HiroTxListRoute, HiroV2AddressTransactionsRoute}
+
+// deprecated serves a deprecated route: its sunset answer when Sunset is
+// on, else h with the deprecation warning.
+func (s *Server) deprecated(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if s.hiro.sunset {
+			writeJSON(w, http.StatusGone, struct {
+				Error   string `json:"error"`
+				Message string `json:"message"`
+			}{"Gone", "This endpoint has been disabled. " + deprecatedMessage})
+			return
+		}
+		w.Header().Set("Warning", deprecationWarning)
+		h(w, r)
+	}
+}
 
 // principalPattern accepts a standard principal or a contract id, the two
 // things Hiro lists transactions for. c32check writes each leading zero byte
@@ -223,10 +254,6 @@ type txListJSON struct {
 // list shows pending and dropped ones too, so that a sweep meets the
 // pending and tx_failed paths of SPEC §5.5.
 func (s *Server) hiroAddressTransactions(w http.ResponseWriter, r *http.Request) {
-	if s.hiro.retired {
-		writeError(w, http.StatusGone, "this endpoint has been removed; use /extended/v2/addresses/{address}/transactions")
-		return
-	}
 	principal, ok := principalOf(w, r)
 	if !ok {
 		return
@@ -240,11 +267,11 @@ func (s *Server) hiroAddressTransactions(w http.ResponseWriter, r *http.Request)
 	now := s.now()
 	if strings.Contains(principal, ".") {
 		// A contract's list: the calls made to it, strangers' included.
-		writeList(w, s.hiro.world.contractList(principal, now), limit, offset, deprecationWarning)
+		writeList(w, s.hiro.world.contractList(principal, now), limit, offset)
 		return
 	}
 	listed := s.hiro.world.listed(principal, now)
-	writeList(w, merged{top: listed, at: now}, limit, offset, deprecationWarning)
+	writeList(w, merged{top: listed, at: now}, limit, offset)
 }
 
 // principalOf reads the principal of a list route, answering 400 when it

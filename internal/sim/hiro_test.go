@@ -154,7 +154,7 @@ func TestHiroTx(t *testing.T) {
 	swap := txOf(t, w, CaseMultiHop)
 	rec := get(t, s, txPath(swap.TxID))
 	require.Equal(t, http.StatusOK, rec.Code)
-	require.Empty(t, rec.Header().Get("Warning"), "only the list endpoints are deprecated")
+	require.Contains(t, rec.Header().Get("Warning"), "Deprecated", "the v9 API deprecates the detail too")
 	var tx hiro.Tx
 	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &tx))
 	require.Equal(t, swap.TxID, tx.TxID)
@@ -330,17 +330,29 @@ func TestHiroFaultsAndRetirement(t *testing.T) {
 	require.NotEmpty(t, rec.Header().Get("ratelimit-remaining"), "a faulted answer still carries the quota")
 	require.Equal(t, http.StatusOK, get(t, s, tokenPath("stx")).Code, "Tenero is untouched")
 
-	retired, _ := newSim(t, Config{Seed: 35, Hiro: HiroConfig{Retired: true}})
-	require.Equal(t, http.StatusGone, get(t, retired, listPath(agent, "")).Code)
-	require.Equal(t, http.StatusOK, get(t, retired, v3Path(agent, "")).Code, "the current endpoint is still served")
+	sunset, _ := newSim(t, Config{Seed: 35, Hiro: HiroConfig{Sunset: true}})
 	var past WorldTx
-	for _, tx := range retired.World().Transactions() {
+	for _, tx := range sunset.World().Transactions() {
 		if tx.Case == CaseSwap && tx.AppearsAt.Before(epoch) {
 			past = tx
 			break
 		}
 	}
-	require.Equal(t, http.StatusOK, get(t, retired, txPath(past.TxID)).Code)
+	for _, path := range []string{listPath(agent, ""), txPath(past.TxID), "/extended/v1/tx?type=contract_call", "/extended/v1/tx/",
+		"/extended/v2/addresses/" + agent + "/transactions"} {
+		rec := get(t, sunset, path)
+		require.Equal(t, http.StatusGone, rec.Code, path)
+		require.JSONEq(t, `{"error":"Gone","message":"This endpoint has been disabled. See https://docs.hiro.so/stacks/api for more information"}`, rec.Body.String())
+		require.NotEmpty(t, rec.Header().Get("ratelimit-remaining"), "the gateway's limits still apply")
+	}
+	require.Equal(t, http.StatusOK, get(t, sunset, v3Path(agent, "")).Code, "the current endpoints are still served")
+	require.Equal(t, http.StatusOK, get(t, sunset, "/extended/v1/tx/multiple?tx_id="+past.TxID).Code)
+	require.Equal(t, 5, sunset.Stats().Count(HiroTxListRoute, http.StatusGone)+sunset.Stats().Count(HiroTxRoute, http.StatusGone)+
+		sunset.Stats().Count(HiroAddressTransactionsRoute, http.StatusGone)+sunset.Stats().Count(HiroV2AddressTransactionsRoute, http.StatusGone),
+		"each sunset answer is counted by its route")
+	require.NoError(t, s.SetFaults(Faults{}))
+	rec = get(t, s, txPath(past.TxID))
+	require.Contains(t, rec.Header().Get("Warning"), "299 - \"Deprecated:", "a deprecated route says so while it is served")
 }
 
 func TestHiroWorldRoute(t *testing.T) {
@@ -383,19 +395,21 @@ func TestHiroClientRoundTrip(t *testing.T) {
 	ctx := t.Context()
 
 	agent := busiest(w)
-	page, err := c.AddressTransactions(ctx, agent, 25)
-	require.NoError(t, err)
-	require.Equal(t, 25, page.Limit)
+	var page struct {
+		Total   int `json:"total"`
+		Results []hiro.TxSummary
+	}
+	require.NoError(t, json.Unmarshal(get(t, s, listPath(agent, "?limit=25")).Body.Bytes(), &page))
 	require.Equal(t, page.Total, len(page.Results))
-	require.EqualValues(t, 499, *page.Quota.MinuteRemaining)
-	require.EqualValues(t, 149_999, *page.Quota.MonthRemaining)
-	require.EqualValues(t, 150_000, *page.Quota.MonthLimit)
-	require.NotNil(t, page.Quota.Reset)
 
 	// The cursor endpoint lists the mined, canonical ones, in the same order.
 	listed, err := c.ListTransactions(ctx, agent, "")
 	require.NoError(t, err)
 	require.Equal(t, "v3", listed.Endpoint)
+	require.EqualValues(t, 499, *listed.Quota.MinuteRemaining)
+	require.EqualValues(t, 149_999, *listed.Quota.MonthRemaining)
+	require.EqualValues(t, 150_000, *listed.Quota.MonthLimit)
+	require.NotNil(t, listed.Quota.Reset)
 	require.Empty(t, listed.Next, "one page holds the list")
 	var mined []string
 	for _, r := range page.Results {
@@ -419,9 +433,18 @@ func TestHiroClientRoundTrip(t *testing.T) {
 	s.ResetStats()
 	_, err = c.Tx(ctx, txOf(t, w, CaseFetchFails).TxID)
 	require.Equal(t, pacer.ClassServerError, pacer.ClassOf(err))
-	require.Equal(t, 3, s.Stats().Count(HiroTxRoute, http.StatusInternalServerError), "the client's three attempts")
+	require.Equal(t, 3, s.Stats().Count(HiroTxMultipleRoute, http.StatusInternalServerError), "the client's three attempts")
 
-	retired, _ := newSim(t, Config{Seed: 37, Hiro: HiroConfig{Retired: true}})
-	_, err = newHiroClient(t, retired, "").AddressTransactions(ctx, agent, 25)
-	require.Equal(t, pacer.ClassPermanent, pacer.ClassOf(err))
+	sunset, sclock := newSim(t, Config{Seed: 37, Hiro: HiroConfig{Sunset: true}})
+	sclock.Add(settled.Sub(epoch))
+	sc := newHiroClient(t, sunset, "")
+	tx, err := sc.Tx(ctx, listed.Entries[0].TxID)
+	require.NoError(t, err, "details come from tx/multiple")
+	require.True(t, tx.EventsComplete())
+	for range 2 {
+		got, _, err := sc.Txs(ctx, []string{txOf(t, w, CaseNotFound).TxID})
+		require.NoError(t, err)
+		require.Equal(t, pacer.ClassNotFound, pacer.ClassOf(got[txOf(t, w, CaseNotFound).TxID].Err), "not found, the detail's sunset answer said")
+	}
+	require.Equal(t, 1, sunset.Stats().Count(HiroTxRoute, http.StatusGone), "the detail asked once")
 }

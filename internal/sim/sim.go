@@ -112,17 +112,18 @@ func (s *Server) routes() {
 
 	s.upstream(TeneroTokenRoute, s.teneroLimit, s.teneroToken)
 	for route, h := range map[string]http.HandlerFunc{
-		HiroAddressTransactionsRoute:   s.hiroAddressTransactions,
+		HiroAddressTransactionsRoute:   s.deprecated(s.hiroAddressTransactions),
 		HiroPrincipalTransactionsRoute: s.hiroPrincipalTransactions,
-		HiroTxRoute:                    s.hiroTx,
-		HiroTxListRoute:                s.hiroTxList,
+		HiroTxRoute:                    s.deprecated(s.hiroTx),
+		HiroTxListRoute:                s.deprecated(s.hiroTxList),
 		HiroTxMultipleRoute:            s.hiroTxMultiple,
+		HiroV2AddressTransactionsRoute: s.deprecated(notFound),
 	} {
 		s.upstream(route, func(next http.Handler) http.Handler { return s.hiroLimitFor(route, next) }, h)
 	}
 	// Hiro serves its feed with a trailing slash too (a prefixed fastify
 	// route answers both); it counts as the feed.
-	s.mux.Handle("GET /extended/v1/tx/{$}", s.count(HiroTxListRoute, s.hiroLimitFor(HiroTxListRoute, s.inject(http.HandlerFunc(s.hiroTxList)))))
+	s.mux.Handle("GET /extended/v1/tx/{$}", s.count(HiroTxListRoute, s.hiroLimitFor(HiroTxListRoute, s.inject(s.deprecated(s.hiroTxList)))))
 
 	// Anything else is counted too: a client calling a wrong path is worth
 	// seeing in the stats.
