@@ -447,7 +447,7 @@ func TestSweepFaultsLoseAndDuplicateNothing(t *testing.T) {
 			require.NoError(t, err)
 			require.Zero(t, res.Inserted)
 			require.Equal(t, res.Pending, res.Found, "only what is still in the mempool is found again")
-			require.LessOrEqual(t, f.sim.Stats().Routes[sim.HiroTxRoute].Total, 3*f.pendingCount(t),
+			require.LessOrEqual(t, f.sim.Stats().Routes[sim.HiroTxRoute].Total+f.sim.Stats().Routes[sim.HiroTxMultipleRoute].Total, 3*f.pendingCount(t),
 				"only the pending transactions are looked up again (each at most 3 attempts)")
 			f.requireLedger(t, true)
 		})

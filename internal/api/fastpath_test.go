@@ -265,8 +265,8 @@ func TestFastPathHasAProcessWideCap(t *testing.T) {
 		by[c]++
 	}
 	allowed := 5 + 2*int(math.Ceil(took.Seconds()))
-	t.Logf("figures: %d clients at once, cap 2/s: %v in %s; Hiro tx calls %d", clients, by, took.Round(time.Millisecond), f.sim.Stats().Routes[sim.HiroTxRoute].Total)
+	t.Logf("figures: %d clients at once, cap 2/s: %v in %s; Hiro tx calls %d", clients, by, took.Round(time.Millisecond), f.sim.Stats().Routes[sim.HiroTxMultipleRoute].Total)
 	require.Equal(t, clients, by[http.StatusNotFound]+by[http.StatusServiceUnavailable], "%v", by)
 	require.LessOrEqual(t, by[http.StatusNotFound], allowed)
-	require.Equal(t, by[http.StatusNotFound], f.sim.Stats().Routes[sim.HiroTxRoute].Total, "a refused request reached Hiro")
+	require.Equal(t, by[http.StatusNotFound], f.sim.Stats().Routes[sim.HiroTxMultipleRoute].Total, "a refused request reached Hiro")
 }
