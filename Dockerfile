@@ -4,8 +4,12 @@
 # non-root user. The same image runs every process kind; the command picks
 # one (worker, serve, migrate, sim, and the operator commands).
 #
-#   docker build -t pacer .
-#   docker run --rm pacer --help
+#   docker build --build-arg PACER_COMMIT=$(git rev-parse --short=12 HEAD) -t pacer .
+#   docker run --rm pacer version
+#
+# .git is not in the build context: PACER_COMMIT is the commit baked into
+# the binary, the workers' build ID (SPEC §3.5). Without it a worker refuses
+# to start unless PACER_BUILD_ID names the build.
 
 ARG GO_VERSION=1.26
 
@@ -15,10 +19,11 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN --mount=type=cache,target=/go/pkg/mod go mod download
 COPY . .
+ARG PACER_COMMIT=""
 # CGO off: a static binary that needs no libc, so the final image needs none.
 RUN --mount=type=cache,target=/go/pkg/mod \
     --mount=type=cache,target=/root/.cache/go-build \
-    CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/pacer ./cmd/pacer
+    CGO_ENABLED=0 go build -trimpath -ldflags="-s -w -X github.com/pacer-dev/pacer/worker.commit=${PACER_COMMIT}" -o /out/pacer ./cmd/pacer
 
 # distroless/static: CA certificates (for Tenero, Hiro and Temporal Cloud over
 # TLS) and tzdata, no shell, no package manager. The nonroot tag runs as

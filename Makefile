@@ -24,8 +24,13 @@ FUZZ_TARGETS := \
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
 
-build: ## build bin/pacer
-	go build -o $(BIN)/pacer ./cmd/pacer
+# The commit baked into the binary (pacer version; the workers' default build
+# ID), with "-dirty-" and a hash of the changes when the tree has some (two
+# dirty builds are two builds); empty outside a checkout.
+COMMIT ?= $(shell c=$$(git rev-parse --short=12 HEAD 2>/dev/null) && { git diff --quiet HEAD 2>/dev/null || c=$$c-dirty-$$(git diff HEAD | git hash-object --stdin | cut -c1-8); echo $$c; })
+
+build: ## build bin/pacer with the commit baked in
+	go build -ldflags "-X github.com/pacer-dev/pacer/worker.commit=$(COMMIT)" -o $(BIN)/pacer ./cmd/pacer
 
 $(TEMPORAL):
 	@echo "installing the Temporal CLI $(TEMPORAL_CLI_VERSION) into bin/ (a few minutes, once)…"
@@ -40,7 +45,7 @@ chromium: ## make sure Chromium is installed (the operator page's browser test d
 	@./scripts/ensure-chromium.sh
 
 dev: build tools postgres ## run the whole stack locally: Temporal dev server + Web UI, simulator, worker, API
-	PACER_WEBHOOK_ALLOW_PRIVATE=1 PACER_BUILD_ID=$${PACER_BUILD_ID:-$$(git rev-parse --short HEAD 2>/dev/null || echo dev)} $(BIN)/pacer dev --log-format console
+	PACER_WEBHOOK_ALLOW_PRIVATE=1 $(BIN)/pacer dev --log-format console
 
 test: tools postgres chromium ## run every test: unit, workflow (testsuite), integration (dev server + Postgres, Chromium), then a brief fuzz
 	go test $(GO_TEST_FLAGS) ./...

@@ -58,13 +58,21 @@ type Deployment struct {
 // Version is the version's name as Temporal shows it: name.buildID.
 func (d Deployment) Version() string { return d.Name + "." + d.BuildID }
 
-// BuildID is this binary's build ID: the VCS revision it was built from
-// (with "-dirty" when the tree had changes), else its module version, else
-// "dev". PACER_BUILD_ID overrides it (the CLI's --build-id).
-func BuildID() string {
+// commit is the commit this binary was built from, baked in by make build
+// and the Dockerfile (-ldflags "-X github.com/pacer-dev/pacer/worker.commit=…"):
+// an image is built without .git, where the toolchain stamps no revision.
+var commit string
+
+// Commit is the commit this binary was built from: the one baked in, else
+// the toolchain's VCS stamp (go build in a checkout, with "-dirty" when the
+// tree had changes), else "".
+func Commit() string {
+	if commit != "" {
+		return commit
+	}
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
-		return "dev"
+		return ""
 	}
 	var rev string
 	var dirty bool
@@ -81,10 +89,21 @@ func BuildID() string {
 		return shortRev(rev) + "-dirty"
 	case rev != "":
 		return shortRev(rev)
-	case info.Main.Version != "" && info.Main.Version != "(devel)":
+	}
+	return ""
+}
+
+// BuildID is this binary's build ID unless PACER_BUILD_ID (the CLI's
+// --build-id) says otherwise: its commit, else its module version, else ""
+// (which names no build).
+func BuildID() string {
+	if c := Commit(); c != "" {
+		return c
+	}
+	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" && info.Main.Version != "(devel)" {
 		return info.Main.Version
 	}
-	return "dev"
+	return ""
 }
 
 func shortRev(rev string) string {
@@ -92,6 +111,18 @@ func shortRev(rev string) string {
 		return rev[:12]
 	}
 	return rev
+}
+
+// NamesBuild reports whether a build ID names a build. Workers of every
+// build registered under one placeholder ("", "dev", "local") would be one
+// version to Temporal, and a run pinned to it would replay on whichever
+// build picked its task up (SPEC §3.5).
+func NamesBuild(id string) bool {
+	switch strings.ToLower(id) {
+	case "", "dev", "local", "latest", "unknown":
+		return false
+	}
+	return true
 }
 
 // ValidBuildID reports whether id can be a build ID: Temporal takes up to

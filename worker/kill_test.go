@@ -1,10 +1,8 @@
 package worker_test
 
 import (
-	"bytes"
 	"context"
 	"os/exec"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,22 +16,7 @@ import (
 )
 
 // syncBuffer collects a child process's output safely.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuffer = testenv.Buffer
 
 // startProcess runs `pacer worker` as a real process against the stack.
 func (s *stack) startProcess(t *testing.T, bin string, extra ...string) (*exec.Cmd, *syncBuffer) {

@@ -126,9 +126,11 @@ func stopOutlivesDeletedHistory(t *testing.T, byPacerStop bool, every time.Durat
 	// the scheduler stopped, nothing calls an upstream.
 	calls := s.sim.Stats().Total
 	from := len(checked())
+	deleted := time.Now()
 	eventually(t, time.Duration(checks+2)*every+10*time.Second, "the workers checked", func() bool {
 		return len(checked()) >= from+checks
 	})
+	t.Logf("%d checks in %s with no run in Temporal", checks, time.Since(deleted).Round(time.Second))
 	for _, e := range checked()[from:] {
 		require.False(t, e.Started, "a check started a scheduler")
 		require.NotNil(t, e.Stopped, "a check that did not see it stopped")

@@ -71,6 +71,9 @@ next keep-alive check, within a minute). Roll back by promoting the previous
 build ID; its workers must be running.`,
 		Args: wrapArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !worker.NamesBuild(c.operating.buildID) {
+				return usagef("--build-id %q names no build: give the build ID its workers registered under (pacer deploy status)", c.operating.buildID)
+			}
 			return c.withClient(cmd.Context(), func(tc client.Client) error {
 				prev, err := worker.Promote(cmd.Context(), tc, c.operating.deploymentName, c.operating.buildID)
 				if err != nil {

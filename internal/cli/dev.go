@@ -97,7 +97,10 @@ Hiro are the simulator unless TENERO_BASE_URL / HIRO_BASE_URL are set.`,
 			// The dev server keeps its state across restarts, the last
 			// build's workers are gone: this build takes over at once.
 			c.operating.promoteOnStart = true
-			return c.runStack(ctx, stackOptions{worker: true, migrate: true, http: c.httpAddr, admin: c.adminAddr, adminSet: adminFlagSet(cmd), onReady: func() {
+			if c.operating.buildID == "" {
+				c.operating.buildID = "dev"
+			}
+			return c.runStack(ctx, stackOptions{worker: true, dev: true, migrate: true, http: c.httpAddr, admin: c.adminAddr, adminSet: adminFlagSet(cmd), onReady: func() {
 				devBanner(out, devURLs{api: c.httpAddr, admin: c.adminAddr, temporal: addr, ui: fmt.Sprintf("%s:%d", host, uiPort),
 					workflowID: c.workflowID, sim: simURL, tenero: c.teneroBaseURL})
 			}})

@@ -48,13 +48,25 @@ func (o *operatingConfig) validate() error {
 	if !o.versioning {
 		return nil
 	}
-	if !worker.ValidBuildID(o.buildID) {
+	// An empty build ID is this binary naming none: only a worker needs
+	// one (namesBuild).
+	if o.buildID != "" && !worker.ValidBuildID(o.buildID) {
 		return usagef("--build-id / PACER_BUILD_ID %q: letters, digits and -_.+ only, at most 128", clipArg(o.buildID))
 	}
 	if !worker.ValidBuildID(o.deploymentName) {
 		return usagef("--deployment-name / PACER_DEPLOYMENT_NAME %q: letters, digits and -_.+ only, at most 128", clipArg(o.deploymentName))
 	}
 	return nil
+}
+
+// namesBuild refuses a versioned worker under a build ID that names no
+// build (SPEC §3.5); pacer dev runs under "dev" (one build at a time).
+func (o *operatingConfig) namesBuild() error {
+	if !o.versioning || worker.NamesBuild(o.buildID) {
+		return nil
+	}
+	return usagef("build ID %q names no build: build with make build (an image: docker build --build-arg PACER_COMMIT=$(git rev-parse --short HEAD)), "+
+		"set --build-id / PACER_BUILD_ID to the build's commit, or run unversioned with --versioning=false", o.buildID)
 }
 
 // deployment is the workers' version, nil when versioning is off.

@@ -95,6 +95,8 @@ type stackOptions struct {
 	// fatal rather than logged.
 	admin    string
 	adminSet bool
+	// dev is pacer dev: one build at a time, whatever its build ID.
+	dev bool
 	// onReady, when set, is called once everything is up.
 	onReady func()
 }
@@ -108,6 +110,11 @@ func (c *config) runStack(ctx context.Context, o stackOptions) error {
 	defer func() { _ = log.Sync() }()
 	if err := c.upstreamKeys(log); err != nil {
 		return err
+	}
+	if o.worker && !o.dev {
+		if err := c.operating.namesBuild(); err != nil {
+			return err
+		}
 	}
 	st, err := c.openStore(ctx)
 	if err != nil {

@@ -138,7 +138,10 @@ func PacerBinary(t testing.TB) string {
 			return
 		}
 		buildPath = filepath.Join(dir, "pacer")
-		cmd := exec.Command("go", "build", "-o", buildPath, "./cmd/pacer")
+		// A build ID that names a build: a versioned worker refuses
+		// to start without one (the toolchain may stamp no revision:
+		// GOFLAGS=-buildvcs=false).
+		cmd := exec.Command("go", "build", "-ldflags", "-X github.com/pacer-dev/pacer/worker.commit=testbuild", "-o", buildPath, "./cmd/pacer")
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("go build ./cmd/pacer: %w\n%s", err, out)
