@@ -16,7 +16,10 @@ const (
 	TaskSweep   = "sweep"
 	TaskRollup  = "rollup"
 	TaskDeliver = "deliver"
-	TaskAll     = "all"
+	// TaskRegistry reads the competition's registry (SPEC §12); it runs
+	// only with PACER_REGISTRY_URL set.
+	TaskRegistry = "registry"
+	TaskAll      = "all"
 )
 
 // ErrorClass says what kind of trouble ended a call. Only ClassTransport is
@@ -340,6 +343,27 @@ type ReaderReport struct {
 	// feed off); for a contract's reader and the agents' visits the list
 	// endpoint, "v3" (principals) or "v1" (the deprecated address list).
 	Source string `json:"source,omitempty"`
+}
+
+// RegistryInput is the input of the registry activity (SPEC §12).
+type RegistryInput struct {
+	Occurrence Occurrence `json:"occurrence"`
+}
+
+// RegistryResult is what one read of the registry did.
+type RegistryResult struct {
+	Run
+	// NotModified: the registry answered 304 to the last read's ETag.
+	NotModified bool `json:"notModified"`
+	Pages       int  `json:"pages"`
+	// Agents is how many agents the registry lists; the rest count what
+	// the read changed.
+	Agents       int `json:"agents"`
+	Added        int `json:"added"`
+	Updated      int `json:"updated"`
+	Restored     int `json:"restored"`
+	Deregistered int `json:"deregistered"`
+	Claims       int `json:"claims"`
 }
 
 // RollupInput is the input of the rollup activity (SPEC §10.1).

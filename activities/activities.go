@@ -23,8 +23,10 @@ import (
 	"github.com/pacer-dev/pacer/internal/hiro"
 	"github.com/pacer-dev/pacer/internal/ingest"
 	"github.com/pacer-dev/pacer/internal/metrics"
+	"github.com/pacer-dev/pacer/internal/registry"
 	"github.com/pacer-dev/pacer/internal/store"
 	"github.com/pacer-dev/pacer/internal/tenero"
+	"github.com/pacer-dev/pacer/internal/upstream"
 	"github.com/pacer-dev/pacer/internal/webhook"
 )
 
@@ -68,6 +70,9 @@ type Activities struct {
 	// after a period's end, fix the instant a cut tenero batch is chosen
 	// at, or follow a simulated chain's clock.
 	Clock func() time.Time
+
+	// Registry reads PACER_REGISTRY_URL (SPEC §12); nil when it is not set.
+	RegistryClient *registry.Client
 
 	// plan is the optimal policy's last allocation.
 	plan allocationCache
@@ -205,7 +210,17 @@ type Options struct {
 	DisableAfter time.Duration
 	// Clock replaces time.Now for the rollup and deliver tasks (tests).
 	Clock func() time.Time
+	// RegistryURL is PACER_REGISTRY_URL: the registry's first page
+	// (empty: no registry task).
+	RegistryURL string
+	// RegistryPerMinute is the registry's own budget a minute before its
+	// headers say otherwise (0 = DefaultRegistryPerMinute).
+	RegistryPerMinute int
 }
+
+// DefaultRegistryPerMinute is the registry's budget until its headers
+// say what it allows.
+const DefaultRegistryPerMinute = 30
 
 // New wires the activities and their clients. The verifier it builds is
 // the one verify path: the sweep and the HTTP fast path both use it.
@@ -259,7 +274,24 @@ func New(o Options) *Activities {
 		Ingest:         ingestFor(o.Ingest, o.Discovery),
 		Discovery:      o.Discovery.WithDefaults(),
 		Budget:         shared,
+		RegistryClient: newRegistryClient(o),
 	}
+}
+
+// newRegistryClient is the registry's client on a budget of its own, or
+// nil without PACER_REGISTRY_URL.
+func newRegistryClient(o Options) *registry.Client {
+	if o.RegistryURL == "" {
+		return nil
+	}
+	perMinute := o.RegistryPerMinute
+	if perMinute <= 0 {
+		perMinute = DefaultRegistryPerMinute
+	}
+	l := o.Store.SharedBudget(store.UpstreamRegistry, budget.Config{PerMinute: int64(perMinute)}).Limiter(budget.LaneSweep, time.Minute)
+	l.OnError = func(err error) { o.Logger.Warn("registry.budget_observe_failed", zap.Error(err)) }
+	return &registry.Client{Limiter: l,
+		Conn: upstream.Conn{BaseURL: o.RegistryURL, Sleep: o.Sleep, Log: o.Logger.Named("registry")}}
 }
 
 // ingestFor is the visit policy under a discovery mode: reading the chain,

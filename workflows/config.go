@@ -36,6 +36,10 @@ type Config struct {
 	// TeneroEvery/SweepEvery), rollup an interval or a cron spec (default
 	// cron.Default), deliver none (it runs while deliveries are due).
 	Schedules cron.Schedules `json:"schedules,omitempty"`
+	// RegistryEvery is PACER_REGISTRY_EVERY when PACER_REGISTRY_URL is
+	// set: how often the registry task reads it (SPEC §12); 0 = no
+	// registry task.
+	RegistryEvery pacer.Duration `json:"registryEvery,omitempty"`
 }
 
 // Bounds of a valid Config.
@@ -73,6 +77,7 @@ func (c Config) Validate() error {
 	every("teneroEvery", c.TeneroEvery)
 	every("sweepEvery", c.SweepEvery)
 	every("breakerCooldown", c.BreakerCooldown)
+	every("registryEvery", c.RegistryEvery)
 	if h := time.Duration(c.HeartbeatTimeout); h != 0 && (h < MinEvery || h > time.Hour) {
 		errs = append(errs, fmt.Errorf("heartbeatTimeout %s: want 0 (the default, %s) or %s to 1h", h, DefaultHeartbeatTimeout, MinEvery))
 	}
@@ -138,6 +143,8 @@ func (c Config) schedule(task string) (cron.Spec, bool) {
 		return cron.Spec{Every: time.Duration(d.TeneroEvery)}, true
 	case pacer.TaskSweep:
 		return cron.Spec{Every: time.Duration(d.SweepEvery)}, true
+	case pacer.TaskRegistry:
+		return cron.Spec{Every: time.Duration(c.RegistryEvery)}, c.RegistryEvery > 0
 	}
 	return cron.Default(task)
 }

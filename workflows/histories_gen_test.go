@@ -103,6 +103,20 @@ func (d *scriptedDeliver) run(ctx context.Context, _ pacer.DeliverInput) (pacer.
 	return pacer.DeliverResult{Attempted: 1, Delivered: 1}, nil
 }
 
+// registry adds an agent on its first read, answers unchanged on the
+// next, and fails on the third: the sweep is hinted once.
+type scriptedRegistry struct{ calls atomic.Int32 }
+
+func (r *scriptedRegistry) run(ctx context.Context, _ pacer.RegistryInput) (pacer.RegistryResult, error) {
+	switch r.calls.Add(1) % 3 {
+	case 1:
+		return pacer.RegistryResult{Run: pacer.Run{StartedAt: activity.GetInfo(ctx).StartedTime}, Pages: 1, Agents: 1, Added: 1}, nil
+	case 2:
+		return pacer.RegistryResult{NotModified: true, Pages: 1}, nil
+	}
+	return pacer.RegistryResult{}, temporal.NewApplicationError("registry answered 503", string(pacer.ClassServerError))
+}
+
 // recorder is a dev server with a worker whose activities a test chooses.
 type recorder struct {
 	t *testing.T
@@ -124,6 +138,7 @@ func newRecorder(t *testing.T, queue string, tenero any) *recorder {
 	w.RegisterActivityWithOptions(sweep, activity.RegisterOptions{Name: workflows.ActivitySweep})
 	w.RegisterActivityWithOptions(rollup, activity.RegisterOptions{Name: workflows.ActivityRollup})
 	w.RegisterActivityWithOptions((&scriptedDeliver{}).run, activity.RegisterOptions{Name: workflows.ActivityDeliver})
+	w.RegisterActivityWithOptions((&scriptedRegistry{}).run, activity.RegisterOptions{Name: workflows.ActivityRegistry})
 	require.NoError(t, w.Start())
 	t.Cleanup(w.Stop)
 	return &recorder{t: t, c: c}
@@ -325,6 +340,21 @@ func TestWriteHistories(t *testing.T) {
 		require.NoError(t, r.c.TerminateWorkflow(context.Background(), id, "", "history recorded"))
 		write(t, r.c, id, run.GetRunID(), "core")
 		write(t, r.c, id, next, "core-reconfigured")
+	})
+
+	t.Run("registry", func(t *testing.T) {
+		if !missing("registry") {
+			t.Skip("recorded")
+		}
+		r := newRecorder(t, queue, (&scriptedTenero{}).run)
+		// Revision 2: the registry task reads every 2 s; a read that adds
+		// an agent hints the sweep; a failed read is retried on its cadence.
+		reg := r.start("history-registry", queue, workflows.Config{TeneroEvery: pacer.Duration(time.Hour),
+			SweepEvery: pacer.Duration(time.Hour), RegistryEvery: pacer.Duration(2 * time.Second)})
+		time.Sleep(9 * time.Second)
+		require.NoError(t, r.update(reg.GetID(), workflows.UpdateRefreshNow, workflows.RefreshInput{Task: pacer.TaskRegistry}))
+		require.NoError(t, r.c.TerminateWorkflow(context.Background(), reg.GetID(), "", "history recorded"))
+		write(t, r.c, reg.GetID(), reg.GetRunID(), "registry")
 	})
 
 	t.Run("stop-start", func(t *testing.T) {

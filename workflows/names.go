@@ -37,6 +37,7 @@ const (
 	ActivitySweep         = "Sweep"
 	ActivityRollup        = "Rollup"
 	ActivityDeliver       = "Deliver"
+	ActivityRegistry      = "Registry"
 
 	// pause, resume and tune are updates too, under the signals' names:
 	// Temporal keeps signal and update names apart, so the temporal CLI's
@@ -84,8 +85,9 @@ const (
 	// a history below it loudly.
 	RevisionFloor workflow.Version = 1
 	// RevisionCurrent is the revision new runs record. Revision 1 is the
-	// scheduler of the first releases, its ten gates retired into it.
-	RevisionCurrent workflow.Version = 1
+	// scheduler of the first releases, its ten gates retired into it;
+	// revision 2 adds the registry task (tasksOf).
+	RevisionCurrent workflow.Version = 2
 )
 
 // The back-off of an owed cron occurrence: its run failed, and it is

@@ -169,7 +169,7 @@ func newScheduler(ctx workflow.Context, in SchedulerInput) *scheduler {
 		wake:  workflow.NewBufferedChannel(ctx, 1),
 		tasks: map[string]*schedule.Task{},
 	}
-	s.defs = taskDefs
+	s.defs = tasksOf(s.revision, s.cfg)
 	s.cfg = s.cfg.operatorSet()
 	if in.State != nil {
 		s.state = *in.State

@@ -378,7 +378,7 @@ func sweepLine(r *pacer.SweepResult) string {
 }
 
 // refreshable are the names refresh takes.
-var refreshable = []string{pacer.TaskTenero, pacer.TaskSweep, pacer.TaskRollup, pacer.TaskDeliver, pacer.TaskAll}
+var refreshable = []string{pacer.TaskTenero, pacer.TaskSweep, pacer.TaskRollup, pacer.TaskDeliver, pacer.TaskRegistry, pacer.TaskAll}
 
 func newRefreshCmd(c *config) *cobra.Command {
 	var asJSON bool

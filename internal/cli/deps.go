@@ -71,7 +71,7 @@ func (c *config) scheduler() worker.Scheduler {
 		WorkflowID: c.workflowID,
 		TaskQueue:  c.taskQueue,
 		Config: workflows.Config{TeneroEvery: pacer.Duration(c.teneroEvery), SweepEvery: pacer.Duration(c.sweepEvery),
-			Schedules: c.schedules},
+			Schedules: c.schedules, RegistryEvery: c.registryCadence()},
 		Deployment: c.operating.deployment(),
 	}
 }
@@ -97,5 +97,15 @@ func (c *config) activities(st *store.Store, log *zap.Logger, m *metrics.Metrics
 		// Webhooks go to private addresses only when the operator says so.
 		WebhookAllowPrivate: c.webhookAllowPrivate,
 		DisableAfter:        c.operating.disableAfter,
+		RegistryURL:         c.registryURL,
 	})
+}
+
+// registryCadence is PACER_REGISTRY_EVERY with PACER_REGISTRY_URL set;
+// without it there is no registry task.
+func (c *config) registryCadence() pacer.Duration {
+	if c.registryURL == "" {
+		return 0
+	}
+	return pacer.Duration(c.registryEvery)
 }

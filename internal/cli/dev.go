@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pacer-dev/pacer/internal/api"
+	"github.com/pacer-dev/pacer/internal/sim"
 	"github.com/pacer-dev/pacer/internal/store"
 	"github.com/pacer-dev/pacer/worker"
 )
@@ -81,11 +82,20 @@ Hiro are the simulator unless TENERO_BASE_URL / HIRO_BASE_URL are set.`,
 				if err := devPush(&so, c, cmd.Flags().Changed("sim-push-url")); err != nil {
 					return err
 				}
+				// Agents arrive as in a deployment: through the registry
+				// the simulator serves (SPEC §12), not written by it.
+				registryFromSim := !cmd.Flags().Changed("registry-url") && os.Getenv("PACER_REGISTRY_URL") == ""
+				if registryFromSim {
+					so.writeDB = false
+				}
 				u, err := startSim(simCtx, so, c, log)
 				if err != nil {
 					return err
 				}
 				simURL = u
+				if registryFromSim {
+					c.registryURL = simURL + sim.RegistryPath
+				}
 				if !cmd.Flags().Changed("tenero-base-url") && os.Getenv("TENERO_BASE_URL") == "" {
 					c.teneroBaseURL = simURL
 				}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -66,6 +67,8 @@ type config struct {
 	teneroAPIKey    string
 	teneroKeyFile   string
 	hiroBaseURL     string
+	registryURL     string
+	registryEvery   time.Duration
 	hiroAPIKey      string
 	hiroKeyFile     string
 	// allowPlaintextKeys lets a key go over http:// to a non-loopback host.
@@ -180,6 +183,10 @@ func (c *config) bind(fs *pflag.FlagSet) {
 	fs.IntVar(&c.hiroPerMinute, "hiro-per-minute", int(c.envInt("PACER_HIRO_PER_MINUTE", 0)), "Hiro requests per minute shared by all workers (0 = 45 without a key, 450 with one) [PACER_HIRO_PER_MINUTE]")
 	fs.Int64Var(&c.competitionStart, "competition-start", c.envInt("COMPETITION_START", 1778700600), "unix seconds; swaps before it do not count [COMPETITION_START]")
 	fs.DurationVar(&c.teneroEvery, "tenero-every", c.envDuration("PACER_TENERO_EVERY", 5*time.Minute), "base cadence of the tenero task [PACER_TENERO_EVERY]")
+	fs.StringVar(&c.registryURL, "registry-url", env("PACER_REGISTRY_URL", ""),
+		"where the registry task reads the registered agents and their claims; empty: no registry task [PACER_REGISTRY_URL]")
+	fs.DurationVar(&c.registryEvery, "registry-every", c.envDuration("PACER_REGISTRY_EVERY", 5*time.Minute),
+		"how often the registry task reads PACER_REGISTRY_URL [PACER_REGISTRY_EVERY]")
 	fs.DurationVar(&c.sweepEvery, "sweep-every", c.envDuration("PACER_SWEEP_EVERY", time.Minute), "how often the sweep looks for agents that are due, at most [PACER_SWEEP_EVERY]")
 	fs.StringVar(&c.sweepPolicy, "sweep-policy", env("PACER_SWEEP_POLICY", string(ingest.PolicyOptimal)), "how the sweep paces each agent's visits: optimal or tiers [PACER_SWEEP_POLICY]")
 	fs.DurationVar(&c.hotEvery, "hot-every", c.envDuration("PACER_HOT_EVERY", ingest.DefaultHotEvery), "visit interval of hot agents (a swap in the last 24 h), the fastest any agent is visited [PACER_HOT_EVERY]")
@@ -262,6 +269,11 @@ func (c *config) validate() error {
 	}
 	if err := c.parseSchedules(); err != nil {
 		return err
+	}
+	if c.registryURL != "" {
+		if u, err := url.Parse(c.registryURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return usagef("PACER_REGISTRY_URL (--registry-url) must be an http:// or https:// URL")
+		}
 	}
 	for name, u := range map[string]string{"tenero-base-url": c.teneroBaseURL, "hiro-base-url": c.hiroBaseURL} {
 		if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"cmp"
+	"crypto/sha256"
 	"fmt"
 	"hash/fnv"
 	"math"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/pacer-dev/pacer/internal/catalog"
 	"github.com/pacer-dev/pacer/internal/competition"
+	"github.com/pacer-dev/pacer/internal/registry"
 )
 
 // World generation.
@@ -850,29 +852,41 @@ func (g *generator) txid() string {
 	})
 }
 
-// principal is a mainnet standard principal: SP or SM and 38 or 39 c32
-// characters, as the catalog's rules accept. The checksum is not real; no
-// one in pacer decodes it.
+// principal is a mainnet standard principal, SP or SM, with a real
+// c32check checksum, as the registry's validation asks (SPEC §12). Its
+// hash is derived from the same draws as ever, so a seed's world keeps
+// its shape.
 func (g *generator) principal() string {
 	return g.unique(func() string {
 		var b strings.Builder
-		b.WriteString([]string{"SP", "SP", "SP", "SM"}[g.rng.IntN(4)])
+		version := []byte{22, 22, 22, 20}[g.rng.IntN(4)] // SP, SP, SP, SM
 		for range 38 + g.rng.IntN(2) {
 			b.WriteByte(c32[g.rng.IntN(len(c32))])
 		}
-		return b.String()
+		return registry.EncodeSTX(version, hash20(b.String()))
 	})
 }
 
-// btcAddress looks like a native segwit (P2WPKH) address.
+// hash20 is a 20-byte hash of s whose first byte is not zero: a leading
+// zero byte shortens a c32 address below the catalog's 38 characters.
+func hash20(s string) []byte {
+	for {
+		h := sha256.Sum256([]byte(s))
+		if h[0] != 0 {
+			return h[:20]
+		}
+		s += "."
+	}
+}
+
+// btcAddress is a native segwit (P2WPKH) address with a real checksum.
 func (g *generator) btcAddress() string {
 	return g.unique(func() string {
 		var b strings.Builder
-		b.WriteString("bc1q")
 		for range 38 {
 			b.WriteByte(bech32Alphabet[g.rng.IntN(len(bech32Alphabet))])
 		}
-		return b.String()
+		return registry.SegwitP2WPKH(hash20(b.String()))
 	})
 }
 

@@ -109,6 +109,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /_sim/world", s.getWorld)
 	s.mux.HandleFunc("GET /_sim/push", s.getPush)
 	s.mux.HandleFunc("GET /_sim/swaps", s.getSwaps)
+	s.mux.Handle("GET "+RegistryPath, s.count(RegistryPath, s.inject(http.HandlerFunc(s.registry))))
 
 	s.upstream(TeneroTokenRoute, s.teneroLimit, s.teneroToken)
 	for route, h := range map[string]http.HandlerFunc{

@@ -17,6 +17,9 @@ import (
 // UpstreamHiro names Hiro's row of upstream_budget_state.
 const UpstreamHiro = "hiro"
 
+// UpstreamRegistry names the registry's row (SPEC §12): its own budget.
+const UpstreamRegistry = "registry"
+
 // SharedBudget is an upstream's one budget (internal/budget) kept in
 // Postgres: every Take and Observe of every process reads and writes the
 // same row under its lock, in the database's clock, so all processes see
