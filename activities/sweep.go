@@ -551,7 +551,7 @@ func (v *visit) prefetchIDs(entries []hiro.Entry, cursor *hiro.Position, start i
 		if e.Mined() && cursor != nil && e.Position().Compare(*cursor) <= 0 && e.BlockHeight < cursor.BlockHeight-reorgDepth {
 			break
 		}
-		if e.Mined() && e.BurnBlockTime > 0 && e.BurnBlockTime < start {
+		if t := competition.SwapTime(e.BlockTime, e.BurnBlockTime); e.Mined() && t > 0 && t < start {
 			break
 		}
 		if competition.Found(e, v.run.a.Catalog) && v.run.verifier.NeedsDetail(e) {
@@ -623,7 +623,7 @@ func (v *visit) pass(ctx context.Context, row *store.AgentIngest) (complete bool
 				}
 				again = true // within reach of a reorg: looked at quietly
 			}
-			if e.Mined() && e.BurnBlockTime > 0 && e.BurnBlockTime < start {
+			if t := competition.SwapTime(e.BlockTime, e.BurnBlockTime); e.Mined() && t > 0 && t < start {
 				// Older transactions are older still: outside the competition.
 				reached = true
 				break
@@ -696,8 +696,8 @@ func (v *visit) entry(ctx context.Context, e hiro.Entry, again bool) bool {
 		return true
 	}
 	v.count(o)
-	if !again && e.Mined() && e.BurnBlockTime > 0 {
-		v.swaps = append(v.swaps, time.Unix(e.BurnBlockTime, 0))
+	if t := competition.SwapTime(e.BlockTime, e.BurnBlockTime); !again && e.Mined() && t > 0 {
+		v.swaps = append(v.swaps, time.Unix(t, 0))
 	}
 	return true
 }

@@ -32,7 +32,7 @@ func TestSweepVisitsCutShortResume(t *testing.T) {
 	f := newFaultStack(t, func(c *sim.HiroConfig) { c.Activity = true })
 	ctx := context.Background()
 	log := zaptest.NewLogger(t, zaptest.Level(zap.ErrorLevel))
-	const perWindow, window = 8, time.Second
+	const perWindow, window = 5, time.Second
 	small := budget.Config{PerMinute: perWindow, Window: window}
 	// The frozen simulator says its window resets in 60 s, every time: a
 	// budget that follows it (as it must) would make this test a minute

@@ -36,13 +36,16 @@ type Swap struct {
 	TokenIn      string `json:"token_in"`
 	// AmountIn and AmountOut are canonical decimal integers of any size
 	// (numeric in Postgres); a string keeps them exact on every path.
-	AmountIn      string          `json:"amount_in"`
-	TokenOut      string          `json:"token_out"`
-	AmountOut     string          `json:"amount_out"`
-	BurnBlockTime int64           `json:"burn_block_time"`
-	TxStatus      string          `json:"tx_status"`
-	Source        string          `json:"source"`
-	RawEventJSON  json.RawMessage `json:"raw_event_json"`
+	AmountIn      string `json:"amount_in"`
+	TokenOut      string `json:"token_out"`
+	AmountOut     string `json:"amount_out"`
+	BurnBlockTime int64  `json:"burn_block_time"`
+	// BlockTime is the Stacks block's own time (SPEC §5.0 "Times"), the
+	// swap's time; 0 when Hiro did not give it (null in swaps).
+	BlockTime    int64           `json:"block_time,omitempty"`
+	TxStatus     string          `json:"tx_status"`
+	Source       string          `json:"source"`
+	RawEventJSON json.RawMessage `json:"raw_event_json"`
 }
 
 // Leg is one transfer into or out of the agent.
@@ -187,6 +190,7 @@ func ParseSwap(tx hiro.Tx, allow Allowlist) (Swap, error) {
 		TokenOut:      tokenOut,
 		AmountOut:     net[tokenOut].String(),
 		BurnBlockTime: tx.BurnBlockTime,
+		BlockTime:     tx.BlockTime,
 		TxStatus:      tx.TxStatus,
 		RawEventJSON:  raw,
 	}, nil
@@ -223,4 +227,16 @@ func abbreviate(s string) string {
 		return s
 	}
 	return strings.ToValidUTF8(s[:keep], "") + "…"
+}
+
+// SwapTime is a transaction's time as COMPETITION_START and the discovery
+// delay are measured (SPEC §5.0 "Times"): the Stacks block's block_time,
+// or its burn block's where Hiro leaves block_time out. burn_block_time is
+// the tenure's Bitcoin block, shared by every Stacks block of the tenure
+// and accurate to about two hours.
+func SwapTime(blockTime, burnBlockTime int64) int64 {
+	if blockTime > 0 {
+		return blockTime
+	}
+	return burnBlockTime
 }

@@ -465,8 +465,9 @@ func statusGates(txid string, tx hiro.TxSummary, start time.Time) (out Outcome, 
 		return reject(txid, ReasonMalformedTx, fmt.Sprintf("unknown tx_status %q", abbreviate(tx.TxStatus)), nil), true
 	case tx.TxStatus != hiro.StatusSuccess:
 		return reject(txid, ReasonTxFailed, "transaction ended with "+tx.TxStatus, nil), true
-	case tx.BurnBlockTime < start.Unix():
-		return reject(txid, ReasonBeforeCompStart, fmt.Sprintf("burn_block_time %d is before the competition start %d", tx.BurnBlockTime, start.Unix()), nil), true
+	case SwapTime(tx.BlockTime, tx.BurnBlockTime) < start.Unix():
+		return reject(txid, ReasonBeforeCompStart, fmt.Sprintf("block_time %d (burn_block_time %d) is before the competition start %d",
+			tx.BlockTime, tx.BurnBlockTime, start.Unix()), nil), true
 	}
 	return Outcome{}, false
 }
@@ -523,8 +524,8 @@ func (v *Verifier) NeedsDetail(e hiro.Entry) bool {
 
 // listingSummary is what a listing entry says of the status gates.
 func listingSummary(txid string, e hiro.Entry) hiro.TxSummary {
-	summary := hiro.TxSummary{TxID: txid, TxStatus: e.TxStatus, BurnBlockTime: e.BurnBlockTime, Canonical: &e.Canonical}
-	if e.TxStatus == hiro.StatusSuccess && e.Mined() && e.BurnBlockTime == 0 {
+	summary := hiro.TxSummary{TxID: txid, TxStatus: e.TxStatus, BurnBlockTime: e.BurnBlockTime, BlockTime: e.BlockTime, Canonical: &e.Canonical}
+	if e.TxStatus == hiro.StatusSuccess && e.Mined() && SwapTime(e.BlockTime, e.BurnBlockTime) == 0 {
 		// A listing without the time: the detail will tell.
 		summary.BurnBlockTime = math.MaxInt64
 	}

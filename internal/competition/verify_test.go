@@ -229,6 +229,21 @@ func verifyCases() []verifyCase {
 			wantHiroCall: true,
 		},
 		{
+			name:         "in a tenure begun before the start, its own block after it: counts",
+			giveTx:       func(tx *hiro.Tx) { tx.BurnBlockTime, tx.BlockTime = compStart.Unix()-400, compStart.Unix()+4 },
+			wantStatus:   StatusInserted,
+			wantHTTP:     http.StatusOK,
+			wantHiroCall: true,
+		},
+		{
+			name:         "in the same tenure, its own block a second before the start",
+			giveTx:       func(tx *hiro.Tx) { tx.BurnBlockTime, tx.BlockTime = compStart.Unix()-400, compStart.Unix()-1 },
+			wantStatus:   StatusRejected,
+			wantReason:   ReasonBeforeCompStart,
+			wantHTTP:     http.StatusUnprocessableEntity,
+			wantHiroCall: true,
+		},
+		{
 			name:         "not a contract call",
 			giveTx:       func(tx *hiro.Tx) { tx.TxType = "token_transfer"; tx.ContractCall = nil },
 			wantStatus:   StatusRejected,

@@ -523,7 +523,7 @@ func (w *World) SwapTimes(at time.Time) []SwapTime {
 	var out []SwapTime
 	for _, tx := range w.existing(at) {
 		if o := w.verdict(tx, at); o.Found && o.Status == competition.StatusInserted {
-			out = append(out, SwapTime{TxID: tx.TxID, Sender: tx.Sender, MinedAt: tx.burnTime(),
+			out = append(out, SwapTime{TxID: tx.TxID, Sender: tx.Sender, MinedAt: tx.minedAt(),
 				CanonicalAt: tx.blockTime(at), Height: tx.position(at).height})
 		}
 	}

@@ -115,13 +115,13 @@ func TestSwapRowsByHand(t *testing.T) {
 				}
 			}
 			tokenIn, amountIn, tokenOut, amountOut, raw := tt.wantRow(mid)
-			row := tx.row()
+			row := tx.row(settled)
 			require.JSONEq(t, raw, string(row.RawEventJSON))
 			row.RawEventJSON = nil
 			require.Equal(t, competition.Swap{
 				TxID: tx.TxID, Sender: handAgent, ContractID: tt.giveRoute.contract, FunctionName: tt.giveRoute.function,
 				TokenIn: tokenIn, AmountIn: amountIn, TokenOut: tokenOut, AmountOut: amountOut,
-				BurnBlockTime: at.Unix(), TxStatus: "success", Source: competition.SourceSweep,
+				BurnBlockTime: burnBlockOf(at).Unix(), BlockTime: at.Unix(), TxStatus: "success", Source: competition.SourceSweep,
 			}, row)
 			// The agent's last leg is the last event.
 			last := tx.events[len(tx.events)-1].Asset
@@ -209,6 +209,7 @@ type v3Page struct {
 			TxID  string `json:"tx_id"`
 			Block struct {
 				Height  int64 `json:"height"`
+				Time    int64 `json:"time"`
 				TxIndex int64 `json:"tx_index"`
 			} `json:"block"`
 			BitcoinBlock struct {
@@ -250,7 +251,8 @@ func TestHiroPrincipalTransactions(t *testing.T) {
 			p := position{tx.Block.Height, tx.Block.TxIndex}
 			require.Equal(t, -1, p.compare(prev), "strictly older than the one before")
 			prev = p
-			require.Equal(t, heightAt(time.Unix(tx.BitcoinBlock.Time, 0)), tx.Block.Height, "a block a second")
+			require.Equal(t, heightAt(time.Unix(tx.Block.Time, 0)), tx.Block.Height, "a block a second")
+			require.Equal(t, burnBlockOf(time.Unix(tx.Block.Time, 0)).Unix(), tx.BitcoinBlock.Time, "in its tenure's burn block")
 			require.NotEqual(t, "pending", tx.Status)
 			require.NotEqual(t, competition.ReasonNotCanonical, outcomes[tx.TxID].Reason, "no fork")
 			require.Equal(t, "sender", r.Involvement)

@@ -136,6 +136,9 @@ type generator struct {
 	// price is a token's USD price at a moment, for plausible amounts.
 	price    func(Token, time.Time) float64
 	provider string
+	// tenureBefore is set once a CaseBeforeStart swap was placed in the
+	// start's tenure.
+	tenureBefore bool
 
 	// The timeline: ordinary history in [histFrom, present), arrivals in
 	// [present, futureTo).
@@ -234,10 +237,10 @@ func newWorld(seed int64, cfg HiroConfig, tokens []Token, price func(Token, time
 func assignIndexes(txs []*worldTx) {
 	sorted := slices.Clone(txs)
 	slices.SortFunc(sorted, func(a, b *worldTx) int {
-		return cmp.Or(a.burnTime().Compare(b.burnTime()), strings.Compare(a.TxID, b.TxID))
+		return cmp.Or(a.minedAt().Compare(b.minedAt()), strings.Compare(a.TxID, b.TxID))
 	})
 	for i, tx := range sorted {
-		if i > 0 && sorted[i-1].burnTime().Equal(tx.burnTime()) {
+		if i > 0 && sorted[i-1].minedAt().Equal(tx.minedAt()) {
 			tx.index = sorted[i-1].index + 1
 		}
 	}
@@ -396,6 +399,13 @@ func (g *generator) caseTxAt(c TxCase, agent string, at time.Time) *worldTx {
 		return g.offListTx(agent, at)
 	case CaseBeforeStart:
 		at = g.between(g.w.start.Add(-7*24*time.Hour), g.w.start)
+		if !g.tenureBefore {
+			// The first one just before the start, in the tenure that
+			// holds the start (unless the start begins one): its burn
+			// block time is that of CaseAtStart's, and only the block
+			// times tell them apart.
+			g.tenureBefore, at = true, g.w.start.Add(-time.Second)
+		}
 	case CaseAtStart:
 		at = g.w.start
 	}

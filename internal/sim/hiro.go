@@ -506,7 +506,7 @@ func (s *Server) hiroPrincipalTransactions(w http.ResponseWriter, r *http.Reques
 
 // renderV3 is a mined transaction as the v3 summaries show it.
 func (tx *worldTx) renderV3(principal string, at time.Time) v3ItemJSON {
-	burn := tx.burnTime()
+	burn := burnBlockOf(tx.minedAt())
 	p := tx.position(at)
 	var t v3TxJSON
 	t.TxID, t.Sender, t.FeeRate = tx.TxID, v3Who{Address: tx.Sender, Nonce: tx.nonce}, strconv.FormatInt(tx.feeRate, 10)
@@ -784,7 +784,7 @@ func (tx *worldTx) render(at time.Time, win eventWindow) txJSON {
 		return out
 	}
 
-	burn := tx.burnTime()
+	burn := burnBlockOf(tx.minedAt())
 	// A transaction that did not succeed had its transfers rolled back.
 	var events []eventJSON
 	if status == statusSuccess {

@@ -397,7 +397,7 @@ func (p *pusher) deliveries(now time.Time) []*delivery {
 			continue
 		}
 		if !inMempool(tx.status) {
-			mined(heightAt(tx.burnTime()), tx.burnTime(), tx)
+			mined(heightAt(tx.minedAt()), tx.minedAt(), tx)
 		}
 		if r := tx.reorg; r != nil {
 			mined(r.newHeight, r.reapplyAt, tx)
@@ -463,7 +463,7 @@ func (p *pusher) build(e *event) *delivery {
 		// As Chainhooks reports a reorg: the block that lost, then the one
 		// that won at its height (its transactions come back later, in a
 		// block of their own).
-		b := hookBlockOf(r.height, blockHash(r.height), e.txs[0].burnTime(), e.txs, e.txs[0].burnTime())
+		b := hookBlockOf(r.height, blockHash(r.height), e.txs[0].minedAt(), e.txs, e.txs[0].minedAt())
 		payload.Event.Rollback = append(payload.Event.Rollback, b)
 		payload.Event.Apply = append(payload.Event.Apply, hookBlockOf(r.height, competingHash(r.height), r.rollbackAt, nil, r.rollbackAt))
 		d.rec.Hash, d.rec.Timestamp = b.BlockIdentifier.Hash, b.Timestamp

@@ -94,9 +94,9 @@ func (w *World) makeReorgs(cfg Reorgs, txs []*worldTx, present time.Time) {
 		if inMempool(tx.status) {
 			continue // never mined
 		}
-		h := heightAt(tx.burnTime())
+		h := heightAt(tx.minedAt())
 		blocks[h] = append(blocks[h], tx)
-		if tx.fork || !tx.burnTime().After(present) || tx.burnTime().After(present.Add(reorgHorizon)) {
+		if tx.fork || !tx.minedAt().After(present) || tx.minedAt().After(present.Add(reorgHorizon)) {
 			spoilt[h] = true
 		}
 	}
@@ -119,7 +119,7 @@ func (w *World) makeReorgs(cfg Reorgs, txs []*worldTx, present time.Time) {
 		h := heights[(2*k+1)*len(heights)/(2*n)]
 		block := blocks[h]
 		slices.SortFunc(block, func(a, b *worldTx) int { return strings.Compare(a.TxID, b.TxID) })
-		r := &reorg{height: h, rollbackAt: block[0].burnTime().Add(rollbackAfter), txs: block}
+		r := &reorg{height: h, rollbackAt: block[0].minedAt().Add(rollbackAfter), txs: block}
 		r.reapplyAt = r.rollbackAt.Add(reapplyAfter)
 		r.newHeight = heightAt(r.reapplyAt)
 		for _, tx := range block {

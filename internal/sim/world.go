@@ -198,7 +198,7 @@ func (w *World) ExpectedSwaps(at time.Time) []competition.Swap {
 	var swaps []competition.Swap
 	for _, tx := range w.existing(at) {
 		if o := w.verdict(tx, at); o.Found && o.Status == competition.StatusInserted {
-			swaps = append(swaps, tx.row())
+			swaps = append(swaps, tx.row(at))
 		}
 	}
 	slices.SortFunc(swaps, func(a, b competition.Swap) int { return strings.Compare(a.TxID, b.TxID) })
@@ -256,7 +256,7 @@ func (w *World) verdict(tx *worldTx, at time.Time) Outcome {
 		return reject(competition.ReasonMalformedTx)
 	case status != statusSuccess:
 		return reject(competition.ReasonTxFailed)
-	case tx.burnTime().Before(w.start):
+	case tx.minedAt().Before(w.start):
 		return reject(competition.ReasonBeforeCompStart)
 	case tx.call == nil:
 		return reject(competition.ReasonMalformedTx)
@@ -412,8 +412,8 @@ type swapExpect struct {
 	legs                                   competition.Legs
 }
 
-// row is the swap row a correct sweep writes for tx.
-func (tx *worldTx) row() competition.Swap {
+// row is the swap row a correct sweep writes for tx at at.
+func (tx *worldTx) row(at time.Time) competition.Swap {
 	raw, err := json.Marshal(tx.expect.legs)
 	if err != nil {
 		panic(fmt.Sprintf("sim: encode legs of %s: %v", tx.TxID, err)) // the simulator's own types always encode
@@ -427,7 +427,8 @@ func (tx *worldTx) row() competition.Swap {
 		AmountIn:      tx.expect.amountIn,
 		TokenOut:      tx.expect.tokenOut,
 		AmountOut:     tx.expect.amountOut,
-		BurnBlockTime: tx.burnTime().Unix(),
+		BurnBlockTime: burnBlockOf(tx.minedAt()).Unix(),
+		BlockTime:     tx.blockTime(at).Unix(),
 		TxStatus:      statusSuccess,
 		Source:        competition.SourceSweep,
 		RawEventJSON:  raw,
@@ -446,11 +447,24 @@ func (tx *worldTx) statusAt(at time.Time) string {
 }
 
 // burnTime is when the transaction was mined, once it is.
-func (tx *worldTx) burnTime() time.Time {
+// minedAt is when the transaction is mined: its Stacks block's time. Its
+// burn block (burnBlockOf) began the tenure, up to burnBlockPeriod before.
+func (tx *worldTx) minedAt() time.Time {
 	if !tx.SettlesAt.IsZero() {
 		return tx.SettlesAt
 	}
 	return tx.AppearsAt
+}
+
+// burnBlockOf is the time of the Bitcoin block whose tenure holds the
+// Stacks block of t: every Stacks block of a tenure (one a second here)
+// shares it, as burn_block_time (SPEC §5.0 "Times").
+func burnBlockOf(t time.Time) time.Time {
+	k := (t.Unix() - heightEpoch) / burnBlockPeriod
+	if t.Unix() < heightEpoch && (t.Unix()-heightEpoch)%burnBlockPeriod != 0 {
+		k--
+	}
+	return time.Unix(heightEpoch+k*burnBlockPeriod, 0).UTC()
 }
 
 // position is where the transaction sits once mined: its block (one a
@@ -467,7 +481,7 @@ func (tx *worldTx) position(at time.Time) position {
 	if tx.reorg.reapplied(at) {
 		return position{height: tx.reorg.newHeight, index: reorgIndexBase + tx.index}
 	}
-	return position{height: heightAt(tx.burnTime()), index: tx.index}
+	return position{height: heightAt(tx.minedAt()), index: tx.index}
 }
 
 // blockTime is the time of the block holding the transaction at at: its
@@ -477,7 +491,7 @@ func (tx *worldTx) blockTime(at time.Time) time.Time {
 	if tx.reorg.reapplied(at) {
 		return tx.reorg.reapplyAt
 	}
-	return tx.burnTime()
+	return tx.minedAt()
 }
 
 func (tx *worldTx) found(allow competition.Allowlist) bool {

@@ -239,7 +239,7 @@ func TestHiroWorldTransactions(t *testing.T) {
 	for _, sw := range swaps {
 		require.Equal(t, competition.SourceSweep, sw.Source)
 		require.Equal(t, "success", sw.TxStatus)
-		require.GreaterOrEqual(t, sw.BurnBlockTime, w.CompetitionStart().Unix())
+		require.GreaterOrEqual(t, sw.BlockTime, w.CompetitionStart().Unix(), "the swap's own block time counts")
 		for _, id := range []string{sw.TokenIn, sw.TokenOut} {
 			require.True(t, tokens[id], "%s is a Tenero token", id)
 			require.True(t, catalog.ValidTokenID(id), id)
@@ -258,14 +258,25 @@ func TestHiroWorldTransactions(t *testing.T) {
 		if legs.Provider == cat.ProviderAddress() {
 			provider++
 		}
-		if sw.BurnBlockTime == w.CompetitionStart().Unix() {
+		if sw.BlockTime == w.CompetitionStart().Unix() {
 			atStart++
+			require.Less(t, sw.BurnBlockTime, sw.BlockTime, "its tenure's burn block is before the start: recorded all the same")
 		}
 	}
 	require.GreaterOrEqual(t, huge, 2)
 	require.Positive(t, multiLeg)
 	require.Positive(t, provider)
 	require.Equal(t, 1, atStart)
+	// The swap a second before the start, in the same tenure, is rejected.
+	require.Equal(t, burnBlockOf(w.CompetitionStart()), burnBlockOf(w.CompetitionStart().Add(-time.Second)), "one tenure")
+	var before int
+	outcomes := w.ExpectedOutcomes(settled)
+	for _, tx := range w.Transactions() {
+		if outcomes[tx.TxID].Reason == competition.ReasonBeforeCompStart && tx.AppearsAt.Equal(w.CompetitionStart().Add(-time.Second)) {
+			before++
+		}
+	}
+	require.Equal(t, 1, before)
 }
 
 func TestHiroWorldTimeline(t *testing.T) {

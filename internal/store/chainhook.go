@@ -148,16 +148,16 @@ with moved as (
 ), kept as (
     insert into swap_rollbacks (txid, sender, contract_id, function_name, token_in, amount_in,
                                 token_out, amount_out, burn_block_time, tx_status, source,
-                                raw_event_json, inserted_at, block_hash, block_height)
+                                raw_event_json, inserted_at, block_hash, block_height, block_time)
     select txid, sender, contract_id, function_name, token_in, amount_in,
            token_out, amount_out, burn_block_time, tx_status, source,
-           raw_event_json, inserted_at, $2, $3
+           raw_event_json, inserted_at, $2, $3, block_time
     from moved
     on conflict (txid, block_hash) do update set
         sender = excluded.sender, contract_id = excluded.contract_id, function_name = excluded.function_name,
         token_in = excluded.token_in, amount_in = excluded.amount_in,
         token_out = excluded.token_out, amount_out = excluded.amount_out,
-        burn_block_time = excluded.burn_block_time, tx_status = excluded.tx_status,
+        burn_block_time = excluded.burn_block_time, block_time = excluded.block_time, tx_status = excluded.tx_status,
         source = excluded.source, raw_event_json = excluded.raw_event_json,
         inserted_at = excluded.inserted_at, block_height = excluded.block_height,
         rolled_back_at = now()

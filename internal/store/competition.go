@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/pacer-dev/pacer/internal/competition"
 )
@@ -60,8 +61,8 @@ func (s *Store) InsertSwap(ctx context.Context, sw competition.Swap) (inserted b
 with ins as (
     insert into swaps (txid, sender, contract_id, function_name,
                        token_in, amount_in, token_out, amount_out,
-                       burn_block_time, tx_status, source, raw_event_json)
-    values ($1, $2, $3, $4, $5, $6::text::numeric, $7, $8::text::numeric, $9, $10, $11, $12::text::jsonb)
+                       burn_block_time, tx_status, source, raw_event_json, block_time)
+    values ($1, $2, $3, $4, $5, $6::text::numeric, $7, $8::text::numeric, $9, $10, $11, $12::text::jsonb, nullif($13, 0))
     on conflict (txid) do nothing
     returning 1
 ), unpend as (
@@ -70,7 +71,7 @@ with ins as (
 select count(*) = 1 from ins`,
 		sw.TxID, sw.Sender, sw.ContractID, sw.FunctionName,
 		sw.TokenIn, sw.AmountIn, sw.TokenOut, sw.AmountOut,
-		sw.BurnBlockTime, sw.TxStatus, sw.Source, rawJSON(sw.RawEventJSON)).Scan(&inserted)
+		sw.BurnBlockTime, sw.TxStatus, sw.Source, rawJSON(sw.RawEventJSON), sw.BlockTime).Scan(&inserted)
 	if err != nil {
 		return false, fmt.Errorf("insert swap %s: %w", sw.TxID, err)
 	}
@@ -92,7 +93,7 @@ func rawJSON(raw []byte) *string {
 const selectSwaps = `
 select txid, sender, contract_id, function_name,
        token_in, amount_in::text, token_out, amount_out::text,
-       burn_block_time, tx_status, source, raw_event_json::text
+       burn_block_time, tx_status, source, raw_event_json::text, block_time
 from swaps`
 
 // Swap returns the stored row of txid; found is false when there is none.
@@ -119,12 +120,14 @@ func (s *Store) Swaps(ctx context.Context) ([]competition.Swap, error) {
 
 func scanSwap(row pgx.CollectableRow) (competition.Swap, error) {
 	var (
-		sw  competition.Swap
-		raw *string
+		sw        competition.Swap
+		raw       *string
+		blockTime pgtype.Int8
 	)
 	err := row.Scan(&sw.TxID, &sw.Sender, &sw.ContractID, &sw.FunctionName,
 		&sw.TokenIn, &sw.AmountIn, &sw.TokenOut, &sw.AmountOut,
-		&sw.BurnBlockTime, &sw.TxStatus, &sw.Source, &raw)
+		&sw.BurnBlockTime, &sw.TxStatus, &sw.Source, &raw, &blockTime)
+	sw.BlockTime = blockTime.Int64
 	if raw != nil {
 		sw.RawEventJSON = []byte(*raw)
 	}

@@ -72,9 +72,10 @@ func TestMigrationTakesOverFromTheRoundRobinCursor(t *testing.T) {
 		{"SPHOT", now.Add(-time.Hour)}, {"SPHOT", now.Add(-30 * time.Hour)},
 		{"SPWARM", now.Add(-3 * 24 * time.Hour)}, {"SPCOLD", now.Add(-30 * 24 * time.Hour)},
 	} {
-		_, err := s.InsertSwap(ctx, competition.Swap{TxID: fmt.Sprintf("0x%02d", i), Sender: sw.sender, ContractID: "SP2.c",
-			FunctionName: "f", TokenIn: "stx", AmountIn: "1", TokenOut: "x", AmountOut: "1",
-			BurnBlockTime: sw.at.Unix(), TxStatus: "success", Source: "sweep"})
+		// The schema of then: the columns swaps had.
+		_, err := s.Pool().Exec(ctx, `insert into swaps (txid, sender, contract_id, function_name, token_in, amount_in,
+token_out, amount_out, burn_block_time, tx_status, source) values ($1, $2, 'SP2.c', 'f', 'stx', 1, 'x', 1, $3, 'success', 'sweep')`,
+			fmt.Sprintf("0x%02d", i), sw.sender, sw.at.Unix())
 		require.NoError(t, err)
 	}
 	require.NoError(t, s.SetState(ctx, store.StateSweepCursor, "SPHOT"))
