@@ -13,14 +13,16 @@ import (
 )
 
 // ErrNoStatusMemo is returned by SharedStatus for a scheduler whose memo
-// carries no status document (one that began before changeOneDecision).
+// carries no snapshot (one written by an older build).
 var ErrNoStatusMemo = errors.New("the scheduler's memo has no status document yet")
 
 // SharedStatus reads the status document the scheduler keeps in its memo,
 // through DescribeWorkflowExecution: not a billed action, and the same
 // document for every reader (SPEC §7: the API's views, the operator's page
-// and `pacer status --watch` add no queries however many they are). Now
-// is the reader's clock; the rest is as the scheduler last wrote it.
+// and `pacer status --watch` add no queries however many they are). The
+// memo holds what the document is made of, as of the scheduler's last
+// change; the document is computed from it with the scheduler's own
+// decision at the reader's clock.
 func SharedStatus(ctx context.Context, c client.Client, workflowID string) (workflows.Status, error) {
 	d, err := c.DescribeWorkflowExecution(ctx, workflowID, "")
 	if err != nil {
@@ -35,21 +37,12 @@ func SharedStatus(ctx context.Context, c client.Client, workflowID string) (work
 	if err := converter.GetDefaultDataConverter().FromPayload(p, &m); err != nil {
 		return workflows.Status{}, fmt.Errorf("decode the status memo: %w", err)
 	}
-	st, err := m.Status()
+	sn, err := m.Snapshot()
 	if err != nil {
-		return workflows.Status{}, err
+		return workflows.Status{}, ErrNoStatusMemo // an older build's document: ask the scheduler
 	}
-	st.Now = time.Now().UTC()
+	st := sn.Status(time.Now())
 	st.HistoryLength = int(info.GetHistoryLength())
-	// The document is as of the scheduler's last event: a wait whose time
-	// has come since is due (the scheduler is starting it).
-	for name, ts := range st.Tasks {
-		if ts.NextDueAt != nil && !ts.NextDueAt.After(st.Now) && !ts.Running && ts.Waiting != "idle" &&
-			ts.Waiting != "stopping" && ts.Waiting != "held" {
-			ts.Waiting = "due"
-			st.Tasks[name] = ts
-		}
-	}
 	return st, nil
 }
 

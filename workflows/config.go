@@ -1,8 +1,10 @@
 package workflows
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -56,8 +58,12 @@ const (
 	// minHistoryEvents keeps continue-as-new from churning: a run's first
 	// workflow task alone writes about a dozen events.
 	minHistoryEvents = 30
-	// maxHistoryEvents stays well inside the server's 51,200-event limit.
-	maxHistoryEvents = 40_000
+	// maxHistoryEvents keeps the start hold (holdStarts, at twice it) well
+	// inside the server's limit.
+	maxHistoryEvents = 20_000
+	// serverHistoryLimit is the Temporal server's default history length
+	// limit (limit.historyCount.error): a run past it is terminated.
+	serverHistoryLimit = 51_200
 )
 
 // ErrInvalidConfig is wrapped by every Config validation error.
@@ -130,23 +136,22 @@ func (c Config) validateSchedules() []error {
 	return errs
 }
 
-// schedule is the schedule a task follows: the configured one, else the
-// task's default (rollup's cron.Default; the cadence fields for tenero and
-// sweep). ok is false for a task without one (deliver).
+// schedule is the schedule a task follows in a resolved config (over its
+// defaults): the configured one, else the cadence fields for tenero and
+// sweep. ok is false for a task without one (deliver).
 func (c Config) schedule(task string) (cron.Spec, bool) {
 	if spec, ok := c.Schedules[task]; ok {
 		return spec, true
 	}
-	d := c.withDefaults()
 	switch task {
 	case pacer.TaskTenero:
-		return cron.Spec{Every: time.Duration(d.TeneroEvery)}, true
+		return cron.Spec{Every: time.Duration(c.TeneroEvery)}, true
 	case pacer.TaskSweep:
-		return cron.Spec{Every: time.Duration(d.SweepEvery)}, true
+		return cron.Spec{Every: time.Duration(c.SweepEvery)}, true
 	case pacer.TaskRegistry:
 		return cron.Spec{Every: time.Duration(c.RegistryEvery)}, c.RegistryEvery > 0
 	}
-	return cron.Default(task)
+	return cron.Spec{}, false
 }
 
 // every is a task's interval (0 for a cron or unscheduled task).
@@ -155,68 +160,52 @@ func (c Config) every(task string) pacer.Duration {
 	return pacer.Duration(spec.Every)
 }
 
-func (c Config) withDefaults() Config {
-	if c.TeneroEvery <= 0 {
-		c.TeneroEvery = pacer.Duration(DefaultTeneroEvery)
+// CodeDefaults are the defaults of this build, for every field and for
+// rollup's schedule. A run does not read them: it is given the defaults in
+// force in its input (SchedulerInput.Defaults), so a release that changes
+// one reaches a running scheduler at its next continue-as-new, never in the
+// middle of a replayed history (SPEC §3.5).
+func CodeDefaults() Config {
+	c := Config{
+		TeneroEvery:      pacer.Duration(DefaultTeneroEvery),
+		SweepEvery:       pacer.Duration(DefaultSweepEvery),
+		SweepPageSize:    defaultSweepPage,
+		MaxHistoryEvents: DefaultMaxHistoryEvents,
+		BreakerThreshold: DefaultBreakerThreshold,
+		BreakerCooldown:  pacer.Duration(DefaultBreakerCooldown),
+		HeartbeatTimeout: pacer.Duration(DefaultHeartbeatTimeout),
+		Schedules:        cron.Schedules{},
 	}
-	if c.SweepEvery <= 0 {
-		c.SweepEvery = pacer.Duration(DefaultSweepEvery)
+	if spec, ok := cron.Default(pacer.TaskRollup); ok {
+		c.Schedules[pacer.TaskRollup] = spec
 	}
-	if c.MaxHistoryEvents <= 0 {
-		c.MaxHistoryEvents = DefaultMaxHistoryEvents
-	}
-	if c.BreakerThreshold == 0 {
-		c.BreakerThreshold = DefaultBreakerThreshold
-	}
-	if c.BreakerCooldown <= 0 {
-		c.BreakerCooldown = pacer.Duration(DefaultBreakerCooldown)
-	}
-	if c.HeartbeatTimeout <= 0 {
-		c.HeartbeatTimeout = pacer.Duration(DefaultHeartbeatTimeout)
+	return c
+}
+
+// over is c with every field it leaves zero (and every schedule it does
+// not set) taken from d.
+func (c Config) over(d Config) Config {
+	c.TeneroEvery = cmp.Or(c.TeneroEvery, d.TeneroEvery)
+	c.SweepEvery = cmp.Or(c.SweepEvery, d.SweepEvery)
+	c.SweepPageSize = cmp.Or(c.SweepPageSize, d.SweepPageSize)
+	c.MaxHistoryEvents = cmp.Or(c.MaxHistoryEvents, d.MaxHistoryEvents)
+	c.BreakerThreshold = cmp.Or(c.BreakerThreshold, d.BreakerThreshold)
+	c.BreakerCooldown = cmp.Or(c.BreakerCooldown, d.BreakerCooldown)
+	c.HeartbeatTimeout = cmp.Or(c.HeartbeatTimeout, d.HeartbeatTimeout)
+	if len(d.Schedules) > 0 {
+		merged := maps.Clone(d.Schedules)
+		maps.Copy(merged, c.Schedules)
+		c.Schedules = merged
 	}
 	return c
 }
 
-// maxHistoryEvents is the configured length, else the default: resolved
-// at use, so that a default changed by a release reaches a running
-// scheduler whose operator did not set it (SPEC §3.5).
-func (c Config) maxHistoryEvents() int { return c.withDefaults().MaxHistoryEvents }
-
-// heartbeatTimeout is the configured timeout, else the default.
-func (c Config) heartbeatTimeout() time.Duration {
-	return time.Duration(c.withDefaults().HeartbeatTimeout)
-}
-
-// operatorSet is c without the values that equal today's defaults. A
-// config carried from a run before changeOneDecision holds every default
-// as it was then, with nothing to tell what the operator set: a value that
-// equals today's default is dropped, so tomorrow's default reaches it.
-func (c Config) operatorSet() Config {
-	d := Config{}.withDefaults()
-	if c.TeneroEvery == d.TeneroEvery {
-		c.TeneroEvery = 0
-	}
-	if c.SweepEvery == d.SweepEvery {
-		c.SweepEvery = 0
-	}
-	if c.MaxHistoryEvents == d.MaxHistoryEvents {
-		c.MaxHistoryEvents = 0
-	}
-	if c.BreakerThreshold == d.BreakerThreshold {
-		c.BreakerThreshold = 0
-	}
-	if c.BreakerCooldown == d.BreakerCooldown {
-		c.BreakerCooldown = 0
-	}
-	if c.HeartbeatTimeout == d.HeartbeatTimeout {
-		c.HeartbeatTimeout = 0
-	}
-	return c
-}
+// withDefaults is c over this build's defaults: for what runs outside a
+// workflow (validation messages, cost notes).
+func (c Config) withDefaults() Config { return c.over(CodeDefaults()) }
 
 // breaker is the breaker the config asks for.
 func (c Config) breaker() schedule.Breaker {
-	c = c.withDefaults()
 	if c.BreakerThreshold < 0 {
 		return schedule.Breaker{}
 	}

@@ -232,45 +232,42 @@ func TestHintWakesTheSweep(t *testing.T) {
 	h.runFor(t, 36*time.Minute, SchedulerInput{Config: Config{SweepEvery: pacer.Duration(time.Hour)}})
 }
 
-// The memo carries the status document (SPEC §7's one shared source): at
-// any moment it is what the status query answers, its clock and history
-// length aside.
+// The memo carries what the status document is made of (SPEC §7's one
+// shared source, §3.8): the document a reader computes from the last memo
+// at its own clock is what the status query answers then, history length
+// aside, though the memo is written only when something changed.
 func TestStatusMemoIsTheStatus(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	var last Status
+	var last StatusMemo
 	upserts := 0
 	h.env.OnUpsertMemo(mock.Anything).Run(func(args mock.Arguments) {
-		if m, ok := args.Get(0).(map[string]any)[MemoStatusKey]; ok {
-			st, err := m.(StatusMemo).Status()
-			require.NoError(t, err)
-			p, err := converter.GetDefaultDataConverter().ToPayload(m)
-			require.NoError(t, err)
-			require.Less(t, MemoSize(map[string]*commonpb.Payload{MemoStatusKey: p}), MemoSizeWarning, "within the memo warning size pacer's clients set")
-			last = st
-			upserts++
-		}
+		fields := args.Get(0).(map[string]any)
+		require.Contains(t, fields, MemoKey, "one upsert carries both fields")
+		m, ok := fields[MemoStatusKey]
+		require.True(t, ok, "one upsert carries both fields")
+		p, err := converter.GetDefaultDataConverter().ToPayload(m)
+		require.NoError(t, err)
+		require.Less(t, MemoSize(map[string]*commonpb.Payload{MemoStatusKey: p}), MemoSizeWarning, "within the memo warning size pacer's clients set")
+		last = m.(StatusMemo)
+		upserts++
 	}).Return(nil)
-	for _, at := range []time.Duration{90 * time.Second, 7 * time.Minute, 31*time.Minute + 30*time.Second} {
+	for _, at := range []time.Duration{90 * time.Second, 7 * time.Minute, 12*time.Minute + 10*time.Second, 31*time.Minute + 30*time.Second} {
 		h.at(at, func() {
 			q := h.status(t)
-			q.Now, q.HistoryLength = time.Time{}, 0
-			// Pacing's figures are read at the reader's moment (budget
-			// windows, cooldowns): compared apart.
-			for name, ts := range q.Tasks {
-				require.Equal(t, ts.Pacing != nil, last.Tasks[name].Pacing != nil)
-				ts.Pacing = nil
-				q.Tasks[name] = ts
-				lt := last.Tasks[name]
-				lt.Pacing = nil
-				last.Tasks[name] = lt
-			}
-			require.Equal(t, mustJSON(t, q), mustJSON(t, last), "at %v", at)
+			q.HistoryLength = 0
+			sn, err := last.Snapshot()
+			require.NoError(t, err)
+			require.Equal(t, mustJSON(t, q), mustJSON(t, sn.Status(h.env.Now())), "at %v", at)
 		})
 	}
 	h.at(6*time.Minute, func() { h.signal(SignalPause, `{"for":"20m","task":"tenero"}`) })
 	h.runFor(t, 32*time.Minute, SchedulerInput{Config: Config{SweepEvery: pacer.Duration(time.Hour)}})
-	require.Less(t, upserts, 40, "written when it changes, not at every wake")
+	// Tenero every 5 minutes but for 20 of them, the sweep and rollup once,
+	// a pause: about 2 writes a run (its start and its end), never one a
+	// wake-up for nothing.
+	t.Logf("%d memo upserts, %d tenero runs", upserts, h.tenero.calls.Load())
+	require.LessOrEqual(t, upserts, 2*int(h.tenero.calls.Load()+h.sweep.calls.Load()+int32(len(h.rollup.runs()))+h.deliver.calls.Load())+3)
 }
 
 func mustJSON(t *testing.T, v any) string {
@@ -278,29 +275,4 @@ func mustJSON(t *testing.T, v any) string {
 	b, err := json.Marshal(v)
 	require.NoError(t, err)
 	return string(b)
-}
-
-// Defaults are not frozen into a running scheduler (SPEC §3.5): the config
-// it carries holds what the operator set, and a default resolves at use.
-// A config carried from before (every default filled in) keeps only the
-// values that differ from today's defaults.
-func TestDefaultsAreNotFrozen(t *testing.T) {
-	t.Parallel()
-	old := Config{}.withDefaults()
-	old.BreakerThreshold = 7
-	require.Equal(t, Config{BreakerThreshold: 7}, old.operatorSet())
-
-	h := newHarness(t)
-	h.update(time.Minute, UpdateReconfigure, `{"sweepEvery":"2m"}`)
-	h.at(30*time.Second, func() {
-		st := h.status(t)
-		require.Equal(t, pacer.Duration(DefaultTeneroEvery), st.Config.TeneroEvery, "the status shows the default in force")
-	})
-	h.env.ExecuteWorkflow(WorkflowType, SchedulerInput{Config: old})
-	var can *workflow.ContinueAsNewError
-	require.True(t, errors.As(h.env.GetWorkflowError(), &can), "got %v", h.env.GetWorkflowError())
-	var next SchedulerInput
-	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
-	require.Equal(t, Config{SweepEvery: pacer.Duration(2 * time.Minute), BreakerThreshold: 7}, next.Config,
-		"only what the operator set travels: tomorrow's defaults reach it")
 }

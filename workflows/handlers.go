@@ -58,7 +58,7 @@ func (s *scheduler) registerHandlers(ctx workflow.Context) error {
 			}},
 		{UpdateReconfigure, `change cadences and schedules in place: {"teneroEvery":"5m","sweepEvery":"1m","schedules":{"rollup":{"cron":"5 * * * *","catchup":"backfill"}}} (any subset); returns the config in force`,
 			s.reconfigure, func(ctx workflow.Context, raw json.RawMessage) error {
-				_, err := ParseReconfigure(raw, s.cfg)
+				_, err := ParseReconfigure(raw, s.set)
 				return s.unlessStopping(err)
 			}},
 		{UpdateStop, `finish the runs in flight, then complete with the state as the result; workers leave it stopped until pacer start; {"reason":"…"}`,
@@ -257,19 +257,20 @@ func (s *scheduler) tuneNow(ctx workflow.Context, raw json.RawMessage) (TuneResu
 // at the next idle moment so that the run's input holds it (a restart reads
 // the config from there).
 func (s *scheduler) reconfigure(ctx workflow.Context, raw json.RawMessage) (ReconfigureResult, error) {
-	next, err := ParseReconfigure(raw, s.cfg)
+	next, err := ParseReconfigure(raw, s.set)
 	if err != nil {
 		return ReconfigureResult{}, err
 	}
 	prev := s.cfg
-	s.applyConfig(next, workflow.Now(ctx))
+	s.set = next
+	s.applyConfig(next.over(s.defaults), workflow.Now(ctx))
 	s.reconfigured = true
 	note := next.CostNote()
 	s.logger.Info("scheduler.reconfigured", "teneroEvery", s.cfg.TeneroEvery, "sweepEvery", s.cfg.SweepEvery,
 		"wasTeneroEvery", prev.TeneroEvery, "wasSweepEvery", prev.SweepEvery, "schedules", s.cfg.Schedules,
 		"wasSchedules", prev.Schedules, "cost", note)
 	s.wake.SendAsync(struct{}{})
-	return ReconfigureResult{Config: s.cfg, CostNote: note}, nil
+	return ReconfigureResult{Config: s.set, CostNote: note}, nil
 }
 
 // applyConfig puts a new config in force: each task's cadence, and its
@@ -319,6 +320,9 @@ func (s *scheduler) stop(ctx workflow.Context, raw json.RawMessage) (*StopResult
 	if err != nil {
 		return nil, err
 	}
+	// Refreshes already delivered run before the answer: their callers
+	// were promised a run.
+	s.drainSignals(ctx)
 	s.stopping = &in
 	s.logger.Info("scheduler.stop_requested", "reason", in.Reason)
 	s.wake.SendAsync(struct{}{})
@@ -362,9 +366,13 @@ func (s *scheduler) resume(now time.Time, via, task string) ResumeResult {
 			t.NextRunAfter, t.PacedUntil = nil, nil
 			res.BackoffsCleared = append(res.BackoffsCleared, t.Name)
 		}
+		if t.Broken != nil {
+			t.Broken = nil
+			res.Repaired = append(res.Repaired, t.Name)
+		}
 	}
 	s.logger.Info("scheduler.resumed", "reason", "resume "+via, "task", task, "wasPaused", res.WasPaused,
-		"breakersClosed", res.BreakersClosed, "backoffsCleared", res.BackoffsCleared)
+		"breakersClosed", res.BreakersClosed, "backoffsCleared", res.BackoffsCleared, "repaired", res.Repaired)
 	return res
 }
 

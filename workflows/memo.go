@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/cron"
 	"github.com/pacer-dev/pacer/internal/schedule"
 )
 
@@ -44,6 +45,8 @@ type MemoTask struct {
 	Batch    int            `json:"batch,omitempty"`
 	Interval pacer.Duration `json:"interval,omitempty"`
 	Zone     string         `json:"zone,omitempty"`
+	// Broken is the panic that fenced the task off (SPEC §3.8), if any.
+	Broken string `json:"broken,omitempty"`
 	// Held is the decision when it holds the task for a reason an operator
 	// acts on (paused, breaker, backoff, stopping), with until when; absent
 	// for the routine ones (cadence, cron, budget, running, due), which move
@@ -97,6 +100,9 @@ func (s *scheduler) memo(now time.Time) Memo {
 	for _, t := range s.state.Tasks {
 		mt := MemoTask{ConsecutiveFailures: t.ConsecutiveFailures, BreakerUntil: utc(t.BreakerUntil), BreakerTrips: t.BreakerTrips}
 		mt.Held = s.held(t, now)
+		if t.Broken != nil {
+			mt.Broken = t.Broken.Message
+		}
 		if p := s.pacingStatus(t.Name, now); p != nil {
 			mt.Batch, mt.Zone = p.Batch, string(p.Zone)
 			mt.Interval = s.state.Pacing[t.Name].Controller.Interval
@@ -106,34 +112,12 @@ func (s *scheduler) memo(now time.Time) Memo {
 	return m
 }
 
-// MemoStatusKey is the memo field holding the status document: views read
-// it with DescribeWorkflowExecution, so the API's status, the operator's page and `pacer status --watch` share one
+// MemoStatusKey is the memo field holding what the status document is
+// made of (Snapshot): views read it with DescribeWorkflowExecution and
+// compute the document with the same decision at their own clock, so the
+// API's status, the operator's page and `pacer status --watch` share one
 // source that costs no query however many watch (SPEC §7).
 const MemoStatusKey = "pacerStatus"
-
-// upsertStatusMemo writes the status document to the memo when it
-// changed, its clock and history length aside, gzipped (StatusMemo): the
-// document is a few kilobytes, past what the SDK lets a memo hold without
-// a warning.
-func (s *scheduler) upsertStatusMemo(ctx workflow.Context) {
-	st := s.status(ctx)
-	st.Now, st.HistoryLength = time.Time{}, 0
-	key, err := json.Marshal(st)
-	if err != nil || string(key) == s.statusKey {
-		return
-	}
-	var zipped bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&zipped, gzip.BestCompression)
-	_, _ = zw.Write(key)
-	if err := zw.Close(); err != nil {
-		return
-	}
-	if err := workflow.UpsertMemo(ctx, map[string]any{MemoStatusKey: StatusMemo{Gzip: zipped.Bytes()}}); err != nil {
-		s.logger.Warn("scheduler.memo_failed", "error", err.Error())
-		return
-	}
-	s.statusKey = string(key)
-}
 
 // MemoSizeWarning is the memo size past which pacer's Temporal clients
 // log the SDK's TMPRL1103 warning (worker.Dial). The SDK's default, 2 KiB,
@@ -153,40 +137,86 @@ func MemoSize(fields map[string]*commonpb.Payload) int {
 	return n
 }
 
-// StatusMemo is the memo field MemoStatusKey: the status document as
-// gzipped JSON.
+// StatusMemo is the memo field MemoStatusKey: the Snapshot as gzipped
+// JSON (a few kilobytes, past what the SDK lets a memo hold without a
+// warning).
 type StatusMemo struct {
 	Gzip []byte `json:"gzip"`
 }
 
-// Status decodes the document.
-func (m StatusMemo) Status() (Status, error) {
-	zr, err := gzip.NewReader(bytes.NewReader(m.Gzip))
-	if err != nil {
-		return Status{}, fmt.Errorf("status memo: %w", err)
-	}
-	var st Status
-	if err := json.NewDecoder(io.LimitReader(zr, 1<<20)).Decode(&st); err != nil {
-		return Status{}, fmt.Errorf("status memo: %w", err)
-	}
-	return st, nil
+// Snapshot is what the status document is computed from: the run's
+// config in force and carried state, as of its last change.
+type Snapshot struct {
+	WorkflowID string     `json:"workflowId"`
+	RunID      string     `json:"runId"`
+	At         time.Time  `json:"at"`
+	Config     Config     `json:"config"`
+	State      State      `json:"state"`
+	Stopping   *StopInput `json:"stopping,omitempty"`
+	Holding    bool       `json:"holding,omitempty"`
 }
 
-// upsertMemo writes the memo when anything in it but its time changed: a
-// memo upsert is a history event, though not a billed action.
+// Status is the status document at now, by the decision the scheduler
+// runs: what a status query at now would answer but the history length,
+// and the next wake-up as the decision wants it.
+func (sn Snapshot) Status(now time.Time) Status {
+	s := &scheduler{cfg: sn.Config, state: sn.State, stopping: sn.Stopping, holding: sn.Holding,
+		tasks: map[string]*schedule.Task{}, crons: map[string]*cron.Schedule{}}
+	for _, t := range s.state.Tasks {
+		s.tasks[t.Name] = t
+		if spec, ok := s.cfg.schedule(t.Name); ok && spec.IsCron() && t.Cron != nil {
+			if sched, err := cron.New(spec); err == nil {
+				s.crons[t.Name] = sched
+			}
+		}
+	}
+	st := s.statusAt(sn.WorkflowID, sn.RunID, now)
+	if at, ok := s.view().Wake(now); ok {
+		st.NextWakeAt = utc(&at)
+	}
+	return st
+}
+
+// Snapshot decodes the memo field.
+func (m StatusMemo) Snapshot() (Snapshot, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(m.Gzip))
+	if err != nil {
+		return Snapshot{}, fmt.Errorf("status memo: %w", err)
+	}
+	var sn Snapshot
+	if err := json.NewDecoder(io.LimitReader(zr, 4<<20)).Decode(&sn); err != nil {
+		return Snapshot{}, fmt.Errorf("status memo: %w", err)
+	}
+	return sn, nil
+}
+
+// changed marks the memo stale: a run started or ended, or an operator's
+// message changed something. The loop writes it before it waits.
+func (s *scheduler) changed() { s.memoStale = true }
+
+// upsertMemo writes the memo and the snapshot in one upsert, when
+// something changed since the last: a memo upsert is a history event,
+// though not a billed action. Whether it happens depends on what happened
+// (changed), never on the documents' contents, so a new status field
+// changes no history.
 func (s *scheduler) upsertMemo(ctx workflow.Context) {
-	s.upsertStatusMemo(ctx)
-	m := s.memo(workflow.Now(ctx))
-	at := m.At
-	m.At = time.Time{}
-	key, err := json.Marshal(m)
-	if err != nil || string(key) == s.memoKey {
+	if !s.memoStale {
 		return
 	}
-	m.At = at.UTC()
-	if err := workflow.UpsertMemo(ctx, map[string]any{MemoKey: m}); err != nil {
+	s.memoStale = false
+	now := workflow.Now(ctx).UTC()
+	info := workflow.GetInfo(ctx)
+	raw, err := json.Marshal(Snapshot{WorkflowID: info.WorkflowExecution.ID, RunID: info.WorkflowExecution.RunID, At: now,
+		Config: s.cfg, State: s.state, Stopping: s.stopping, Holding: s.holding})
+	if err != nil {
+		s.logger.Error("scheduler.memo_failed", "error", err.Error())
+		return
+	}
+	var zipped bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&zipped, gzip.BestCompression)
+	_, _ = zw.Write(raw)
+	_ = zw.Close()
+	if err := workflow.UpsertMemo(ctx, map[string]any{MemoKey: s.memo(now), MemoStatusKey: StatusMemo{Gzip: zipped.Bytes()}}); err != nil {
 		s.logger.Warn("scheduler.memo_failed", "error", err.Error())
-		return
 	}
-	s.memoKey = string(key)
 }

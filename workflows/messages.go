@@ -340,6 +340,8 @@ type ResumeResult struct {
 	// BackoffsCleared are the tasks whose back-off or budget wait resume
 	// cleared (the 24-hour month back-off included).
 	BackoffsCleared []string `json:"backoffsCleared,omitempty"`
+	// Repaired are the broken tasks resume gave another try.
+	Repaired []string `json:"repaired,omitempty"`
 }
 
 // TuneResult answers the tune update with each tuned task's pace.

@@ -3,6 +3,7 @@ package workflows
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -48,6 +49,10 @@ type SchedulerInput struct {
 	// again after its last run closed: what closed it and how old the
 	// carried state is.
 	Restart *Restart `json:"restart,omitempty"`
+	// Defaults are the defaults in force for this run, every field set: the
+	// build that started it or continued it as new wrote them (SPEC §3.5).
+	// A run given none records its build's in a side effect.
+	Defaults *Config `json:"defaults,omitempty"`
 }
 
 // Restart says where a restarted scheduler's state comes from.
@@ -69,12 +74,25 @@ type Restart struct {
 // its history grows large. The stop update completes it with its state as
 // the result.
 func SchedulerWorkflow(ctx workflow.Context, in SchedulerInput) (*StopResult, error) {
+	return schedulerWorkflow(ctx, in, runOptions{})
+}
+
+// runOptions are what tests change of a run: a fault injected into one
+// task's scheduling code, and the build's defaults.
+type runOptions struct {
+	// fault, when set, is called in every task's fenced scheduling code.
+	fault func(task string)
+	// defaults stands for CodeDefaults.
+	defaults func() Config
+}
+
+func schedulerWorkflow(ctx workflow.Context, in SchedulerInput, opts runOptions) (*StopResult, error) {
 	if err := in.Config.Validate(); err != nil {
 		// Fail at once with the reason rather than panic later in a loop of
 		// failing workflow tasks.
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), errTypeInvalidConfig, nil)
 	}
-	s := newScheduler(ctx, in)
+	s := newScheduler(ctx, in, opts)
 	if err := s.registerHandlers(ctx); err != nil {
 		return nil, err
 	}
@@ -84,6 +102,14 @@ func SchedulerWorkflow(ctx workflow.Context, in SchedulerInput) (*StopResult, er
 			"pausedUntil", s.state.PausedUntil)
 	}
 	return s.loop(ctx)
+}
+
+// codeDefaults are this build's defaults (CodeDefaults, or a test's).
+func (s *scheduler) codeDefaults() Config {
+	if s.opts.defaults != nil {
+		return s.opts.defaults()
+	}
+	return CodeDefaults()
 }
 
 // errTypeInvalidConfig is the application error type of a run that failed
@@ -119,13 +145,16 @@ func readRevision(ctx workflow.Context) workflow.Version {
 
 type scheduler struct {
 	defs []taskDef
+	opts runOptions
 	// revision is this run's revision (readRevision); every branch on it
 	// names the revision that brought the change.
 	revision workflow.Version
-	cfg      Config
-	state    State
-	tasks    map[string]*schedule.Task
-	logger   log.Logger
+	// set is the config the operator set (the run's input, reconfigure);
+	// defaults the defaults in force for this run; cfg is set over them.
+	set, defaults, cfg Config
+	state              State
+	tasks              map[string]*schedule.Task
+	logger             log.Logger
 	// crons are the compiled schedules of the cron tasks, by task name.
 	crons map[string]*cron.Schedule
 	// deliverWoken is set when a rollup run made deliver due while a
@@ -147,15 +176,15 @@ type scheduler struct {
 	// reconfigured is set by the reconfigure update: the run continues as
 	// new, so that its input holds the new config, at the first idle moment.
 	reconfigured bool
-	// memoKey is the memo last upserted, without its time; statusKey the
-	// status document last upserted.
-	memoKey, statusKey string
+	// memoStale is set when what the memo shows changed (changed).
+	memoStale bool
 }
 
-func newScheduler(ctx workflow.Context, in SchedulerInput) *scheduler {
+func newScheduler(ctx workflow.Context, in SchedulerInput, opts runOptions) *scheduler {
 	s := &scheduler{
 		revision: readRevision(ctx),
-		cfg:      in.Config,
+		opts:     opts,
+		set:      in.Config,
 		logger:   workflow.GetLogger(ctx),
 		pauseCh: signalChannel(ctx, SignalPause,
 			`no scheduled run starts until then (refreshes still run); {"for":"30m"} or {"until":"<RFC3339>"}, at most 30 days`),
@@ -168,9 +197,16 @@ func newScheduler(ctx workflow.Context, in SchedulerInput) *scheduler {
 			`an agent has a new transaction: the sweep runs soon whatever its pacing, not while paused; {"agent":"SP…"} (optional)`),
 		wake:  workflow.NewBufferedChannel(ctx, 1),
 		tasks: map[string]*schedule.Task{},
+		// A run's start is a change: its first wait writes the memo.
+		memoStale: true,
 	}
-	s.defs = tasksOf(s.revision, s.cfg)
-	s.cfg = s.cfg.operatorSet()
+	s.defs = tasksOf(s.revision, s.set)
+	if in.Defaults != nil {
+		s.defaults = *in.Defaults
+	} else {
+		_ = workflow.SideEffect(ctx, func(workflow.Context) any { return s.codeDefaults() }).Get(&s.defaults)
+	}
+	s.cfg = s.set.over(s.defaults)
 	if in.State != nil {
 		s.state = *in.State
 		s.state.Generation++
@@ -192,6 +228,7 @@ func newScheduler(ctx workflow.Context, in SchedulerInput) *scheduler {
 		}
 		t.Every = s.cfg.every(d.name)
 		t.Finished = t.Started // runs do not cross continue-as-new
+		t.Broken = nil         // a new run's code tries again
 		s.state.Tasks = append(s.state.Tasks, t)
 		s.tasks[d.name] = t
 	}
@@ -248,6 +285,7 @@ func (s *scheduler) loop(ctx workflow.Context) (*StopResult, error) {
 		s.wait(ctx, now)
 	}
 	if s.stopping != nil {
+		s.upsertMemo(ctx) // the stopped run's memo says so
 		return s.stopResult(ctx), nil
 	}
 	return nil, s.continueAsNew(ctx)
@@ -272,7 +310,7 @@ func (s *scheduler) handOver(ctx workflow.Context) (bool, error) {
 // stops starting scheduled runs once its history is twice the length at
 // which it wanted to continue as new, well inside the server's limit.
 func (s *scheduler) holdStarts(ctx workflow.Context) bool {
-	return workflow.GetInfo(ctx).GetCurrentHistoryLength() >= 2*s.cfg.maxHistoryEvents()
+	return workflow.GetInfo(ctx).GetCurrentHistoryLength() >= 2*s.cfg.MaxHistoryEvents
 }
 
 // idle reports whether no run is in flight and none is requested.
@@ -287,20 +325,23 @@ func (s *scheduler) idle() bool {
 
 func (s *scheduler) continueAsNewWanted(ctx workflow.Context) bool {
 	info := workflow.GetInfo(ctx)
-	return info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() >= s.cfg.maxHistoryEvents()
+	return info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() >= s.cfg.MaxHistoryEvents
 }
 
 func (s *scheduler) continueAsNew(ctx workflow.Context) error {
 	state := s.state
 	s.logger.Info("scheduler.continued_as_new", "generation", state.Generation+1, "reconfigured", s.reconfigured,
 		"historyLength", workflow.GetInfo(ctx).GetCurrentHistoryLength())
-	return workflow.NewContinueAsNewError(ctx, WorkflowType, SchedulerInput{Config: s.cfg, State: &state})
+	// The next run takes this build's defaults: a release's new default
+	// reaches the scheduler here, at a run's start.
+	defaults := s.codeDefaults()
+	return workflow.NewContinueAsNewError(ctx, WorkflowType, SchedulerInput{Config: s.set, State: &state, Defaults: &defaults})
 }
 
 // stopResult is the state a stopped run hands over.
 func (s *scheduler) stopResult(ctx workflow.Context) *StopResult {
 	state := s.state
-	res := &StopResult{Reason: s.stopping.Reason, StoppedAt: workflow.Now(ctx).UTC(), Config: s.cfg, State: &state}
+	res := &StopResult{Reason: s.stopping.Reason, StoppedAt: workflow.Now(ctx).UTC(), Config: s.set, State: &state}
 	s.logger.Info("scheduler.stopped", "reason", res.Reason, "pausedUntil", state.PausedUntil)
 	return res
 }
@@ -311,42 +352,88 @@ func (s *scheduler) stopResult(ctx workflow.Context) *StopResult {
 func (s *scheduler) startRuns(ctx workflow.Context, now time.Time) {
 	for _, d := range s.defs {
 		t := s.tasks[d.name]
-		if !s.shouldStart(t, now) {
-			continue
-		}
 		var occ pacer.Occurrence
-		if t.Cron != nil && !t.Requested {
-			var ok bool
-			if occ, ok = t.Cron.Take(now); !ok {
-				continue
+		start := false
+		s.fence(t, now, func() {
+			if !s.shouldStart(t, now) {
+				return
 			}
-			if occ.Live {
-				at := now.UTC()
-				occ.AsOf = &at
+			if t.Cron != nil && !t.Requested {
+				var ok bool
+				if occ, ok = t.Cron.Take(now); !ok {
+					return
+				}
+				if occ.Live {
+					at := now.UTC()
+					occ.AsOf = &at
+				}
+			} else {
+				occ = s.occurrence(t, now)
 			}
-		} else {
-			occ = s.occurrence(t, now)
+			start = true
+		})
+		if !start {
+			continue
 		}
 		forced := t.Requested
 		t.Begin(now)
+		s.changed()
 		workflow.Go(ctx, func(ctx workflow.Context) {
-			o := d.run(ctx, s, occ, forced)
-			if o.Class != "" && t.Cron != nil && !occ.Manual {
-				// The occurrence is owed until it succeeds (SPEC §3.4): it
-				// goes back to the head of the queue, with the passed ones it
-				// carries (the ledger keeps the first record of each), and
-				// waits for its back-off.
-				t.Cron.Queue = append([]pacer.Occurrence{occ}, t.Cron.Queue...)
-				o.Backoff = max(o.Backoff, owedBackoff(t.ConsecutiveFailures+1))
-			} else if o.Class != "" && t.Cron != nil && len(occ.Passed) > 0 {
-				// A manual run may have failed before it wrote them to the
-				// ledger: the next run carries them again (the ledger
-				// keeps the first record of each).
-				t.Cron.Pending = cron.Compact(append(slices.Clone(occ.Passed), t.Cron.Pending...))
-			}
-			s.finish(ctx, t, o)
+			defer func() {
+				if t.Running() { // its scheduling code panicked (fence)
+					t.Finished = t.Started
+					s.wake.SendAsync(struct{}{})
+				}
+			}()
+			s.fence(t, now, func() { s.runOnce(ctx, d, t, occ, forced) })
 		})
 	}
+}
+
+// runOnce runs t once with occurrence occ and records its outcome.
+func (s *scheduler) runOnce(ctx workflow.Context, d taskDef, t *schedule.Task, occ pacer.Occurrence, forced bool) {
+	o := d.run(ctx, s, occ, forced)
+	if o.Class != "" && t.Cron != nil && !occ.Manual {
+		// The occurrence is owed until it succeeds (SPEC §3.4): it
+		// goes back to the head of the queue, with the passed ones it
+		// carries (the ledger keeps the first record of each), and
+		// waits for its back-off.
+		t.Cron.Queue = append([]pacer.Occurrence{occ}, t.Cron.Queue...)
+		o.Backoff = max(o.Backoff, owedBackoff(t.ConsecutiveFailures+1))
+	} else if o.Class != "" && t.Cron != nil && len(occ.Passed) > 0 {
+		// A manual run may have failed before it wrote them to the
+		// ledger: the next run carries them again (the ledger
+		// keeps the first record of each).
+		t.Cron.Pending = cron.Compact(append(slices.Clone(occ.Passed), t.Cron.Pending...))
+	}
+	s.finish(ctx, t, o)
+}
+
+// fence runs f, a piece of t's scheduling code (its decision, its cron
+// arithmetic, its result's handling): a panic in it marks t broken, logs
+// it, and leaves every other task to its cadence (SPEC §3.8).
+func (s *scheduler) fence(t *schedule.Task, now time.Time, f func()) {
+	if t.Broken != nil {
+		return // fenced off until resume or the next run
+	}
+	defer func() {
+		r := recover()
+		if r == nil {
+			return
+		}
+		if rt := reflect.TypeOf(r); rt != nil && strings.HasPrefix(rt.PkgPath(), "go.temporal.io/") {
+			panic(r) // the SDK's own (a history this code cannot replay): not the task's
+		}
+		msg := fmt.Sprint(r)
+		t.Broken = &schedule.RunError{Class: schedule.ReasonBroken, Message: msg, At: now.UTC()}
+		s.logger.Error("scheduler.task_broken", "task", t.Name, "panic", msg,
+			"hint", "the task's scheduling code failed: the other tasks run on; resume retries it, as does the next run of a fixed build")
+		s.changed()
+	}()
+	if s.opts.fault != nil {
+		s.opts.fault(t.Name)
+	}
+	f()
 }
 
 // shouldStart is whether t starts now, as the decision says.
@@ -411,11 +498,12 @@ func (s *scheduler) finish(ctx workflow.Context, t *schedule.Task, o schedule.Ou
 // wait blocks until a message arrives, a run finishes or the timer fires.
 func (s *scheduler) wait(ctx workflow.Context, now time.Time) {
 	sel := workflow.NewSelector(ctx)
+	// A message, a run's end or an update changes what the memo shows.
 	for _, sig := range s.signals() {
-		sel.AddReceive(sig.ch, func(c workflow.ReceiveChannel, _ bool) { s.receive(ctx, sig) })
+		sel.AddReceive(sig.ch, func(c workflow.ReceiveChannel, _ bool) { s.receive(ctx, sig); s.changed() })
 	}
-	sel.AddReceive(s.wake, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil) })
-	s.armWakes(ctx, now, s.view().Wakes(now))
+	sel.AddReceive(s.wake, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil); s.changed() })
+	s.armWakes(ctx, now, s.wakes(now))
 	for _, a := range s.armed {
 		sel.AddFuture(a.f, func(workflow.Future) {
 			s.armed = slices.DeleteFunc(s.armed, func(b *armedTimer) bool { return b == a })
@@ -424,6 +512,23 @@ func (s *scheduler) wait(ctx workflow.Context, now time.Time) {
 	s.setDetails(ctx)
 	s.upsertMemo(ctx)
 	sel.Select(ctx)
+}
+
+// wakes are the instants the tasks want a timer for (schedule.View.Wakes),
+// each task's decision fenced.
+func (s *scheduler) wakes(now time.Time) []time.Time {
+	var out []time.Time
+	v := s.view()
+	for _, t := range s.state.Tasks {
+		s.fence(t, now, func() {
+			if d := v.Decide(t, now); d.Wake && d.At.After(now) {
+				out = append(out, d.At)
+			} else if d.Wake {
+				out = append(out, now)
+			}
+		})
+	}
+	return out
 }
 
 // armedTimer is a timer armed for the wake-up at at.
@@ -514,7 +619,7 @@ func classify(err error) (pacer.ErrorClass, string) {
 func (s *scheduler) activityOptions(summary string, startToClose time.Duration) workflow.ActivityOptions {
 	return workflow.ActivityOptions{
 		StartToCloseTimeout: startToClose,
-		HeartbeatTimeout:    s.cfg.heartbeatTimeout(),
+		HeartbeatTimeout:    time.Duration(s.cfg.HeartbeatTimeout),
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:    5 * time.Second,
 			BackoffCoefficient: 2,

@@ -113,11 +113,24 @@ func newHarness(t *testing.T) *harness {
 // Rollup activity in place of the fake.
 func newHarnessWith(t *testing.T, rollup func(context.Context, pacer.RollupInput) (pacer.RollupResult, error)) *harness {
 	t.Helper()
+	return newHarnessOpts(t, rollup, nil)
+}
+
+// newHarnessOpts is newHarnessWith running the scheduler with opts (a
+// fault, a build's defaults) when not nil.
+func newHarnessOpts(t *testing.T, rollup func(context.Context, pacer.RollupInput) (pacer.RollupResult, error), opts *runOptions) *harness {
+	t.Helper()
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestWorkflowEnvironment()
 	env.SetStartTime(t0)
 	env.SetTestTimeout(30 * time.Second)
-	Register(env)
+	if opts == nil {
+		Register(env)
+	} else {
+		env.RegisterWorkflowWithOptions(func(ctx workflow.Context, in SchedulerInput) (*StopResult, error) {
+			return schedulerWorkflow(ctx, in, *opts)
+		}, workflow.RegisterOptions{Name: WorkflowType})
+	}
 	h := &harness{env: env, tenero: &fakeTenero{}, sweep: &fakeSweep{}, rollup: &fakeRollup{}, deliver: &fakeDeliver{}}
 	env.RegisterActivityWithOptions(h.tenero.run, activity.RegisterOptions{Name: ActivityRefreshTenero})
 	env.RegisterActivityWithOptions(h.sweep.run, activity.RegisterOptions{Name: ActivitySweep})

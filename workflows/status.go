@@ -68,6 +68,9 @@ type TaskStatus struct {
 	// PausedUntil is the end of the pause in force for this task: its own
 	// (pause --task) or the scheduler's.
 	PausedUntil *time.Time `json:"pausedUntil,omitempty"`
+	// Broken is the panic of the task's scheduling code that fenced it off
+	// (waiting "broken"): the other tasks run on; resume retries it.
+	Broken *schedule.RunError `json:"broken,omitempty"`
 	// Hinted says a hint asked for a sweep that has not started yet.
 	Hinted bool `json:"hinted,omitempty"`
 	// Pacing is what the adaptive controller decided and the upstream's
@@ -126,12 +129,24 @@ func utc(t *time.Time) *time.Time {
 	return &u
 }
 
+// status is the status query's answer.
 func (s *scheduler) status(ctx workflow.Context) Status {
 	info := workflow.GetInfo(ctx)
+	st := s.statusAt(info.WorkflowExecution.ID, info.WorkflowExecution.RunID, workflow.Now(ctx))
+	st.HistoryLength = info.GetCurrentHistoryLength()
+	if at, ok := s.nextWake(); ok {
+		st.NextWakeAt = utc(&at)
+	}
+	return st
+}
+
+// statusAt is the status document at now, its history length and next
+// wake-up aside: what a query answers and a memo's reader computes.
+func (s *scheduler) statusAt(workflowID, runID string, now time.Time) Status {
 	st := Status{
-		WorkflowID:          info.WorkflowExecution.ID,
-		RunID:               info.WorkflowExecution.RunID,
-		Now:                 workflow.Now(ctx).UTC(),
+		WorkflowID:          workflowID,
+		RunID:               runID,
+		Now:                 now.UTC(),
 		PausedUntil:         utc(s.state.PausedUntil),
 		LastTeneroResult:    s.state.LastTeneroResult,
 		LastSweepResult:     s.state.LastSweepResult,
@@ -141,14 +156,9 @@ func (s *scheduler) status(ctx workflow.Context) Status {
 		NextRunAfter:        map[string]*time.Time{},
 		Tasks:               map[string]TaskStatus{},
 		Generation:          s.state.Generation,
-		HistoryLength:       info.GetCurrentHistoryLength(),
 		Config:              s.cfg,
 		Stopping:            s.stopping,
 	}
-	if at, ok := s.nextWake(); ok {
-		st.NextWakeAt = utc(&at)
-	}
-	st.Config = s.cfg.withDefaults()
 	for _, t := range s.state.Tasks {
 		st.ConsecutiveFailures[t.Name] = t.ConsecutiveFailures
 		st.NextRunAfter[t.Name] = utc(t.NextRunAfter)
@@ -219,6 +229,7 @@ func (s *scheduler) decisionStatus(ts *TaskStatus, t *schedule.Task, now time.Ti
 	ts.PacedUntil = utc(d.Budget)
 	ts.Breaker.ProbeAt = utc(d.Breaker)
 	ts.Hinted = t.HintedAt != nil
+	ts.Broken = t.Broken
 	if d.At.IsZero() {
 		ts.NextDueAt = nil
 	}

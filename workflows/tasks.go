@@ -51,7 +51,10 @@ func (s *scheduler) planCrons(now time.Time) {
 		if sched == nil || t.Cron == nil {
 			continue
 		}
-		if !t.Running() && len(t.Cron.Queue) == 0 {
+		if t.Running() || t.Broken != nil || len(t.Cron.Queue) > 0 {
+			continue
+		}
+		s.fence(t, now, func() {
 			next, rep := sched.PlanWith(d.name, *t.Cron, now, cron.Options{Paused: s.pausedFunc(d.name)})
 			*t.Cron = next
 			if rep.Missed > 0 || rep.Unrecorded != nil {
@@ -59,7 +62,7 @@ func (s *scheduler) planCrons(now time.Time) {
 					"missed", rep.Missed, "queued", rep.Queued, "skipped", rep.Skipped, "coalesced", rep.Coalesced,
 					"unrecorded", rep.Unrecorded)
 			}
-		}
+		})
 	}
 }
 

@@ -68,8 +68,8 @@ type schedulerCollector struct {
 	lastRuns map[string]store.TaskRun
 	lastAt   time.Time
 
-	up, stopped, paused, history, wftFailing, wftAttempt, failures, breaker, batch, interval, zone, lastRun, lastFailed *prometheus.Desc
-	errors                                                                                                              prometheus.Counter
+	up, stopped, paused, history, wftFailing, wftAttempt, failures, breaker, batch, interval, zone, broken, lastRun, lastFailed *prometheus.Desc
+	errors                                                                                                                      prometheus.Counter
 }
 
 func newSchedulerCollector(view ViewFunc, runs LatestRunsFunc, every time.Duration) *schedulerCollector {
@@ -100,6 +100,8 @@ func newSchedulerCollector(view ViewFunc, runs LatestRunsFunc, every time.Durati
 			"Interval between runs the pacing controller chose for the task.", task, nil),
 		zone: prometheus.NewDesc("pacer_pacing_zone",
 			"1 for the pacing controller's current zone of the task.", []string{"task", "zone"}, nil),
+		broken: prometheus.NewDesc("pacer_task_broken",
+			"1 while the task's scheduling code is fenced off after a panic (the other tasks run on; resume retries it).", task, nil),
 		lastRun: prometheus.NewDesc("pacer_task_last_run_finished_timestamp_seconds",
 			"When the task's latest run finished, from the task_runs ledger (every worker's runs).", task, nil),
 		lastFailed: prometheus.NewDesc("pacer_task_last_run_failed",
@@ -113,7 +115,7 @@ func newSchedulerCollector(view ViewFunc, runs LatestRunsFunc, every time.Durati
 
 func (c *schedulerCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.up, c.stopped, c.paused, c.history, c.wftFailing, c.wftAttempt, c.failures, c.breaker, c.batch,
-		c.interval, c.zone, c.lastRun, c.lastFailed} {
+		c.interval, c.zone, c.broken, c.lastRun, c.lastFailed} {
 		ch <- d
 	}
 	c.errors.Describe(ch)
@@ -151,6 +153,7 @@ func (c *schedulerCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		gauge(c.failures, float64(t.ConsecutiveFailures), name)
 		gauge(c.breaker, flag(t.BreakerUntil != nil), name)
+		gauge(c.broken, flag(t.Broken != ""), name)
 		if t.Zone == "" {
 			continue // a run without pacing
 		}

@@ -27,6 +27,8 @@ const (
 	// ReasonHeld: due, but the run holds scheduled starts until the runs in
 	// flight end (its history is long); their end wakes the loop.
 	ReasonHeld = "held"
+	// ReasonBroken: the task's scheduling code panicked (Task.Broken).
+	ReasonBroken = "broken"
 )
 
 // HintGap bounds hinted wakes: a hinted sweep starts at most once per
@@ -99,6 +101,9 @@ func (v View) decide(t *Task, now time.Time) Decision {
 		d.PausedUntil = &paused
 	}
 	switch {
+	case t.Broken != nil:
+		d.Reason = ReasonBroken
+		return d
 	case t.Running():
 		// Its next start is decided when its run ends, which wakes the
 		// scheduler: a prediction its end moves would be a timer for nothing.

@@ -61,6 +61,11 @@ type Task struct {
 	// wakes it (deliver with nothing pending, a cron schedule that fires no
 	// more): it never comes due on its own, only by a request.
 	Dormant bool `json:"dormant,omitempty"`
+	// Broken is set when the task's scheduling code panicked (its decision,
+	// its cron arithmetic, its result's handling; SPEC §3.8): it does not
+	// run, the other tasks keep their cadence, and resume or the next run
+	// of the scheduler (a fixed build after continue-as-new) clears it.
+	Broken *RunError `json:"broken,omitempty"`
 	// HintedAt is when a hint (an agent's new transaction) asked for a
 	// sweep not yet started; the next start clears it.
 	HintedAt *time.Time `json:"hintedAt,omitempty"`
