@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
@@ -53,6 +54,7 @@ type Deployment struct {
 	// whatever is current: pacer dev, whose one build replaces the last
 	// one's (its dev server keeps its state across restarts).
 	PromoteOnStart bool
+	waits          handoffWaits
 }
 
 // Version is the version's name as Temporal shows it: name.buildID.
@@ -221,12 +223,52 @@ const HandoffReason = "handoff to "
 
 // handoffTimeout bounds the stop of a handoff: running tasks finish first
 // (a sweep run may take minutes). acceptWait is how long the old version's
-// workers get to take the stop: past it, none is running (they were
-// stopped before the scheduler moved), and the run is ended instead.
+// workers get to take the stop: past it, the run is ended instead, but only
+// once no worker of the old version polls (pollerFresh), so that a slow
+// worker's run is never cut short.
 const (
 	handoffTimeout = 10 * time.Minute
 	acceptWait     = 30 * time.Second
+	// pollerFresh is how recently a live worker has polled: an idle poll
+	// lasts up to a minute on the server, and a stopped worker stays
+	// listed for minutes with the time of its last poll.
+	pollerFresh = 75 * time.Second
 )
+
+// handoffWaits are a handoff's waits (tests shorten them).
+type handoffWaits struct {
+	accept, pollerFresh time.Duration
+}
+
+func (w handoffWaits) withDefaults() handoffWaits {
+	if w.accept == 0 {
+		w.accept = acceptWait
+	}
+	if w.pollerFresh == 0 {
+		w.pollerFresh = pollerFresh
+	}
+	return w
+}
+
+// VersionPolls reports whether workers of version (name.buildID) poll the
+// task queue's workflow tasks: one listed with a poll within fresh.
+// Describing a task queue is not a billed action.
+func VersionPolls(ctx context.Context, c client.Client, taskQueue, version string, fresh time.Duration) (bool, error) {
+	// The legacy description lists every version's pollers; the enhanced
+	// one (server 1.29) leaves out a deployment version once another is
+	// current.
+	d, err := c.DescribeTaskQueue(ctx, taskQueue, enumspb.TASK_QUEUE_TYPE_WORKFLOW)
+	if err != nil {
+		return false, fmt.Errorf("describe task queue %s: %w", taskQueue, err)
+	}
+	for _, p := range d.GetPollers() {
+		o := p.GetDeploymentOptions()
+		if o.GetDeploymentName()+"."+o.GetBuildId() == version && time.Since(p.GetLastAccessTime().AsTime()) < fresh {
+			return true, nil
+		}
+	}
+	return false, nil
+}
 
 // HandOff moves the scheduler to s.Deployment now if that version is
 // current and the scheduler runs on another (what pacer deploy promote
@@ -261,10 +303,21 @@ func handOff(ctx context.Context, c client.Client, s Scheduler, e Ensured, log *
 	if e.Task.Failing() {
 		why = "its workflow tasks fail on " + e.Task.Version
 	} else {
+		waits := d.waits.withDefaults()
 		var accepted bool
-		accepted, err = stopForHandoff(ctx, c, s.WorkflowID, e.RunID, reason)
+		accepted, err = stopForHandoff(ctx, c, s.WorkflowID, e.RunID, reason, waits.accept)
 		if err == nil && !accepted {
-			why = "no worker of " + e.Task.Version + " took the stop within " + acceptWait.String()
+			// Slow is not gone: while the old version polls, its workers
+			// may yet take the stop (or finish a run in flight), and
+			// ending the run would lose what it did since it started.
+			var polls bool
+			if polls, err = VersionPolls(ctx, c, s.TaskQueue, e.Task.Version, waits.pollerFresh); err == nil && polls {
+				log.Warn("deploy.handoff_waits", zap.String("from", e.Task.Version), zap.String("to", d.Version()),
+					zap.String("why", "no worker of "+e.Task.Version+" took the stop within "+waits.accept.String()+", but its workers poll"),
+					zap.String("hint", "the next keep-alive check asks again; stop the old build's workers to end its run"))
+				return false
+			}
+			why = "no worker of " + e.Task.Version + " took the stop within " + waits.accept.String() + ", and none polls"
 		}
 	}
 	if why != "" {
@@ -292,11 +345,11 @@ func handOff(ctx context.Context, c client.Client, s Scheduler, e Ensured, log *
 }
 
 // stopForHandoff asks the scheduler's run runID to stop; accepted is false
-// when no worker took the request within acceptWait. Naming the run keeps
+// when no worker took the request within wait. Naming the run keeps
 // two handoffs at once (a worker's check and pacer deploy promote) from
 // stopping the run the other just started.
-func stopForHandoff(ctx context.Context, c client.Client, workflowID, runID, reason string) (accepted bool, err error) {
-	actx, cancel := context.WithTimeout(ctx, acceptWait)
+func stopForHandoff(ctx context.Context, c client.Client, workflowID, runID, reason string, wait time.Duration) (accepted bool, err error) {
+	actx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	h, err := c.UpdateWorkflow(actx, client.UpdateWorkflowOptions{WorkflowID: workflowID, RunID: runID, UpdateName: workflows.UpdateStop,
 		Args: []any{workflows.StopInput{Reason: reason}}, WaitForStage: client.WorkflowUpdateStageAccepted})
