@@ -46,10 +46,12 @@ func TestExplicitSweepSpendsThePacedOutMonth(t *testing.T) {
 				budget.Config{PerMinute: 1 << 20}, activities.SweepMaxWait)
 			acts.Discovery.Mode = mode
 
-			// What an earlier run learned from Hiro's headers: the whole
-			// month is 6, all of it left.
+			// What an earlier run learned from Hiro's headers: 6 left, of
+			// a month spent evenly so far (nothing banked).
+			start, end := budget.MonthOf(time.Now())
+			limit := int64(float64(manualMonth)*end.Sub(start).Seconds()/end.Sub(time.Now()).Seconds()) + 1
 			require.NoError(t, acts.Budget.Observe(ctx, budget.LaneSweep, budget.Observation{Status: 200, Cost: 1,
-				MonthLimit: new64(manualMonth), MonthRemaining: new64(manualMonth)}))
+				MonthLimit: new64(limit), MonthRemaining: new64(manualMonth)}))
 
 			scheduled, err := runActivity[pacer.SweepResult](t, acts, acts.Sweep, pacer.SweepInput{})
 			require.NoError(t, err)

@@ -332,7 +332,7 @@ func (r *sweepRun) fail(class pacer.ErrorClass, msg string) (pacer.SweepResult, 
 
 // finish reports where the due set stands and when the next run is due.
 func (r *sweepRun) finish(ctx context.Context) (pacer.SweepResult, error) {
-	rate := r.noteBudget(ctx)
+	r.noteBudget(ctx)
 	now := time.Now()
 	sum, err := r.a.Store.IngestSummary(ctx, now)
 	if err != nil {
@@ -362,7 +362,7 @@ func (r *sweepRun) finish(ctx context.Context) (pacer.SweepResult, error) {
 	}
 	// Agents still due after a budget stop wait for the budget, not for
 	// their time.
-	if at := ingest.NextDue(now, next, r.budgetAt != nil && res.AgentsDue > 0, retryIn, rate); at != nil {
+	if at := ingest.NextDue(now, next, r.budgetAt != nil && res.AgentsDue > 0, retryIn); at != nil {
 		utc := at.UTC()
 		res.NextDueAt = &utc
 	}
@@ -399,20 +399,16 @@ func (r *sweepRun) finish(ctx context.Context) (pacer.SweepResult, error) {
 	return *res, nil
 }
 
-// noteBudget reports what the shared budget has left, and returns the
-// sweep lane's rate (requests a minute; 0 when unknown). The sweep lane's
-// even after a manual run: the rate times the next run, which the
-// schedule starts on the sweep lane.
-func (r *sweepRun) noteBudget(ctx context.Context) (rate float64) {
+// noteBudget reports what the shared budget has left.
+func (r *sweepRun) noteBudget(ctx context.Context) {
 	if r.a.Budget == nil {
-		return 0
+		return
 	}
 	st, now, err := r.a.Budget.Snapshot(ctx)
 	if err != nil {
 		r.log.Warn("sweep.budget_unreadable", zap.Error(err))
-		return 0
+		return
 	}
-	rate = st.Rate(r.a.Budget.Config(), budget.LaneSweep, now)
 	minute, month := st.Remaining(r.a.Budget.Config(), now)
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -422,7 +418,6 @@ func (r *sweepRun) noteBudget(ctx context.Context) (rate float64) {
 		n := int(min(*month, math.MaxInt32))
 		r.res.MonthRemaining = &n
 	}
-	return rate
 }
 
 // allocationCache keeps the optimal policy's last solution for

@@ -16,7 +16,9 @@
 //   - the month quota (x-ratelimit-*-stacks-month, when sent): paced, not
 //     spent: credit accrues at what is left of the month over what is left
 //     of the month's time, so the month never runs dry early, and a lane
-//     may bank at most CreditHorizon of it.
+//     may bank at most CreditHorizon of it. What the month left unspent so
+//     far (more left than an even spend would have left) is banked too:
+//     the sweep spends it at the window's pace before its credit.
 //
 // Two lanes share them. The agents' fast path (LaneFast) may use at most
 // FastShare of a window and of the month's pace, and never waits; the sweep
@@ -202,6 +204,10 @@ func (s *State) Take(c Config, lane Lane, cost int64, now time.Time) Decision {
 		switch {
 		case float64(*s.Month.Remaining-cost) < s.monthReserve(c):
 			return Decision{RetryIn: end.Sub(now), Why: WhyMonth}
+		case lane == LaneSweep && *credit < float64(cost) && s.surplus(c, now) >= float64(cost):
+			// The month's unspent pace, banked: a backlog spends it at
+			// the window's pace; the credit is kept for later.
+			*credit += float64(cost)
 		case *credit < float64(cost):
 			rate := s.monthPace(c, now) * laneShare(c, lane)
 			wait := end.Sub(now)
@@ -409,6 +415,20 @@ func (s *State) monthPace(c Config, now time.Time) float64 {
 	return left / secs
 }
 
+// surplus is the month's unspent pace, banked: what is left of the month
+// above its reserve beyond what spending the whole month evenly would
+// have left by now. The sweep may spend it at the window's pace (a first
+// start, a registration, a gap); once it is spent, what is left paces the
+// rest of the month evenly, reserve kept. 0 without the month's limit.
+func (s *State) surplus(c Config, now time.Time) float64 {
+	if s.Month.Remaining == nil || s.Month.Limit == nil {
+		return 0
+	}
+	start, end := MonthOf(now)
+	even := float64(*s.Month.Limit) * end.Sub(now).Seconds() / end.Sub(start).Seconds()
+	return float64(*s.Month.Remaining) - s.monthReserve(c) - even
+}
+
 // accrue adds the month credit earned since the last take. The fast lane
 // banks at most CreditHorizon of its share; what it would bank beyond
 // spills to the sweep.
@@ -441,7 +461,7 @@ func (s *State) Rate(c Config, lane Lane, now time.Time) float64 {
 		perWindow = float64(capacity - reserve)
 	}
 	perMinute := perWindow * float64(time.Minute) / float64(c.Window)
-	if s.Month.Remaining != nil && lane != LaneManual {
+	if s.Month.Remaining != nil && lane != LaneManual && (lane == LaneFast || probe.surplus(c, now) < 1) {
 		share := laneShare(c, lane)
 		if lane != LaneFast {
 			share = 1 // an idle fast lane spills its month share to the sweep

@@ -372,3 +372,46 @@ func TestManualLaneCostBeyondTheTakeDebitsOnlyTheMonth(t *testing.T) {
 	require.True(t, s.Take(c, LaneManual, 7, now).OK)
 	require.Zero(t, *s.Month.Remaining)
 }
+
+// The month's unspent pace is banked (issue 26): with 140,000 of a
+// 150,000 month left and two thirds of the month to go, the sweep spends
+// at the window's pace (its credit a few requests) until what is left is
+// what an even spend leaves, reserve kept; from then on the even pace. An
+// even month has nothing banked: the credit alone paces it.
+func TestUnspentMonthIsBankedForABacklog(t *testing.T) {
+	t.Parallel()
+	c := Config{PerMinute: 450}
+	start := t0.Add(10 * 24 * time.Hour) // a third of June gone
+	s := State{Month: Month{Start: t0, Limit: i64(150_000), Remaining: i64(140_000), CreditAt: start}}
+	spent := 0
+	for minute := range 5 {
+		now := start.Add(time.Duration(minute) * time.Minute)
+		for s.Take(c, LaneSweep, 1, now).OK {
+			spent++
+		}
+	}
+	require.GreaterOrEqual(t, spent, 5*400, "five whole windows, less the fast lane's reserve: the backlog spends at the minute's pace")
+	require.InDelta(t, 450*(1-DefaultFastReserve), s.Rate(c, LaneSweep, start), 5, "the rate is the window's while the bank lasts")
+
+	// No bank: remaining is what an even month leaves.
+	even := int64(150_000 * 20 / 30)
+	s = State{Month: Month{Start: t0, Limit: i64(150_000), Remaining: i64(even), CreditAt: start}}
+	spent = 0
+	for s.Take(c, LaneSweep, 1, start).OK {
+		spent++
+	}
+	require.Less(t, spent, 10, "only the credit")
+	require.Less(t, s.Rate(c, LaneSweep, start), 5.0, "the month's pace")
+
+	// Spending the bank leaves the month's reserve and the even pace.
+	s = State{Month: Month{Start: t0, Limit: i64(150_000), Remaining: i64(140_000), CreditAt: start}}
+	for m := range 24 * 60 {
+		now := start.Add(time.Duration(m) * time.Minute)
+		for s.Take(c, LaneSweep, 1, now).OK {
+		}
+	}
+	end := start.Add(24 * time.Hour)
+	left := float64(*s.Month.Remaining)
+	want := 150_000*float64(t0.AddDate(0, 1, 0).Sub(end))/float64(t0.AddDate(0, 1, 0).Sub(t0)) + 150_000*DefaultMonthReserve
+	require.InDelta(t, want, left, 150, "what is left is an even month's, reserve kept")
+}

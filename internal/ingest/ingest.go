@@ -534,24 +534,6 @@ func earliest(a, b time.Time) time.Time {
 	return a
 }
 
-// MinRunRequests is the least a sweep run should have to spend when the
-// budget paces it: a run that ends with its share spent usually cuts a
-// visit short, and the visit's next part reads its page again, so many
-// tiny runs would spend much of a slow budget (a month quota's 3.5
-// requests a minute) on pages read twice.
-const MinRunRequests = 20
-
-// BudgetWait is how long after a run that its budget share ended the next
-// run should start: when the budget has room again (retryIn), and not
-// before it can pay MinRunRequests at its rate (requests a minute).
-func BudgetWait(retryIn time.Duration, ratePerMinute float64) time.Duration {
-	wait := max(retryIn, 0)
-	if ratePerMinute > 0 && !math.IsInf(ratePerMinute, 1) {
-		wait = max(wait, time.Duration(MinRunRequests/ratePerMinute*float64(time.Minute)))
-	}
-	return wait
-}
-
 // NextDueCap is the latest a sweep run reports its next run: a hint (the
 // fast path, a chainhook delivery) that makes an agent due waits at most
 // this long.
@@ -559,15 +541,18 @@ const NextDueCap = 5 * time.Minute
 
 // NextDue is when the next sweep run should start, as a run ending at now
 // reports it: when the earliest agent is due (nil: no agent); or, when
-// agents are still due because the run's budget share is spent, after
-// BudgetWait(retryIn, rate); never before now nor after now + NextDueCap.
-func NextDue(now time.Time, earliest *time.Time, budgetStopped bool, retryIn time.Duration, rate float64) *time.Time {
+// agents are still due because the run's budget share is spent, when the
+// budget has room again (retryIn: no fixed minimum run, so a lane whose
+// share of a window is small spends it as it comes rather than wait
+// several windows to save a run's worth); never before now nor after now
+// + NextDueCap.
+func NextDue(now time.Time, earliest *time.Time, budgetStopped bool, retryIn time.Duration) *time.Time {
 	if earliest == nil {
 		return nil
 	}
 	at := *earliest
 	if budgetStopped {
-		at = now.Add(BudgetWait(retryIn, rate))
+		at = now.Add(max(retryIn, 0))
 	}
 	switch {
 	case at.Before(now):
