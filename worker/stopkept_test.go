@@ -60,12 +60,10 @@ func stopOutlivesDeletedHistory(t *testing.T, byPacerStop bool, every time.Durat
 	}
 	pacerCLI := func(args ...string) string {
 		t.Helper()
-		var out, errb bytes.Buffer
-		code := cli.Run(ctx, append(args, "--temporal-address", temporalHostPort, "--namespace", "default",
-			"--workflow-id", s.sched.WorkflowID, "--task-queue", s.sched.TaskQueue, "--database-url", s.dbURL), &out, &errb)
-		require.Equal(t, 0, code, "pacer %v: %s", args, errb.String())
-		require.Empty(t, errb.String())
-		return out.String()
+		code, out, errs := s.pacer(args...)
+		require.Equal(t, 0, code, "pacer %v: %s", args, errs)
+		require.Empty(t, errs)
+		return out
 	}
 
 	s.startWithTenero(t)
@@ -170,4 +168,13 @@ func runsOf(t *testing.T, s *stack) []string {
 		return true
 	})
 	return runs
+}
+
+// pacer runs a pacer command in-process against the stack (its scheduler,
+// unless args name another workflow ID: the last flag wins).
+func (s *stack) pacer(args ...string) (code int, stdout, stderr string) {
+	var out, errb bytes.Buffer
+	code = cli.Run(context.Background(), append([]string{"--temporal-address", temporalHostPort, "--namespace", "default",
+		"--workflow-id", s.sched.WorkflowID, "--task-queue", s.sched.TaskQueue, "--database-url", s.dbURL}, args...), &out, &errb)
+	return code, out.String(), errb.String()
 }

@@ -5,15 +5,17 @@ import (
 
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/workflow"
 	"go.uber.org/zap"
 
 	"github.com/pacer-dev/pacer/internal/operate"
 	"github.com/pacer-dev/pacer/worker"
+	"github.com/pacer-dev/pacer/workflows"
 )
 
 func newDeployCmd(c *config) *cobra.Command {
 	return groupCmd("deploy", "Worker Deployment Versions: which build runs the scheduler, and promoting another",
-		newDeployStatusCmd(c), newDeployPromoteCmd(c))
+		newDeployStatusCmd(c), newDeployPromoteCmd(c), newDeployCheckCmd(c))
 }
 
 func newDeployStatusCmd(c *config) *cobra.Command {
@@ -100,4 +102,67 @@ build ID; its workers must be running.`,
 			})
 		},
 	}
+}
+
+func newDeployCheckCmd(c *config) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "check [--json]",
+		Short: "Read the revision of the scheduler's open run; fail when it is below this build's floor",
+		Long: `check reads the revision the scheduler's open run recorded (the version
+marker of change ID scheduler in its history) and compares it with what this
+build replays: from its floor to its current revision. It exits 1 when the
+running revision is below the floor: raise a floor only once check passes on
+the build that raises it (SPEC §3.7).`,
+		Args: wrapArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return c.withClient(cmd.Context(), func(tc client.Client) error {
+				r, err := worker.RunningRevision(cmd.Context(), tc, c.scheduler())
+				if err != nil {
+					return err
+				}
+				out := struct {
+					WorkflowID string `json:"workflowId"`
+					Open       bool   `json:"open"`
+					RunID      string `json:"runId,omitempty"`
+					ChangeID   string `json:"changeId"`
+					Revision   *int   `json:"revision"`
+					Floor      int    `json:"floor"`
+					Current    int    `json:"current"`
+				}{WorkflowID: c.workflowID, Open: r.Open, ChangeID: workflows.ChangeID,
+					Floor: int(workflows.RevisionFloor), Current: int(workflows.RevisionCurrent)}
+				if r.Open {
+					out.RunID = r.RunID
+					rev := int(r.Revision)
+					out.Revision = &rev
+				}
+				w := cmd.OutOrStdout()
+				if asJSON {
+					if err := printJSON(w, out); err != nil {
+						return err
+					}
+				} else {
+					fmt.Fprintf(w, "this build:  revisions %d to %d of change ID %s\n", out.Floor, out.Current, out.ChangeID)
+					switch {
+					case !r.Open:
+						fmt.Fprintf(w, "scheduler %s: no open run\n", c.workflowID)
+					case r.Revision == workflow.DefaultVersion:
+						fmt.Fprintf(w, "scheduler %s: run %s recorded no revision (older than change ID %s)\n", c.workflowID, r.RunID, out.ChangeID)
+					default:
+						fmt.Fprintf(w, "scheduler %s: run %s at revision %d\n", c.workflowID, r.RunID, r.Revision)
+					}
+				}
+				switch {
+				case r.Open && r.Revision < workflows.RevisionFloor:
+					return fmt.Errorf("the open run's revision %d is below this build's floor %d: this build cannot replay it; "+
+						"let it continue as new on a build that runs revision %d or later before raising the floor", r.Revision, workflows.RevisionFloor, workflows.RevisionFloor)
+				case r.Open && r.Revision > workflows.RevisionCurrent && !asJSON:
+					fmt.Fprintf(w, "note: the open run is newer than this build (revision %d > %d): only its own build replays it\n", r.Revision, workflows.RevisionCurrent)
+				}
+				return nil
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+	return cmd
 }
