@@ -19,7 +19,7 @@ FUZZ_TARGETS := \
 	workflows:FuzzParsePause workflows:FuzzParseRefresh workflows:FuzzParseTune workflows:FuzzParseReconfigure \
 	internal/cron:FuzzParseSpec internal/chainhook:FuzzParse
 
-.PHONY: help build dev test test-unit lint tools clean postgres chromium histories bench bench-hidden bench-push bench-public bench-tail bench-outage bench-hint cost catchup sched-check deliver-check deploy-check fuzz
+.PHONY: help build dev test test-unit lint tools clean postgres chromium histories bench bench-hidden bench-push bench-public bench-tail bench-outage bench-hint bench-board cost catchup sched-check deliver-check deploy-check fuzz
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -85,6 +85,9 @@ bench-tail: tools postgres ## discovery on the real stack: pacer worker reads th
 
 bench-outage: tools postgres ## Hiro down 30 minutes (real time) on a chain of 200,000 calls a day: the tail's gap reported, then filled, 0 missed, 0 doubled (~45 min, see RELIABILITY.md)
 	set -o pipefail; go test -tags benchstack -count=1 -timeout 120m -run TestTailOutageBench -v ./worker/ | grep -E 'figures|Error Trace|Error:|^(ok|FAIL|---)'
+
+bench-board: tools postgres ## the competition's reads at 10,000 agents and 1,000,000 swaps: leaderboard (cached, uncached) and trades on the public listener vs the straightforward aggregate query (~6 min, see BENCHMARKS.md)
+	set -o pipefail; go test -tags benchboard -count=1 -timeout 30m -run TestBenchBoard -v ./internal/api/ | grep -E 'figures|Error Trace|Error:|Messages|^(ok|FAIL|---)'
 
 bench-hint: tools postgres ## a fast-path insert wakes a sweep its pacing cooled down: the agent's swaps recorded while the status still shows the cooldown (1-6 min, see RELIABILITY.md)
 	set -o pipefail; go test -tags benchstack -count=1 -timeout 15m -run TestFastPathHintWakesACoolingSweep -v ./worker/ | grep -E 'figures|Error Trace|Error:|^(ok|FAIL|---)'

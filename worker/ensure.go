@@ -273,6 +273,9 @@ func lastInput(ctx context.Context, c client.Client, s Scheduler, info *workflow
 
 // start starts a run with in, or finds the one another caller just started.
 func start(ctx context.Context, c client.Client, s Scheduler, in workflows.SchedulerInput) (Ensured, error) {
+	// The registry's cadence follows the deployment's PACER_REGISTRY_URL
+	// at every start, whatever the carried configuration said (SPEC §12).
+	in.Config.RegistryEvery = s.Config.RegistryEvery
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                       s.WorkflowID,
 		TaskQueue:                s.TaskQueue,

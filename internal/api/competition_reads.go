@@ -97,27 +97,44 @@ func (s *Server) allowOrigin(w http.ResponseWriter, r *http.Request) (handled bo
 	return false
 }
 
+// encodedRead is an answer encoded once, with its ETag.
+type encodedRead struct {
+	body []byte
+	etag string
+}
+
+func encodeRead(v any) (encodedRead, error) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return encodedRead{}, err
+	}
+	body = append(body, '\n')
+	sum := sha256.Sum256(body)
+	return encodedRead{body: body, etag: `"` + hex.EncodeToString(sum[:12]) + `"`}, nil
+}
+
 // writeRead encodes v and answers it with an ETag and Cache-Control, or
 // 304 when the client's If-None-Match holds the ETag.
 func (s *Server) writeRead(w http.ResponseWriter, r *http.Request, v any, maxAge time.Duration) {
-	body, err := json.Marshal(v)
+	e, err := encodeRead(v)
 	if err != nil {
 		s.o.Logger.Error("api.encode_failed", zap.Error(err))
 		writeError(w, http.StatusInternalServerError, "internal error")
 		return
 	}
-	body = append(body, '\n')
-	sum := sha256.Sum256(body)
-	etag := `"` + hex.EncodeToString(sum[:12]) + `"`
+	writeEncoded(w, r, e, maxAge)
+}
+
+func writeEncoded(w http.ResponseWriter, r *http.Request, e encodedRead, maxAge time.Duration) {
 	h := w.Header()
-	h.Set("ETag", etag)
+	h.Set("ETag", e.etag)
 	h.Set("Content-Type", "application/json")
 	cacheFor(w, maxAge)
-	if etagMatch(r.Header.Get("If-None-Match"), etag) {
+	if etagMatch(r.Header.Get("If-None-Match"), e.etag) {
 		writeCached(w, r, http.StatusNotModified, nil)
 		return
 	}
-	writeCached(w, r, http.StatusOK, body)
+	writeCached(w, r, http.StatusOK, e.body)
 }
 
 // etagMatch is If-None-Match's weak comparison against etag.

@@ -5,12 +5,13 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
-	"math/big"
+	"math"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -69,6 +70,8 @@ type board struct {
 	order           map[string][]int
 	completeThrough *time.Time
 	pricesAt        *time.Time
+	// pages holds each page asked for, encoded, until the next computation.
+	pages sync.Map // boardQuery → encodedRead
 }
 
 // pricing resolves a token's USD price and decimals: the stored price
@@ -129,66 +132,65 @@ func (p pricing) price(token string) (tokenPrice, bool) {
 	return out, false
 }
 
-// usd is amount ÷ 10^decimals × price.
-func usd(amount string, tp tokenPrice) float64 {
-	a, ok := new(big.Float).SetPrec(256).SetString(amount)
-	if !ok {
+// factor is what one base unit of a token is worth: price ÷ 10^decimals.
+func (tp tokenPrice) factor() float64 {
+	price, err := strconv.ParseFloat(tp.USD, 64)
+	if err != nil {
 		return 0
 	}
-	pr, ok := new(big.Float).SetPrec(256).SetString(tp.USD)
-	if !ok {
-		return 0
-	}
-	scale := new(big.Float).SetPrec(256).SetInt(new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(tp.Decimals)), nil))
-	f, _ := a.Mul(a, pr).Quo(a, scale).Float64()
-	return f
+	return price / math.Pow10(tp.Decimals)
 }
 
-// rankBoard computes the leaderboard from a snapshot (SPEC §7): one row
-// per registered agent with a swap, in every sort order.
-func rankBoard(b store.Board, cat *catalog.Catalog) *board {
-	p := newPricing(b.Prices, cat)
-	idx := make(map[string]int, len(b.Agents))
-	out := &board{rows: make([]LeaderboardRow, len(b.Agents)), order: map[string][]int{}}
-	for i, a := range b.Agents {
-		idx[a.STXAddress] = i
-		row := LeaderboardRow{STXAddress: a.STXAddress, Trades: a.Trades,
-			LatestTradeAt: time.Unix(a.LatestTrade, 0).UTC(), AllPriced: true}
+// factors are the USD value of one base unit of every token pacer has a
+// price for: each stored price (under its own id: a contract id also
+// prices its "::asset" ids), and each peg without one at 1 USD.
+func factors(prices []store.Price, cat *catalog.Catalog) []store.TokenFactor {
+	p := newPricing(prices, cat)
+	var out []store.TokenFactor
+	ids := map[string]bool{}
+	for _, pr := range prices {
+		ids[pr.TokenID] = true
+	}
+	if cat != nil {
+		for _, id := range cat.PegIDs() {
+			ids[id] = true
+		}
+	}
+	for id := range ids {
+		tp, ok := p.price(id)
+		if !ok {
+			continue
+		}
+		f := store.TokenFactor{TokenID: id, Factor: tp.factor()}
+		if !tp.FetchedAt.IsZero() {
+			at := tp.FetchedAt
+			f.FetchedAt = &at
+		}
+		out = append(out, f)
+	}
+	slices.SortFunc(out, func(a, b store.TokenFactor) int { return strings.Compare(a.TokenID, b.TokenID) })
+	return out
+}
+
+// rankBoard orders the priced agents (SPEC §7): every sort at once.
+func rankBoard(agents []store.BoardAgent) *board {
+	out := &board{rows: make([]LeaderboardRow, len(agents)), order: map[string][]int{}}
+	for i, a := range agents {
+		row := LeaderboardRow{STXAddress: a.STXAddress, Trades: a.Trades, VolumeUSD: a.SentUSD,
+			PnLUSD: a.ReceivedUSD - a.SentUSD, LatestTradeAt: time.Unix(a.LatestTrade, 0).UTC(), AllPriced: a.AllPriced}
 		if a.DisplayName != "" {
 			name := a.DisplayName
 			row.DisplayName = &name
 		}
+		if row.VolumeUSD != 0 {
+			pct := row.PnLUSD / row.VolumeUSD * 100
+			row.PnLPercent = &pct
+		}
+		if a.PricesAt != nil && (out.pricesAt == nil || a.PricesAt.Before(*out.pricesAt)) {
+			t := a.PricesAt.UTC()
+			out.pricesAt = &t
+		}
 		out.rows[i] = row
-	}
-	var oldest time.Time
-	received := make([]float64, len(out.rows))
-	for _, l := range b.Legs {
-		i, ok := idx[l.STXAddress]
-		if !ok || l.Legs == 0 {
-			continue
-		}
-		tp, ok := p.price(l.TokenID)
-		if !ok {
-			out.rows[i].AllPriced = false
-			continue
-		}
-		if !tp.FetchedAt.IsZero() && (oldest.IsZero() || tp.FetchedAt.Before(oldest)) {
-			oldest = tp.FetchedAt
-		}
-		out.rows[i].VolumeUSD += usd(l.AmountIn, tp)
-		received[i] += usd(l.AmountOut, tp)
-	}
-	for i := range out.rows {
-		r := &out.rows[i]
-		r.PnLUSD = received[i] - r.VolumeUSD
-		if r.VolumeUSD != 0 {
-			pct := r.PnLUSD / r.VolumeUSD * 100
-			r.PnLPercent = &pct
-		}
-	}
-	if !oldest.IsZero() {
-		t := oldest.UTC()
-		out.pricesAt = &t
 	}
 	for _, sort := range boardSorts {
 		order := make([]int, len(out.rows))
@@ -292,11 +294,15 @@ func (b *board) page(q boardQuery) LeaderboardResponse {
 }
 
 func (s *Server) fetchBoard(ctx context.Context) (*board, error) {
-	snap, err := s.reads().Board(ctx)
+	prices, err := s.reads().AllPrices(ctx)
 	if err != nil {
 		return nil, err
 	}
-	b := rankBoard(snap, s.o.Catalog)
+	agents, err := s.reads().Board(ctx, factors(prices, s.o.Catalog))
+	if err != nil {
+		return nil, err
+	}
+	b := rankBoard(agents)
 	b.completeThrough = s.completeThrough(ctx)
 	return b, nil
 }
@@ -328,7 +334,18 @@ func (s *Server) leaderboard(w http.ResponseWriter, r *http.Request) {
 		writeClassError(w, http.StatusServiceUnavailable, "leaderboard unavailable", readingClass(rd))
 		return
 	}
-	s.writeRead(w, r, rd.Value.page(q), BoardMaxAge)
+	b := rd.Value
+	enc, ok := b.pages.Load(q)
+	if !ok {
+		e, err := encodeRead(b.page(q))
+		if err != nil {
+			s.o.Logger.Error("api.encode_failed", zap.Error(err))
+			writeError(w, http.StatusInternalServerError, "internal error")
+			return
+		}
+		enc, _ = b.pages.LoadOrStore(q, e)
+	}
+	writeEncoded(w, r, enc.(encodedRead), BoardMaxAge)
 }
 
 func (s *Server) logBoardFailure(err error) {

@@ -206,6 +206,9 @@ func (c *Catalog) Peg(tokenID string) (Peg, bool) {
 	return p, ok
 }
 
+// PegIDs lists the pegged stablecoins' contract ids, sorted.
+func (c *Catalog) PegIDs() []string { return slices.Sorted(maps.Keys(c.pegs)) }
+
 // Decimals returns a token's decimals when the catalog knows them, from
 // known_decimals or the pegs. The id may carry an ::asset suffix or not.
 func (c *Catalog) Decimals(tokenID string) (int, bool) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.uber.org/zap"
 )
 
 // The ledger's windows: swaps per hour over two days, discovery delays of
@@ -37,6 +38,9 @@ type LedgerSection struct {
 	AgentsAbsent       string
 	Registered, Behind string
 	OverdueAfter       string
+	// CompleteThrough and Registry are SPEC §7's completeThrough and the
+	// registry's last read (registry.go).
+	CompleteThrough, Registry string
 }
 
 // DelayRow is the discovery delay of one tier's swaps: from the block that
@@ -71,6 +75,8 @@ type ledgerData struct {
 	haveIngest bool
 	agents     []agentRow
 	registered int64
+	// complete and registry are registry.go's lines.
+	complete, registry string
 }
 
 // hourlySQL counts swaps per hour of chain time, over swaps_burn_block_time_idx.
@@ -117,6 +123,11 @@ group by 1`
 
 func (p *Page) loadLedger(ctx context.Context, pool *pgxpool.Pool, now time.Time) (ledgerData, error) {
 	d := ledgerData{hourly: make([]int64, hourlySlots)}
+	if reg, err := p.loadRegistry(ctx); err != nil {
+		p.o.Logger.Warn("page.registry_unavailable", zap.Error(err))
+	} else {
+		d.complete, d.registry = reg.completeLine(now), reg.registryLine(now)
+	}
 	d.hourStart = now.Truncate(time.Hour).Add(-(hourlySlots - 1) * time.Hour)
 	rows, _ := pool.Query(ctx, hourlySQL, d.hourStart.Unix(), d.hourStart.Add(hourlySlots*time.Hour).Unix())
 	var slot int
@@ -179,7 +190,7 @@ func tierRank(t string) int {
 }
 
 func buildLedger(d ledgerData) LedgerSection {
-	s := LedgerSection{OverdueAfter: span(OverdueAfter)}
+	s := LedgerSection{OverdueAfter: span(OverdueAfter), CompleteThrough: d.complete, Registry: d.registry}
 	var total int64
 	for _, n := range d.hourly {
 		total += n

@@ -10,63 +10,71 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// BoardAgent is a registered agent with at least one swap: its totals.
+// BoardAgent is a registered agent with at least one swap: its totals,
+// priced by the factors given to Board.
 type BoardAgent struct {
 	STXAddress  string
 	DisplayName string
 	Trades      int64
 	// FirstTrade and LatestTrade are burn block times (unix seconds).
 	FirstTrade, LatestTrade int64
+	// SentUSD and ReceivedUSD value what the agent sent and received at
+	// the factors; AllPriced says every token it traded had one.
+	SentUSD, ReceivedUSD float64
+	AllPriced            bool
+	// PricesAt is the oldest fetched_at of the factors it used.
+	PricesAt *time.Time
 }
 
-// BoardLeg is what one agent sent (AmountIn) and received (AmountOut) of
-// one token over all its swaps, exact decimal text; Legs counts the swaps
-// with a leg in it.
-type BoardLeg struct {
-	STXAddress, TokenID string
-	AmountIn, AmountOut string
-	Legs                int64
+// TokenFactor is what one base unit of a token is worth in USD (price ÷
+// 10^decimals), and when the price was fetched (nil for a peg without a
+// stored row). A swap's token matches a factor under its own id, else
+// under its contract id (the part before "::").
+type TokenFactor struct {
+	TokenID   string
+	Factor    float64
+	FetchedAt *time.Time
 }
 
-// Board is what the leaderboard is computed from, read in one snapshot.
-type Board struct {
-	Agents []BoardAgent
-	Legs   []BoardLeg
-	Prices []Price
-}
+// boardSQL prices every registered agent's per-token totals (kept by the
+// swaps triggers, never a scan of swaps) in one aggregate.
+const boardSQL = `
+with f(token, factor, fetched) as (select * from unnest($1::text[], $2::float8[], $3::timestamptz[])),
+priced as (
+    select t.stx_address,
+           coalesce(sum(t.amount_in::float8 * coalesce(f1.factor, f2.factor)), 0) as sent,
+           coalesce(sum(t.amount_out::float8 * coalesce(f1.factor, f2.factor)), 0) as received,
+           bool_and(coalesce(f1.factor, f2.factor) is not null) as all_priced,
+           min(coalesce(f1.fetched, f2.fetched)) as prices_at
+    from agent_token_totals t
+    left join f f1 on f1.token = t.token_id
+    left join f f2 on f1.token is null and f2.token = split_part(t.token_id, '::', 1)
+    group by t.stx_address
+)
+select p.stx_address, coalesce(a.display_name, ''), tt.trades, tt.first_trade, tt.latest_trade,
+       p.sent, p.received, p.all_priced, p.prices_at
+from priced p
+join agents a on a.stx_address = p.stx_address and a.deregistered_at is null
+join agent_trade_totals tt on tt.stx_address = p.stx_address and tt.trades > 0`
 
-// Board reads the per-agent totals of every registered agent (SPEC §7's
-// leaderboard) and every stored price, in one repeatable-read snapshot:
-// tens of thousands of rows at the competition's scale, never a scan of
-// swaps.
-func (s *Store) Board(ctx context.Context) (Board, error) {
-	var b Board
-	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		var err error
-		b.Agents, err = collect(ctx, tx, "board agents", func(row pgx.CollectableRow) (BoardAgent, error) {
-			var a BoardAgent
-			var first, latest *int64
-			err := row.Scan(&a.STXAddress, &a.DisplayName, &a.Trades, &first, &latest)
-			a.FirstTrade, a.LatestTrade = deref64(first), deref64(latest)
-			return a, err
-		}, `
-select t.stx_address, coalesce(a.display_name, ''), t.trades, t.first_trade, t.latest_trade
-from agent_trade_totals t join agents a on a.stx_address = t.stx_address
-where a.deregistered_at is null and t.trades > 0`)
-		if err != nil {
-			return err
-		}
-		b.Legs, err = collect(ctx, tx, "board legs", pgx.RowToStructByPos[BoardLeg], `
-select t.stx_address, t.token_id, t.amount_in::text, t.amount_out::text, t.legs
-from agent_token_totals t join agents a on a.stx_address = t.stx_address
-where a.deregistered_at is null`)
-		if err != nil {
-			return err
-		}
-		b.Prices, err = collect(ctx, tx, "board prices", scanPrice, selectPrices)
-		return err
-	})
-	return b, err
+// Board reads every registered agent with a swap, its totals priced by
+// factors (SPEC §7's leaderboard): tens of thousands of total rows at the
+// competition's scale, aggregated in Postgres.
+func (s *Store) Board(ctx context.Context, factors []TokenFactor) ([]BoardAgent, error) {
+	ids := make([]string, len(factors))
+	fs := make([]float64, len(factors))
+	at := make([]*time.Time, len(factors))
+	for i, f := range factors {
+		ids[i], fs[i], at[i] = f.TokenID, f.Factor, f.FetchedAt
+	}
+	return collect(ctx, s.pool, "board", func(row pgx.CollectableRow) (BoardAgent, error) {
+		var a BoardAgent
+		var first, latest *int64
+		err := row.Scan(&a.STXAddress, &a.DisplayName, &a.Trades, &first, &latest, &a.SentUSD, &a.ReceivedUSD,
+			&a.AllPriced, &a.PricesAt)
+		a.FirstTrade, a.LatestTrade = deref64(first), deref64(latest)
+		return a, err
+	}, boardSQL, ids, fs, at)
 }
 
 func deref64(p *int64) int64 {
@@ -145,11 +153,11 @@ func (s *Store) Trades(ctx context.Context, sender string, after *TradeKey, limi
 	return collect(ctx, s.pool, "trades", func(row pgx.CollectableRow) (TradeRow, error) {
 		var r TradeRow
 		err := row.Scan(&r.TxID, &r.Sender, &r.ContractID, &r.FunctionName, &r.TokenIn, &r.AmountIn,
-			&r.TokenOut, &r.AmountOut, &r.BurnBlockTime, &r.Source)
+			&r.TokenOut, &r.AmountOut, &r.BurnBlockTime, &r.BlockTime, &r.Source)
 		return r, err
 	}, `
 select txid, sender, contract_id, function_name, token_in, amount_in::text, token_out, amount_out::text,
-       burn_block_time, source
+       burn_block_time, block_time, source
 from swaps
 where ($1 = '' or sender = $1)
   and (burn_block_time, txid collate "C") < ($2, $3 collate "C")
