@@ -332,7 +332,7 @@ func (r *sweepRun) fail(class pacer.ErrorClass, msg string) (pacer.SweepResult, 
 
 // finish reports where the due set stands and when the next run is due.
 func (r *sweepRun) finish(ctx context.Context) (pacer.SweepResult, error) {
-	r.noteBudget(ctx)
+	rate, perWindow := r.noteBudget(ctx)
 	now := time.Now()
 	sum, err := r.a.Store.IngestSummary(ctx, now)
 	if err != nil {
@@ -362,7 +362,7 @@ func (r *sweepRun) finish(ctx context.Context) (pacer.SweepResult, error) {
 	}
 	// Agents still due after a budget stop wait for the budget, not for
 	// their time.
-	if at := ingest.NextDue(now, next, r.budgetAt != nil && res.AgentsDue > 0, retryIn); at != nil {
+	if at := ingest.NextDue(now, next, r.budgetAt != nil && res.AgentsDue > 0, retryIn, rate, perWindow); at != nil {
 		utc := at.UTC()
 		res.NextDueAt = &utc
 	}
@@ -399,16 +399,20 @@ func (r *sweepRun) finish(ctx context.Context) (pacer.SweepResult, error) {
 	return *res, nil
 }
 
-// noteBudget reports what the shared budget has left.
-func (r *sweepRun) noteBudget(ctx context.Context) {
+// noteBudget reports what the shared budget has left, and returns the
+// sweep lane's rate (requests a minute; 0 when unknown) and what a window
+// holds. The sweep lane's even after a manual run: the next run, which the
+// schedule starts, is on the sweep lane.
+func (r *sweepRun) noteBudget(ctx context.Context) (rate, perWindow float64) {
 	if r.a.Budget == nil {
-		return
+		return 0, 0
 	}
 	st, now, err := r.a.Budget.Snapshot(ctx)
 	if err != nil {
 		r.log.Warn("sweep.budget_unreadable", zap.Error(err))
-		return
+		return 0, 0
 	}
+	rate = st.Rate(r.a.Budget.Config(), budget.LaneSweep, now)
 	minute, month := st.Remaining(r.a.Budget.Config(), now)
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -418,6 +422,7 @@ func (r *sweepRun) noteBudget(ctx context.Context) {
 		n := int(min(*month, math.MaxInt32))
 		r.res.MonthRemaining = &n
 	}
+	return rate, float64(st.MinuteCapacity(r.a.Budget.Config(), now))
 }
 
 // allocationCache keeps the optimal policy's last solution for

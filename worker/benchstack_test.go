@@ -71,7 +71,8 @@ type counts struct{ ok, refused, total int }
 // hiroCounts adds up the Hiro routes' answers.
 func hiroCounts(st sim.Stats) counts {
 	var c counts
-	for _, route := range []string{sim.HiroAddressTransactionsRoute, sim.HiroPrincipalTransactionsRoute, sim.HiroTxRoute} {
+	for _, route := range []string{sim.HiroAddressTransactionsRoute, sim.HiroPrincipalTransactionsRoute, sim.HiroTxRoute,
+		sim.HiroTxMultipleRoute, sim.HiroTxListRoute} {
 		r := st.Routes[route]
 		c.total += r.Total
 		c.refused += r.ByStatus[http.StatusTooManyRequests]

@@ -23,6 +23,9 @@ type Limits struct {
 	// limit really enforced: the headers still advertise PerMinute, and
 	// only what is left (ratelimit-remaining) gives the lower one away.
 	HiddenPerMinute int `json:"hiddenPerMinute,omitempty"`
+	// MonthUsed is what a caller's month has spent already when its
+	// budget starts (a plan used before pacer came to it).
+	MonthUsed int `json:"monthUsed,omitempty"`
 }
 
 // enforced is the per-minute limit requests really meet.
@@ -111,7 +114,11 @@ func (b *bucket) roll(now time.Time, l Limits) {
 	now = now.UTC()
 	month := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
 	if !month.Equal(b.monthStart) {
-		b.monthStart, b.monthUsed = month, 0
+		used := 0
+		if b.monthStart.IsZero() {
+			used = min(max(l.MonthUsed, 0), l.PerMonth)
+		}
+		b.monthStart, b.monthUsed = month, used
 	}
 	minute := now.Truncate(time.Minute)
 	if !minute.Equal(b.minuteStart) {

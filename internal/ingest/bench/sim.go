@@ -363,7 +363,8 @@ func (x *sim) run(start time.Time) (end, nextDue time.Time) {
 		retryIn = budgetAt.Sub(now)
 	}
 	nextDue = now.Add(ingest.NextDueCap)
-	if at := ingest.NextDue(now, earliest, budgetAt != nil && dueLeft > 0, retryIn); at != nil {
+	if at := ingest.NextDue(now, earliest, budgetAt != nil && dueLeft > 0, retryIn, x.st.Rate(x.bcfg, budget.LaneSweep, now),
+		float64(x.st.MinuteCapacity(x.bcfg, now))); at != nil {
 		nextDue = *at
 	}
 	x.lastRes = pacer.SweepResult{Run: pacer.Run{StartedAt: start, DurationMs: now.Sub(start).Milliseconds()},

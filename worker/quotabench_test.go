@@ -1,0 +1,96 @@
+//go:build benchstack
+
+package worker_test
+
+import (
+	"context"
+	"net/http/httptest"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pacer-dev/pacer/internal/sim"
+	"github.com/pacer-dev/pacer/internal/testenv"
+	"github.com/pacer-dev/pacer/worker"
+	"github.com/pacer-dev/pacer/workflows"
+)
+
+// quotaStack starts a `pacer worker` holding a key (the default tail
+// discovery) against a world of 130 agents with a day of history, on a
+// keyed plan lim; it returns the stack and the swaps the first start must
+// record.
+func quotaStack(t *testing.T, lim sim.Limits, extra ...string) (*stack, int) {
+	t.Helper()
+	ctx := context.Background()
+	bin := testenv.PacerBinary(t)
+	s := newStack(t, workflows.Config{})
+	origin := time.Now().Truncate(time.Second)
+	s.sim = sim.New(sim.Config{Seed: 26, Tenero: sim.TeneroConfig{Anonymous: sim.Limits{PerMinute: 1 << 30, PerMonth: 1 << 30}},
+		Hiro: sim.HiroConfig{Origin: origin, Agents: 130, History: 24 * time.Hour, Keyed: lim}})
+	hs := httptest.NewServer(s.sim)
+	t.Cleanup(hs.Close)
+	s.simU = hs.URL
+	require.NoError(t, s.sim.World().Seed(ctx, s.st))
+	_, err := worker.EnsureRunning(ctx, s.tc, s.sched)
+	require.NoError(t, err)
+	s.startProcess(t, bin, append([]string{"--hiro-base-url", s.simU, "--hiro-api-key", "bench-key",
+		"--competition-start", strconv.FormatInt(s.sim.World().CompetitionStart().Unix(), 10)}, extra...)...)
+	return s, len(s.sim.World().ExpectedSwaps(origin))
+}
+
+// swapCount is how many rows the ledger holds.
+func swapCount(t *testing.T, s *stack) int {
+	var n int
+	require.NoError(t, s.st.Pool().QueryRow(context.Background(), `select count(*) from swaps`).Scan(&n))
+	return n
+}
+
+// TestHiddenLimitFirstStart (issue 26): Hiro advertises the keyed 500 a
+// minute but enforces 30, saying so only through ratelimit-remaining; a
+// first start of 130 agents uses at least 80% of the hidden limit, with at
+// most 5% refused, until its history is recorded.
+func TestHiddenLimitFirstStart(t *testing.T) {
+	const hidden = 30
+	s, want := quotaStack(t, sim.Limits{PerMinute: 500, HiddenPerMinute: hidden, PerMonth: 150_000})
+	began := time.Now()
+	from := time.Now().Truncate(time.Minute).Add(time.Minute) // Hiro's windows are whole minutes
+	var (
+		before counts
+		taken  bool
+	)
+	eventually(t, 20*time.Minute, "the first start records every history swap", func() bool {
+		if !taken && !time.Now().Before(from) {
+			before, taken = hiroCounts(s.sim.Stats()), true
+		}
+		return swapCount(t, s) >= want
+	})
+	done := time.Now()
+	to := done.Truncate(time.Minute) // the last whole window before it was done
+	after := hiroCounts(s.sim.Stats())
+	minutes := to.Sub(from).Minutes()
+	require.GreaterOrEqual(t, minutes, 2.0, "a first start longer than two windows")
+	ok, refused, total := after.ok-before.ok, after.refused-before.refused, after.total-before.total
+	// The requests after `to` are counted, the capacity of the partial
+	// window they fell in too.
+	capacity := float64(hidden) * done.Sub(from).Minutes()
+	t.Logf("figures: 130 agents, %d history swaps recorded in %s; over %.1f windows from the first whole one: %d requests, %d answered (%.0f%% of the hidden %d/min), %d refused (%.1f%%)",
+		want, done.Sub(began).Round(time.Second), done.Sub(from).Minutes(), total, ok, 100*float64(ok)/capacity, hidden, refused, 100*float64(refused)/float64(max(total, 1)))
+	require.GreaterOrEqual(t, float64(ok)/capacity, 0.80, "at least 80%% of the hidden limit used")
+	require.LessOrEqual(t, float64(refused)/float64(max(total, 1)), 0.05, "at most 5%% refused")
+}
+
+// TestBankedMonthFirstStart (issue 26): a keyed plan with 140,000 of its
+// 150,000 a month left and days to go, the sweep every hour: a first start
+// of 130 agents records every history swap within 5 minutes, spending the
+// month's unspent pace at the minute's.
+func TestBankedMonthFirstStart(t *testing.T) {
+	s, want := quotaStack(t, sim.Limits{PerMinute: 500, PerMonth: 150_000, MonthUsed: 10_000}, "--sweep-every", "1h")
+	began := time.Now()
+	eventually(t, 5*time.Minute, "the first start records every history swap within 5 minutes", func() bool { return swapCount(t, s) >= want })
+	st := hiroCounts(s.sim.Stats())
+	t.Logf("figures: 140,000 of 150,000 left, %s to the month's end: 130 agents' %d history swaps recorded in %s, %d requests, %d refused",
+		time.Until(time.Date(time.Now().Year(), time.Now().Month()+1, 1, 0, 0, 0, 0, time.UTC)).Round(time.Hour), want, time.Since(began).Round(time.Second), st.total, st.refused)
+	requireLedgerIsWorld(t, s.st, s.sim.World(), s.sim.World().Origin())
+}
