@@ -42,8 +42,8 @@ const boardSQL = `
 with f(token, factor, fetched) as (select * from unnest($1::text[], $2::float8[], $3::timestamptz[])),
 priced as (
     select t.stx_address,
-           coalesce(sum(t.amount_in::float8 * coalesce(f1.factor, f2.factor)), 0) as sent,
-           coalesce(sum(t.amount_out::float8 * coalesce(f1.factor, f2.factor)), 0) as received,
+           coalesce(sum(t.amount_in_f * coalesce(f1.factor, f2.factor)), 0) as sent,
+           coalesce(sum(t.amount_out_f * coalesce(f1.factor, f2.factor)), 0) as received,
            bool_and(coalesce(f1.factor, f2.factor) is not null) as all_priced,
            min(coalesce(f1.fetched, f2.fetched)) as prices_at
     from agent_token_totals t

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -58,4 +59,53 @@ func TestCompleteThrough(t *testing.T) {
 	exec(`insert into agents (stx_address, deregistered_at) values ('SPB', now())`)
 	exec(`update discovery_cursors set block_time = 7000`)
 	require.Equal(t, int64(6999), *through())
+}
+
+// The per-agent totals the leaderboard reads are what the swaps add up to,
+// after inserts in one statement and in several, and after deletes (a
+// rollback): checked against a GROUP BY over swaps.
+func TestBoardTotalsFollowSwaps(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := context.Background()
+	exec := func(sql string) {
+		t.Helper()
+		_, err := s.Pool().Exec(ctx, sql)
+		require.NoError(t, err)
+	}
+	ins := func(from, to int) {
+		exec(`insert into swaps (txid, sender, contract_id, function_name, token_in, amount_in, token_out, amount_out,
+			burn_block_time, tx_status, source)
+			select '0x' || i, 'SP' || (i % 3), 'SP1.pool', 'swap', 'tok' || (i % 4), (i * 1000000000000000000000)::numeric,
+			       'tok' || (i % 5), i * 7, 1000 + i, 'success', 'sweep'
+			from generate_series(` + strconv.Itoa(from) + `, ` + strconv.Itoa(to) + `) i`)
+	}
+	check := func() {
+		t.Helper()
+		var bad int
+		require.NoError(t, s.Pool().QueryRow(ctx, `
+with legs as (
+    select sender, token_in as token, amount_in as a_in, 0::numeric as a_out from swaps
+    union all select sender, token_out, 0, amount_out from swaps
+), want as (select sender, token, sum(a_in) a_in, sum(a_out) a_out, count(*) n from legs group by 1, 2)
+select count(*) from want w full join agent_token_totals t on t.stx_address = w.sender and t.token_id = w.token
+where w.sender is null or t.stx_address is null or w.a_in <> t.amount_in or w.a_out <> t.amount_out or w.n <> t.legs
+   or abs(t.amount_in_f - w.a_in::float8) > 1e-9 * greatest(1, w.a_in::float8)
+   or abs(t.amount_out_f - w.a_out::float8) > 1e-9 * greatest(1, w.a_out::float8)`).Scan(&bad))
+		require.Zero(t, bad, "token totals")
+		require.NoError(t, s.Pool().QueryRow(ctx, `
+with want as (select sender, count(*) n, min(burn_block_time) f, max(burn_block_time) l from swaps group by 1)
+select count(*) from want w full join agent_trade_totals t on t.stx_address = w.sender
+where w.sender is null or t.stx_address is null or w.n <> t.trades or w.f <> t.first_trade or w.l <> t.latest_trade`).Scan(&bad))
+		require.Zero(t, bad, "trade totals")
+	}
+	ins(1, 30)
+	check()
+	ins(31, 31)
+	ins(32, 40)
+	check()
+	exec(`delete from swaps where txid in ('0x40', '0x3', '0x6', '0x9')`)
+	check()
+	exec(`delete from swaps where sender = 'SP1'`)
+	check()
 }

@@ -152,6 +152,8 @@ order by table_name, ordinal_position`)
 		{"agent_token_totals", "amount_in", "numeric", false, "0"},
 		{"agent_token_totals", "amount_out", "numeric", false, "0"},
 		{"agent_token_totals", "legs", "bigint", false, "0"},
+		{"agent_token_totals", "amount_in_f", "double precision", false, "0"},
+		{"agent_token_totals", "amount_out_f", "double precision", false, "0"},
 		{"agent_trade_totals", "stx_address", "text", false, ""},
 		{"agent_trade_totals", "trades", "bigint", false, ""},
 		{"agent_trade_totals", "first_trade", "bigint", true, ""},
