@@ -380,7 +380,7 @@ func (s *Server) schedulerStatus(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	age := time.Since(rd.At)
-	doc := StatusDocument{Status: PublicStatus(rd.Value), AgeSeconds: age.Seconds()}
+	doc := StatusDocument{Status: listenerStatus(rd.Value), AgeSeconds: age.Seconds()}
 	w.Header().Set("Age", strconv.Itoa(int(age.Seconds())))
 	if rd.Fresh {
 		cacheFor(w, s.o.StatusTTL-age)

@@ -32,6 +32,8 @@ const (
 	stopReason  = "migrating db-primary for alice"
 	budgetLeft  = 31337
 	disabledWhy = "endpoint-said-410-gone-operator-note"
+	// temporalNamespace labels the Temporal SDK's series.
+	temporalNamespace = "ns-operator-only"
 )
 
 // fakeAdmin stands for the admin API (built elsewhere): it lists its
@@ -95,10 +97,18 @@ values ($1, $2, 'hourly', $3, $4, '{"type":"rollup.hourly"}', 'exhausted', 6, no
 	left := budgetLeft
 	m := metrics.New()
 	m.ObserveTenero(time.Second, pacer.TeneroResult{Run: pacer.Run{MinuteRemaining: &left, MonthRemaining: &left}}, nil)
+	// The operators' families: subscribers and deliveries (read from the
+	// store at each scrape), and the Temporal SDK's series.
+	require.NoError(t, m.WatchStore(st, catalog.Default(), nil))
+	m.ObserveDeliveryAttempt("delivered", false)
+	th, err := m.TemporalHandler()
+	require.NoError(t, err)
+	th.WithTags(map[string]string{"namespace": temporalNamespace, "task_queue": "pacer-queue", "workflow_type": "SchedulerWorkflow"}).Counter("temporal_request").Inc(1)
 	status := workflows.Status{WorkflowID: "v1", Stopping: &workflows.StopInput{Reason: stopReason},
-		LastTeneroResult: &pacer.TeneroResult{Run: pacer.Run{MinuteRemaining: &left, MonthRemaining: &left}},
-		Tasks:            map[string]workflows.TaskStatus{pacer.TaskSweep: {Pacing: &pacing.TaskStatus{}}},
-		Deliveries:       &workflows.DeliveryCounts{}}
+		LastTeneroResult:  &pacer.TeneroResult{Run: pacer.Run{MinuteRemaining: &left, MonthRemaining: &left}},
+		Tasks:             map[string]workflows.TaskStatus{pacer.TaskSweep: {Pacing: &pacing.TaskStatus{ProjectedPerDay: 4242.5}}},
+		Deliveries:        &workflows.DeliveryCounts{Retrying: 7},
+		LastDeliverResult: &pacer.DeliverResult{Emitted: 9, Delivered: 9}}
 	o := api.Options{Store: st, Catalog: catalog.Default(), Metrics: m.Handler(), Registerer: m.Registry(),
 		Status:          func(context.Context) (workflows.Status, error) { return status, nil },
 		TemporalHealth:  func(context.Context) error { return nil },
@@ -176,8 +186,11 @@ func TestPublicListenerServesNoOperatorData(t *testing.T) {
 		"body:POST /api/chainhook":          `{}`,
 	}
 	// The status document keeps its budget fields, always null in public.
+	// Nor the subscribers, deliveries, Temporal families and labels, the
+	// delivery counts, the pacing (issue 28, finding 6).
 	forbidden := []string{l.sub.ID, secretHost, stopReason, disabledWhy, "31337", "budget_remaining",
-		`"budget"`, "sub_"}
+		`"budget"`, "sub_", "pacer_subscribers", "pacer_deliveries", "pacer_delivery_", "temporal_", temporalNamespace,
+		"task_queue", "workflow_type", `"retrying"`, `"emitted"`, `"projectedPerDay"`, "4242.5"}
 	routes := l.h.PublicRoutes()
 	require.GreaterOrEqual(t, len(routes), 10)
 	for _, p := range routes {
@@ -208,6 +221,9 @@ func TestPublicListenerServesNoOperatorData(t *testing.T) {
 	code, got = fetch(t, requestFor(t, l.op.URL, "GET /metrics", nil))
 	require.Equal(t, http.StatusOK, code)
 	require.Contains(t, got, "pacer_upstream_budget_remaining", "the full metrics are the operators'")
+	for _, family := range []string{"pacer_subscribers{", "pacer_deliveries{", "pacer_delivery_attempts_total{", "temporal_request_total{", `namespace="` + temporalNamespace + `"`} {
+		require.Contains(t, got, family, "the operator listener's metrics carry the operators' families")
+	}
 }
 
 // TestOperatorListenerRefusesMissingOrWrongTokens walks every operator

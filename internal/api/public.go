@@ -98,6 +98,21 @@ func PublicStatus(st workflows.Status) workflows.Status {
 	return st
 }
 
+// listenerStatus is the status document the public listener serves:
+// PublicStatus, less what is the operators' though `pacer status` shows
+// it to them: the delivery counts and the last deliver run's result
+// (subscribers' traffic), and the tasks' pacing, whose intervals, batches
+// and projections stand in for the upstream budgets.
+func listenerStatus(st workflows.Status) workflows.Status {
+	st = PublicStatus(st)
+	st.Deliveries, st.LastDeliverResult = nil, nil
+	for name, t := range st.Tasks {
+		t.Pacing = nil
+		st.Tasks[name] = t
+	}
+	return st
+}
+
 func publicRun(r pacer.Run) pacer.Run {
 	r.MinuteRemaining, r.MonthRemaining = nil, nil
 	if r.ErrorClass != "" || r.Error != "" {

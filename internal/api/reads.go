@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -41,10 +43,16 @@ const (
 	metricsTimeout = 5 * time.Second
 )
 
-// privateFamilies are metric families that stay on the operator listener:
-// what the upstream budgets have left is the operators' (it tells an
-// attacker when a little more traffic would starve the sweep).
-var privateFamilies = []string{"pacer_upstream_budget_remaining", "pacer_hiro_budget_remaining"}
+// Metric families that stay on the operator listener (SPEC §7): what the
+// upstream budgets have left (it tells an attacker when a little more
+// traffic would starve the sweep), the subscribers and their deliveries,
+// and the Temporal SDK's series with their namespace, task queue and
+// workflow and activity types.
+var (
+	privateFamilies       = []string{"pacer_upstream_budget_remaining", "pacer_hiro_budget_remaining"}
+	privateFamilyPrefixes = []string{"pacer_subscriber", "pacer_deliver", "pacer_temporal_", "temporal_"}
+	privateLabels         = []string{"namespace", "task_queue", "workflow_type", "activity_type", "subscriber", "subscriber_id"}
+)
 
 // reads is the store public reads use: Options.ReadStore, else Store.
 func (s *Server) reads() *store.Store {
@@ -116,9 +124,20 @@ func (s *Server) gather(public bool) ([]byte, error) {
 }
 
 func isPrivateFamily(mf *dto.MetricFamily) bool {
-	for _, name := range privateFamilies {
-		if mf.GetName() == name {
+	name := mf.GetName()
+	if slices.Contains(privateFamilies, name) {
+		return true
+	}
+	for _, p := range privateFamilyPrefixes {
+		if strings.HasPrefix(name, p) {
 			return true
+		}
+	}
+	for _, m := range mf.GetMetric() {
+		for _, l := range m.GetLabel() {
+			if slices.Contains(privateLabels, l.GetName()) {
+				return true
+			}
 		}
 	}
 	return false
