@@ -76,17 +76,34 @@ func (s *Server) clientKey(r *http.Request) string {
 func (s *Server) forwardedFor(r *http.Request, from netip.Addr) netip.Addr {
 	hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
 	for i := len(hops) - 1; i >= 0; i-- {
-		h, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
-		if err != nil {
+		h, ok := hopAddr(hops[i])
+		if !ok {
 			return from
 		}
-		h = h.Unmap()
 		from = h
 		if !s.trusted(h) {
 			return h
 		}
 	}
 	return from
+}
+
+// hopAddr reads one hop of X-Forwarded-For as proxies write it: an
+// address, an address with a port ("198.51.100.7:5123",
+// "[2001:db8::7]:443"), or an IPv6 address in brackets ("[2001:db8::7]").
+func hopAddr(hop string) (netip.Addr, bool) {
+	hop = strings.TrimSpace(hop)
+	if ap, err := netip.ParseAddrPort(hop); err == nil {
+		return ap.Addr().Unmap().WithZone(""), true
+	}
+	if strings.HasPrefix(hop, "[") && strings.HasSuffix(hop, "]") {
+		hop = hop[1 : len(hop)-1]
+	}
+	a, err := netip.ParseAddr(hop)
+	if err != nil {
+		return netip.Addr{}, false
+	}
+	return a.Unmap().WithZone(""), true
 }
 
 func remoteAddr(remote string) (netip.Addr, bool) {

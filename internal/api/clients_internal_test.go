@@ -32,6 +32,13 @@ func TestClientKey(t *testing.T) {
 		{"IPv6 neighbour in the same /64", "[2001:db8:1:2:ffff:ffff:ffff:ffff]:443", nil, "2001:db8:1:2::/64"},
 		{"IPv6 behind an IPv6 proxy", "[fd00::1]:80", []string{"2001:db8:9:9::77"}, "2001:db8:9:9::/64"},
 		{"IPv4-mapped is IPv4", "[::ffff:203.0.113.9]:1", nil, "203.0.113.9"},
+		// Issue 28 finding 8: hops written with a port or in brackets
+		// name their client; before, they ended the walk at the proxy.
+		{"hop with a port", "10.1.2.3:80", []string{"198.51.100.7:5123"}, "198.51.100.7"},
+		{"IPv6 hop in brackets", "10.1.2.3:80", []string{"[2001:db8::7]"}, "2001:db8::/64"},
+		{"IPv6 hop in brackets with a port", "10.1.2.3:80", []string{"[2001:db8::7]:443"}, "2001:db8::/64"},
+		{"trusted hop with a port, then the client", "10.1.2.3:80", []string{"198.51.100.8, 10.1.9.9:8080"}, "198.51.100.8"},
+		{"brackets around IPv4 are garbage", "10.1.2.3:80", []string{"[198.51.100.7"}, "10.1.2.3"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := httptest.NewRequest("GET", "/", nil)
