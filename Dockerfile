@@ -13,6 +13,13 @@
 
 ARG GO_VERSION=1.26
 
+# Base images are pinned by tag, not yet by digest: the digests could not
+# be read where this was written (no registry access). To pin, replace each
+# FROM's tag with tag@sha256:<digest> from
+#   docker buildx imagetools inspect golang:1.26-bookworm
+#   docker buildx imagetools inspect gcr.io/distroless/static-debian12:nonroot
+# and let Dependabot or Renovate move them (issue 28, finding 11).
+
 FROM golang:${GO_VERSION}-bookworm AS build
 WORKDIR /src
 # Modules first, so this layer is reused until go.mod or go.sum change.
