@@ -19,7 +19,7 @@ FUZZ_TARGETS := \
 	workflows:FuzzParsePause workflows:FuzzParseRefresh workflows:FuzzParseTune workflows:FuzzParseReconfigure \
 	internal/cron:FuzzParseSpec internal/chainhook:FuzzParse
 
-.PHONY: help build dev test test-unit lint tools clean postgres chromium histories bench bench-hidden bench-push bench-public bench-tail bench-outage bench-hint bench-board cost catchup sched-check deliver-check deploy-check fuzz
+.PHONY: help build dev test test-unit lint tools clean postgres chromium histories wf-lines bench bench-hidden bench-push bench-public bench-tail bench-outage bench-hint bench-board cost catchup sched-check deliver-check deploy-check fuzz
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -123,6 +123,9 @@ tenero-check: tools postgres ## a cut tenero run on the real stack fetches what 
 deploy-check: tools postgres ## deploys on the real stack: build A runs v1, B deployed beside it and promoted, A stopped, rollback to A, A and B side by side; no workflow task failure, tenero's cadence (~10 min, see RELIABILITY.md)
 	set -o pipefail; go test -tags deploycheck -count=1 -timeout 20m -run 'TestDeploySequence$$|TestDeployWithoutVersioningFails|TestPromoteAfterTheOldBuildStopped' -v ./worker/ \
 	  | grep -E 'figures|Error|_test\.go:[0-9]+:|^(ok|FAIL|---)'
+
+wf-lines: ## non-test lines of this module's code that runs inside the workflow (go list -deps ./workflows; SPEC §3.8)
+	@go list -deps -f '{{if and .Module .Module.Main}}{{$$d := .Dir}}{{range .GoFiles}}{{$$d}}/{{.}}{{"\n"}}{{end}}{{end}}' ./workflows | xargs cat | wc -l
 
 histories: tools ## record the current revision's workflow histories (r<N>-*.json) and the bad history for the replay tests (never rewrites one; needs bin/temporal)
 	go test -tags histories -count=1 -timeout 60m -run TestWriteHistories ./workflows/

@@ -224,6 +224,8 @@ type TeneroResult struct {
 	// Wanted is how many requests the whole token set needs (its tokens that
 	// are not pegs), cut or not: what the next run will ask of the budget.
 	Wanted int `json:"wanted,omitempty"`
+	// Pace is the run's pacing for the next (SPEC §3.8).
+	Pace *Pace `json:"pace,omitempty"`
 }
 
 // TeneroInput is the input of the tenero activity.
@@ -241,6 +243,8 @@ type TeneroInput struct {
 	StopAtMinuteRemaining int `json:"stopAtMinuteRemaining,omitempty"`
 	// Occurrence is the run's key in the task_runs ledger.
 	Occurrence Occurrence `json:"occurrence"`
+	// Pace paces the run: its controller sets MaxTokens (SPEC §3.8).
+	Pace *PaceInput `json:"pace,omitempty"`
 }
 
 // SweepInput is the input of the sweep activity.
@@ -254,6 +258,8 @@ type SweepInput struct {
 	MaxRequests int `json:"maxRequests,omitempty"`
 	// Occurrence is the run's key in the task_runs ledger.
 	Occurrence Occurrence `json:"occurrence"`
+	// Pace paces the run: its controller sets PageSize (SPEC §3.8).
+	Pace *PaceInput `json:"pace,omitempty"`
 }
 
 // SweepResult is what one run of the sweep task reports (SPEC §3).
@@ -296,6 +302,8 @@ type SweepResult struct {
 	// spent), "blocked" (Hiro refused), "maxRequests", "deadline" (the
 	// run's time cap) or "error".
 	StoppedBy string `json:"stoppedBy,omitempty"`
+	// Pace is the run's pacing for the next (SPEC §3.8).
+	Pace *Pace `json:"pace,omitempty"`
 }
 
 // SweepResult.StoppedBy values other than the budget's windows.

@@ -60,9 +60,14 @@ type sweepProgress struct {
 // duplicates nothing. The result's NextDueAt tells the workflow when to
 // wake it next.
 func (a *Activities) Sweep(ctx context.Context, in pacer.SweepInput) (pacer.SweepResult, error) {
-	return ledgered(ctx, a, in.Occurrence, func(ctx context.Context) (pacer.SweepResult, error) {
-		return a.sweep(ctx, in)
-	})
+	return paced(ctx, a, pacer.TaskSweep, in.Pace, func(ctx context.Context, batch int) (pacer.SweepResult, error) {
+		if in.Pace != nil {
+			in.PageSize = batch
+		}
+		return ledgered(ctx, a, in.Occurrence, func(ctx context.Context) (pacer.SweepResult, error) {
+			return a.sweep(ctx, in)
+		})
+	}, func(r *pacer.SweepResult) (*pacer.Run, int, **pacer.Pace) { return &r.Run, r.Successes(), &r.Pace })
 }
 
 // sweepRun is one run's shared state: its result, guarded for the

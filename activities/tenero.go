@@ -25,8 +25,17 @@ const maxUpstreamStreak = 5
 // the tokens agents trade, pegs at 1 USD without a call, stopping at once
 // when Tenero says a quota is spent.
 func (a *Activities) RefreshTenero(ctx context.Context, in pacer.TeneroInput) (pacer.TeneroResult, error) {
-	return ledgered(ctx, a, in.Occurrence, func(ctx context.Context) (pacer.TeneroResult, error) {
-		return a.refreshTenero(ctx, in)
+	return paced(ctx, a, pacer.TaskTenero, in.Pace, func(ctx context.Context, batch int) (pacer.TeneroResult, error) {
+		if in.Pace != nil {
+			in.MaxTokens = batch
+		}
+		return ledgered(ctx, a, in.Occurrence, func(ctx context.Context) (pacer.TeneroResult, error) {
+			return a.refreshTenero(ctx, in)
+		})
+	}, func(r *pacer.TeneroResult) (*pacer.Run, int, **pacer.Pace) {
+		// Pegs cost no request; not_found and parse_error are item
+		// problems the upstream answered, so they count as its successes.
+		return &r.Run, r.Succeeded - r.Pegged + r.Failed - r.UpstreamFailed, &r.Pace
 	})
 }
 

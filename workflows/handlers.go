@@ -246,9 +246,7 @@ func (s *scheduler) tuneNow(ctx workflow.Context, raw json.RawMessage) (TuneResu
 	s.wake.SendAsync(struct{}{})
 	res := TuneResult{Tasks: map[string]Pace{}}
 	for _, name := range names {
-		if p := s.state.Pacing[name]; p != nil {
-			res.Tasks[name] = Pace{Batch: p.Controller.Batch, Interval: p.Controller.Interval}
-		}
+		res.Tasks[name] = s.pace(name)
 	}
 	return res, nil
 }
@@ -282,18 +280,9 @@ func (s *scheduler) applyConfig(cfg Config, now time.Time) {
 		t := s.tasks[d.name]
 		t.Every = cfg.every(d.name)
 		s.restartCron(t, old, cfg, now)
-		p := s.state.Pacing[d.name]
-		if p == nil {
-			continue
+		if d.paced {
+			t.Every = s.every(d.name) // the next run bounds its controller by the new cadence
 		}
-		if err := p.Controller.Clamp(s.controllerConfig(d.name, cfg)); err != nil {
-			s.logger.Error("pacing.config_invalid", "task", d.name, "error", err.Error())
-			continue
-		}
-		if cfg.every(d.name) != old.every(d.name) {
-			_ = p.Controller.Tune(0, time.Duration(cfg.every(d.name)))
-		}
-		t.Every = pacer.Duration(p.Controller.Decide(now).Interval)
 	}
 	s.compileCrons()
 }

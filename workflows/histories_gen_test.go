@@ -350,6 +350,9 @@ func TestWriteHistories(t *testing.T) {
 	})
 
 	t.Run("registry", func(t *testing.T) {
+		if workflows.RevisionCurrent < 2 {
+			t.Skip("the registry task is revision 2's")
+		}
 		if !missing("registry") {
 			t.Skip("recorded")
 		}

@@ -247,33 +247,6 @@ func TestRunsCarryTheirOccurrence(t *testing.T) {
 	}, occs, "the next is due 5 minutes after the refresh started, past the end")
 }
 
-// With a month budget far from binding, a run waits for the few requests
-// it will make, not for a whole batch (SPEC §4.7): tenero keeps its 1-minute
-// cadence.
-func TestPacingByNeedKeepsTheCadence(t *testing.T) {
-	t.Parallel()
-	h := newHarness(t)
-	month := 49_997
-	h.tenero.set(func(call int32) (pacer.TeneroResult, error) {
-		month -= 3
-		left, minute := month, 97
-		return pacer.TeneroResult{TokensAttempted: 8, Succeeded: 8, Pegged: 5, Wanted: 3,
-			Run: pacer.Run{Requests: 3, MonthRemaining: &left, MinuteRemaining: &minute}}, nil
-	})
-	h.at(30*time.Minute+30*time.Second, func() {
-		st := h.status(t)
-		tk := st.Tasks[pacer.TaskTenero]
-		require.Equal(t, "cadence", tk.Waiting, "not pacing: %v", tk.NextDueAt)
-		require.Equal(t, t0.Add(31*time.Minute), *tk.NextDueAt)
-	})
-	h.runFor(t, 30*time.Minute+time.Second, SchedulerInput{Config: Config{
-		TeneroEvery: pacer.Duration(time.Minute), SweepEvery: pacer.Duration(time.Hour)}})
-	// 49,997 left over 17.5 days is about 2 a minute: a batch of 64 would
-	// wait half an hour, 3 requests a minute and a half, but month pacing
-	// lends what accrued while the budget was new.
-	require.GreaterOrEqual(t, h.tenero.calls.Load(), int32(20), "runs at about its 1-minute cadence")
-}
-
 // Status says why a task waits, in one word and a time.
 func TestStatusSaysWhyATaskWaits(t *testing.T) {
 	t.Parallel()
@@ -339,8 +312,6 @@ func TestMemoFollowsTheState(t *testing.T) {
 	last := memos[len(memos)-1]
 	require.Equal(t, t0.Add(90*time.Second+time.Hour), *last.PausedUntil)
 	require.Equal(t, t0.Add(90*time.Second), last.At)
-	require.Equal(t, maxTeneroBatch, last.Tasks[pacer.TaskTenero].Batch)
-	require.Equal(t, pacer.Duration(5*time.Minute), last.Tasks[pacer.TaskTenero].Interval)
 
 	// A restart lays the memo's pause and breakers over an older state.
 	st := State{Tasks: []*schedule.Task{{Name: pacer.TaskTenero}}}

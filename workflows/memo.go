@@ -103,9 +103,9 @@ func (s *scheduler) memo(now time.Time) Memo {
 		if t.Broken != nil {
 			mt.Broken = t.Broken.Message
 		}
-		if p := s.pacingStatus(t.Name, now); p != nil {
+		if p := s.pacingStatus(t.Name); p != nil {
 			mt.Batch, mt.Zone = p.Batch, string(p.Zone)
-			mt.Interval = s.state.Pacing[t.Name].Controller.Interval
+			mt.Interval = t.Every
 		}
 		m.Tasks[t.Name] = mt
 	}

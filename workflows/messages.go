@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer"
-	"github.com/pacer-dev/pacer/internal/catalog"
 	"github.com/pacer-dev/pacer/internal/cron"
 	"github.com/pacer-dev/pacer/internal/schedule"
 )
@@ -128,7 +127,7 @@ func ParseHint(raw json.RawMessage) (string, error) {
 		}
 		return "", err
 	}
-	if in.Agent != "" && !catalog.ValidPrincipal(in.Agent) {
+	if in.Agent != "" && !pacer.ValidPrincipal(in.Agent) {
 		return "", fmt.Errorf(`"agent" is not a Stacks principal: %.80q`, in.Agent)
 	}
 	return in.Agent, nil

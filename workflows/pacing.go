@@ -4,57 +4,18 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer"
-	"github.com/pacer-dev/pacer/internal/pacing"
 	"github.com/pacer-dev/pacer/internal/schedule"
 )
 
-// Pacing is the adaptive state of one task, carried across continue-as-new.
+// Pacing is one paced task's pacing, carried across continue-as-new. The
+// controller runs in the task's activity (SPEC §3.8): the workflow hands
+// each run the state the last one returned and stores what it returns.
 type Pacing struct {
-	Controller *pacing.Controller `json:"controller"`
-	// LastRun is how long the last run took (for cost estimates).
-	LastRun pacer.Duration `json:"lastRun"`
-	// TailFrom is where the next cut batch resumes its rotation through the
-	// traded tokens (tenero only).
-	TailFrom int `json:"tailFrom,omitempty"`
+	// Pace is what the task's last run returned; nil before its first.
+	Pace *pacer.Pace `json:"pace,omitempty"`
+	// Tune is an operator's tune or reset the next run applies.
+	Tune *pacer.PaceTune `json:"tune,omitempty"`
 }
-
-// controllerConfig is each task's bounds: never faster than its configured
-// cadence, never slower than its slowest useful pace, and a batch between a
-// floor that still gives the controller enough samples and the whole set.
-// The controller judges runs, not minutes; a cooldown probes the upstream
-// every cooledInterval, not MaxInterval.
-func (s *scheduler) controllerConfig(task string, cfg Config) pacing.ControllerConfig {
-	var cc pacing.ControllerConfig
-	switch task {
-	case pacer.TaskTenero:
-		cc = pacing.ControllerConfig{MinBatch: 5, MaxBatch: maxTeneroBatch, InitialBatch: maxTeneroBatch,
-			MinInterval: cfg.every(pacer.TaskTenero), MaxInterval: max(pacer.Duration(time.Hour), cfg.every(pacer.TaskTenero)),
-			InitialInterval: cfg.every(pacer.TaskTenero)}
-	default:
-		page := cfg.SweepPageSize
-		if page <= 0 {
-			page = defaultSweepPage
-		}
-		cc = pacing.ControllerConfig{MinBatch: min(minSweepPage, page), MaxBatch: page, InitialBatch: page,
-			MinInterval: cfg.every(pacer.TaskSweep), MaxInterval: max(pacer.Duration(2*time.Hour), cfg.every(pacer.TaskSweep)),
-			InitialInterval: cfg.every(pacer.TaskSweep)}
-	}
-	cc.Judge = pacing.JudgeRuns
-	cc.CooledInterval = pacer.Duration(cooledInterval)
-	return cc
-}
-
-// cooledInterval is how often a task the controller cooled down runs
-// (at its smallest batch) while the cooldown lasts and until it has
-// recovered: the cooldown's own length, so that a task is back within
-// minutes of its upstream, not MaxInterval (2 hours for the sweep) after
-// an outage of any length. The run is the probe; the circuit breaker's,
-// when it is open, comes on top.
-const cooledInterval = 5 * time.Minute
-
-// maxTeneroBatch covers the whole token set: static base, pegs and the top
-// 50 traded tokens.
-const maxTeneroBatch = 64
 
 // minuteReserve is left in every minute window of tenero: a paced run
 // stops when its headers say the window is down to it, so pacing never
@@ -63,8 +24,9 @@ const maxTeneroBatch = 64
 // budget's (SPEC §5.4).
 const minuteReserve = 1
 
-// setupPacing creates or clamps each task's controller, and points each
-// task's cadence at its controller's interval.
+// setupPacing gives each paced task its pacing, and points its cadence at
+// the interval its last run chose (at the configured cadence, when a
+// reconfigure changed it since).
 func (s *scheduler) setupPacing() {
 	if s.state.Pacing == nil {
 		s.state.Pacing = map[string]*Pacing{}
@@ -73,35 +35,53 @@ func (s *scheduler) setupPacing() {
 		if !d.paced {
 			continue
 		}
-		cc := s.controllerConfig(d.name, s.cfg)
 		p := s.state.Pacing[d.name]
-		switch {
-		case p == nil || p.Controller == nil:
-			c, err := pacing.NewController(cc)
-			if err != nil {
-				s.logger.Error("pacing.config_invalid", "task", d.name, "error", err.Error())
-				continue
-			}
-			s.state.Pacing[d.name] = &Pacing{Controller: c}
-		default:
-			if err := p.Controller.Clamp(cc); err != nil {
-				s.logger.Error("pacing.config_invalid", "task", d.name, "error", err.Error())
-			}
+		if p == nil {
+			p = &Pacing{}
+			s.state.Pacing[d.name] = p
 		}
-		s.tasks[d.name].Every = s.state.Pacing[d.name].Controller.Interval
+		s.tasks[d.name].Every = s.every(d.name)
 	}
 }
 
-// batch is how much the next run of task may do: the controller's batch
-// (zero, no limit, for a task without one). What the upstream's quota
-// allows is the activity's to find: the Postgres budget for Hiro, the
-// headers for Tenero.
-func (s *scheduler) batch(task string, now time.Time) int {
+// every is a paced task's interval: its last run's choice, never faster
+// than its configured cadence.
+func (s *scheduler) every(task string) pacer.Duration {
+	cadence := s.cfg.every(task)
+	if p := s.state.Pacing[task]; p != nil && p.Pace != nil && p.Pace.Cadence == cadence {
+		return max(p.Pace.Every, cadence)
+	}
+	return cadence
+}
+
+// paceInput is what the next run of task is given to pace itself.
+func (s *scheduler) paceInput(task string) *pacer.PaceInput {
 	p := s.state.Pacing[task]
 	if p == nil {
-		return 0
+		return nil
 	}
-	return p.Controller.Decide(now).Batch
+	in := &pacer.PaceInput{Cadence: s.cfg.every(task), Tune: p.Tune}
+	if task == pacer.TaskSweep {
+		in.MaxBatch = s.cfg.SweepPageSize
+	}
+	if p.Pace != nil {
+		in.State, in.LastCadence = p.Pace.State, p.Pace.Cadence
+	}
+	return in
+}
+
+// paced stores what a run of t returned of its pacing (a run that
+// returned none, a timeout, leaves it), and moves t's cadence.
+func (s *scheduler) paced(t *schedule.Task, in *pacer.PaceInput, pace *pacer.Pace) {
+	p := s.state.Pacing[t.Name]
+	if p == nil || pace == nil {
+		return
+	}
+	p.Pace = pace
+	if in != nil && p.Tune == in.Tune {
+		p.Tune = nil // applied (a tune sent while the run ran waits for the next)
+	}
+	t.Every = s.every(t.Name)
 }
 
 // stopAt is the minute reserve a tenero run keeps: none for an operator's
@@ -113,47 +93,43 @@ func stopAt(forced bool) int {
 	return minuteReserve
 }
 
-// observe feeds a finished run to the task's controller, then moves the
-// task's cadence.
-func (s *scheduler) observe(t *schedule.Task, run *pacer.Run, successes int, now time.Time) {
-	p := s.state.Pacing[t.Name]
-	if p == nil {
-		return
+// pacingStatus is a task's pacing in the status document, as its last run
+// decided it.
+func (s *scheduler) pacingStatus(task string) *pacer.PaceStatus {
+	if p := s.state.Pacing[task]; p != nil && p.Pace != nil {
+		st := p.Pace.Status
+		return &st
 	}
-	if successes+run.UpstreamFailed > 0 {
-		p.Controller.Observe(now, successes, run.UpstreamFailed)
-	} else if run.ErrorClass != "" {
-		p.Controller.Record(now, run.ErrorClass)
-	}
-	p.LastRun = pacer.Duration(time.Duration(run.DurationMs) * time.Millisecond)
-	t.Every = pacer.Duration(p.Controller.Decide(now).Interval)
+	return nil
 }
 
-// pacingStatus is a task's pacing in the status document, read-only.
-func (s *scheduler) pacingStatus(task string, now time.Time) *pacing.TaskStatus {
-	p := s.state.Pacing[task]
-	if p == nil {
-		return nil
-	}
-	st := pacing.StatusOf(now, p.Controller, time.Duration(p.LastRun), pacing.DefaultCost())
-	return &st
-}
-
-// tune applies an operator's tune or reset to the selected tasks.
+// tune records an operator's tune or reset for the selected tasks' next
+// runs, which apply it within their bounds; an interval applies to the
+// next start at once.
 func (s *scheduler) tune(in TuneInput, names []string, now time.Time) {
 	for _, name := range names {
 		p := s.state.Pacing[name]
 		if p == nil {
 			continue
 		}
-		if in.Reset {
-			p.Controller.Reset()
-		} else if err := p.Controller.Tune(in.batch, in.interval); err != nil {
-			s.logger.Warn("scheduler.message_rejected", "message", SignalTune, "reason", err.Error())
-			continue
+		p.Tune = &pacer.PaceTune{Reset: in.Reset, Batch: in.batch, Interval: pacer.Duration(in.interval)}
+		switch t := s.tasks[name]; {
+		case in.Reset:
+			t.Every = s.cfg.every(name)
+		case in.interval > 0:
+			t.Every = max(pacer.Duration(in.interval), s.cfg.every(name))
 		}
-		d := p.Controller.Decide(now)
-		s.tasks[name].Every = pacer.Duration(d.Interval)
-		s.logger.Info("scheduler.tuned", "task", name, "reset", in.Reset, "batch", d.Batch, "interval", d.Interval)
+		s.logger.Info("scheduler.tuned", "task", name, "reset", in.Reset, "batch", in.batch, "interval", in.interval, "at", now)
 	}
+}
+
+// pace is a task's batch and interval, as tuned or as its last run chose.
+func (s *scheduler) pace(name string) Pace {
+	pc := Pace{Interval: s.tasks[name].Every}
+	if p := s.state.Pacing[name]; p != nil && p.Tune != nil && p.Tune.Batch > 0 {
+		pc.Batch = p.Tune.Batch
+	} else if st := s.pacingStatus(name); st != nil {
+		pc.Batch = st.Batch
+	}
+	return pc
 }

@@ -666,43 +666,30 @@ func runTask[R any, P result[R]](ctx workflow.Context, opts workflow.ActivityOpt
 	}
 }
 
+// runTenero refreshes prices once; its activity paces itself (SPEC §3.8).
 func runTenero(ctx workflow.Context, s *scheduler, occ pacer.Occurrence, forced bool) schedule.Outcome {
-	in := pacer.TeneroInput{
-		MaxTokens:             s.batch(pacer.TaskTenero, workflow.Now(ctx)),
-		StopAtMinuteRemaining: stopAt(forced),
-		Occurrence:            occ,
-	}
-	p := s.state.Pacing[pacer.TaskTenero]
-	if p != nil {
-		in.TailFrom = p.TailFrom
-	}
+	pace := s.paceInput(pacer.TaskTenero)
 	res, o := runTask[pacer.TeneroResult](ctx, s.activityOptions("tenero price refresh", 10*time.Minute),
-		ActivityRefreshTenero, in)
+		ActivityRefreshTenero, pacer.TeneroInput{StopAtMinuteRemaining: stopAt(forced), Occurrence: occ, Pace: pace})
 	s.state.LastTeneroResult = res
-	if p != nil && res.ErrorClass == "" {
-		p.TailFrom = res.NextTailFrom
-	}
-	// Pegs cost no request; not_found and parse_error are item problems
-	// the upstream answered, so they count as its successes.
-	successes := res.Succeeded - res.Pegged + res.Failed - res.UpstreamFailed
-	s.observe(s.tasks[pacer.TaskTenero], &res.Run, successes, workflow.Now(ctx))
+	s.paced(s.tasks[pacer.TaskTenero], pace, res.Pace)
+	res.Pace = nil // carried in Pacing once
 	return o
 }
 
-func runSweep(ctx workflow.Context, s *scheduler, occ pacer.Occurrence, forced bool) schedule.Outcome {
-	page := s.batch(pacer.TaskSweep, workflow.Now(ctx))
+// runSweep sweeps once; its activity paces itself (SPEC §3.8).
+func runSweep(ctx workflow.Context, s *scheduler, occ pacer.Occurrence, _ bool) schedule.Outcome {
+	pace := s.paceInput(pacer.TaskSweep)
 	res, o := runTask[pacer.SweepResult](ctx, s.activityOptions("competition swap sweep", 20*time.Minute),
-		ActivitySweep, pacer.SweepInput{PageSize: page, Occurrence: occ})
+		ActivitySweep, pacer.SweepInput{Occurrence: occ, Pace: pace})
 	s.state.LastSweepResult = res
+	s.paced(s.tasks[pacer.TaskSweep], pace, res.Pace)
+	res.Pace = nil
 	t := s.tasks[pacer.TaskSweep]
 	// The sweep is due when its earliest agent is, never sooner than its
 	// cadence: a run that failed says nothing.
 	if res.ErrorClass == "" {
 		t.NextDueAt = utc(res.NextDueAt)
 	}
-	// Pages of the tail and the reconciler are work done too: a tail run
-	// visits few agents or none (SPEC §5.0).
-	successes := res.Successes()
-	s.observe(t, &res.Run, successes, workflow.Now(ctx))
 	return o
 }

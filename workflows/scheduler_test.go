@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -442,64 +443,57 @@ func TestBreakerProbesAndRefreshCloses(t *testing.T) {
 	h.runFor(t, 133*time.Minute, SchedulerInput{Config: Config{BreakerThreshold: 3, BreakerCooldown: pacer.Duration(time.Hour)}})
 }
 
-// An upstream failing most requests slows the task down and shrinks its
-// batch, a step for one bad run and a cooldown for two in a row; tune and
-// reset move it by hand.
-func TestPacingBacksOffAndTunes(t *testing.T) {
+// Pacing is the activity's (SPEC §3.8): the workflow hands each run the
+// state the last one returned, with an operator's tune, and starts the
+// next run no sooner than the interval the run chose, never faster than
+// the configured cadence.
+func TestPacingIsTheActivitys(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	h.tenero.set(func(int32) (pacer.TeneroResult, error) {
-		// 1 of 10 requests answered: 10% success, below the 20% cooldown line.
-		return pacer.TeneroResult{TokensAttempted: 10, Succeeded: 1, Failed: 9,
-			Run: pacer.Run{Requests: 10, UpstreamFailed: 9}}, nil
+	pace := func(state string, every time.Duration) *pacer.Pace {
+		return &pacer.Pace{State: json.RawMessage(state), Cadence: pacer.Duration(5 * time.Minute), Every: pacer.Duration(every),
+			Status: pacer.PaceStatus{Zone: "backoff", Batch: 32, Interval: every.String()}}
+	}
+	h.tenero.set(func(call int32) (pacer.TeneroResult, error) {
+		if call == 3 { // a failed run reports its pace too
+			res := pacer.TeneroResult{Pace: pace(`{"n":3}`, 2*time.Minute)}
+			return res, temporal.NewNonRetryableApplicationError("502", string(pacer.ClassServerError), nil, res)
+		}
+		return pacer.TeneroResult{Succeeded: 1, Pace: pace(fmt.Sprintf(`{"n":%d}`, call), 7*time.Minute+30*time.Second)}, nil
 	})
 	h.at(time.Minute, func() {
 		st := h.status(t)
-		p := st.Tasks[pacer.TaskTenero].Pacing
-		require.NotNil(t, p)
-		require.Equal(t, "backoff", string(p.Zone), "one bad run is one step back, not a cooldown")
-		require.Equal(t, maxTeneroBatch/2, p.Batch)
-		require.Equal(t, "7m30s", p.Interval)
 		require.Equal(t, "7m30s", st.Tasks[pacer.TaskTenero].Every)
-	})
-	h.at(9*time.Minute, func() { // its 7m30s wake joins the sweep's, at 8m
-		st := h.status(t)
-		p := st.Tasks[pacer.TaskTenero].Pacing
-		require.Equal(t, "cooldown", string(p.Zone), "the second bad run in a row cools it down")
-		require.Equal(t, 5, p.Batch, "minimum batch")
-		require.Equal(t, "7m30s", p.Interval, "the cooled interval (5m), never faster than it ran: each run a probe")
-		require.NotEqual(t, "0s", p.CooldownRemaining)
-	})
-	h.at(30*time.Minute, func() {
-		require.EqualValues(t, 4, h.tenero.calls.Load(), "a probe each cooled interval (at 0, 8, 16 and 24 min), the upstream still failing")
-		require.Equal(t, "cooldown", string(h.status(t).Tasks[pacer.TaskTenero].Pacing.Zone), "each failed probe cools it again")
-		h.tenero.set(func(int32) (pacer.TeneroResult, error) {
-			return pacer.TeneroResult{TokensAttempted: 10, Succeeded: 10, Run: pacer.Run{Requests: 10}}, nil
-		})
+		require.Equal(t, "backoff", string(st.Tasks[pacer.TaskTenero].Pacing.Zone))
+		require.Equal(t, 32, st.Tasks[pacer.TaskTenero].Pacing.Batch)
 		h.signal(SignalTune, `{"task":"tenero","batch":20,"interval":"10m"}`)
-		h.signal(SignalTune, `{"task":"tenero","batch":-1}`)
 		h.signal(SignalTune, `{"task":"nope","reset":true}`)
-		h.signal(SignalTune, `{"task":"tenero","reset":true,"batch":3}`)
-		h.signal(SignalTune, `{"task":"tenero"}`)
 	})
-	h.at(35*time.Minute, func() {
-		// Due 10 minutes after the probe at 24m: at 34m, with the tuned batch.
-		require.EqualValues(t, 5, h.tenero.calls.Load())
-		require.Equal(t, 20, h.tenero.last.Load().MaxTokens, "the tuned batch reaches the activity")
-		// A clean run may then speed it up, never past the configured cadence.
+	h.at(2*time.Minute, func() {
+		require.Equal(t, "10m0s", h.status(t).Tasks[pacer.TaskTenero].Every, "a tuned interval applies to the next start")
+	})
+	h.at(11*time.Minute, func() {
+		in := h.tenero.last.Load()
+		require.EqualValues(t, 2, h.tenero.calls.Load(), "the second run 10 minutes after the first")
+		require.Equal(t, `{"n":1}`, string(in.Pace.State), "the state the last run returned")
+		require.Equal(t, pacer.Duration(5*time.Minute), in.Pace.Cadence)
+		require.Equal(t, &pacer.PaceTune{Batch: 20, Interval: pacer.Duration(10 * time.Minute)}, in.Pace.Tune)
+	})
+	h.at(20*time.Minute, func() {
+		in := h.tenero.last.Load()
+		require.EqualValues(t, 3, h.tenero.calls.Load())
+		require.Nil(t, in.Pace.Tune, "applied once")
+		require.Equal(t, `{"n":2}`, string(in.Pace.State))
 		st := h.status(t)
-		every, err := time.ParseDuration(st.Tasks[pacer.TaskTenero].Every)
-		require.NoError(t, err)
-		require.GreaterOrEqual(t, every, 5*time.Minute)
-		require.LessOrEqual(t, every, 10*time.Minute)
-		h.signal(SignalTune, `{"task":"all","reset":true}`)
+		require.Equal(t, "5m0s", st.Tasks[pacer.TaskTenero].Every, "never faster than the configured cadence")
+		h.signal(SignalTune, `{"task":"tenero","reset":true}`)
 	})
-	h.at(36*time.Minute, func() {
-		st := h.status(t)
-		require.Equal(t, "5m0s", st.Tasks[pacer.TaskTenero].Every, "reset: back to the configured cadence")
-		require.Equal(t, maxTeneroBatch, st.Tasks[pacer.TaskTenero].Pacing.Batch)
+	h.at(26*time.Minute, func() {
+		in := h.tenero.last.Load()
+		require.Equal(t, `{"n":3}`, string(in.Pace.State), "the failed run's pace")
+		require.True(t, in.Pace.Tune.Reset)
 	})
-	h.runFor(t, 37*time.Minute, SchedulerInput{})
+	h.runFor(t, 27*time.Minute, SchedulerInput{Config: Config{SweepEvery: pacer.Duration(time.Hour)}})
 }
 
 func TestParseTune(t *testing.T) {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/pacer-dev/pacer"
 	"github.com/pacer-dev/pacer/internal/cron"
-	"github.com/pacer-dev/pacer/internal/pacing"
 	"github.com/pacer-dev/pacer/internal/schedule"
 )
 
@@ -75,7 +74,7 @@ type TaskStatus struct {
 	Hinted bool `json:"hinted,omitempty"`
 	// Pacing is what the adaptive controller decided and the upstream's
 	// budget; null in a run that began before adaptive pacing.
-	Pacing *pacing.TaskStatus `json:"pacing"`
+	Pacing *pacer.PaceStatus `json:"pacing"`
 	// Schedule is the task's schedule ({"every":…} or a cron spec, SPEC
 	// §3.4); null for deliver, which runs while deliveries are due.
 	Schedule *cron.Spec `json:"schedule"`
@@ -175,7 +174,7 @@ func (s *scheduler) statusAt(workflowID, runID string, now time.Time) Status {
 			Breaker: BreakerStatus{Open: t.BreakerOpen(), ProbeAt: utc(t.BreakerUntil), Trips: t.BreakerTrips,
 				Threshold: s.cfg.breaker().Threshold},
 			PacedUntil: utc(t.PacedUntil),
-			Pacing:     s.pacingStatus(t.Name, st.Now),
+			Pacing:     s.pacingStatus(t.Name),
 		}
 		s.scheduleStatus(&ts, t, st.Now)
 		s.decisionStatus(&ts, t, st.Now)

@@ -3,23 +3,20 @@ package catalog
 import (
 	"regexp"
 	"strings"
+
+	"github.com/pacer-dev/pacer"
 )
 
 // stx is the id of the native token, the one id that is not a contract.
 const stx = "stx"
-
-// c32 is the Crockford base-32 alphabet of Stacks addresses: digits and upper
-// case letters without I, L, O and U.
-const c32 = `[0-9A-HJKMNP-TV-Z]`
 
 // A Clarity name: a letter, then letters, digits, '-' or '_', 128 at most.
 // Clarity allows a few more characters; token ids seen in swaps never use
 // them, and every character let through here ends up in a URL and in SQL.
 const name = `[A-Za-z][A-Za-z0-9_-]{0,127}`
 
-// A standard principal: the version letter (P/M mainnet, T/N testnet) and the
-// c32 hash with its checksum.
-const principal = `S[PMTN]` + c32 + `{38,40}`
+// A standard principal (pacer.PrincipalPattern).
+const principal = pacer.PrincipalPattern
 
 var (
 	clarityName       = regexp.MustCompile(`^` + name + `$`)
@@ -51,6 +48,4 @@ func ContractOf(tokenID string) string {
 
 // ValidPrincipal reports whether s is a standard Stacks principal (an
 // agent's address).
-func ValidPrincipal(s string) bool {
-	return standardPrincipal.MatchString(s)
-}
+func ValidPrincipal(s string) bool { return pacer.ValidPrincipal(s) }

@@ -33,7 +33,7 @@ import (
 )
 
 // Zone is where the controller's success rate puts a task.
-type Zone string
+type Zone = pacer.PaceZone
 
 const (
 	// ZoneWarmup: fewer outcomes in the window than MinSamples; nothing moves.

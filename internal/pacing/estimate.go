@@ -2,6 +2,8 @@ package pacing
 
 import (
 	"time"
+
+	"github.com/pacer-dev/pacer"
 )
 
 // Cost prices a task's runs in Temporal Cloud actions and history events.
@@ -68,31 +70,8 @@ func (c Cost) ActionsPerDay(runsPerDay float64, run time.Duration, messagesPerDa
 	return actions
 }
 
-// TaskStatus is what the status document shows of one task's pacing, shaped
-// for JSON: durations are Go duration text, as the document's "every" is.
-type TaskStatus struct {
-	Zone     Zone   `json:"zone"`
-	Batch    int    `json:"batch"`
-	Interval string `json:"interval"`
-	// CooldownRemaining is "0s" outside the cooldown zone.
-	CooldownRemaining string `json:"cooldownRemaining"`
-	// SuccessRate over the window's Samples outcomes, with its 95% Wilson
-	// interval [SuccessLow, SuccessHigh] as the confidence.
-	SuccessRate float64 `json:"successRate"`
-	Samples     int     `json:"samples"`
-	SuccessLow  float64 `json:"successLow"`
-	SuccessHigh float64 `json:"successHigh"`
-	// CompletionsPerMinute is the successes per minute over the window.
-	CompletionsPerMinute float64 `json:"completionsPerMinute"`
-	// RunsPerDay and ProjectedPerDay are where the current decision leads:
-	// runs a day, and items completed a day. (The upstream's budget is
-	// Postgres's, SPEC §5.4: the operator's page shows it.)
-	RunsPerDay      float64 `json:"runsPerDay"`
-	ProjectedPerDay float64 `json:"projectedPerDay"`
-	// ActionsPerDay is the Temporal actions the task costs a day at this
-	// pace, by Cost's formula, with runs lasting the last run's duration.
-	ActionsPerDay float64 `json:"actionsPerDay"`
-}
+// TaskStatus is what the status document shows of one task's pacing.
+type TaskStatus = pacer.PaceStatus
 
 // StatusOf reports a task's pacing at now without changing anything: safe in
 // a query handler. lastRun is the duration of the last run.

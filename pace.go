@@ -1,0 +1,86 @@
+package pacer
+
+import (
+	"encoding/json"
+	"regexp"
+)
+
+// A paced task (tenero, sweep) is paced by its activity (SPEC §3.8): the
+// workflow carries the adaptive controller's state without reading it,
+// hands it to each run with the bounds its config sets, and stores what
+// the run returns. Changing the controller is then an activity change,
+// which no history replays.
+
+// PaceInput is what a paced run is given to pace itself.
+type PaceInput struct {
+	// State is the controller's state as the last run left it (empty on
+	// the first run: a new controller).
+	State json.RawMessage `json:"state,omitempty"`
+	// Cadence is the task's configured interval, the fastest it may run;
+	// LastCadence the one State was bounded by (a reconfigure changed it
+	// when they differ).
+	Cadence     Duration `json:"cadence"`
+	LastCadence Duration `json:"lastCadence,omitempty"`
+	// MaxBatch is the configured largest batch (the sweep's page size;
+	// 0 = the task's own).
+	MaxBatch int `json:"maxBatch,omitempty"`
+	// Tune is an operator's tune or reset the run applies first.
+	Tune *PaceTune `json:"tune,omitempty"`
+}
+
+// PaceTune is an operator's tune (batch, interval, 0 = unchanged) or reset.
+type PaceTune struct {
+	Reset    bool     `json:"reset,omitempty"`
+	Batch    int      `json:"batch,omitempty"`
+	Interval Duration `json:"interval,omitempty"`
+}
+
+// Pace is what a paced run returns: the controller's new state, the
+// interval to the next run (it starts no sooner), and the pacing the
+// status document shows.
+type Pace struct {
+	State   json.RawMessage `json:"state"`
+	Cadence Duration        `json:"cadence"`
+	Every   Duration        `json:"every"`
+	Status  PaceStatus      `json:"status"`
+}
+
+// PaceZone is where the controller's success rate puts a task.
+type PaceZone string
+
+// PaceStatus is a task's pacing in the status document, as its last run
+// decided it; durations are Go duration text, as the document's "every" is.
+type PaceStatus struct {
+	Zone     PaceZone `json:"zone"`
+	Batch    int      `json:"batch"`
+	Interval string   `json:"interval"`
+	// CooldownRemaining is "0s" outside the cooldown zone.
+	CooldownRemaining string `json:"cooldownRemaining"`
+	// SuccessRate over the window's Samples outcomes, with its 95% Wilson
+	// interval [SuccessLow, SuccessHigh] as the confidence.
+	SuccessRate float64 `json:"successRate"`
+	Samples     int     `json:"samples"`
+	SuccessLow  float64 `json:"successLow"`
+	SuccessHigh float64 `json:"successHigh"`
+	// CompletionsPerMinute is the successes per minute over the window.
+	CompletionsPerMinute float64 `json:"completionsPerMinute"`
+	// RunsPerDay and ProjectedPerDay are where the decision leads: runs a
+	// day, and items completed a day. (The upstream's budget is Postgres's,
+	// SPEC §5.4: the operator's page shows it.)
+	RunsPerDay      float64 `json:"runsPerDay"`
+	ProjectedPerDay float64 `json:"projectedPerDay"`
+	// ActionsPerDay is the Temporal actions the task costs a day at this
+	// pace, with runs lasting the last run's duration.
+	ActionsPerDay float64 `json:"actionsPerDay"`
+}
+
+// PrincipalPattern is a standard Stacks principal: the version letter
+// (P/M mainnet, T/N testnet) and the c32 hash with its checksum, in
+// Crockford base 32 (digits and upper case letters without I, L, O, U).
+const PrincipalPattern = `S[PMTN][0-9A-HJKMNP-TV-Z]{38,40}`
+
+var principal = regexp.MustCompile(`^` + PrincipalPattern + `$`)
+
+// ValidPrincipal reports whether s is a standard Stacks principal (an
+// agent's address).
+func ValidPrincipal(s string) bool { return principal.MatchString(s) }
