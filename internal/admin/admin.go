@@ -105,6 +105,7 @@ func (h *handler) routes() []route {
 		{"POST " + Prefix + "subscribers/{id}/disable", h.disableSubscriber},
 		{"POST " + Prefix + "subscribers/{id}/enable", h.enableSubscriber},
 		{"POST " + Prefix + "subscribers/{id}/rotate-secret", h.rotateSecret},
+		{"POST " + Prefix + "subscribers/{id}/reissue-pull-token", h.reissuePullToken},
 		{"GET " + Prefix + "subscribers/{id}/deliveries", h.subscriberDeliveries},
 		{"POST " + Prefix + "deliveries/recover", h.recoverDeliveries},
 		{"GET " + Prefix + "deliveries/{id}", h.getDelivery},
@@ -138,7 +139,7 @@ func (h *handler) createSubscriber(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sub, err := h.op.CreateSubscriber(r.Context(), operate.SubscriberInput(in))
-	h.reply(w, r, http.StatusCreated, map[string]any{"subscriber": sub, "secret": sub.Secret}, err)
+	h.reply(w, r, http.StatusCreated, map[string]any{"subscriber": sub, "secret": sub.Secret, "pullToken": sub.PullToken}, err)
 }
 
 func (h *handler) getSubscriber(w http.ResponseWriter, r *http.Request) {
@@ -217,6 +218,14 @@ func (h *handler) rotateSecret(w http.ResponseWriter, r *http.Request) {
 	}
 	rot, err := h.op.RotateSecret(r.Context(), r.PathValue("id"))
 	h.reply(w, r, http.StatusOK, rot, err)
+}
+
+func (h *handler) reissuePullToken(w http.ResponseWriter, r *http.Request) {
+	if !h.decode(w, r, &struct{}{}, true) {
+		return
+	}
+	out, err := h.op.ReissuePullToken(r.Context(), r.PathValue("id"))
+	h.reply(w, r, http.StatusOK, out, err)
 }
 
 func (h *handler) subscriberDeliveries(w http.ResponseWriter, r *http.Request) {

@@ -293,6 +293,25 @@ func newSubscribersRotateCmd(c *config) *cobra.Command {
 	}
 }
 
+func newSubscribersReissuePullCmd(c *config) *cobra.Command {
+	return &cobra.Command{
+		Use:   "reissue-pull-token ID",
+		Short: "Give a subscriber a new pull token (GET /api/deliveries/{id}); the old one stops working at once",
+		Args:  wrapArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return c.withService(cmd.Context(), false, func(ctx context.Context, svc *operate.Service) error {
+				out, err := svc.ReissuePullToken(ctx, args[0])
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "new pull token of %s: %s\n", out.Subscriber.ID, out.PullToken)
+				fmt.Fprintln(cmd.OutOrStdout(), "store it now: it is shown this once and never again")
+				return nil
+			})
+		},
+	}
+}
+
 func newDeliveriesRecoverCmd(c *config) *cobra.Command {
 	var subscriber, statuses, from, to string
 	var asJSON bool

@@ -64,7 +64,7 @@ func groupCmd(use, short string, subs ...*cobra.Command) *cobra.Command {
 func newSubscribersCmd(c *config) *cobra.Command {
 	return groupCmd("subscribers", "Manage webhook subscribers of the hourly and daily rollups",
 		newSubscribersAddCmd(c), newSubscribersListCmd(c), newSubscribersUpdateCmd(c), newSubscribersDisableCmd(c),
-		newSubscribersEnableCmd(c), newSubscribersRotateCmd(c), newSubscribersRemoveCmd(c), newSubscribersTestCmd(c))
+		newSubscribersEnableCmd(c), newSubscribersRotateCmd(c), newSubscribersReissuePullCmd(c), newSubscribersRemoveCmd(c), newSubscribersTestCmd(c))
 }
 
 func newSubscribersAddCmd(c *config) *cobra.Command {

@@ -98,14 +98,15 @@ func (s *Service) change(ctx context.Context, action string) store.Change {
 
 // Audit actions.
 const (
-	ActionCreate    = "subscriber.create"
-	ActionUpdate    = "subscriber.update"
-	ActionDisable   = store.ActionDisable
-	ActionEnable    = "subscriber.enable"
-	ActionDelete    = "subscriber.delete"
-	ActionRotate    = "subscriber.rotate_secret"
-	ActionRecover   = "deliveries.recover"
-	ActionRedeliver = "delivery.redeliver"
+	ActionCreate      = "subscriber.create"
+	ActionUpdate      = "subscriber.update"
+	ActionDisable     = store.ActionDisable
+	ActionEnable      = "subscriber.enable"
+	ActionDelete      = "subscriber.delete"
+	ActionRotate      = "subscriber.rotate_secret"
+	ActionReissuePull = "subscriber.reissue_pull_token"
+	ActionRecover     = "deliveries.recover"
+	ActionRedeliver   = "delivery.redeliver"
 )
 
 // SubscriberInput is a new subscriber.
@@ -386,6 +387,34 @@ func (s *Service) RotateSecret(ctx context.Context, id string) (Rotated, error) 
 		return Rotated{}, err
 	}
 	return Rotated{Subscriber: after, Secret: secret, PreviousSecretUntil: until}, nil
+}
+
+// Reissued is a subscriber with the pull token it was just given: shown
+// this once, stored only as a hash.
+type Reissued struct {
+	Subscriber store.Subscriber `json:"subscriber"`
+	PullToken  string           `json:"pullToken"`
+}
+
+// ReissuePullToken gives a subscriber a new pull token (SPEC §10.2); the
+// old one stops working at once. For a token that leaked, and for
+// subscribers made before pull tokens. Audited like every change.
+func (s *Service) ReissuePullToken(ctx context.Context, id string) (Reissued, error) {
+	if err := validID(id); err != nil {
+		return Reissued{}, err
+	}
+	token := webhook.NewPullToken()
+	_, after, err := s.Store.ChangeSubscriber(ctx, id, s.change(ctx, ActionReissuePull), func(sub *store.Subscriber) error {
+		if sub.DeletedAt != nil {
+			return removed(id)
+		}
+		sub.PullToken = token
+		return nil
+	})
+	if err != nil {
+		return Reissued{}, err
+	}
+	return Reissued{Subscriber: after, PullToken: token}, nil
 }
 
 // Subscriber reads one subscriber, a removed one too.

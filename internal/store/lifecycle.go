@@ -61,14 +61,10 @@ func AuditView(sub Subscriber) Subscriber {
 // transaction.
 func (s *Store) CreateSubscriber(ctx context.Context, sub Subscriber, c Change) error {
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		var pullHash []byte
-		if sub.PullToken != "" {
-			pullHash = webhook.HashPullToken(sub.PullToken)
-		}
 		if _, err := tx.Exec(ctx, `
 insert into subscribers (id, url, secret, events, tokens, agents, status, created_at, pull_token_hash)
 values ($1, $2, $3, $4, $5, $6, 'active', $7, $8)`,
-			sub.ID, sub.URL, sub.Secret, sub.Events, sub.Tokens, sub.Agents, sub.CreatedAt, pullHash); err != nil {
+			sub.ID, sub.URL, sub.Secret, sub.Events, sub.Tokens, sub.Agents, sub.CreatedAt, pullHash(sub.PullToken)); err != nil {
 			return err
 		}
 		e, err := c.entry(sub.ID, nil, AuditView(sub))
@@ -121,10 +117,11 @@ func changeSubscriber(ctx context.Context, tx pgx.Tx, id string, c Change, apply
 	if _, err := tx.Exec(ctx, `
 update subscribers set url = $2, secret = $3, events = $4, tokens = $5, agents = $6, status = $7,
     disabled_at = $8, disabled_reason = nullif($9, ''), failing_since = $10, failure_streak = $11,
-    previous_secret = nullif($12, ''), previous_secret_until = $13, deleted_at = $14
+    previous_secret = nullif($12, ''), previous_secret_until = $13, deleted_at = $14,
+    pull_token_hash = coalesce($15, pull_token_hash)
 where id = $1`, id, after.URL, after.Secret, after.Events, after.Tokens, after.Agents, after.Status,
 		after.DisabledAt, after.DisabledReason, after.FailingSince, after.FailureStreak,
-		after.PreviousSecret, after.PreviousSecretUntil, after.DeletedAt); err != nil {
+		after.PreviousSecret, after.PreviousSecretUntil, after.DeletedAt, pullHash(after.PullToken)); err != nil {
 		return before, before, err
 	}
 	if before.Status == SubscriberActive && after.Status != SubscriberActive {
@@ -143,6 +140,15 @@ where subscriber_id = $1 and status in ('pending', 'retrying')`, id, reason); er
 		return before, before, err
 	}
 	return before, after, writeAudit(ctx, tx, e)
+}
+
+// pullHash is what is stored of a pull token set on the way in (a new
+// one), nil to keep the stored one.
+func pullHash(token string) []byte {
+	if token == "" {
+		return nil
+	}
+	return webhook.HashPullToken(token)
 }
 
 // ActionDisable is the audit action of a subscriber disabled, by an

@@ -68,8 +68,21 @@ func (s *Store) PrunePublicInput(ctx context.Context, now time.Time) (map[string
 			}
 		}
 	}
+	// A rotated secret is forgotten once its overlap ends: it signs
+	// nothing after that, and a secret not stored cannot leak.
+	tag, err := s.pool.Exec(ctx, `
+update subscribers set previous_secret = null, previous_secret_until = null
+where previous_secret is not null and (previous_secret_until is null or previous_secret_until <= $1)`, now)
+	if err != nil {
+		return out, fmt.Errorf("forget expired secrets: %w", err)
+	}
+	out[ExpiredSecrets] = tag.RowsAffected()
 	return out, nil
 }
+
+// ExpiredSecrets is PrunePublicInput's count of rotated secrets forgotten
+// once their overlap ended.
+const ExpiredSecrets = "subscribers.previous_secret"
 
 func (s *Store) retentionMax(r retentionRule) int {
 	if m, ok := s.retentionMaxFor[r.table]; ok {
