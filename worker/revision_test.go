@@ -1,50 +1,81 @@
 package worker_test
 
 import (
-	"encoding/base64"
+	"context"
 	"encoding/json"
-	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
+	sdkworker "go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
 
+	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/worker"
 	"github.com/pacer-dev/pacer/workflows"
 )
 
-// SPEC §3.7: a fresh scheduler's history, as `temporal workflow show`
-// prints it, carries version markers of one change ID, `scheduler`, at
-// the current revision: one marker, read once per run.
-func TestAFreshRunCarriesOneRevision(t *testing.T) {
+// belowFloor is a scheduler from before this build's floor: it records
+// the revision under the floor, then waits.
+func belowFloor(ctx workflow.Context, _ workflows.SchedulerInput) error {
+	workflow.GetVersion(ctx, workflows.ChangeID, workflow.DefaultVersion, workflows.RevisionFloor-1)
+	workflow.GetSignalChannel(ctx, "never").Receive(ctx, nil)
+	return nil
+}
+
+// SPEC §3.7: pacer deploy check reads the revision of the open run from
+// its history and fails when it is below this build's floor.
+func TestDeployCheckReadsTheRunningRevision(t *testing.T) {
 	t.Parallel()
-	s := newStack(t, workflows.Config{})
-	s.startWithTenero(t)
-	out, err := temporalCLI(t, "workflow", "show", "--workflow-id", s.sched.WorkflowID, "--output", "json")
-	require.NoError(t, err, out)
-	var h struct {
-		Events []struct {
-			Marker *struct {
-				Name    string `json:"markerName"`
-				Details map[string]struct {
-					Payloads []struct {
-						Data string `json:"data"`
-					} `json:"payloads"`
-				} `json:"details"`
-			} `json:"markerRecordedEventAttributes"`
-		} `json:"events"`
+	ctx := context.Background()
+	s := newStack(t, workflows.Config{SweepEvery: pacer.Duration(time.Hour)})
+	type check struct {
+		Open     bool   `json:"open"`
+		RunID    string `json:"runId"`
+		Revision *int   `json:"revision"`
+		Floor    int    `json:"floor"`
 	}
-	require.NoError(t, json.Unmarshal([]byte(out), &h), out)
-	require.NotEmpty(t, h.Events)
-	var markers []string
-	for _, e := range h.Events {
-		if e.Marker == nil || e.Marker.Name != "Version" {
-			continue
-		}
-		id, err := base64.StdEncoding.DecodeString(e.Marker.Details["change-id"].Payloads[0].Data)
-		require.NoError(t, err)
-		v, err := base64.StdEncoding.DecodeString(e.Marker.Details["version"].Payloads[0].Data)
-		require.NoError(t, err)
-		markers = append(markers, string(id)+"@"+string(v))
+	deployCheck := func(id string) (int, check, string) {
+		code, out, errs := s.pacer("deploy", "check", "--json", "--workflow-id", id)
+		var c check
+		require.NoError(t, json.Unmarshal([]byte(out), &c), out+errs)
+		return code, c, errs
 	}
-	t.Logf("version markers of %s: %v", s.sched.WorkflowID, markers)
-	require.Equal(t, []string{fmt.Sprintf(`"%s"@%d`, workflows.ChangeID, workflows.RevisionCurrent)}, markers)
+
+	code, c, _ := deployCheck(s.sched.WorkflowID)
+	require.Equal(t, 0, code)
+	require.False(t, c.Open, "no run yet")
+
+	s.startWorker(t)
+	runID, err := worker.EnsureRunning(ctx, s.tc, s.sched)
+	require.NoError(t, err)
+	eventually(t, 30*time.Second, "the run recorded its revision", func() bool {
+		r, err := worker.RunningRevision(ctx, s.tc, s.sched)
+		return err == nil && r.Revision != workflow.DefaultVersion
+	})
+	code, c, errs := deployCheck(s.sched.WorkflowID)
+	require.Equal(t, 0, code, errs)
+	require.True(t, c.Open)
+	require.Equal(t, runID, c.RunID)
+	require.NotNil(t, c.Revision)
+	require.Equal(t, int(workflows.RevisionCurrent), *c.Revision, "a new run records the current revision")
+
+	// A run from before the floor: check fails, naming it.
+	old := uniqueID("below-floor")
+	w := sdkworker.New(s.tc, old, sdkworker.Options{})
+	w.RegisterWorkflowWithOptions(belowFloor, workflow.RegisterOptions{Name: workflows.WorkflowType})
+	require.NoError(t, w.Start())
+	t.Cleanup(w.Stop)
+	_, err = s.tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: old, TaskQueue: old}, workflows.WorkflowType, workflows.SchedulerInput{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.tc.TerminateWorkflow(context.Background(), old, "", "test over") })
+	eventually(t, 30*time.Second, "the old run recorded its revision", func() bool {
+		r, err := worker.RunningRevision(ctx, s.tc, worker.Scheduler{WorkflowID: old})
+		return err == nil && r.Revision != workflow.DefaultVersion
+	})
+	code, c, errs = deployCheck(old)
+	require.Equal(t, 1, code)
+	require.Equal(t, int(workflows.RevisionFloor)-1, *c.Revision)
+	require.Contains(t, errs, "below this build's floor")
 }
