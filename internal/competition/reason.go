@@ -70,6 +70,16 @@ func (r Reason) SenderDependent() bool {
 	return r == ReasonSenderNotRegistered || r == ReasonSenderNotGenesis
 }
 
+// Revisited reports whether r is a verdict from a passing upstream state
+// (a fork that lost, an indexer still writing the events): kept in
+// swap_rejections, but it stands only for RevisitAfter from when it was
+// reached; a look after that verifies the transaction again (SPEC §5.5).
+// Otherwise anyone could name a rival's txid during a fork window or an
+// indexer lag and exclude that swap for good.
+func (r Reason) Revisited() bool {
+	return r == ReasonNotCanonical || r == ReasonIncompleteEvents
+}
+
 // RejectionReasons returns the rejectionReasons map of a sweep result: every
 // reason present, zero when unused, as the contract requires. counts may be
 // nil; a count under an unknown reason is dropped rather than leaking a key

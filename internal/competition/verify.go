@@ -70,7 +70,16 @@ type Rejection struct {
 	Sender string
 	Reason Reason
 	Detail string
+	// Age is how long ago the verdict was reached (KnownRejection sets
+	// it): a Revisited one stands for RevisitAfter.
+	Age time.Duration
 }
+
+// RevisitAfter is how long a Revisited verdict stands before a look at the
+// transaction verifies it again: longer than a fork or an indexer lag
+// usually lasts, short enough that a swap excluded by one is back within
+// the hour's rollup.
+const RevisitAfter = 10 * time.Minute
 
 // TxSource fetches a transaction with its events; *hiro.Client is one.
 type TxSource interface {
@@ -335,6 +344,9 @@ func (v *Verifier) known(ctx context.Context, txid string) (Outcome, bool) {
 			return Outcome{}, false
 		}
 		fallthrough
+	case found && r.Reason.Revisited() && r.Age >= RevisitAfter:
+		// A verdict from a passing upstream state: looked at again.
+		return Outcome{}, false
 	case found && r.Reason.Final():
 		out := reject(txid, r.Reason, r.Detail, nil)
 		out.Known = true

@@ -766,3 +766,31 @@ func TestRejectListed(t *testing.T) {
 		})
 	}
 }
+
+// Issue 28 finding 10: not_canonical and incomplete_events come from a
+// passing upstream state (a fork window, an indexer lag). Kept, they
+// stand for RevisitAfter; a look after that verifies the transaction
+// again and inserts it when it now passes. Before, they were final: a
+// rival's txid named during a fork window was excluded for good.
+func TestPassingVerdictsAreLookedAtAgain(t *testing.T) {
+	t.Parallel()
+	for _, reason := range []Reason{ReasonNotCanonical, ReasonIncompleteEvents} {
+		ledger := &fakeLedger{agents: map[string]Agent{agentAddr: genesisAgent()},
+			rejections: map[string]Rejection{goodTxID: {TxID: goodTxID, Sender: agentAddr, Reason: reason, Age: RevisitAfter - time.Second}}}
+		v := &Verifier{Ledger: ledger, Txs: &fakeTxs{tx: loadTx(t, "hiro-tx-stableswap-stx-ststx.json")},
+			Allowlist: loadAllowlist(t), CompetitionStart: compStart}
+		got := v.Verify(t.Context(), goodTxID, SourceSweep)
+		require.Equal(t, StatusRejected, got.Status, "%s stands within RevisitAfter", reason)
+		require.True(t, got.Known)
+
+		ledger.mu.Lock()
+		r := ledger.rejections[goodTxID]
+		r.Age = RevisitAfter
+		ledger.rejections[goodTxID] = r
+		ledger.mu.Unlock()
+		got = v.Verify(t.Context(), goodTxID, SourceSweep)
+		require.Equal(t, StatusInserted, got.Status, "%s is looked at again after RevisitAfter", reason)
+	}
+	require.True(t, ReasonNotCanonical.Revisited() && ReasonIncompleteEvents.Revisited())
+	require.False(t, ReasonTxFailed.Revisited() || ReasonSenderNotRegistered.Revisited())
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -17,18 +18,19 @@ func (s *Store) KnownRejection(ctx context.Context, txid string) (competition.Re
 	var (
 		r              competition.Rejection
 		sender, detail *string
+		age            float64
 	)
 	err := s.pool.QueryRow(ctx, `
 update swap_rejections set last_seen_at = now()
 where txid = $1
-returning txid, sender, reason, detail`, txid).Scan(&r.TxID, &sender, &r.Reason, &detail)
+returning txid, sender, reason, detail, extract(epoch from now() - first_seen_at)`, txid).Scan(&r.TxID, &sender, &r.Reason, &detail, &age)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return competition.Rejection{}, false, nil
 	}
 	if err != nil {
 		return competition.Rejection{}, false, fmt.Errorf("known rejection %s: %w", txid, err)
 	}
-	r.Sender, r.Detail = deref(sender), deref(detail)
+	r.Sender, r.Detail, r.Age = deref(sender), deref(detail), time.Duration(age*float64(time.Second))
 	return r, true, nil
 }
 
@@ -44,7 +46,12 @@ func (s *Store) RecordRejection(ctx context.Context, r competition.Rejection) er
 with kept as (
     insert into swap_rejections as r (txid, sender, reason, detail, first_seen_at, last_seen_at)
     values ($1, nullif($2, ''), $3, nullif($4, ''), now(), now())
-    on conflict (txid) do update set last_seen_at = excluded.last_seen_at
+    on conflict (txid) do update set last_seen_at = excluded.last_seen_at,
+        -- A verdict that is looked at again is replaced by the new one,
+        -- and stands from now; any other first verdict stands.
+        reason = case when r.reason in ('not_canonical', 'incomplete_events') then excluded.reason else r.reason end,
+        detail = case when r.reason in ('not_canonical', 'incomplete_events') then excluded.detail else r.detail end,
+        first_seen_at = case when r.reason in ('not_canonical', 'incomplete_events') then excluded.first_seen_at else r.first_seen_at end
     returning r.txid
 )
 delete from pending_txs where txid = (select txid from kept)`,

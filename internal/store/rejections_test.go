@@ -24,6 +24,8 @@ func TestRejections(t *testing.T) {
 	got, found, err := s.KnownRejection(ctx, "0x01")
 	require.NoError(t, err)
 	require.True(t, found)
+	require.Less(t, got.Age, time.Minute, "the verdict's age")
+	got.Age = 0
 	require.Equal(t, first, got)
 
 	// Seen again with another reason: the first verdict stands, only the
@@ -38,6 +40,7 @@ func TestRejections(t *testing.T) {
 	require.NoError(t, s.RecordRejection(ctx, competition.Rejection{TxID: "0x01", Reason: competition.ReasonNotCanonical}))
 	got, _, err = s.KnownRejection(ctx, "0x01")
 	require.NoError(t, err)
+	got.Age = 0
 	require.Equal(t, first, got)
 	read()
 	require.True(t, lastSeen.After(before) || lastSeen.Equal(before))
@@ -48,6 +51,7 @@ func TestRejections(t *testing.T) {
 	got, found, err = s.KnownRejection(ctx, "0x02")
 	require.NoError(t, err)
 	require.True(t, found)
+	got.Age = 0
 	require.Equal(t, competition.Rejection{TxID: "0x02", Reason: competition.ReasonMalformedTx}, got)
 
 	for _, r := range []competition.Reason{competition.ReasonTxNotFound, competition.ReasonTxFetchFailed,
@@ -57,6 +61,27 @@ func TestRejections(t *testing.T) {
 	_, found, err = s.KnownRejection(ctx, "0x03")
 	require.NoError(t, err)
 	require.False(t, found, "a failure is never kept as a verdict")
+}
+
+// Issue 28 finding 10: a verdict that is looked at again (not_canonical,
+// incomplete_events) reads back with its age, and a new verdict on the
+// transaction replaces it and stands from now.
+func TestRevisitedVerdictsAreReplaced(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := t.Context()
+	require.NoError(t, s.RecordRejection(ctx, competition.Rejection{TxID: "0x05", Reason: competition.ReasonNotCanonical}))
+	_, err := s.Pool().Exec(ctx, `update swap_rejections set first_seen_at = now() - interval '11 minutes' where txid = '0x05'`)
+	require.NoError(t, err)
+	got, _, err := s.KnownRejection(ctx, "0x05")
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, got.Age, competition.RevisitAfter)
+	require.NoError(t, s.RecordRejection(ctx, competition.Rejection{TxID: "0x05", Reason: competition.ReasonIncompleteEvents, Detail: "read 2 of 4"}))
+	got, _, err = s.KnownRejection(ctx, "0x05")
+	require.NoError(t, err)
+	require.Equal(t, competition.ReasonIncompleteEvents, got.Reason)
+	require.Equal(t, "read 2 of 4", got.Detail)
+	require.Less(t, got.Age, time.Minute, "the new verdict stands from now")
 }
 
 func TestPendingTxs(t *testing.T) {
