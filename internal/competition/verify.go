@@ -54,7 +54,16 @@ type Ledger interface {
 type Rollback struct {
 	BlockHash   string
 	BlockHeight int64
+	// Age is how long ago the rollback came.
+	Age time.Duration
 }
+
+// RollbackHold is how long a rollback holds a transaction out while Hiro
+// still shows it canonical in the rolled-back block: Hiro follows a real
+// reorg within minutes, so past it Hiro's word stands over the
+// delivery's (a rollback naming a swap's real block cannot hold it out
+// for good).
+const RollbackHold = 30 * time.Minute
 
 // RollbackLedger is a Ledger that knows the rollbacks (*store.Store is one).
 // A transaction rolled back is not inserted again until Hiro shows it in a
@@ -443,7 +452,8 @@ func senderVerdict(agent Agent, registered bool, sender string) (Reason, string)
 
 // rolledBack holds back a transaction a chainhook delivery rolled back
 // until Hiro places it in a block that was not rolled back (by hash; by a
-// greater height when Hiro does not say the hash): until then Hiro's
+// greater height when Hiro does not say the hash), or for RollbackHold at
+// most while Hiro still shows it canonical: until then Hiro's
 // "canonical: true" can be the old block's, not yet caught up with the
 // rollback. The outcome is pending (kept in pending_txs, looked at again),
 // never a final verdict: the transaction may well come back.
@@ -457,6 +467,10 @@ func (v *Verifier) rolledBack(ctx context.Context, txid string, tx hiro.TxSummar
 		return reject(txid, ReasonDBUnavailable, "could not look the rollbacks up", err), true
 	}
 	for _, rb := range rbs {
+		if tx.IsCanonical() && rb.Age >= RollbackHold {
+			// Hiro has had time to follow the rollback, and has not.
+			continue
+		}
 		same := tx.BlockHash != "" && strings.EqualFold(tx.BlockHash, rb.BlockHash)
 		if !tx.IsCanonical() || same || (tx.BlockHash == "" && tx.BlockHeight <= rb.BlockHeight) {
 			return Outcome{TxID: txid, Status: StatusPending,

@@ -1,8 +1,10 @@
 package competition
 
 import (
+	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -793,4 +795,30 @@ func TestPassingVerdictsAreLookedAtAgain(t *testing.T) {
 	}
 	require.True(t, ReasonNotCanonical.Revisited() && ReasonIncompleteEvents.Revisited())
 	require.False(t, ReasonTxFailed.Revisited() || ReasonSenderNotRegistered.Revisited())
+}
+
+// rollbackLedger is a fakeLedger that knows rollbacks.
+type rollbackLedger struct {
+	*fakeLedger
+	rbs []Rollback
+}
+
+func (l rollbackLedger) Rollbacks(context.Context, string) ([]Rollback, error) { return l.rbs, nil }
+
+// Issue 28 finding 9: a chainhook rollback naming the swap's own block
+// holds it out (pending) while Hiro may not have followed it yet, and only
+// for RollbackHold: past it, Hiro still showing the transaction canonical
+// in that block, it is inserted. Before, it was held out for good.
+func TestRollbackHoldsOnlyUntilHiroHadTime(t *testing.T) {
+	t.Parallel()
+	tx := loadTx(t, "hiro-tx-stableswap-stx-ststx.json")
+	tx.BlockHash = "0x" + strings.Repeat("b1", 32)
+	ledger := rollbackLedger{fakeLedger: &fakeLedger{agents: map[string]Agent{agentAddr: genesisAgent()}},
+		rbs: []Rollback{{BlockHash: tx.BlockHash, BlockHeight: tx.BlockHeight, Age: RollbackHold - time.Second}}}
+	v := &Verifier{Ledger: ledger, Txs: &fakeTxs{tx: tx}, Allowlist: loadAllowlist(t), CompetitionStart: compStart}
+	got := v.Verify(t.Context(), goodTxID, SourceSweep)
+	require.Equal(t, StatusPending, got.Status, "held while Hiro may lag: %s", got.Detail)
+	ledger.rbs[0].Age = RollbackHold
+	got = v.Verify(t.Context(), goodTxID, SourceSweep)
+	require.Equal(t, StatusInserted, got.Status, "past the hold, Hiro's word stands")
 }

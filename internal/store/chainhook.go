@@ -221,6 +221,6 @@ func (s *Store) DirtyHours(ctx context.Context) ([]time.Time, error) {
 // the verifier holds the transaction back until Hiro shows it elsewhere.
 func (s *Store) Rollbacks(ctx context.Context, txid string) ([]competition.Rollback, error) {
 	return collect(ctx, s.pool, "rollbacks of "+txid, pgx.RowToStructByPos[competition.Rollback], `
-select block_hash, block_height from swap_rollbacks where txid = $1
+select block_hash, block_height, make_interval(secs => extract(epoch from now() - rolled_back_at)) from swap_rollbacks where txid = $1
 order by block_height desc, block_hash collate "C"`, txid)
 }
