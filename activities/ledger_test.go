@@ -85,9 +85,9 @@ func TestEveryMissedOccurrenceReachesTheLedger(t *testing.T) {
 			st := cron.State{Last: at(9)}
 			runs := 0
 			for _, wake := range []time.Time{at(12).Add(30 * time.Minute), at(13)} {
-				st, _ = s.Plan(pacer.TaskTenero, st, wake)
+				st, _ = s.Plan(pacer.TaskTenero, st, wake, nil)
 				for {
-					occ, ok := st.Take(wake)
+					occ, ok := st.Take()
 					if !ok {
 						break
 					}

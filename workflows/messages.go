@@ -58,16 +58,6 @@ func decodeStrict(raw json.RawMessage, v any) error {
 	return nil
 }
 
-// ParsePause validates a pause payload received at now and returns when the
-// pause ends.
-func ParsePause(raw json.RawMessage, now time.Time) (time.Time, error) {
-	until, task, err := ParsePauseTask(raw, now, nil)
-	if err == nil && task != "" {
-		err = errors.New(`"task" needs a scheduler that pauses one task (it turns on at the next continue-as-new)`)
-	}
-	return until, err
-}
-
 // ParsePauseTask validates a pause payload that may name one of the
 // registered tasks, and returns when the pause ends and the task ("" for
 // all).

@@ -32,7 +32,7 @@ func FuzzParsePause(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw string, unix int64) {
 		// Any moment between 1970 and 2200, where workflow time lives.
 		now := time.Unix(0, 0).UTC().Add(time.Duration(uint64(unix)%uint64(230*365*24*time.Hour/time.Second)) * time.Second)
-		end, err := ParsePause(json.RawMessage(raw), now)
+		end, _, err := ParsePauseTask(json.RawMessage(raw), now, []string{})
 		if err != nil {
 			require.True(t, end.IsZero())
 			require.NotEmpty(t, err.Error())
@@ -45,7 +45,7 @@ func FuzzParsePause(f *testing.F) {
 		require.NoError(t, json.Unmarshal([]byte(raw), &in))
 		canonical, err := json.Marshal(in)
 		require.NoError(t, err)
-		again, err := ParsePause(canonical, now)
+		again, _, err := ParsePauseTask(canonical, now, []string{})
 		require.NoError(t, err, "canonical form %s", canonical)
 		require.True(t, end.Equal(again))
 	})

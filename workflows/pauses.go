@@ -12,21 +12,12 @@ import (
 const maxPauses = 64
 
 // adoptPauses makes the state's pause windows the one record of what is
-// paused. A state from before it knew only the global
-// PausedUntil; the windows the cron state kept were the run's own copy
-// (they could outlive a resume across a restart) and are dropped.
+// paused: a state that knows only the global PausedUntil (a memo that
+// carried no windows) gets its window.
 func (s *scheduler) adoptPauses() {
-	// now is not known before the loop: PausedUntil is kept as carried.
 	if len(s.state.Pauses) == 0 && s.state.PausedUntil != nil {
 		s.state.Pauses = []schedule.Pause{{Until: s.state.PausedUntil.UTC()}}
 	}
-	for _, t := range s.state.Tasks {
-		if t.Cron != nil {
-			t.Cron.Pauses = nil
-		}
-	}
-	// A state carried from before the windows holds only PausedUntil,
-	// which is kept as it was until the loop's first look at the time.
 }
 
 // addPause records a pause of task ("" for all) from now until `until`. A

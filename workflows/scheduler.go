@@ -360,7 +360,7 @@ func (s *scheduler) startRuns(ctx workflow.Context, now time.Time) {
 			}
 			if t.Cron != nil && !t.Requested {
 				var ok bool
-				if occ, ok = t.Cron.Take(now); !ok {
+				if occ, ok = t.Cron.Take(); !ok {
 					return
 				}
 				if occ.Live {

@@ -55,7 +55,7 @@ func (s *scheduler) planCrons(now time.Time) {
 			continue
 		}
 		s.fence(t, now, func() {
-			next, rep := sched.PlanWith(d.name, *t.Cron, now, cron.Options{Paused: s.pausedFunc(d.name)})
+			next, rep := sched.Plan(d.name, *t.Cron, now, s.pausedFunc(d.name))
 			*t.Cron = next
 			if rep.Missed > 0 || rep.Unrecorded != nil {
 				s.logger.Warn("schedule.caught_up", "task", d.name, "catchup", string(sched.Spec().Catchup),

@@ -53,63 +53,13 @@ type State struct {
 	// Pending holds passed occurrences no run has carried to the ledger
 	// yet; the next run decided carries them.
 	Pending []pacer.PassedOccurrence `json:"pending,omitempty"`
-	// Pauses are the scheduler's pauses that may still cover an
-	// occurrence after Last.
-	Pauses []Window `json:"pauses,omitempty"`
-	Counts Counts   `json:"counts"`
+	Counts  Counts                   `json:"counts"`
 }
 
-// Pause records a pause from at until `until`. A pause given while one is
-// in force replaces its end, as the pause signal does.
-func (st *State) Pause(at, until time.Time) {
-	if n := len(st.Pauses); n > 0 && st.Pauses[n-1].Until.After(at) {
-		st.Pauses[n-1].Until = until
-		return
-	}
-	st.Pauses = append(st.Pauses, Window{From: at, Until: until})
-}
-
-// Resume ends a pause in force at `at`.
-func (st *State) Resume(at time.Time) {
-	n := len(st.Pauses)
-	if n == 0 || !st.Pauses[n-1].Until.After(at) {
-		return
-	}
-	if st.Pauses[n-1].From.Before(at) {
-		st.Pauses[n-1].Until = at
-	} else {
-		st.Pauses = st.Pauses[:n-1]
-	}
-}
-
-// pausedAt returns the pause in force at t.
-func (st *State) pausedAt(t time.Time) (Window, bool) {
-	for _, w := range st.Pauses {
-		if w.Holds(t) {
-			return w, true
-		}
-	}
-	return Window{}, false
-}
-
-// notPaused moves t to the end of any pause in force at t.
-func (st *State) notPaused(t time.Time) time.Time {
-	for {
-		w, ok := st.pausedAt(t)
-		if !ok {
-			return t
-		}
-		t = w.Until
-	}
-}
-
-// Take hands out the oldest queued run, unless a pause is in force at now:
-// a decided run then waits for the pause to end.
-func (st *State) Take(now time.Time) (pacer.Occurrence, bool) {
+// Take hands out the oldest queued run (the scheduler's decision holds
+// it while the task is paused).
+func (st *State) Take() (pacer.Occurrence, bool) {
 	if len(st.Queue) == 0 {
-		return pacer.Occurrence{}, false
-	}
-	if _, paused := st.pausedAt(now); paused {
 		return pacer.Occurrence{}, false
 	}
 	occ := st.Queue[0]
@@ -120,7 +70,6 @@ func (st *State) Take(now time.Time) (pacer.Occurrence, bool) {
 func (st State) clone() State {
 	st.Queue = slices.Clone(st.Queue)
 	st.Pending = slices.Clone(st.Pending)
-	st.Pauses = slices.Clone(st.Pauses)
 	return st
 }
 
@@ -158,39 +107,21 @@ type Report struct {
 // passed as skipped (dst_gap) once its instant has come. So every nominal
 // time after st.Last up to now ends up exactly once as a run or passed.
 //
-// Plan changes nothing while a pause is in force at now, or while runs it
-// decided earlier are still queued: call it when the task is idle and its
-// queue is empty, so a task that overruns its schedule has its missed
-// occurrences decided by its policy instead of queued without end. The
-// first Plan of a task (zero st.Last) only starts the schedule at now.
-func (s *Schedule) Plan(task string, st State, now time.Time) (State, Report) {
-	return s.PlanWith(task, st, now, Options{})
-}
-
-// Options are how the scheduler plans since its one decision (SPEC §3.6);
-// the zero Options plan as before it.
-type Options struct {
-	// Paused reports whether the task is paused at an instant, from the
-	// scheduler's own pause windows (st.Pauses is then unused). Set, it
-	// also makes Plan pass every occurrence due while paused as paused,
-	// whatever the catch-up policy, and mark `all` catch-up runs Live (as
-	// of when they start).
-	Paused func(time.Time) bool
-}
-
-func (o Options) paused(st *State, t time.Time) bool {
-	if o.Paused != nil {
-		return o.Paused(t)
+// Plan changes nothing while the task is paused at now (paused, from the
+// scheduler's pause windows; nil for never), or while runs it decided
+// earlier are still queued: call it when the task is idle and its queue
+// is empty, so a task that overruns its schedule has its missed
+// occurrences decided by its policy instead of queued without end. Every
+// occurrence due while paused is passed as paused, whatever the policy,
+// and `all` catch-up runs are Live (as of when they start). The first
+// Plan of a task (zero st.Last) only starts the schedule at now.
+func (s *Schedule) Plan(task string, st State, now time.Time, paused func(time.Time) bool) (State, Report) {
+	if paused == nil {
+		paused = func(time.Time) bool { return false }
 	}
-	_, paused := st.pausedAt(t)
-	return paused
-}
-
-// PlanWith is Plan with options.
-func (s *Schedule) PlanWith(task string, st State, now time.Time, o Options) (State, Report) {
 	st = st.clone()
 	var rep Report
-	if o.paused(&st, now) || len(st.Queue) > 0 {
+	if paused(now) || len(st.Queue) > 0 {
 		return st, rep
 	}
 	if st.Last.IsZero() {
@@ -204,10 +135,9 @@ func (s *Schedule) PlanWith(task string, st State, now time.Time, o Options) (St
 	}
 	due := s.due(task, from, now)
 	if len(due) == 0 {
-		st.prunePauses()
 		return st, rep
 	}
-	events := s.decide(task, due, &st, now, &rep, o)
+	events := s.decide(task, due, now, &rep, paused)
 	pending := st.Pending
 	for _, e := range events {
 		if e.run == nil {
@@ -224,7 +154,6 @@ func (s *Schedule) PlanWith(task string, st State, now time.Time, o Options) (St
 	st.Counts.Skipped += int64(rep.Skipped)
 	st.Counts.Coalesced += int64(rep.Coalesced)
 	rep.Queued = len(st.Queue)
-	st.prunePauses()
 	return st, rep
 }
 
@@ -255,11 +184,10 @@ type event struct {
 }
 
 // decide applies the catch-up policy to the due fires.
-func (s *Schedule) decide(task string, due []Fire, st *State, now time.Time, rep *Report, o Options) []event {
-	strict := o.Paused != nil
+func (s *Schedule) decide(task string, due []Fire, now time.Time, rep *Report, paused func(time.Time) bool) []event {
 	var runnable []int // indexes into due of the fires that may run
 	for i, f := range due {
-		if !f.Skip && !(strict && o.paused(st, s.DueAt(task, f))) {
+		if !f.Skip && !paused(s.DueAt(task, f)) {
 			runnable = append(runnable, i)
 		}
 	}
@@ -300,7 +228,7 @@ func (s *Schedule) decide(task string, due []Fire, st *State, now time.Time, rep
 			occ := &pacer.Occurrence{Task: task, NominalAt: f.At, Coalesced: coalesced}
 			// `all` runs each missed occurrence as of now, `backfill` as
 			// of its own nominal time (SPEC §3.4); the on-time one is both.
-			occ.Live = strict && s.spec.Catchup == CatchupAll && i != onTime
+			occ.Live = s.spec.Catchup == CatchupAll && i != onTime
 			events = append(events, event{run: occ})
 			continue
 		}
@@ -309,7 +237,7 @@ func (s *Schedule) decide(task string, due []Fire, st *State, now time.Time, rep
 		case f.Skip:
 			p.Reason = pacer.SkipDSTGap
 			rep.Skipped++
-		case strict && o.paused(st, s.DueAt(task, f)):
+		case paused(s.DueAt(task, f)):
 			p.Reason = pacer.SkipPaused
 			rep.Skipped++
 		case into != nil:
@@ -317,9 +245,6 @@ func (s *Schedule) decide(task string, due []Fire, st *State, now time.Time, rep
 			rep.Coalesced++
 		default:
 			p.Reason = pacer.SkipCatchup
-			if o.paused(st, s.DueAt(task, f)) {
-				p.Reason = pacer.SkipPaused
-			}
 			rep.Skipped++
 		}
 		events = append(events, event{passed: p})
@@ -327,19 +252,13 @@ func (s *Schedule) decide(task string, due []Fire, st *State, now time.Time, rep
 	return events
 }
 
-// prunePauses forgets pauses that ended by st.Last: no occurrence still to
-// decide can fall in them.
-func (st *State) prunePauses() {
-	st.Pauses = slices.DeleteFunc(st.Pauses, func(w Window) bool { return !w.Until.After(st.Last) })
-}
-
 // Wake is when the scheduler should next look at the task: at once when
-// runs are queued (after any pause), else at the due time of its next
-// occurrence that runs, moved past any pause. ok is false when the
-// schedule fires no more.
+// runs are queued, else at the due time of its next occurrence that runs
+// (the decision moves either past a pause). ok is false when the schedule
+// fires no more.
 func (s *Schedule) Wake(task string, st State, now time.Time) (time.Time, bool) {
 	if len(st.Queue) > 0 {
-		return st.notPaused(now), true
+		return now, true
 	}
 	after := st.Last
 	if after.IsZero() {
@@ -352,7 +271,7 @@ func (s *Schedule) Wake(task string, st State, now time.Time) (time.Time, bool) 
 			return time.Time{}, false
 		}
 		if f.At.After(after) && !f.Skip {
-			return st.notPaused(s.DueAt(task, f)), true
+			return s.DueAt(task, f), true
 		}
 	}
 }

@@ -19,10 +19,10 @@ const task = "rollup"
 
 // drain starts every queued run, as the workflow does one after another
 // while the task is idle.
-func drain(st *cron.State, now time.Time) []pacer.Occurrence {
+func drain(st *cron.State) []pacer.Occurrence {
 	var runs []pacer.Occurrence
 	for {
-		occ, ok := st.Take(now)
+		occ, ok := st.Take()
 		if !ok {
 			return runs
 		}
@@ -118,9 +118,9 @@ func TestThreeHourOutageOfAnHourlyTask(t *testing.T) {
 			s := mustSchedule(t, cron.Spec{Cron: "0 * * * *", Catchup: tt.catchup, MaxCatchup: tt.maxCatchup})
 			st := cron.State{Last: day.Add(9 * time.Hour)} // 09:00 ran
 
-			st, rep := s.Plan(task, st, tt.wake)
+			st, rep := s.Plan(task, st, tt.wake, nil)
 			var got []string
-			for _, occ := range drain(&st, tt.wake) {
+			for _, occ := range drain(&st) {
 				got = append(got, describeRun(occ))
 			}
 			require.Equal(t, tt.wantRuns, got)
@@ -130,7 +130,7 @@ func TestThreeHourOutageOfAnHourlyTask(t *testing.T) {
 			require.Equal(t, day.Add(12*time.Hour), st.Last)
 
 			// A repeated wake-up decides nothing more.
-			again, rep := s.Plan(task, st, tt.wake)
+			again, rep := s.Plan(task, st, tt.wake, nil)
 			require.Equal(t, st, again)
 			require.Equal(t, cron.Report{}, rep)
 
@@ -138,8 +138,8 @@ func TestThreeHourOutageOfAnHourlyTask(t *testing.T) {
 			wake, ok := s.Wake(task, st, tt.wake)
 			require.True(t, ok)
 			require.Equal(t, day.Add(13*time.Hour), wake)
-			st, _ = s.Plan(task, st, wake)
-			next := drain(&st, wake)
+			st, _ = s.Plan(task, st, wake, nil)
+			next := drain(&st)
 			require.Len(t, next, 1)
 			require.Equal(t, day.Add(13*time.Hour), next[0].NominalAt)
 			require.Equal(t, tt.wantPending, describePassed(next[0].Passed))
@@ -148,80 +148,34 @@ func TestThreeHourOutageOfAnHourlyTask(t *testing.T) {
 	}
 }
 
-// A pause from 09:30 to 12:30: the occurrences due inside it are missed;
-// skipped ones say "paused", and the policy still decides them (a backfill
-// task runs them once the pause ends).
+// A pause from 09:30 to 12:30: the occurrences due inside it are passed
+// as paused, whatever the catch-up policy (SPEC §3.4), and nothing is
+// decided while it lasts.
 func TestPauseMissesOccurrencesWithReasonPaused(t *testing.T) {
 	t.Parallel()
 	day := utc("2026-05-04T00:00:00Z")
-	pauseFrom, pauseUntil := day.Add(9*time.Hour+30*time.Minute), day.Add(12*time.Hour+30*time.Minute)
-	for _, tt := range []struct {
-		catchup  cron.Catchup
-		wantRuns []string
-	}{
-		{cron.CatchupSkip, nil},
-		{cron.CatchupLatest, []string{"12:00 carrying 10:00 skipped paused, 11:00 skipped paused"}},
-		{cron.CatchupBackfill, []string{"10:00", "11:00", "12:00"}},
-	} {
-		s := mustSchedule(t, cron.Spec{Cron: "0 * * * *", Catchup: tt.catchup})
+	pause := []cron.Window{{From: day.Add(9*time.Hour + 30*time.Minute), Until: day.Add(12*time.Hour + 30*time.Minute)}}
+	inPause := func(at time.Time) bool { return paused(pause, at) }
+	for _, c := range []cron.Catchup{cron.CatchupSkip, cron.CatchupLatest, cron.CatchupBackfill, cron.CatchupCoalesce} {
+		s := mustSchedule(t, cron.Spec{Cron: "0 * * * *", Catchup: c})
 		st := cron.State{Last: day.Add(9 * time.Hour)}
-		st.Pause(pauseFrom, pauseUntil)
 
-		// While paused, nothing is decided and nothing starts; the task
-		// wakes when the pause ends.
-		paused, rep := s.Plan(task, st, day.Add(11*time.Hour))
-		require.Equal(t, st, paused)
+		still, rep := s.Plan(task, st, day.Add(11*time.Hour), inPause)
+		require.Equal(t, st, still, "nothing is decided while paused")
 		require.Zero(t, rep.Missed)
-		wake, ok := s.Wake(task, st, day.Add(11*time.Hour))
-		require.True(t, ok)
-		require.Equal(t, pauseUntil, wake)
 
-		st, _ = s.Plan(task, st, pauseUntil)
-		var got []string
-		for _, occ := range drain(&st, pauseUntil) {
-			got = append(got, describeRun(occ))
-		}
-		require.Equal(t, tt.wantRuns, got, tt.catchup)
-		if tt.catchup == cron.CatchupSkip {
-			require.Equal(t, []string{"10:00 skipped paused", "11:00 skipped paused", "12:00 skipped paused"}, describePassed(st.Pending))
-		}
-		st, _ = s.Plan(task, st, day.Add(13*time.Hour))
-		require.Empty(t, st.Pauses, "a pause that ended before Last is forgotten")
+		st, rep = s.Plan(task, st, pause[0].Until, inPause)
+		require.Empty(t, drain(&st), c)
+		require.Equal(t, 3, rep.Skipped, c)
+		require.Equal(t, []string{"10:00 skipped paused", "11:00 skipped paused", "12:00 skipped paused"}, describePassed(st.Pending), c)
 	}
-}
-
-// Runs decided before a pause wait for its end; a resume ends it early.
-func TestQueuedRunsWaitForThePauseToEnd(t *testing.T) {
-	t.Parallel()
-	day := utc("2026-05-04T00:00:00Z")
-	s := mustSchedule(t, cron.Spec{Cron: "0 * * * *", Catchup: cron.CatchupBackfill})
-	st, _ := s.Plan(task, cron.State{Last: day.Add(9 * time.Hour)}, day.Add(12*time.Hour+30*time.Minute))
-	require.Len(t, st.Queue, 3)
-	st.Pause(day.Add(12*time.Hour+31*time.Minute), day.Add(18*time.Hour))
-	_, ok := st.Take(day.Add(13 * time.Hour))
-	require.False(t, ok)
-	wake, _ := s.Wake(task, st, day.Add(13*time.Hour))
-	require.Equal(t, day.Add(18*time.Hour), wake)
-
-	st.Resume(day.Add(14 * time.Hour))
-	wake, _ = s.Wake(task, st, day.Add(14*time.Hour))
-	require.Equal(t, day.Add(14*time.Hour), wake, "queued runs: at once")
-	occ, ok := st.Take(day.Add(14 * time.Hour))
-	require.True(t, ok)
-	require.Equal(t, day.Add(10*time.Hour), occ.NominalAt)
-
-	// A pause that is resumed at its start leaves nothing behind.
-	var fresh cron.State
-	fresh.Pause(day, day.Add(time.Hour))
-	fresh.Resume(day)
-	require.Empty(t, fresh.Pauses)
 }
 
 func TestFirstPlanStartsTheScheduleAtNow(t *testing.T) {
 	t.Parallel()
 	s := mustSchedule(t, cron.Spec{Cron: "0 * * * *", Catchup: cron.CatchupBackfill})
 	now := utc("2026-05-04T10:30:00Z")
-	st, rep := s.Plan(task, cron.State{}, now)
+	st, rep := s.Plan(task, cron.State{}, now, nil)
 	require.Equal(t, now, st.Last)
 	require.Empty(t, st.Queue)
 	require.Equal(t, cron.Report{}, rep)
@@ -234,16 +188,16 @@ func TestJitterDelaysTheRunNotItsKey(t *testing.T) {
 	t.Parallel()
 	s := mustSchedule(t, cron.Spec{Cron: "0 * * * *", Jitter: 10 * time.Minute})
 	at := utc("2026-05-04T11:00:00Z")
-	st, _ := s.Plan(task, cron.State{}, utc("2026-05-04T10:30:00Z"))
+	st, _ := s.Plan(task, cron.State{}, utc("2026-05-04T10:30:00Z"), nil)
 	due := at.Add(cron.Jitter(task, at, 10*time.Minute))
 	require.True(t, due.After(at), "this task's jitter at 11:00 is not zero")
 	wake, _ := s.Wake(task, st, utc("2026-05-04T10:30:00Z"))
 	require.Equal(t, due, wake)
 
-	early, _ := s.Plan(task, st, due.Add(-time.Millisecond))
+	early, _ := s.Plan(task, st, due.Add(-time.Millisecond), nil)
 	require.Empty(t, early.Queue, "not due before its jittered time")
-	st, _ = s.Plan(task, st, due)
-	runs := drain(&st, due)
+	st, _ = s.Plan(task, st, due, nil)
+	runs := drain(&st)
 	require.Len(t, runs, 1)
 	require.Equal(t, at, runs[0].NominalAt)
 	require.Zero(t, st.Counts.Missed, "on time")
@@ -252,7 +206,7 @@ func TestJitterDelaysTheRunNotItsKey(t *testing.T) {
 func TestGapSkipIsPassedWithReasonDSTGap(t *testing.T) {
 	t.Parallel()
 	s := mustSchedule(t, cron.Spec{Cron: "30 2 * * *", TZ: "America/New_York", DST: cron.DST{Gap: cron.GapSkip}})
-	st, _ := s.Plan(task, cron.State{}, utc("2026-03-06T12:00:00Z"))
+	st, _ := s.Plan(task, cron.State{}, utc("2026-03-06T12:00:00Z"), nil)
 	var runs []pacer.Occurrence
 	for now := utc("2026-03-06T12:00:00Z"); ; {
 		var ok bool
@@ -261,8 +215,8 @@ func TestGapSkipIsPassedWithReasonDSTGap(t *testing.T) {
 		if now.After(utc("2026-03-10T12:00:00Z")) {
 			break
 		}
-		st, _ = s.Plan(task, st, now)
-		runs = append(runs, drain(&st, now)...)
+		st, _ = s.Plan(task, st, now, nil)
+		runs = append(runs, drain(&st)...)
 	}
 	var got []string
 	for _, r := range runs {
@@ -281,11 +235,11 @@ func TestAWakeUpLaterThanTheHorizonReportsWhatItLeftOut(t *testing.T) {
 	s := mustSchedule(t, cron.Spec{Cron: "0 * * * *", Catchup: cron.CatchupSkip})
 	last := utc("2026-01-01T00:00:00Z")
 	now := last.Add(cron.Horizon + 48*time.Hour)
-	st, rep := s.Plan(task, cron.State{Last: last}, now)
+	st, rep := s.Plan(task, cron.State{Last: last}, now, nil)
 	require.Equal(t, &cron.Window{From: last, Until: now.Add(-cron.Horizon)}, rep.Unrecorded)
 	hours := int(cron.Horizon / time.Hour)
 	require.Equal(t, hours-1, rep.Missed, "all but the one on time now")
-	runs := drain(&st, now)
+	runs := drain(&st)
 	require.Len(t, runs, 1)
 	// 35 days of hourly skips are one entry in the run's input.
 	require.Len(t, runs[0].Passed, 1)
@@ -300,16 +254,16 @@ func TestLongPausesStaySmall(t *testing.T) {
 	t.Parallel()
 	s := mustSchedule(t, cron.Spec{Cron: "* * * * *", TZ: "Europe/London", Catchup: cron.CatchupLatest})
 	from := utc("2026-03-10T00:00:00Z")
-	st, _ := s.Plan(task, cron.State{}, from)
-	st.Pause(from, from.Add(30*24*time.Hour))
-	st, rep := s.Plan(task, st, from.Add(30*24*time.Hour))
-	require.Equal(t, 30*24*60-1, rep.Missed, "all but the one due as the pause ends")
-	runs := drain(&st, from.Add(30*24*time.Hour))
-	require.Len(t, runs, 2, "the latest missed, and the one on time at the pause's end")
+	st, _ := s.Plan(task, cron.State{}, from, nil)
+	month := []cron.Window{{From: from, Until: from.Add(30 * 24 * time.Hour)}}
+	st, rep := s.Plan(task, st, from.Add(30*24*time.Hour), func(at time.Time) bool { return paused(month, at) })
+	require.Equal(t, 30*24*60-1, rep.Skipped, "all but the one due as the pause ends, passed as paused")
+	runs := drain(&st)
+	require.Len(t, runs, 1, "the one on time at the pause's end")
 	body, err := json.Marshal(runs[0])
 	require.NoError(t, err)
 	require.Less(t, len(body), 1024, "%s", body)
-	require.Len(t, passedTimes(runs[0].Passed), 30*24*60-2)
+	require.Len(t, passedTimes(runs[0].Passed), 30*24*60-1)
 }
 
 func passedTimes(passed []pacer.PassedOccurrence) []time.Time {
@@ -358,9 +312,7 @@ func TestStateSurvivesContinueAsNew(t *testing.T) {
 	day := utc("2026-05-04T00:00:00Z")
 	s := mustSchedule(t, cron.Spec{Cron: "0 * * * *", Catchup: cron.CatchupCoalesce})
 	st := cron.State{Last: day.Add(9 * time.Hour)}
-	st.Pause(day.Add(9*time.Hour+30*time.Minute), day.Add(20*time.Hour))
-	st.Resume(day.Add(12*time.Hour + 30*time.Minute))
-	st, _ = s.Plan(task, st, day.Add(12*time.Hour+30*time.Minute))
+	st, _ = s.Plan(task, st, day.Add(12*time.Hour+30*time.Minute), nil)
 	body, err := json.Marshal(st)
 	require.NoError(t, err)
 	var back cron.State
@@ -399,7 +351,7 @@ func TestPlanAccountsForEveryOccurrenceExactlyOnce(t *testing.T) {
 		name := fmt.Sprintf("#%d %s", iteration, s.Spec())
 		start := starts[rng.IntN(len(starts))].Add(time.Duration(rng.IntN(48*60)) * time.Minute)
 
-		st, _ := s.Plan(task, cron.State{}, start)
+		st, _ := s.Plan(task, cron.State{}, start, nil)
 		now := start
 		var pauses []cron.Window // the test's own record
 		var runs []pacer.Occurrence
@@ -414,21 +366,19 @@ func TestPlanAccountsForEveryOccurrenceExactlyOnce(t *testing.T) {
 			case r < 8: // a repeated wake-up
 			case r < 9:
 				until := now.Add(time.Duration(1+rng.IntN(12*60)) * time.Minute)
-				st.Pause(now, until)
 				if n := len(pauses); n > 0 && pauses[n-1].Until.After(now) {
 					pauses[n-1].Until = until
 				} else {
 					pauses = append(pauses, cron.Window{From: now, Until: until})
 				}
-			default:
-				st.Resume(now)
+			default: // a resume
 				if n := len(pauses); n > 0 && pauses[n-1].Until.After(now) {
 					pauses[n-1].Until = now
 				}
 			}
 			before := st
 			var rep cron.Report
-			st, rep = s.Plan(task, st, now)
+			st, rep = s.Plan(task, st, now, func(at time.Time) bool { return paused(pauses, at) })
 			if len(before.Queue) == 0 {
 				queued := len(st.Queue)
 				limit := map[cron.Catchup]int{cron.CatchupSkip: 1, cron.CatchupLatest: 2, cron.CatchupCoalesce: 2,
@@ -436,11 +386,9 @@ func TestPlanAccountsForEveryOccurrenceExactlyOnce(t *testing.T) {
 				require.LessOrEqual(t, queued, limit, "%s: one plan queued %d runs", name, queued)
 				require.Equal(t, queued, rep.Queued)
 			}
-			taken := drain(&st, now)
-			if paused(pauses, now) {
-				require.Empty(t, taken, "%s: a run started while paused", name)
+			if !paused(pauses, now) { // the decision holds queued runs while paused
+				runs = append(runs, drain(&st)...)
 			}
-			runs = append(runs, taken...)
 		}
 
 		// Account: every nominal time in (start, Last] exactly once.
@@ -515,7 +463,7 @@ func TestStatusShowsTheNextOccurrenceAndTallies(t *testing.T) {
 	t.Parallel()
 	day := utc("2026-05-04T00:00:00Z")
 	s := mustSchedule(t, cron.Spec{Cron: "0 * * * *", Catchup: cron.CatchupSkip})
-	st, _ := s.Plan(task, cron.State{Last: day.Add(9 * time.Hour)}, day.Add(12*time.Hour+30*time.Minute))
+	st, _ := s.Plan(task, cron.State{Last: day.Add(9 * time.Hour)}, day.Add(12*time.Hour+30*time.Minute), nil)
 	got := s.Status(task, st, day.Add(12*time.Hour+30*time.Minute))
 	next := day.Add(13 * time.Hour)
 	require.Equal(t, cron.Status{Schedule: s.Spec(), NextAt: &next, NextDueAt: &next, Pending: 3,
