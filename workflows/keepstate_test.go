@@ -392,6 +392,16 @@ func TestAPanicFencesOneTask(t *testing.T) {
 	h.runFor(t, 71*time.Minute, SchedulerInput{})
 	require.NoError(t, resumed.err)
 	require.Equal(t, []string{pacer.TaskRollup}, resumed.result.(ResumeResult).Repaired)
+
+	// A fixed build's next run (a continue-as-new, a restart) tries the
+	// broken task again: the fence is not carried.
+	h2 := newHarness(t)
+	h2.at(time.Minute, func() {
+		require.Nil(t, h2.status(t).Tasks[pacer.TaskRollup].Broken)
+		require.NotEqual(t, schedule.ReasonBroken, h2.status(t).Tasks[pacer.TaskRollup].Waiting)
+	})
+	broken := &schedule.RunError{Class: schedule.ReasonBroken, Message: "cron arithmetic went wrong", At: t0}
+	h2.runFor(t, 2*time.Minute, SchedulerInput{State: &State{Tasks: []*schedule.Task{{Name: pacer.TaskRollup, Broken: broken}}}})
 }
 
 // The defaults in force are fixed for a run (SPEC §3.5): a release that
