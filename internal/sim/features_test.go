@@ -115,7 +115,7 @@ func TestSwapRowsByHand(t *testing.T) {
 				}
 			}
 			tokenIn, amountIn, tokenOut, amountOut, raw := tt.wantRow(mid)
-			row := tx.row(settled)
+			row := tx.row()
 			require.JSONEq(t, raw, string(row.RawEventJSON))
 			row.RawEventJSON = nil
 			require.Equal(t, competition.Swap{

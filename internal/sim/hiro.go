@@ -511,7 +511,7 @@ func (tx *worldTx) renderV3(principal string, at time.Time) v3ItemJSON {
 	var t v3TxJSON
 	t.TxID, t.Sender, t.FeeRate = tx.TxID, v3Who{Address: tx.Sender, Nonce: tx.nonce}, strconv.FormatInt(tx.feeRate, 10)
 	t.Block.Height, t.Block.Hash, t.Block.IndexHash = p.height, blockHash(p.height), blockHash(^p.height)
-	t.Block.Time, t.Block.TxIndex = tx.blockTime(at).Unix(), p.index
+	t.Block.Time, t.Block.TxIndex = tx.minedAt().Unix(), p.index
 	t.BitcoinBlock.Height, t.BitcoinBlock.Time = burnHeightAt+(burn.Unix()-heightEpoch)/burnBlockPeriod, burn.Unix()
 	t.Status, t.Type = tx.status, tx.txType
 	switch {
@@ -790,7 +790,7 @@ func (tx *worldTx) render(at time.Time, win eventWindow) txJSON {
 	if status == statusSuccess {
 		events = tx.events
 	}
-	p, block := tx.position(at), tx.blockTime(at)
+	p, block := tx.position(at), tx.minedAt()
 	out.minedJSON = &minedJSON{
 		BlockHash:           blockHash(p.height),
 		BlockHeight:         p.height,

@@ -198,7 +198,7 @@ func (w *World) ExpectedSwaps(at time.Time) []competition.Swap {
 	var swaps []competition.Swap
 	for _, tx := range w.existing(at) {
 		if o := w.verdict(tx, at); o.Found && o.Status == competition.StatusInserted {
-			swaps = append(swaps, tx.row(at))
+			swaps = append(swaps, tx.row())
 		}
 	}
 	slices.SortFunc(swaps, func(a, b competition.Swap) int { return strings.Compare(a.TxID, b.TxID) })
@@ -412,8 +412,8 @@ type swapExpect struct {
 	legs                                   competition.Legs
 }
 
-// row is the swap row a correct sweep writes for tx at at.
-func (tx *worldTx) row(at time.Time) competition.Swap {
+// row is the swap row a correct sweep writes for tx.
+func (tx *worldTx) row() competition.Swap {
 	raw, err := json.Marshal(tx.expect.legs)
 	if err != nil {
 		panic(fmt.Sprintf("sim: encode legs of %s: %v", tx.TxID, err)) // the simulator's own types always encode
@@ -428,7 +428,7 @@ func (tx *worldTx) row(at time.Time) competition.Swap {
 		TokenOut:      tx.expect.tokenOut,
 		AmountOut:     tx.expect.amountOut,
 		BurnBlockTime: burnBlockOf(tx.minedAt()).Unix(),
-		BlockTime:     tx.blockTime(at).Unix(),
+		BlockTime:     tx.minedAt().Unix(),
 		TxStatus:      statusSuccess,
 		Source:        competition.SourceSweep,
 		RawEventJSON:  raw,
@@ -484,9 +484,10 @@ func (tx *worldTx) position(at time.Time) position {
 	return position{height: heightAt(tx.minedAt()), index: tx.index}
 }
 
-// blockTime is the time of the block holding the transaction at at: its
-// burn time (one block a second), or its re-apply's. The burn block time
-// stays: the new block is of the same Bitcoin block.
+// blockTime is when the transaction's block at at became canonical: when
+// it was mined, or re-applied. Hiro's block_time stays the first block's
+// (minedAt): the simulator's simplification, so that a ledger that never
+// heard of a rollback (a dropped delivery) still holds the right row.
 func (tx *worldTx) blockTime(at time.Time) time.Time {
 	if tx.reorg.reapplied(at) {
 		return tx.reorg.reapplyAt
