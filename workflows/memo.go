@@ -47,31 +47,6 @@ type MemoTask struct {
 	Zone     string         `json:"zone,omitempty"`
 	// Broken is the panic that fenced the task off (SPEC §3.8), if any.
 	Broken string `json:"broken,omitempty"`
-	// Held is the decision when it holds the task for a reason an operator
-	// acts on (paused, breaker, backoff, stopping), with until when; absent
-	// for the routine ones (cadence, cron, budget, running, due), which move
-	// every run and would cost a memo event each.
-	Held *MemoHeld `json:"held,omitempty"`
-}
-
-// MemoHeld is a task held by an operator's or an upstream's word.
-type MemoHeld struct {
-	Reason string     `json:"reason"`
-	Until  *time.Time `json:"until,omitempty"`
-}
-
-// held is the task's MemoHeld, nil for a routine decision.
-func (s *scheduler) held(t *schedule.Task, now time.Time) *MemoHeld {
-	d := s.view().Decide(t, now)
-	switch d.Reason {
-	case schedule.ReasonPaused, schedule.ReasonBreaker, schedule.ReasonBackoff, schedule.ReasonStopping:
-		h := &MemoHeld{Reason: d.Reason}
-		if !d.At.IsZero() {
-			h.Until = utc(&d.At)
-		}
-		return h
-	}
-	return nil
 }
 
 // Apply lays the memo's pause and breakers over a state that is older (the
@@ -99,7 +74,6 @@ func (s *scheduler) memo(now time.Time) Memo {
 	m := Memo{At: now, PausedUntil: utc(s.state.PausedUntil), Tasks: map[string]MemoTask{}, Pauses: s.state.Pauses}
 	for _, t := range s.state.Tasks {
 		mt := MemoTask{ConsecutiveFailures: t.ConsecutiveFailures, BreakerUntil: utc(t.BreakerUntil), BreakerTrips: t.BreakerTrips}
-		mt.Held = s.held(t, now)
 		if t.Broken != nil {
 			mt.Broken = t.Broken.Message
 		}
