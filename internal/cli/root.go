@@ -350,7 +350,7 @@ single-writer scheduler workflow on Temporal, paced to the upstreams' limits.`,
 		newStatusCmd(c), newRefreshCmd(c), newPauseCmd(c), newResumeCmd(c), newTuneCmd(c),
 		newStartCmd(c), newStopCmd(c), newReconfigureCmd(c),
 		newMigrateCmd(c), newPricesCmd(c), newScheduleCmd(c), newSubscribersCmd(c), newDeliveriesCmd(c), newAgentsCmd(c), newClaimsCmd(c),
-		newChainhookCmd(c), newAuditCmd(c), newDeployCmd(c), newVersionCmd(c),
+		newChainhookCmd(c), newAuditCmd(c), newDeployCmd(c), newVersionCmd(c), newDocsCmd(),
 	)
 	hideSecretDefaults(root)
 	return root
