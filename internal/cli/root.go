@@ -335,8 +335,17 @@ func newRoot() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "pacer",
 		Short: "Keeps rate-limited upstream data fresh through one durable scheduler on Temporal",
-		Long: `pacer keeps USD token prices (Tenero) fresh in Postgres through one durable,
-single-writer scheduler workflow on Temporal, paced to the upstreams' limits.`,
+		Long: `pacer keeps rate-limited upstream data fresh through one durable,
+single-writer scheduler workflow on Temporal, paced to the upstreams' minute
+and month budgets. For an AI-agent trading competition on Stacks it keeps USD
+token prices (Tenero) and the ledger of registered agents' swaps (found on
+chain through Hiro) exact in Postgres, rolls them up hourly and daily,
+delivers the rollups to webhook subscribers and serves the competition's
+leaderboard, trades and prices.
+
+Run everything locally with "pacer dev"; in production run "pacer worker"
+(and "pacer serve" to scale the API apart). The other commands operate a
+running scheduler: status, pause, resume, refresh, stop, start, reconfigure.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(*cobra.Command, []string) error {
