@@ -51,7 +51,7 @@ chromium: ## make sure Chromium is installed (the operator page's browser test d
 dev: build tools postgres ## run the whole stack locally: Temporal dev server + Web UI, simulator, worker, API
 	PACER_WEBHOOK_ALLOW_PRIVATE=1 $(BIN)/pacer dev --log-format console
 
-test: tools postgres chromium ## run every test: unit, workflow (testsuite), integration (dev server + Postgres, Chromium), then a brief fuzz
+test: lint tools postgres chromium ## lint, then every test: unit, workflow (testsuite), integration (dev server + Postgres, Chromium), then a brief fuzz
 	go test $(GO_TEST_FLAGS) ./...
 	@# The brief run counts executions, not seconds: Go 1.26's fuzz coordinator
 	@# can report its own -fuzztime deadline as "context deadline exceeded", a

@@ -26,6 +26,7 @@ const (
 // worth Temporal's activity retries; upstream trouble waits for the next tick.
 type ErrorClass string
 
+// The error classes (SPEC §3.3).
 const (
 	ClassRateLimit   ErrorClass = "rate_limit"
 	ClassServerError ErrorClass = "server_error"
@@ -314,7 +315,6 @@ const (
 	StoppedError       = "error"
 )
 
-// ReaderReport is one discovery reader's part of a sweep run.
 // Successes is what the pacing controller counts as this run's successful
 // work: agents visited and, in tail mode, the chain's pages read (a run
 // of the tail visits few agents or none, and must not read as all failure
@@ -329,6 +329,7 @@ func (r SweepResult) Successes() int {
 	return n
 }
 
+// ReaderReport is one discovery reader's part of a sweep run.
 type ReaderReport struct {
 	// Requests, Pages and Candidates count this run's work: Hiro requests
 	// (pages and details), list pages read, and entries that were

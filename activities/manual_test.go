@@ -49,7 +49,7 @@ func TestExplicitSweepSpendsThePacedOutMonth(t *testing.T) {
 			// What an earlier run learned from Hiro's headers: 6 left, of
 			// a month spent evenly so far (nothing banked).
 			start, end := budget.MonthOf(time.Now())
-			limit := int64(float64(manualMonth)*end.Sub(start).Seconds()/end.Sub(time.Now()).Seconds()) + 1
+			limit := int64(float64(manualMonth)*end.Sub(start).Seconds()/time.Until(end).Seconds()) + 1
 			require.NoError(t, acts.Budget.Observe(ctx, budget.LaneSweep, budget.Observation{Status: 200, Cost: 1,
 				MonthLimit: new64(limit), MonthRemaining: new64(manualMonth)}))
 

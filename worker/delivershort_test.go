@@ -88,7 +88,6 @@ type deliveryStack struct {
 
 	mu     sync.Mutex
 	marked []time.Time
-	kills  []time.Time
 }
 
 // dsTokens are the tokens whose prices are seeded for the marked hours.

@@ -181,6 +181,7 @@ func Promote(ctx context.Context, c client.Client, name, buildID string) (previo
 	if err != nil {
 		return "", fmt.Errorf("make %s.%s current: %w", name, buildID, err)
 	}
+	//nolint:staticcheck // SA1019: the server 1.29 this targets still fills PreviousVersion; a Describe first would race the change
 	if v := res.PreviousVersion; v != nil {
 		previous = v.DeploymentName + "." + v.BuildID
 	}

@@ -418,12 +418,10 @@ func ParseReconfigure(raw json.RawMessage, cfg Config) (Config, error) {
 		*f.to = pacer.Duration(d)
 		delete(next.Schedules, f.task)
 	}
-	for task, spec := range schedules {
-		if next.Schedules == nil {
-			next.Schedules = cron.Schedules{}
-		}
-		next.Schedules[task] = spec
+	if len(schedules) > 0 && next.Schedules == nil {
+		next.Schedules = cron.Schedules{}
 	}
+	maps.Copy(next.Schedules, schedules)
 	if err := next.Validate(); err != nil {
 		return cfg, err
 	}

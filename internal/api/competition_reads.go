@@ -31,7 +31,8 @@ const (
 	throughTimeout = 5 * time.Second
 	// ReadsMaxAge is how long clients may reuse a trades or status answer.
 	ReadsMaxAge = 5 * time.Second
-	// AllowlistMaxAge: the allowlist changes with a release.
+	// AllowlistMaxAge is how long clients may reuse the allowlist, which
+	// changes only with a release.
 	AllowlistMaxAge = 5 * time.Minute
 )
 

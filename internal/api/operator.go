@@ -193,7 +193,7 @@ func (s *Server) newOperator() *operator {
 		HiroBudget: s.o.HiroBudget, SchedulerHealth: s.o.SchedulerHealth, Logger: s.o.Logger.Named("page")}), s.o.Logger))
 	// The full metrics, from one gather a second however many scrape: a
 	// scrape whose client gave up leaves nothing behind.
-	var metrics http.Handler = s.o.Metrics
+	metrics := s.o.Metrics
 	if s.gatherer() != nil {
 		all := &cell[[]byte]{what: "metrics_all", ttl: time.Second, failTTL: time.Second, timeout: metricsTimeout,
 			fetch: s.gatherAll}

@@ -50,7 +50,7 @@ Hiro are the simulator unless TENERO_BASE_URL / HIRO_BASE_URL are set.`,
 				// one tries pacer with.
 				c.webhookAllowPrivate = true
 			}
-			if err := os.MkdirAll(stateDir, 0o755); err != nil {
+			if err := os.MkdirAll(stateDir, 0o750); err != nil {
 				return err
 			}
 			if err := store.EnsureDatabase(ctx, c.databaseURL); err != nil {
@@ -225,6 +225,7 @@ func ensureTemporal(ctx context.Context, addr, bin, stateDir string, uiPort int)
 	// Not tied to ctx, and in its own process group so that the terminal's
 	// Ctrl-C does not reach it: the worker stops first (letting a run in
 	// flight end and report), then stop() ends the server.
+	//nolint:gosec // G204: bin is the Temporal CLI that pacer dev installed or was pointed at
 	srv := exec.Command(bin, "server", "start-dev", "--ip", host, "--port", port,
 		"--ui-port", strconv.Itoa(uiPort), "--db-filename", filepath.Join(stateDir, "temporal.db"), "--log-level", "error")
 	srv.Stdout, srv.Stderr = os.Stderr, os.Stderr

@@ -5,6 +5,7 @@ package competition
 // path's 422 answers, so they are fixed.
 type Reason string
 
+// The rejection reasons (SPEC §5.5).
 const (
 	ReasonSenderNotRegistered    Reason = "sender_not_registered"
 	ReasonSenderNotGenesis       Reason = "sender_not_genesis"

@@ -101,15 +101,15 @@ var _ TxSource = (*hiro.Client)(nil)
 type Status string
 
 const (
-	// StatusInserted: the swap is new and now in the ledger.
+	// StatusInserted means the swap is new and now in the ledger.
 	StatusInserted Status = "inserted"
-	// StatusAlreadyKnown: the ledger already had the swap (maybe from a
+	// StatusAlreadyKnown means the ledger already had the swap (maybe from a
 	// concurrent writer); the caller reads the row if it needs it.
 	StatusAlreadyKnown Status = "already_known"
-	// StatusPending: still in the mempool; nothing is written, the next
+	// StatusPending means still in the mempool; nothing is written, the next
 	// pass looks again.
 	StatusPending Status = "pending"
-	// StatusRejected: Reason says why, including failures of Hiro or the
+	// StatusRejected means Reason says why, including failures of Hiro or the
 	// database that make the answer unknown for now.
 	StatusRejected Status = "rejected"
 )

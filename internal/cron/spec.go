@@ -56,6 +56,7 @@ const (
 // twice (fall back) run.
 type Overlap string
 
+// The overlap policies.
 const (
 	OverlapFirst Overlap = "first"
 	OverlapLast  Overlap = "last"

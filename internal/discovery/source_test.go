@@ -55,9 +55,9 @@ func traffic(perDay int, share float64, details float64, step time.Duration) Tra
 			ContractCall: &hiro.ContractCall{ContractID: id}}
 	}
 	onContract := func(id string) bool { return id == "SM1.xyk-core" }
-	total, owed := 1000, 0.0
+	owed := 0.0
 	for t := time.Duration(0); t <= 2*time.Hour; t += step {
-		total = 1000 + int(float64(perDay)*t.Hours()/24)
+		total := 1000 + int(float64(perDay)*t.Hours()/24)
 		tr.ObserveFeed(total, page, onContract, at.Add(t))
 		owed += details * step.Minutes()
 		n := int(owed)

@@ -35,7 +35,7 @@ const (
 // ErrSunset is the cause of an error for a deprecated endpoint Hiro has
 // switched off. It is classified not_found, never permanent: the caller
 // turns to the replacement, and the task goes on.
-var ErrSunset = errors.New("Hiro has switched this deprecated endpoint off (410 Gone)")
+var ErrSunset = errors.New("hiro has switched this deprecated endpoint off (410 Gone)")
 
 // sunsets remembers, for the whole process, which deprecated endpoints
 // each Hiro (by base URL) has answered with its sunset answer: every

@@ -36,19 +36,19 @@ import (
 type Zone = pacer.PaceZone
 
 const (
-	// ZoneWarmup: fewer outcomes in the window than MinSamples; nothing moves.
+	// ZoneWarmup means fewer outcomes in the window than MinSamples; nothing moves.
 	ZoneWarmup Zone = "warmup"
-	// ZoneCooldown: success below CooldownBelow. The task runs at MinBatch and
+	// ZoneCooldown means success below CooldownBelow. The task runs at MinBatch and
 	// the cooled interval (CooledInterval, else MaxInterval) until the
 	// cooldown ends, then climbs back through the zones.
 	ZoneCooldown Zone = "cooldown"
-	// ZoneBackoff: success below BackoffBelow; halve the batch, interval ×1.5.
+	// ZoneBackoff means success below BackoffBelow; halve the batch, interval ×1.5.
 	ZoneBackoff Zone = "backoff"
-	// ZoneSteady: the dead zone between BackoffBelow and GrowAbove; hold.
+	// ZoneSteady means the dead zone between BackoffBelow and GrowAbove; hold.
 	ZoneSteady Zone = "steady"
-	// ZoneGrow: success above GrowAbove; batch +10%, interval ×0.95.
+	// ZoneGrow means success above GrowAbove; batch +10%, interval ×0.95.
 	ZoneGrow Zone = "grow"
-	// ZoneSurge: success above SurgeAbove; batch +25%, interval ×0.8.
+	// ZoneSurge means success above SurgeAbove; batch +25%, interval ×0.8.
 	ZoneSurge Zone = "surge"
 )
 

@@ -167,14 +167,6 @@ func (f figures) one(t *testing.T, key string) string {
 	return v[0]
 }
 
-// num reads a figure formatted for people (12,345).
-func (f figures) num(t *testing.T, key string) int64 {
-	t.Helper()
-	n, err := strconv.ParseInt(strings.ReplaceAll(f.one(t, key), ",", ""), 10, 64)
-	require.NoError(t, err, "figure %s", key)
-	return n
-}
-
 // expected is what Postgres says each figure must be, by the test's own
 // queries.
 type expected map[string]int64

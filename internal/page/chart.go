@@ -13,6 +13,7 @@ import (
 // Level is how worrying a value is; the template maps it to a colour.
 type Level string
 
+// The levels, best first.
 const (
 	LevelOK   Level = "ok"
 	LevelWarn Level = "warn"

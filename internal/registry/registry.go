@@ -36,7 +36,7 @@ type Claim struct {
 	Status     string `json:"status"`
 }
 
-// Claim statuses (SPEC §6).
+// Statuses are the claim statuses (SPEC §6).
 var Statuses = []string{"pending", "verified", "rewarded", "failed"}
 
 // Bounds of one record and of one file or request.

@@ -367,7 +367,8 @@ func (w *World) add(tx *worldTx) {
 type detailMode int
 
 const (
-	detailServed detailMode = iota
+	// detailServed: served as it is (the zero value).
+	_ detailMode = iota
 	// detailNotFound: listed, yet unknown to /tx/, as when the list and the
 	// detail come from replicas that disagree.
 	detailNotFound

@@ -141,6 +141,7 @@ func PacerBinary(t testing.TB) string {
 		// A build ID that names a build: a versioned worker refuses
 		// to start without one (the toolchain may stamp no revision:
 		// GOFLAGS=-buildvcs=false).
+		//nolint:gosec // G204: a test builds pacer from its own source
 		cmd := exec.Command("go", "build", "-ldflags", "-X github.com/pacer-dev/pacer/worker.commit=testbuild", "-o", buildPath, "./cmd/pacer")
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {

@@ -26,15 +26,15 @@ const AttemptTimeout = 10 * time.Second
 type Result string
 
 const (
-	// Delivered: the endpoint answered 2xx.
+	// Delivered means the endpoint answered 2xx.
 	Delivered Result = "delivered"
-	// Gone: the endpoint answered 410; its subscriber is disabled.
+	// Gone means the endpoint answered 410; its subscriber is disabled.
 	Gone Result = "gone"
-	// HTTPError: any other status, redirects included (never followed).
+	// HTTPError means any other status, redirects included (never followed).
 	HTTPError Result = "http_error"
-	// Timeout: no complete answer within the attempt timeout.
+	// Timeout means no complete answer within the attempt timeout.
 	Timeout Result = "timeout"
-	// Network: the connection failed (refused, reset, DNS, TLS).
+	// Network means the connection failed (refused, reset, DNS, TLS).
 	Network Result = "network"
 )
 

@@ -149,15 +149,6 @@ type Report struct {
 	Took        time.Duration
 }
 
-func (r Report) find(world, budget, strategy string) (Result, bool) {
-	for _, x := range r.Results {
-		if x.World == world && x.Budget == budget && x.Strategy == strategy {
-			return x, true
-		}
-	}
-	return Result{}, false
-}
-
 func fmtDur(d time.Duration) string {
 	switch {
 	case d == 0:

@@ -12,8 +12,6 @@ import (
 
 func ip(v int) *int { return &v }
 
-func tp(t time.Time) *time.Time { return &t }
-
 // june is a 30-day month: t0 is its first instant.
 var t0 = time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
 
