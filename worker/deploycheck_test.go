@@ -234,9 +234,11 @@ func TestDeployWithoutVersioningFails(t *testing.T) {
 
 // TestPromoteAfterTheOldBuildStopped: the old build's workers were stopped
 // before the new build was promoted (or pacer dev restarted on a new
-// build). Nothing can take the pinned run's stop, so the new build's
-// worker ends the run and starts it again on the new version with the
-// state it began with and its memo's; no workflow task fails.
+// build). Nothing can take the pinned run's stop; once the old version no
+// longer polls (no poll in 75 s: a stopped worker cannot be told from an
+// idle one sooner), the new build's worker ends the run and starts it again
+// on the new version with the state it began with and its memo's; no
+// workflow task fails.
 func TestPromoteAfterTheOldBuildStopped(t *testing.T) {
 	bins := map[string]string{"A": testenv.PacerBinary(t), "B": buildB(t)}
 	s := newStack(t, workflows.Config{TeneroEvery: pacer.Duration(2 * time.Second), SweepEvery: pacer.Duration(time.Minute)})
@@ -259,11 +261,12 @@ func TestPromoteAfterTheOldBuildStopped(t *testing.T) {
 	_ = a.Wait()
 	start("B")
 	t0 := time.Now()
-	out := s.promote(t, bins["B"], deployment, "B")
-	require.Contains(t, out, "the scheduler now runs on "+deployment+".B")
-	eventually(t, 30*time.Second, "v1 runs on B", onVersion("B"))
-	t.Logf("figures: promote after the old build stopped: v1 on B after %s (%s for the old build to take the stop, then ended and started again)",
-		time.Since(t0).Round(100*time.Millisecond), 30*time.Second)
+	s.promote(t, bins["B"], deployment, "B")
+	// The command moves it only if A's last poll is already 75 s old;
+	// else B's keep-alive check does, once it is.
+	eventually(t, 3*time.Minute, "v1 runs on B", onVersion("B"))
+	t.Logf("figures: promote after the old build stopped: v1 on B after %s (%s for the old build to take the stop, ended once A had not polled for %s, at a keep-alive check)",
+		time.Since(t0).Round(100*time.Millisecond), 30*time.Second, 75*time.Second)
 	eventually(t, time.Minute, "B runs tenero", func() bool {
 		var n int
 		require.NoError(t, s.st.Pool().QueryRow(ctx, `select count(*) from task_runs where task = 'tenero' and started_at > $1`, t0).Scan(&n))

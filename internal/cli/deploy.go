@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 	"go.uber.org/zap"
 
+	"github.com/pacer-dev/pacer/internal/logging"
 	"github.com/pacer-dev/pacer/internal/operate"
 	"github.com/pacer-dev/pacer/worker"
 	"github.com/pacer-dev/pacer/workflows"
@@ -89,7 +90,12 @@ build ID; its workers must be running.`,
 				// keep-alive check (which does the same if this fails).
 				s := c.scheduler()
 				s.Deployment = &worker.Deployment{Name: c.operating.deploymentName, BuildID: c.operating.buildID}
-				moved, err := worker.HandOff(cmd.Context(), tc, s, zap.NewNop())
+				// Why a move waits (or ends a run) goes to stderr.
+				log, lerr := logging.New(logging.Options{Level: "warn", Format: "console"})
+				if lerr != nil {
+					log = zap.NewNop()
+				}
+				moved, err := worker.HandOff(cmd.Context(), tc, s, log)
 				switch {
 				case err != nil:
 					fmt.Fprintf(out, "the scheduler moves at the new build's next keep-alive check (%v)\n", err)
