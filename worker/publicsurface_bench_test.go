@@ -4,6 +4,8 @@ package worker_test
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"net"
@@ -313,4 +315,120 @@ func TestReadFloodDoesNotSlowTheWorkers(t *testing.T) {
 	require.LessOrEqual(t, float64(median(fs)), 1.2*float64(median(qs)), "sweep within 20%%")
 	require.LessOrEqual(t, float64(median(fd)), 1.2*float64(median(qd)), "deliver within 20%%")
 	require.LessOrEqual(t, after, before+10, "no goroutine growth after the flood")
+}
+
+// TestOneClientCannotStarveAnother (issue 28): on a `pacer worker`, one
+// client on 127.0.0.2 floods every public route at 200 requests a second
+// for 30 s while another on 127.0.0.3 reads prices and the status every
+// 1.5 s and posts a made-up txid to the fast path every 3 s: every one
+// of the other's reads is 200 and every fast-path call answered (404, never
+// refused). Then the fast path is flooded from 100 addresses (127.0.0.10
+// on) while the sweep runs: its run times stay within 20% of the quiet
+// runs just before.
+func TestOneClientCannotStarveAnother(t *testing.T) {
+	r := newReadStack(t)
+	base := "http://" + r.api
+	now := time.Now().UTC().Truncate(time.Hour)
+	routes := []string{"/", "/metrics", "/api/prices", "/api/scheduler/status", "/api/competition/tracked-tokens",
+		"/api/rollups?period=hour&from=" + now.Add(-24*time.Hour).Format(time.RFC3339) + "&to=" + now.Format(time.RFC3339), "POST"}
+	post := func(hc *http.Client) (int, error) {
+		b := make([]byte, 32)
+		_, _ = rand.Read(b)
+		resp, err := hc.Post(base+"/api/competition/trades", "application/json", strings.NewReader(`{"txid":"0x`+hex.EncodeToString(b)+`"}`))
+		if err != nil {
+			return -1, err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+	get := func(hc *http.Client, path string) int {
+		resp, err := hc.Get(base + path)
+		if err != nil {
+			return -1
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		return resp.StatusCode
+	}
+	from := func(ip net.IP) *http.Client {
+		return &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 256,
+			DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: ip}}).DialContext}}
+	}
+	for _, route := range routes {
+		const window, perSecond = 30 * time.Second, 200
+		flooder, other := from(net.IPv4(127, 0, 0, 2)), from(net.IPv4(127, 0, 0, 3))
+		var (
+			mu                  sync.Mutex
+			floods, reads, fast = map[int]int{}, map[int]int{}, map[int]int{}
+			wg                  sync.WaitGroup
+		)
+		began := time.Now()
+		wg.Go(func() {
+			var sent sync.WaitGroup
+			for i := 0; time.Since(began) < window; i++ {
+				time.Sleep(time.Until(began.Add(time.Duration(i) * time.Second / perSecond)))
+				sent.Go(func() {
+					code := 0
+					if route == "POST" {
+						code, _ = post(flooder)
+					} else {
+						code = get(flooder, route)
+					}
+					mu.Lock()
+					floods[code]++
+					mu.Unlock()
+				})
+			}
+			sent.Wait()
+		})
+		wg.Go(func() {
+			for i := 0; time.Since(began) < window; i++ {
+				time.Sleep(time.Until(began.Add(time.Duration(i) * 1500 * time.Millisecond)))
+				a, b := get(other, "/api/prices"), get(other, "/api/scheduler/status")
+				c := 0
+				if i%2 == 0 {
+					c, _ = post(other)
+				}
+				mu.Lock()
+				reads[a]++
+				reads[b]++
+				if c != 0 {
+					fast[c]++
+				}
+				mu.Unlock()
+			}
+		})
+		wg.Wait()
+		t.Logf("figures: %s flooded at %d/s from 127.0.0.2 for %s: %v; 127.0.0.3's reads %v, fast path %v", route, perSecond, window, floods, reads, fast)
+		require.Equal(t, map[int]int{http.StatusOK: reads[http.StatusOK]}, reads, "%s: every read of the other client 200", route)
+		require.Equal(t, map[int]int{http.StatusNotFound: fast[http.StatusNotFound]}, fast, "%s: every fast-path call of the other answered", route)
+	}
+
+	// The sweep while the fast path is flooded from 100 addresses.
+	const n = 6
+	qs, _ := r.runs(t, n)
+	ctx, cancel := context.WithCancel(context.Background())
+	var (
+		flood sync.WaitGroup
+		codes sync.Map
+	)
+	for c := range 100 {
+		flood.Go(func() {
+			hc := from(net.IPv4(127, 0, 1, byte(c+10)))
+			for ctx.Err() == nil {
+				code, _ := post(hc)
+				v, _ := codes.LoadOrStore(code, new(atomic.Int64))
+				v.(*atomic.Int64).Add(1)
+				time.Sleep(200 * time.Millisecond)
+			}
+		})
+	}
+	fs, _ := r.runs(t, n)
+	cancel()
+	flood.Wait()
+	answers := map[int]int64{}
+	codes.Range(func(k, v any) bool { answers[k.(int)] = v.(*atomic.Int64).Load(); return true })
+	t.Logf("figures: sweep median quiet %d ms %v; with the fast path flooded from 100 addresses %d ms %v; flood answers %v", median(qs), qs, median(fs), fs, answers)
+	require.LessOrEqual(t, float64(median(fs)), 1.2*float64(median(qs)), "sweep within 20%%")
 }
