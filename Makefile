@@ -90,7 +90,7 @@ bench-hidden: tools postgres ## the shared Hiro budget on the real stack: 5 minu
 	set -o pipefail; go test -tags benchstack -count=1 -timeout 15m -run TestHiddenMinuteLimit -v ./worker/ | grep -E 'figures|Error|^(ok|FAIL|---)'
 
 bench-public: tools postgres ## the public surface on the real stack: a replay flood vs the sweep's Hiro requests, a read flood vs sweep/deliver run times, one client's flood of each route vs another's reads (~12 min, see RELIABILITY.md)
-	set -o pipefail; go test -tags benchstack -count=1 -timeout 20m -run 'TestReplayFloodDoesNotSpendTheSweep|TestReadFloodDoesNotSlowTheWorkers|TestOneClientCannotStarveAnother' -v ./worker/ | grep -E 'figures|Error Trace|Error:|Messages|^(ok|FAIL|---)'
+	set -o pipefail; go test -tags benchstack -count=1 -timeout 45m -run 'TestReplayFloodDoesNotSpendTheSweep|TestReadFloodDoesNotSlowTheWorkers|TestOneClientCannotStarveAnother' -v ./worker/ | grep -E 'figures|Error Trace|Error:|Messages|^(ok|FAIL|---)'
 
 bench-tail: tools postgres ## discovery on the real stack: pacer worker reads the chain's tail for 1,000 agents beside strangers' traffic; each swap's delay from block to row, Hiro requests a minute (~10 min, see BENCHMARKS.md)
 	set -o pipefail; go test -tags benchstack -count=1 -timeout 30m -run TestTailBench -v ./worker/ | grep -E 'figures|late swap|Error Trace|Error:|^(ok|FAIL|---)'

@@ -406,7 +406,7 @@ func TestOneClientCannotStarveAnother(t *testing.T) {
 	}
 
 	// The sweep while the fast path is flooded from 100 addresses.
-	const n = 6
+	const n = 4
 	qs, _ := r.runs(t, n)
 	ctx, cancel := context.WithCancel(context.Background())
 	var (
