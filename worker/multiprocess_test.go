@@ -201,8 +201,8 @@ func TestWorkersAndAPIAsSeparateProcesses(t *testing.T) {
 	}
 	w1, m1 := startWorker("worker-1")
 	w2, m2 := startWorker("worker-2")
-	apiAddr := freeAddr(t)
-	api := startPacer(t, bin, "api", append(env, "PACER_HTTP_ADDR="+apiAddr), "serve")
+	apiAddr, adminAddr := freeAddr(t), freeAddr(t)
+	api := startPacer(t, bin, "api", append(env, "PACER_HTTP_ADDR="+apiAddr, "PACER_ADMIN_ADDR="+adminAddr), "serve")
 	apiURL := "http://" + apiAddr
 
 	// Both workers ensure the scheduler; there is one run, and it does both
@@ -234,9 +234,10 @@ func TestWorkersAndAPIAsSeparateProcesses(t *testing.T) {
 	require.Equal(t, s.sched.WorkflowID, viaAPI.WorkflowID)
 	require.Equal(t, first.RunID, viaAPI.RunID)
 
-	// The API's /metrics: the database-backed gauges and the SDK's client
-	// series (the status query it just ran).
-	apiMetrics := metricsOf(t, apiAddr)
+	// The API's full metrics, on its operator listener (the public
+	// /metrics leaves out the SDK's series, SPEC §7): the database-backed
+	// gauges and the SDK's client series (the status query it just ran).
+	apiMetrics := metricsOf(t, adminAddr)
 	age, ok := metricSum(apiMetrics, "pacer_price_oldest_age_seconds")
 	require.True(t, ok, "price staleness in the API's metrics")
 	require.Less(t, age, 300.0)
@@ -367,7 +368,7 @@ func TestWorkersAndAPIAsSeparateProcesses(t *testing.T) {
 
 	// The API and the last worker stop cleanly too, and no output or
 	// metrics of any process carry the key.
-	final := metricsOf(t, apiAddr)
+	final := metricsOf(t, apiAddr, adminAddr)
 	for _, p := range []*proc{api, w3} {
 		require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
 		require.Equal(t, 0, p.exitCode(t, 40*time.Second), p.name)
