@@ -82,29 +82,29 @@ $(WORKFLOWCHECK):
 docs: build ## regenerate docs/configuration.md from the flags (an empty environment, so defaults are the code's)
 	env -i PATH="$$PATH" HOME="$$HOME" $(BIN)/pacer docs > docs/configuration.md
 
-bench: postgres ## the pacing and discovery benchmarks in virtual time, and the operator page at scale (see BENCHMARKS.md)
+bench: postgres ## the pacing and discovery benchmarks in virtual time, and the operator page at scale (see docs/benchmarks.md)
 	go run ./internal/pacing/cmd/bench
 	go test -run '^$$' -bench BenchmarkPage -benchtime 20x -count 3 ./internal/page/
 
-bench-hidden: tools postgres ## the shared Hiro budget on the real stack: 5 minutes against a hidden per-minute limit (see BENCHMARKS.md)
+bench-hidden: tools postgres ## the shared Hiro budget on the real stack: 5 minutes against a hidden per-minute limit (see docs/benchmarks.md)
 	set -o pipefail; go test -tags benchstack -count=1 -timeout 15m -run TestHiddenMinuteLimit -v ./worker/ | grep -E 'figures|Error|^(ok|FAIL|---)'
 
-bench-public: tools postgres ## the public surface on the real stack: a replay flood vs the sweep's Hiro requests, a read flood vs sweep/deliver run times, one client's flood of each route vs another's reads (~12 min, see RELIABILITY.md)
+bench-public: tools postgres ## the public surface on the real stack: a replay flood vs the sweep's Hiro requests, a read flood vs sweep/deliver run times, one client's flood of each route vs another's reads (~12 min, see docs/reliability.md)
 	set -o pipefail; go test -tags benchstack -count=1 -timeout 45m -run 'TestReplayFloodDoesNotSpendTheSweep|TestReadFloodDoesNotSlowTheWorkers|TestOneClientCannotStarveAnother' -v ./worker/ | grep -E 'figures|Error Trace|Error:|Messages|^(ok|FAIL|---)'
 
-bench-tail: tools postgres ## discovery on the real stack: pacer worker reads the chain's tail for 1,000 agents beside strangers' traffic; each swap's delay from block to row, Hiro requests a minute (~10 min, see BENCHMARKS.md)
+bench-tail: tools postgres ## discovery on the real stack: pacer worker reads the chain's tail for 1,000 agents beside strangers' traffic; each swap's delay from block to row, Hiro requests a minute (~10 min, see docs/benchmarks.md)
 	set -o pipefail; go test -tags benchstack -count=1 -timeout 30m -run TestTailBench -v ./worker/ | grep -E 'figures|late swap|Error Trace|Error:|^(ok|FAIL|---)'
 
-bench-outage: tools postgres ## Hiro down 30 minutes (real time) on a chain of 200,000 calls a day: the tail's gap reported, then filled, 0 missed, 0 doubled (~45 min, see RELIABILITY.md)
+bench-outage: tools postgres ## Hiro down 30 minutes (real time) on a chain of 200,000 calls a day: the tail's gap reported, then filled, 0 missed, 0 doubled (~45 min, see docs/reliability.md)
 	set -o pipefail; go test -tags benchstack -count=1 -timeout 120m -run TestTailOutageBench -v ./worker/ | grep -E 'figures|Error Trace|Error:|^(ok|FAIL|---)'
 
-bench-board: tools postgres ## the competition's reads at 10,000 agents and 1,000,000 swaps: leaderboard (cached, uncached) and trades on the public listener vs the straightforward aggregate query (~6 min, see BENCHMARKS.md)
+bench-board: tools postgres ## the competition's reads at 10,000 agents and 1,000,000 swaps: leaderboard (cached, uncached) and trades on the public listener vs the straightforward aggregate query (~6 min, see docs/benchmarks.md)
 	set -o pipefail; go test -tags benchboard -count=1 -timeout 30m -run TestBenchBoard -v ./internal/api/ | grep -E 'figures|Error Trace|Error:|Messages|^(ok|FAIL|---)'
 
-bench-hint: tools postgres ## a fast-path insert wakes a sweep its pacing cooled down: the agent's swaps recorded while the status still shows the cooldown (1-6 min, see RELIABILITY.md)
+bench-hint: tools postgres ## a fast-path insert wakes a sweep its pacing cooled down: the agent's swaps recorded while the status still shows the cooldown (1-6 min, see docs/reliability.md)
 	set -o pipefail; go test -tags benchstack -count=1 -timeout 15m -run TestFastPathHintWakesACoolingSweep -v ./worker/ | grep -E 'figures|Error Trace|Error:|^(ok|FAIL|---)'
 
-bench-push: tools postgres ## Chainhook push end to end on the real stack: polling alone vs push with 20% dropped, a rollback + re-apply (~3 min, see BENCHMARKS.md)
+bench-push: tools postgres ## Chainhook push end to end on the real stack: polling alone vs push with 20% dropped, a rollback + re-apply (~3 min, see docs/benchmarks.md)
 	set -o pipefail; go test -tags benchstack -count=1 -timeout 15m -run TestPushBench -v ./worker/ | grep -E 'figures|Error Trace|Error:|^(ok|FAIL|---)'
 
 COST_HOURS ?= 6
@@ -123,16 +123,16 @@ sched-check: tools postgres ## the scheduler core on the real stack: a failed ro
 	set -o pipefail; go test -tags catchup -count=1 -timeout 20m -run 'TestFailedRollupIsRunLaterAndDelivered|TestOperatorSkipOnTheRealStack|TestCoalesceThreeHoursOnTheRealStack|TestBackfillSixHoursOnTheRealStack|TestCronToCronReconfigureOnTheRealStack|TestPauseRestartResumeTerminateOnTheRealStack' -v ./worker/ \
 	  | grep -E '_test\.go:[0-9]+:|Error|^(ok|FAIL|---)'
 
-deliver-check: tools postgres ## deliveries on the real stack: 100 subscribers with failures, SIGKILL ×3 mid deliver run, Deliver activities per run (~8 min, see BENCHMARKS.md)
+deliver-check: tools postgres ## deliveries on the real stack: 100 subscribers with failures, SIGKILL ×3 mid deliver run, Deliver activities per run (~8 min, see docs/benchmarks.md)
 	set -o pipefail; go test -tags deliverstack -count=1 -timeout 30m -run 'TestDeliveriesOnTheRealStack$$' -v ./worker/ \
 	  | grep -E 'figures|^\s+\||Error|SIGKILL|_test\.go:[0-9]+:|^(ok|FAIL|---)'
 
 .PHONY: tenero-check
-tenero-check: tools postgres ## a cut tenero run on the real stack fetches what pacing.PickTokens chooses: worker + workflow + the simulator's Tenero on the Starter plan (~15 min, see BENCHMARKS.md)
+tenero-check: tools postgres ## a cut tenero run on the real stack fetches what pacing.PickTokens chooses: worker + workflow + the simulator's Tenero on the Starter plan (~15 min, see docs/benchmarks.md)
 	set -o pipefail; go test -tags tenerostack -count=1 -timeout 40m -run TestTeneroFetchesWhatPickChoosesOnTheRealStack -v ./worker/ \
 	  | grep -E 'figures|Error|_test\.go:[0-9]+:|^(ok|FAIL|---)'
 
-deploy-check: tools postgres ## deploys on the real stack: build A runs v1, B deployed beside it and promoted, A stopped, rollback to A, A and B side by side; no workflow task failure, tenero's cadence (~10 min, see RELIABILITY.md)
+deploy-check: tools postgres ## deploys on the real stack: build A runs v1, B deployed beside it and promoted, A stopped, rollback to A, A and B side by side; no workflow task failure, tenero's cadence (~10 min, see docs/reliability.md)
 	set -o pipefail; go test -tags deploycheck -count=1 -timeout 20m -run 'TestDeploySequence$$|TestDeployWithoutVersioningFails|TestPromoteAfterTheOldBuildStopped' -v ./worker/ \
 	  | grep -E 'figures|Error|_test\.go:[0-9]+:|^(ok|FAIL|---)'
 

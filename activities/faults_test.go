@@ -46,7 +46,7 @@ const hiroHuge = 4<<20 + 4<<10
 // Every sweep here must finish well within the activities' 5 s heartbeat
 // period: a sweep that heartbeats while it counts a rejection races on the
 // result's rejectionReasons map (a defect of activities/sweep.go, reported
-// in RELIABILITY.md), which the race detector would pin on these tests.
+// in docs/reliability.md), which the race detector would pin on these tests.
 // Hence 10 agents, bodies just past the limit and short attempt timeouts.
 
 // faultAttemptTimeout keeps the timeout faults cheap: each attempt of a slow

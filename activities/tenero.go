@@ -249,7 +249,7 @@ func (a *Activities) store(ctx context.Context, res *pacer.TeneroResult, obs *[]
 // A cut batch is pacing.PickTokens' choice at now from each token's last
 // check (token_prices.checked_at), the function the benchmark runs: the
 // static base first, then the traded tokens whose staleness × weight is
-// largest, so that BENCHMARKS.md's staleness figures are this run's.
+// largest, so that docs/benchmarks.md's staleness figures are this run's.
 func (a *Activities) batch(ctx context.Context, set []string, in pacer.TeneroInput, now time.Time, res *pacer.TeneroResult) ([]string, error) {
 	var pegs, priced []string // priced: the tokens that call Tenero, in set order
 	nStatic, static := 0, len(a.Catalog.StaticBase())

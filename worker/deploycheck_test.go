@@ -61,7 +61,7 @@ func (s *stack) promote(t *testing.T, bin, deployment, build string) string {
 // A is started again and promoted (a rollback), and the scheduler moves
 // back; A and B then run side by side. Throughout, no run of the
 // scheduler records a workflow task failure or timeout, and tenero keeps
-// its cadence: the figures are printed for RELIABILITY.md.
+// its cadence: the figures are printed for docs/reliability.md.
 func TestDeploySequence(t *testing.T) {
 	bins := map[string]string{"A": testenv.PacerBinary(t), "B": buildB(t)}
 	const every = 2 * time.Second

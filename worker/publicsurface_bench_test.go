@@ -30,7 +30,7 @@ import (
 )
 
 // Issue 20's real-stack checks of the public surface (make bench-public;
-// figures in RELIABILITY.md). Each compares a stack under attack with an
+// figures in docs/reliability.md). Each compares a stack under attack with an
 // identical quiet one run at the same time on the same machine.
 
 // replayWindow is how long the replay flood lasts.

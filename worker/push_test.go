@@ -324,7 +324,7 @@ func pushLatency(t *testing.T, s *stack, want []competition.Swap) (delivered, se
 // of pushes dropped, some duplicated, reordered and replayed, a block
 // rolled back and its swaps re-applied), in the same run. `make
 // bench-push` runs it longer and holds the latency to its bound
-// (BENCHMARKS.md); here the figures are logged and what does not depend
+// (docs/benchmarks.md); here the figures are logged and what does not depend
 // on the machine's speed is held.
 func TestPushEndToEnd(t *testing.T) {
 	t.Parallel()

@@ -12,7 +12,7 @@ import (
 // TestPushBench is issue 13's done-when at length (`make bench-push`): two
 // minutes of arrivals over 40 agents, polling alone against push with 20%
 // of pushes dropped, some duplicated, reordered and replayed, and a
-// rollback + re-apply, in one run; it prints the figures BENCHMARKS.md
+// rollback + re-apply, in one run; it prints the figures docs/benchmarks.md
 // quotes and holds them to the issue's bounds.
 func TestPushBench(t *testing.T) {
 	f := measurePush(t, pushRun{Seed: 13, Agents: 40, Arrivals: 2 * time.Minute, HotEvery: 2 * time.Second,

@@ -5,5 +5,5 @@ package worker_test
 import "testing"
 
 // TestSunsetThousandAgents is TestSunsetFromTheStart with 1,000 agents
-// (RELIABILITY.md): go test -tags benchstack -run TestSunsetThousandAgents -v ./worker/
+// (docs/reliability.md): go test -tags benchstack -run TestSunsetThousandAgents -v ./worker/
 func TestSunsetThousandAgents(t *testing.T) { runSunset(t, 1000) }

@@ -74,7 +74,7 @@ from generate_series(1, 10000) i`, benchNow)
 
 // BenchmarkPage renders the page over the database at scale, and over an
 // empty one as the baseline of the same run: their ratio is what the data
-// costs. make bench prints both; BENCHMARKS.md keeps the figures.
+// costs. make bench prints both; docs/benchmarks.md keeps the figures.
 func BenchmarkPage(b *testing.B) {
 	for _, bc := range []struct {
 		name string
