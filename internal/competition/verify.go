@@ -342,6 +342,9 @@ func (v *Verifier) known(ctx context.Context, txid string) (Outcome, bool) {
 	switch {
 	case err != nil:
 		return reject(txid, ReasonDBUnavailable, "could not look the rejection up", err), true
+	case found && r.Reason.Revisited() && r.Age >= RevisitAfter:
+		// A verdict from a passing upstream state: looked at again.
+		return Outcome{}, false
 	case found && r.Reason.SenderDependent() && r.Sender != "":
 		// Who the sender is can have changed since (a registration, a
 		// claim verified): the verdict stands only while it still holds.
@@ -352,10 +355,9 @@ func (v *Verifier) known(ctx context.Context, txid string) (Outcome, bool) {
 		if reason, _ := senderVerdict(agent, registered, r.Sender); reason == "" {
 			return Outcome{}, false
 		}
+		// Still holds: it stands like any final verdict (fallthrough
+		// reaches the next case, so the order of these cases matters).
 		fallthrough
-	case found && r.Reason.Revisited() && r.Age >= RevisitAfter:
-		// A verdict from a passing upstream state: looked at again.
-		return Outcome{}, false
 	case found && r.Reason.Final():
 		out := reject(txid, r.Reason, r.Detail, nil)
 		out.Known = true
