@@ -159,6 +159,12 @@ func Ensure(ctx context.Context, c client.Client, s Scheduler, mode Mode) (Ensur
 	if info.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
 		var res *workflows.StopResult
 		if err := c.GetWorkflow(ctx, s.WorkflowID, runID).Get(ctx, &res); err != nil {
+			if errors.As(err, &nf) {
+				// Deleted between the description and the read (retention):
+				// the scheduler is missing now, and Postgres says whether it
+				// was stopped.
+				return ensureMissing(ctx, c, s, mode)
+			}
 			return Ensured{}, fmt.Errorf("read stopped scheduler %s: %w", s.WorkflowID, err)
 		}
 		if res != nil && res.State != nil {
