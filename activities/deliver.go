@@ -51,8 +51,8 @@ const (
 )
 
 // Lookbacks of emission: the periods whose deliveries a run may still
-// create. An hourly delivery older than two days is news no longer; a day
-// is delivered once complete, which can take a while after a long outage.
+// create. An hourly delivery older than two days is no longer worth
+// sending (its subscriber can pull it); a day is delivered once complete, which can take a while after a long outage.
 const (
 	hourlyLookback = 48 * time.Hour
 	dailyLookback  = (DayLookback + 1) * 24 * time.Hour

@@ -228,7 +228,7 @@ func (r *sweepRun) yieldToTail() bool {
 // leaveToTail reports whether the agents' visits (hinted ones aside)
 // must leave what remains of the minute window to the tail: its reads
 // until the window ends, at what a read costs (SPEC §5.4: the tail is
-// served first), would not fit beside their next batch of next requests.
+// served first), would not fit beside the requests of the visits' next batch.
 // The run then goes on reading the tail while they wait (discover).
 // Without it a first start's history visits spend each
 // window within seconds and the tail reads once a minute. Only in tail

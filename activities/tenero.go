@@ -63,7 +63,7 @@ func (a *Activities) refreshTenero(ctx context.Context, in pacer.TeneroInput) (r
 			log.Warn("tenero.tracked_tokens_not_recorded", zap.Error(err))
 		}
 	}
-	tokens, err := a.batch(ctx, set, in, started, &res)
+	tokens, err := a.tokensToFetch(ctx, set, in, started, &res)
 	if err != nil {
 		res.ErrorClass, res.Error = pacer.ClassTransport, err.Error()
 		log.Error("tenero.checked_at_unread", zap.Error(err))
@@ -90,7 +90,7 @@ func (a *Activities) refreshTenero(ctx context.Context, in pacer.TeneroInput) (r
 
 		if peg, ok := a.Catalog.Peg(id); ok {
 			one, dec := "1", peg.Decimals
-			if err := a.store(ctx, &res, &obs, store.Price{TokenID: id, PriceUSD: &one, Decimals: &dec,
+			if err := a.savePrice(ctx, &res, &obs, store.Price{TokenID: id, PriceUSD: &one, Decimals: &dec,
 				Source: store.SourcePeg, FetchedAt: now}); err != nil {
 				return res, err
 			}
@@ -149,7 +149,7 @@ func (a *Activities) refreshTenero(ctx context.Context, in pacer.TeneroInput) (r
 					dec = &d
 				}
 			}
-			if err := a.store(ctx, &res, &obs, store.Price{TokenID: id, PriceUSD: p.PriceUSD, Decimals: dec,
+			if err := a.savePrice(ctx, &res, &obs, store.Price{TokenID: id, PriceUSD: p.PriceUSD, Decimals: dec,
 				Source: store.SourceTenero, FetchedAt: now,
 				MinuteRemaining: p.Quota.MinuteRemaining, MonthRemaining: p.Quota.MonthRemaining}); err != nil {
 				return res, err
@@ -224,10 +224,10 @@ func count(n *int64) *int {
 	return &v
 }
 
-// store writes one price, counts it and keeps it as an observation. A
+// savePrice writes one price, counts it and keeps it as an observation. A
 // database failure ends the run as a transport error so that Temporal
 // retries it; the unchanged-price check makes the retry cheap.
-func (a *Activities) store(ctx context.Context, res *pacer.TeneroResult, obs *[]store.Observation, p store.Price) error {
+func (a *Activities) savePrice(ctx context.Context, res *pacer.TeneroResult, obs *[]store.Observation, p store.Price) error {
 	*obs = append(*obs, store.Observation{TokenID: p.TokenID, ObservedAt: p.FetchedAt, PriceUSD: p.PriceUSD})
 	written, err := a.Store.UpsertPrice(ctx, p)
 	if err != nil {
@@ -244,13 +244,13 @@ func (a *Activities) store(ctx context.Context, res *pacer.TeneroResult, obs *[]
 	return nil
 }
 
-// batch chooses the tokens of a run (SPEC §4.1, §4.8). Pegs cost no
+// tokensToFetch chooses the tokens of a run (SPEC §4.1, §4.8). Pegs cost no
 // request and are always kept; MaxTokens counts the tokens that call Tenero.
 // A cut batch is pacing.PickTokens' choice at now from each token's last
 // check (token_prices.checked_at), the function the benchmark runs: the
 // static base first, then the traded tokens whose staleness × weight is
 // largest, so that docs/benchmarks.md's staleness figures are this run's.
-func (a *Activities) batch(ctx context.Context, set []string, in pacer.TeneroInput, now time.Time, res *pacer.TeneroResult) ([]string, error) {
+func (a *Activities) tokensToFetch(ctx context.Context, set []string, in pacer.TeneroInput, now time.Time, res *pacer.TeneroResult) ([]string, error) {
 	var pegs, priced []string // priced: the tokens that call Tenero, in set order
 	nStatic, static := 0, len(a.Catalog.StaticBase())
 	for i, id := range set {
