@@ -18,7 +18,7 @@ func newAgentsCmd(c *config) *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "agents",
-		Short: "Show each agent's ingestion state: tier, swap rate, cursor, last and next visit (SPEC §5.1)",
+		Short: "Registered agents: each one's ingestion state (tier, swap rate, cursor, last and next visit); import registers them",
 		Args:  wrapArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var only ingest.Tier

@@ -13,7 +13,7 @@ import (
 func newChainhookCmd(c *config) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "chainhook",
-		Short: "Hiro Chainhooks push (SPEC §11)",
+		Short: "Hiro Chainhooks push: print the chainhook that sends every allowlisted swap call to pacer",
 		Args:  wrapArgs(cobra.NoArgs),
 	}
 	cmd.AddCommand(newChainhookSpecCmd(c))

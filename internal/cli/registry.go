@@ -15,7 +15,7 @@ import (
 )
 
 func newAgentsImportCmd(c *config) *cobra.Command {
-	return importCmd(c, "agents", "Register agents from an NDJSON or CSV file (stxAddress, btcAddress, displayName, erc8004AgentId), all or nothing (SPEC §12)",
+	return importCmd(c, "agents", "Register agents from an NDJSON or CSV file (stxAddress, btcAddress, displayName, erc8004AgentId), all or nothing; --dry-run says what would change",
 		func(ctx context.Context, svc *operate.Service, r io.Reader, dry bool) (store.RegistryChange, error) {
 			recs, err := registry.ReadAgents(r)
 			if err != nil {
@@ -27,7 +27,7 @@ func newAgentsImportCmd(c *config) *cobra.Command {
 
 func newClaimsCmd(c *config) *cobra.Command {
 	return groupCmd("claims", "Manage the claims filed under agents' Bitcoin addresses",
-		importCmd(c, "claims", "File claims from an NDJSON or CSV file (btcAddress, status), all or nothing (SPEC §12)",
+		importCmd(c, "claims", "File claims from an NDJSON or CSV file (btcAddress, status), all or nothing; --dry-run says what would change",
 			func(ctx context.Context, svc *operate.Service, r io.Reader, dry bool) (store.RegistryChange, error) {
 				recs, err := registry.ReadClaims(r)
 				if err != nil {
