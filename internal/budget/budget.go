@@ -299,6 +299,13 @@ func (s *State) observeMonth(c Config, lane Lane, o Observation, extra int64, no
 	fresh := m.Remaining == nil || !m.Start.Equal(start) ||
 		(o.MonthLimit != nil && (m.Limit == nil || *m.Limit != *o.MonthLimit))
 	r := *o.MonthRemaining
+	if fresh && m.Remaining != nil && m.Start.Equal(start) && r > *m.Remaining {
+		// A limit that changed within the month is believed, but what is
+		// left does not rise on it: this answer may predate requests
+		// already taken and in flight, and forgetting them spends past
+		// Hiro's count (a 429 on an explicit run's last requests).
+		r = *m.Remaining
+	}
 	switch {
 	case fresh:
 		limit := m.Limit
