@@ -268,12 +268,13 @@ func TestSweepDoneWhenWorld(t *testing.T) {
 	// three times.
 	clk.Set(worldAt.Add(11 * time.Minute))
 	makeAllDue(t, s.st)
-	// Details come in batches (tx/multiple, 20 a request) and each is
-	// slowed, so that a kill lands between two of them.
-	require.NoError(t, s.sim.SetFaults(sim.Faults{PathPrefix: "/extended/v1/tx/", Slow: 1, SlowDelay: sim.Duration(300 * time.Millisecond)}))
+	// Every Hiro request is slowed, so that a kill lands between two of
+	// a visit's: its listing pages (v3, 50 a page) and its details (one
+	// tx/multiple request can carry all 200, so they alone are too few).
+	require.NoError(t, s.sim.SetFaults(sim.Faults{PathPrefix: "/extended/", Slow: 1, SlowDelay: sim.Duration(300 * time.Millisecond)}))
 	lookups := func() int {
 		routes := s.sim.Stats().Routes
-		return routes[sim.HiroTxRoute].Total + routes[sim.HiroTxMultipleRoute].Total
+		return routes[sim.HiroTxRoute].Total + routes[sim.HiroTxMultipleRoute].Total + routes[sim.HiroPrincipalTransactionsRoute].Total
 	}
 	for round := range 3 {
 		before := lookups()
