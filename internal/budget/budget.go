@@ -510,6 +510,48 @@ func (s *State) LaneRemaining(c Config, lane Lane, now time.Time) int64 {
 	return max(0, left-keep)
 }
 
+// Room is what lane may take at now, the minute window and the month
+// (its banked pace included) together: n requests, or, when n is 0, when
+// it may take one again and which window binds (Decision.Why). The first
+// of them is as Take would answer; it changes nothing.
+func (s *State) Room(c Config, lane Lane, now time.Time) (n int64, at time.Time, why string) {
+	c, probe := s.rolled(c, now)
+	probe = probe.clone()
+	n = probe.LaneRemaining(c, lane, now)
+	if m := &probe.Month; m.Remaining != nil {
+		month := float64(*m.Remaining)
+		if lane != LaneManual {
+			probe.accrue(c, now)
+			credit := m.SweepCredit
+			if lane == LaneFast {
+				credit = m.FastCredit
+			} else {
+				credit = max(credit, probe.surplus(c, now))
+			}
+			month = min(math.Floor(credit), month-probe.monthReserve(c))
+		}
+		n = min(n, int64(max(0, month)))
+	}
+	if d := probe.Take(c, lane, 1, now); !d.OK {
+		return 0, now.Add(d.RetryIn), d.Why
+	}
+	return max(n, 1), time.Time{}, ""
+}
+
+// clone is a copy that shares no pointer with s.
+func (s State) clone() State {
+	cp := func(p *int64) *int64 {
+		if p == nil {
+			return nil
+		}
+		v := *p
+		return &v
+	}
+	s.Left, s.WindowCapacity, s.Capacity = cp(s.Left), cp(s.WindowCapacity), cp(s.Capacity)
+	s.Month.Limit, s.Month.Remaining = cp(s.Month.Limit), cp(s.Month.Remaining)
+	return s
+}
+
 // rolled is a copy of the state as it stands at now (its window rolled),
 // with the config's defaults: what the read-only views look at.
 func (s *State) rolled(c Config, now time.Time) (Config, State) {

@@ -1,6 +1,7 @@
 package budget
 
 import (
+	"math/rand"
 	"testing"
 	"time"
 
@@ -415,3 +416,48 @@ func TestUnspentMonthIsBankedForABacklog(t *testing.T) {
 	want := 150_000*float64(t0.AddDate(0, 1, 0).Sub(end))/float64(t0.AddDate(0, 1, 0).Sub(t0)) + 150_000*DefaultMonthReserve
 	require.InDelta(t, want, left, 150, "what is left is an even month's, reserve kept")
 }
+
+// TestRoomIsWhatTakeGives drives budgets through random takes and
+// answers (hidden minute limits, month quotas early and late in the
+// month, 429s) and checks that Room never promises a request Take
+// refuses, and names a time to come back when it has none.
+func TestRoomIsWhatTakeGives(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewSource(26))
+	cfg := Config{PerMinute: 450}
+	lanes := []Lane{LaneSweep, LaneFast, LaneManual}
+	for range 3000 {
+		var s State
+		now := t0.Add(time.Duration(r.Intn(28*24*3600)) * time.Second)
+		for range r.Intn(40) {
+			lane := lanes[r.Intn(3)]
+			now = now.Add(time.Duration(r.Intn(20000)) * time.Millisecond)
+			if !s.Take(cfg, lane, 1+int64(r.Intn(3)), now).OK {
+				continue
+			}
+			o := Observation{Status: 200, Cost: 1, Remaining: i64(int64(r.Intn(40)))}
+			if r.Intn(3) == 0 {
+				o.MonthLimit, o.MonthRemaining = i64(150000), i64(int64(r.Intn(150000)))
+			}
+			if r.Intn(30) == 0 {
+				o.Status, o.RetryAfter = 429, ptr(time.Duration(r.Intn(60))*time.Second)
+			}
+			s.Observe(cfg, lane, o, now)
+		}
+		lane := lanes[r.Intn(3)]
+		n, at, why := s.Room(cfg, lane, now)
+		if n == 0 {
+			require.True(t, at.After(now) || at.Equal(now), "room 0 must say when")
+			require.NotEmpty(t, why)
+			cp := s.clone()
+			require.False(t, cp.Take(cfg, lane, 1, now).OK, "Room said none, Take gives one")
+			continue
+		}
+		cp := s.clone()
+		for i := range n {
+			require.True(t, cp.Take(cfg, lane, 1, now).OK, "Room promised %d, Take refused the %d-th (%s)", n, i+1, lane)
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -36,7 +36,6 @@ package discovery
 import (
 	"cmp"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/pacer-dev/pacer/internal/hiro"
@@ -359,24 +358,4 @@ func Lag(pos *Position, head *Position) float64 {
 		return 0
 	}
 	return float64(head.Time - pos.Time)
-}
-
-// TailShare is the share of the sweep's budget the tail plans to spend
-// when the budget binds: it is served first, but leaves the rest to the
-// reconciler and the agents' visits so that neither starves.
-const TailShare = 0.8
-
-// TailInterval is how long after a read the tail reads again: every
-// (PACER_TAIL_EVERY), stretched when the budget binds so that a read's cost
-// (requests, pages and details together, as the last reads measured it)
-// fits TailShare of the sweep's rate (requests a minute; ≤ 0 or +Inf:
-// unknown or unbounded, no stretch). The month's pace is what binds on a
-// capped plan: the tail then reads less often, in bigger pages' worth, and
-// costs what the chain's volume costs rather than per read.
-func TailInterval(every time.Duration, costPerRead, ratePerMinute float64) time.Duration {
-	if ratePerMinute <= 0 || math.IsInf(ratePerMinute, 1) || math.IsNaN(ratePerMinute) || costPerRead <= 0 {
-		return every
-	}
-	need := time.Duration(costPerRead / (ratePerMinute * TailShare) * float64(time.Minute))
-	return max(every, need)
 }

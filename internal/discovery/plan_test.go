@@ -1,0 +1,287 @@
+package discovery_test
+
+import (
+	"fmt"
+	"math/rand"
+	"reflect"
+	"testing"
+	"testing/quick"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pacer-dev/pacer/internal/discovery"
+)
+
+// genRun is a generated sweep run state: every field drawn over ranges
+// that cover the edges (no budget, an unknown budget, a run at its cap, a
+// tail never read, readers cut short, hinted and history agents).
+type genRun struct{ discovery.Run }
+
+var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+func (genRun) Generate(r *rand.Rand, _ int) reflect.Value {
+	secs := func(max int) time.Duration { return time.Duration(r.Intn(max)) * time.Second }
+	now := t0.Add(secs(3600))
+	reader := func(name string) discovery.Reader {
+		rd := discovery.Reader{Name: name}
+		switch r.Intn(4) {
+		case 0: // never read
+		case 1:
+			rd.Scanning, rd.LastRead = true, now.Add(-secs(60))
+		default:
+			rd.LastRead = now.Add(-secs(1200))
+		}
+		return rd
+	}
+	s := discovery.Run{Now: now, TailEvery: time.Duration(1+r.Intn(30)) * time.Second,
+		ReconcileEvery: time.Duration(1+r.Intn(20)) * time.Minute, MaxWait: secs(120)}
+	if r.Intn(4) > 0 {
+		tail := reader(discovery.ReaderTail)
+		s.Tail = &tail
+		for i := range r.Intn(4) {
+			s.Contracts = append(s.Contracts, reader(discovery.ContractReader(fmt.Sprint("SP.c", i))))
+		}
+		s.ContractsAreTail = len(s.Contracts) > 0 && r.Intn(3) == 0
+	}
+	if r.Intn(3) > 0 {
+		s.Agents.Hinted = r.Intn(3) * r.Intn(5)
+		s.Agents.Due = r.Intn(3) * r.Intn(40)
+	}
+	if r.Intn(2) == 0 {
+		s.Agents.Next = now.Add(secs(600))
+	}
+	b := &s.Budget
+	b.Known = r.Intn(6) > 0
+	b.WindowEnd = now.Add(time.Second + secs(60))
+	b.Room = int64(r.Intn(3) * r.Intn(40))
+	if b.Room == 0 {
+		b.Why = []string{"minute", "month", "blocked"}[r.Intn(3)]
+		b.RoomAt = b.WindowEnd
+		if b.Why != "minute" {
+			b.RoomAt = now.Add(time.Second + secs(3000))
+		}
+	}
+	b.Rate = []float64{0, 2, 10, 30, 450}[r.Intn(5)]
+	b.ReadCost = float64(1 + r.Intn(4)*r.Intn(6))
+	s.Linger = now.Add(secs(90) - 20*time.Second)
+	s.Cap = s.Linger.Add(secs(240) - 30*time.Second)
+	if r.Intn(4) == 0 {
+		s.MaxRequests = 1 + r.Intn(50)
+		s.Spent = r.Intn(60)
+	}
+	return reflect.ValueOf(genRun{s})
+}
+
+// The oracle: the rules of SPEC §5.0/§5.4 restated on their own, not by
+// the plan's helpers.
+
+func capped(s discovery.Run) bool {
+	return s.MaxRequests > 0 && s.Spent >= s.MaxRequests || !s.Now.Before(s.Cap)
+}
+
+func hasRoom(s discovery.Run) bool { return !s.Budget.Known || s.Budget.Room >= 1 }
+
+// tailEvery is the tail's interval: TailEvery, or the time a read's cost
+// takes at 80% of the lane's rate when that is longer.
+func tailEvery(s discovery.Run) time.Duration {
+	d := s.TailEvery
+	if s.Budget.Rate > 0 {
+		cost := max(s.Budget.ReadCost, 1)
+		if need := time.Duration(float64(time.Minute) * cost / (0.8 * s.Budget.Rate)); need > d {
+			d = need
+		}
+	}
+	return d
+}
+
+// dueAt is when a reader reads next (zero: now).
+func dueAt(rd discovery.Reader, every time.Duration) time.Time {
+	if rd.Scanning || rd.LastRead.IsZero() {
+		return time.Time{}
+	}
+	return rd.LastRead.Add(every)
+}
+
+func tailDueNow(s discovery.Run) bool {
+	return s.Tail != nil && !s.ContractsAreTail && !dueAt(*s.Tail, tailEvery(s)).After(s.Now)
+}
+
+func contractEvery(s discovery.Run) time.Duration {
+	if s.ContractsAreTail {
+		return tailEvery(s)
+	}
+	return s.ReconcileEvery
+}
+
+// readersNext is the earliest time a reader is due (zero: none).
+func readersNext(s discovery.Run) (next time.Time, any bool) {
+	var all []time.Time
+	if s.Tail != nil && !s.ContractsAreTail {
+		all = append(all, dueAt(*s.Tail, tailEvery(s)))
+	}
+	for _, c := range s.Contracts {
+		all = append(all, dueAt(c, contractEvery(s)))
+	}
+	for i, at := range all {
+		if at.IsZero() {
+			at = s.Now
+		}
+		if i == 0 || at.Before(next) {
+			next = at
+		}
+	}
+	return next, len(all) > 0
+}
+
+func workDueNow(s discovery.Run) bool {
+	next, any := readersNext(s)
+	return s.Agents.Hinted+s.Agents.Due > 0 || any && !next.After(s.Now)
+}
+
+func progress(k discovery.Kind) bool {
+	return k == discovery.ReadTail || k == discovery.ReadContract || k == discovery.Visit
+}
+
+func check(t *testing.T, name string, prop func(genRun) bool) {
+	t.Helper()
+	t.Run(name, func(t *testing.T) {
+		t.Parallel()
+		require.NoError(t, quick.Check(prop, &quick.Config{MaxCount: 20000, Rand: rand.New(rand.NewSource(26))}))
+	})
+}
+
+func TestPlanProperties(t *testing.T) {
+	t.Parallel()
+	check(t, "the tail is never held back by visits", func(g genRun) bool {
+		s := g.Run
+		if capped(s) || !tailDueNow(s) || !hasRoom(s) {
+			return true
+		}
+		return discovery.Plan(s).Kind == discovery.ReadTail
+	})
+	check(t, "no step exceeds its lane's room", func(g genRun) bool {
+		s := g.Run
+		st := discovery.Plan(s)
+		if !progress(st.Kind) {
+			return true
+		}
+		if capped(s) || !hasRoom(s) {
+			return false
+		}
+		if st.Kind == discovery.Visit {
+			due := s.Agents.Hinted + s.Agents.Due
+			return st.Agents >= 1 && st.Agents <= due && (!s.Budget.Known || int64(st.Agents) <= s.Budget.Room)
+		}
+		return true
+	})
+	check(t, "a run with budget and work makes progress", func(g genRun) bool {
+		s := g.Run
+		if capped(s) || !hasRoom(s) || !workDueNow(s) {
+			return true
+		}
+		st := discovery.Plan(s)
+		if progress(st.Kind) {
+			return true
+		}
+		// The one exception: history visits leave the window's rest to
+		// the tail's read due before the window ends; hinted agents and
+		// due readers never wait for it.
+		next, _ := readersNext(s)
+		return s.Agents.Hinted == 0 && s.Agents.Due > 0 && s.Budget.Known && next.After(s.Now) &&
+			next.Before(s.Budget.WindowEnd) && (st.Kind == discovery.Stop || st.Until.Equal(next))
+	})
+	check(t, "a wait is never in the past nor beyond the next due time", func(g genRun) bool {
+		s := g.Run
+		st := discovery.Plan(s)
+		if st.Kind != discovery.Wait {
+			return true
+		}
+		if !st.Until.After(s.Now) || s.MaxWait > 0 && st.Until.Sub(s.Now) > s.MaxWait || st.Until.After(s.Cap) {
+			return false
+		}
+		// The soonest anything can go: a reader's or the agents' due time
+		// (now, when due), or when the budget has room again.
+		bound, any := readersNext(s)
+		if a := s.Agents.Next; !a.IsZero() && (!any || a.Before(bound)) {
+			bound, any = a, true
+		}
+		if s.Agents.Hinted+s.Agents.Due > 0 || !any {
+			bound = s.Now
+		}
+		if !hasRoom(s) && s.Budget.RoomAt.After(bound) {
+			bound = s.Budget.RoomAt
+		}
+		if !bound.After(s.Now) {
+			bound = s.Now.Add(time.Second) // a due reader without room: a short look again
+		}
+		return !st.Until.After(bound)
+	})
+	check(t, "every step has a reason, a stop says why", func(g genRun) bool {
+		st := discovery.Plan(g.Run)
+		return st.Reason != "" && (st.Kind != discovery.Stop || st.StoppedBy != "")
+	})
+	check(t, "a stop's next run is neither past nor beyond the cap", func(g genRun) bool {
+		s := g.Run
+		st := discovery.Plan(s)
+		if st.Kind != discovery.Stop || st.Until.IsZero() {
+			return true
+		}
+		return !st.Until.Before(s.Now) && !st.Until.After(s.Now.Add(discovery.NextRunCap))
+	})
+	check(t, "agents mode reads nothing but the agents", func(g genRun) bool {
+		s := g.Run
+		s.Tail, s.Contracts, s.ContractsAreTail = nil, nil, false
+		k := discovery.Plan(s).Kind
+		return k != discovery.ReadTail && k != discovery.ReadContract
+	})
+}
+
+// TestPlanRun drives the plan through a run in virtual time against a
+// budget of a window's requests, with a backlog of history visits that
+// could spend every window: the tail still reads every interval.
+func TestPlanRun(t *testing.T) {
+	t.Parallel()
+	for _, perWindow := range []int64{6, 30, 450} {
+		t.Run(fmt.Sprint(perWindow), func(t *testing.T) {
+			t.Parallel()
+			now := t0
+			tail := discovery.Reader{Name: discovery.ReaderTail}
+			used, windowEnd := int64(0), now.Add(time.Minute)
+			var reads []time.Time
+			s := discovery.Run{Tail: &tail, TailEvery: 10 * time.Second, ReconcileEvery: time.Hour,
+				Agents: discovery.Agents{Due: 1000}, Linger: now.Add(10 * time.Minute), Cap: now.Add(10 * time.Minute)}
+			for steps := 0; steps < 10000; steps++ {
+				if !now.Before(windowEnd) {
+					used, windowEnd = 0, windowEnd.Add(time.Minute)
+				}
+				s.Now = now
+				s.Budget = discovery.Budget{Known: true, Room: perWindow - used, WindowEnd: windowEnd,
+					Rate: float64(perWindow), ReadCost: 2, Why: "minute", RoomAt: windowEnd}
+				st := discovery.Plan(s)
+				switch st.Kind {
+				case discovery.ReadTail:
+					used += 2
+					now = now.Add(time.Second)
+					tail.LastRead = now
+					reads = append(reads, now)
+				case discovery.Visit:
+					used += int64(st.Agents)
+					now = now.Add(time.Second)
+				case discovery.Wait:
+					require.True(t, st.Until.After(now), st.Reason)
+					now = st.Until
+				case discovery.Stop:
+					steps = 10000
+				}
+				require.LessOrEqual(t, used, perWindow, "a step went past the window's room")
+			}
+			require.NotEmpty(t, reads)
+			every := s.TailInterval()
+			for i := 1; i < len(reads); i++ {
+				require.LessOrEqual(t, reads[i].Sub(reads[i-1]), every+time.Second,
+					"the tail waited for visits: read %d after %s (every %s)", i, reads[i].Sub(reads[i-1]), every)
+			}
+		})
+	}
+}
