@@ -208,18 +208,21 @@ func (s *stream) dayStart(d int) time.Time {
 func (s *stream) day(d int) []*worldTx {
 	g := s.g.fork(s.seed, uint64(s.num), uint64(d))
 	from := s.dayStart(d)
+	// A swap is in the block of its moment, never in one before the day
+	// (the day before numbers its own block's swaps).
+	block := func(t time.Time) time.Time { return later(blockFloor(t), blockCeil(from)) }
 	var times []time.Time
 	for t := 0.0; ; {
 		t += g.rng.ExpFloat64() / s.rate // in days
 		if t >= 1 {
 			break
 		}
-		times = append(times, from.Add(time.Duration(t*float64(24*time.Hour))).Truncate(time.Second))
+		times = append(times, block(from.Add(time.Duration(t*float64(24*time.Hour)))))
 	}
 	if s.busy {
 		start := from.Add(time.Duration(g.rng.Int64N(int64(24*time.Hour - burstWindow))))
 		for range burstMin + g.rng.IntN(burstMax-burstMin+1) {
-			times = append(times, start.Add(time.Duration(g.rng.Int64N(int64(burstWindow)))).Truncate(time.Second))
+			times = append(times, block(start.Add(time.Duration(g.rng.Int64N(int64(burstWindow))))))
 		}
 	}
 	slices.SortFunc(times, func(a, b time.Time) int { return a.Compare(b) })
@@ -228,9 +231,9 @@ func (s *stream) day(d int) []*worldTx {
 	k := 0
 	for i, at := range times {
 		if i > 0 && !at.After(times[i-1]) {
-			at = times[i-1] // same second as the one before
+			at = times[i-1] // same block as the one before
 			if k++; k == streamIndexSpan {
-				at, k = at.Add(time.Second), 0
+				at, k = at.Add(stacksBlockPeriod*time.Second), 0
 			}
 			times[i] = at
 		} else {

@@ -213,12 +213,17 @@ func (c *chain) makeDay(d int) *chainDay {
 	rate := float64(c.cfg.Volume)
 	var lastSec uint32
 	var inBlock int
+	// A call is mined in the block of its moment: the day's first block
+	// (the one before it is the day before's), then one every
+	// stacksBlockPeriod seconds.
+	first := uint32(blockCeil(c.dayStart(d)).Sub(c.dayStart(d)) / time.Second)
 	for t := 0.0; ; {
 		t += rng.ExpFloat64() / rate
 		if t >= 1 {
 			break
 		}
-		sec := uint32(t * 86400)
+		sec := max(uint32(t*86400), first)
+		sec -= (sec - first) % stacksBlockPeriod
 		if sec == lastSec && (len(out.calls) > 0 || len(out.hidden) > 0) {
 			inBlock++
 		} else {
@@ -256,7 +261,7 @@ func (c *chain) pickKind(u float64) int {
 }
 
 // forkBlock decides, from the seed alone, whether the strangers' calls of
-// a second were mined on a losing fork.
+// a block were mined on a losing fork.
 func (c *chain) forkBlock(d int, sec uint32) bool {
 	if c.cfg.ForkShare <= 0 {
 		return false

@@ -30,6 +30,7 @@ type feedEntry struct {
 	Sender        string `json:"sender_address"`
 	BlockHeight   int64  `json:"block_height"`
 	TxIndex       int64  `json:"tx_index"`
+	BlockTime     int64  `json:"block_time"`
 	BurnBlockTime int64  `json:"burn_block_time"`
 	Canonical     *bool  `json:"canonical"`
 	EventCount    *int   `json:"event_count"`
@@ -98,6 +99,44 @@ func walkDown(t *testing.T, h http.Handler, stop pos, advance func()) (seen []fe
 		}
 		advance()
 	}
+}
+
+// Nakamoto tenures (SPEC §5.0 "Times"): every transaction has its Stacks
+// block's own time, blocks 4 s apart, and the time of the Bitcoin block
+// that began its tenure, shared by the tenure's many blocks.
+func TestFeedTenuresOfFourSecondBlocks(t *testing.T) {
+	t.Parallel()
+	s, clock := newSim(t, Config{Seed: 43, Hiro: HiroConfig{Activity: true, Anonymous: roomy}})
+	clock.Add(3 * time.Hour)
+	blocks := map[int64]int64{}           // height → block_time
+	tenures := map[int64]map[int64]bool{} // burn_block_time → heights
+	for offset := 0; offset < 1000; offset += 50 {
+		for _, e := range readFeed(t, s, pagePath(offset)).Results {
+			require.Zero(t, (e.BlockTime-heightEpoch)%4, "a block every 4 s: %d", e.BlockTime)
+			if bt, ok := blocks[e.BlockHeight]; ok {
+				require.Equal(t, bt, e.BlockTime, "one time a block")
+			}
+			blocks[e.BlockHeight] = e.BlockTime
+			require.LessOrEqual(t, e.BurnBlockTime, e.BlockTime)
+			require.Less(t, e.BlockTime-e.BurnBlockTime, int64(600), "in the tenure its burn block began")
+			if tenures[e.BurnBlockTime] == nil {
+				tenures[e.BurnBlockTime] = map[int64]bool{}
+			}
+			tenures[e.BurnBlockTime][e.BlockHeight] = true
+		}
+	}
+	for h, bt := range blocks {
+		if next, ok := blocks[h+1]; ok {
+			require.Equal(t, bt+4, next, "block %d follows %d by 4 s", h+1, h)
+		}
+	}
+	many := 0
+	for _, heights := range tenures {
+		if len(heights) > 10 {
+			many++
+		}
+	}
+	require.Positive(t, many, "tenures of many blocks under one burn block: %d tenures", len(tenures))
 }
 
 func TestFeedShapeAndOrder(t *testing.T) {

@@ -400,11 +400,11 @@ func (g *generator) caseTxAt(c TxCase, agent string, at time.Time) *worldTx {
 	case CaseBeforeStart:
 		at = g.between(g.w.start.Add(-7*24*time.Hour), g.w.start)
 		if !g.tenureBefore {
-			// The first one just before the start, in the tenure that
-			// holds the start (unless the start begins one): its burn
-			// block time is that of CaseAtStart's, and only the block
-			// times tell them apart.
-			g.tenureBefore, at = true, g.w.start.Add(-time.Second)
+			// The first one in the last block before the start, in the
+			// tenure that holds the start (unless the start begins one):
+			// its burn block time is that of CaseAtStart's, and only the
+			// block times tell them apart.
+			g.tenureBefore, at = true, blockCeil(g.w.start).Add(-stacksBlockPeriod*time.Second)
 		}
 	case CaseAtStart:
 		at = g.w.start
@@ -442,7 +442,7 @@ func (g *generator) caseTxAt(c TxCase, agent string, at time.Time) *worldTx {
 		// Seen in the mempool a little before the present, or later; mined
 		// a few minutes after, never before the start so that it counts.
 		tx.AppearsAt = g.between(g.present.Add(-10*time.Minute), g.futureTo)
-		tx.SettlesAt = later(tx.AppearsAt.Add(time.Duration(2+g.rng.IntN(7))*time.Minute), g.w.start)
+		tx.SettlesAt = blockCeil(later(tx.AppearsAt.Add(time.Duration(2+g.rng.IntN(7))*time.Minute), g.w.start))
 	case CasePending:
 		tx.status = statusPending
 	case CaseFailed:
@@ -488,14 +488,16 @@ func (g *generator) when() time.Time {
 	return g.between(g.histFrom, g.present)
 }
 
-// between returns a whole second in [from, to), or from when it is empty.
+// between returns a block's time in [from, to), or the first block at or
+// after from when there is none.
 func (g *generator) between(from, to time.Time) time.Time {
-	from = from.Truncate(time.Second)
-	span := int64(to.Sub(from) / time.Second)
+	const block = stacksBlockPeriod * time.Second
+	from = blockCeil(from)
+	span := int64((to.Sub(from) + block - 1) / block)
 	if span <= 0 {
 		return from
 	}
-	return from.Add(time.Duration(g.rng.Int64N(span)) * time.Second)
+	return from.Add(time.Duration(g.rng.Int64N(span)) * block)
 }
 
 // route is a swap's path: the tokens from paid to received and the pool
@@ -830,7 +832,8 @@ func (g *generator) offListTx(sender string, at time.Time) *worldTx {
 	return tx
 }
 
-// newTx starts a mined, successful transaction listed under its sender.
+// newTx starts a mined, successful transaction listed under its sender, in
+// the first block at or after at.
 func (g *generator) newTx(c TxCase, sender string, at time.Time) *worldTx {
 	return &worldTx{
 		WorldTx: WorldTx{
@@ -838,7 +841,7 @@ func (g *generator) newTx(c TxCase, sender string, at time.Time) *worldTx {
 			Case:        c,
 			Sender:      sender,
 			ListedUnder: []string{sender},
-			AppearsAt:   at,
+			AppearsAt:   blockCeil(at),
 		},
 		status:  statusSuccess,
 		result:  clarityValue{Hex: "0x0703", Repr: "(ok true)"},

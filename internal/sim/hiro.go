@@ -745,17 +745,35 @@ func newContractCall(contract, function string, args []functionArgJSON) *contrac
 }
 
 // Block numbers follow the clock from a fixed point: a Bitcoin block every
-// ten minutes, a Stacks block every second, so that a block's transactions
-// keep the order of their times.
+// ten minutes, each beginning a Nakamoto tenure of Stacks blocks every
+// stacksBlockPeriod seconds (150 a tenure), so that a block's transactions
+// keep the order of their times. A mined transaction's time is its block's
+// (the generator puts every one on a block: blockCeil).
 const (
-	heightEpoch     = 1_700_000_000
-	burnHeightAt    = 818_000
-	stacksHeightAt  = 130_000
-	burnBlockPeriod = 600
+	heightEpoch       = 1_700_000_000
+	burnHeightAt      = 818_000
+	stacksHeightAt    = 130_000
+	burnBlockPeriod   = 600
+	stacksBlockPeriod = 4
 )
 
 // heightAt is the Stacks block of a moment.
-func heightAt(t time.Time) int64 { return stacksHeightAt + t.Unix() - heightEpoch }
+func heightAt(t time.Time) int64 {
+	return stacksHeightAt + floorDiv(t.Unix()-heightEpoch, stacksBlockPeriod)
+}
+
+// blockFloor is the time of the Stacks block slot holding t; blockCeil
+// the first block at or after t: when a transaction sent at t is mined.
+func blockFloor(t time.Time) time.Time {
+	return time.Unix(heightEpoch+floorDiv(t.Unix()-heightEpoch, stacksBlockPeriod)*stacksBlockPeriod, 0).UTC()
+}
+
+func blockCeil(t time.Time) time.Time {
+	if f := blockFloor(t); f.Before(t) {
+		return f.Add(stacksBlockPeriod * time.Second)
+	}
+	return t.Truncate(time.Second).UTC()
+}
 
 // eventWindow is the part of a transaction's events an answer carries; the
 // zero value carries none, as list results do.

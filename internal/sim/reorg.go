@@ -120,7 +120,7 @@ func (w *World) makeReorgs(cfg Reorgs, txs []*worldTx, present time.Time) {
 		block := blocks[h]
 		slices.SortFunc(block, func(a, b *worldTx) int { return strings.Compare(a.TxID, b.TxID) })
 		r := &reorg{height: h, rollbackAt: block[0].minedAt().Add(rollbackAfter), txs: block}
-		r.reapplyAt = r.rollbackAt.Add(reapplyAfter)
+		r.reapplyAt = blockCeil(r.rollbackAt.Add(reapplyAfter))
 		r.newHeight = heightAt(r.reapplyAt)
 		for _, tx := range block {
 			tx.reorg = r

@@ -447,7 +447,6 @@ func (tx *worldTx) statusAt(at time.Time) string {
 	return tx.status
 }
 
-// burnTime is when the transaction was mined, once it is.
 // minedAt is when the transaction is mined: its Stacks block's time. Its
 // burn block (burnBlockOf) began the tenure, up to burnBlockPeriod before.
 func (tx *worldTx) minedAt() time.Time {
@@ -458,14 +457,11 @@ func (tx *worldTx) minedAt() time.Time {
 }
 
 // burnBlockOf is the time of the Bitcoin block whose tenure holds the
-// Stacks block of t: every Stacks block of a tenure (one a second here)
-// shares it, as burn_block_time (SPEC §5.0 "Times").
+// Stacks block of t: every Stacks block of a tenure (one every
+// stacksBlockPeriod seconds) shares it, as burn_block_time (SPEC §5.0
+// "Times").
 func burnBlockOf(t time.Time) time.Time {
-	k := (t.Unix() - heightEpoch) / burnBlockPeriod
-	if t.Unix() < heightEpoch && (t.Unix()-heightEpoch)%burnBlockPeriod != 0 {
-		k--
-	}
-	return time.Unix(heightEpoch+k*burnBlockPeriod, 0).UTC()
+	return time.Unix(heightEpoch+floorDiv(t.Unix()-heightEpoch, burnBlockPeriod)*burnBlockPeriod, 0).UTC()
 }
 
 // position is where the transaction sits once mined: its block (one a

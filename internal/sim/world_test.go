@@ -267,12 +267,14 @@ func TestHiroWorldTransactions(t *testing.T) {
 	require.Positive(t, multiLeg)
 	require.Positive(t, provider)
 	require.Equal(t, 1, atStart)
-	// The swap a second before the start, in the same tenure, is rejected.
-	require.Equal(t, burnBlockOf(w.CompetitionStart()), burnBlockOf(w.CompetitionStart().Add(-time.Second)), "one tenure")
+	// The swap of the block before (Stacks blocks are 4 s apart), in the
+	// same tenure, is rejected.
+	blockBefore := w.CompetitionStart().Add(-stacksBlockPeriod * time.Second)
+	require.Equal(t, burnBlockOf(w.CompetitionStart()), burnBlockOf(blockBefore), "one tenure")
 	var before int
 	outcomes := w.ExpectedOutcomes(settled)
 	for _, tx := range w.Transactions() {
-		if outcomes[tx.TxID].Reason == competition.ReasonBeforeCompStart && tx.AppearsAt.Equal(w.CompetitionStart().Add(-time.Second)) {
+		if outcomes[tx.TxID].Reason == competition.ReasonBeforeCompStart && tx.AppearsAt.Equal(blockBefore) {
 			before++
 		}
 	}
