@@ -569,16 +569,16 @@ func (s *Server) hiroLimitFor(route string, next http.Handler) http.Handler {
 		h.Set(hiroHeaderCost, strconv.Itoa(cost))
 		perMinute := strconv.Itoa(lim.limits.PerMinute)
 		h.Set(hiroHeaderLimit, perMinute)
-		h.Set(hiroHeaderRemaining, strconv.Itoa(d.minuteRemaining))
+		h.Set(hiroHeaderRemaining, strconv.Itoa(d.MinuteRemaining))
 		h.Set(hiroHeaderReset, strconv.FormatInt(retryAfterSeconds(now.Truncate(time.Minute).Add(time.Minute).Sub(now)), 10))
 		h.Set(hiroHeaderMinuteLimit, perMinute)
-		h.Set(hiroHeaderMinuteRemaining, strconv.Itoa(d.minuteRemaining))
-		if lim.limits.PerMonth < noMonthQuota {
+		h.Set(hiroHeaderMinuteRemaining, strconv.Itoa(d.MinuteRemaining))
+		if lim.limits.HasMonth() {
 			h.Set(hiroHeaderMonthLimit, strconv.Itoa(lim.limits.PerMonth))
-			h.Set(hiroHeaderMonthRemaining, strconv.Itoa(d.monthRemaining))
+			h.Set(hiroHeaderMonthRemaining, strconv.Itoa(d.MonthRemaining))
 		}
-		if !d.allowed {
-			h.Set("retry-after", strconv.FormatInt(retryAfterSeconds(d.retryAfter), 10))
+		if !d.Allowed {
+			h.Set("retry-after", strconv.FormatInt(retryAfterSeconds(d.RetryAfter), 10))
 			writeError(w, http.StatusTooManyRequests, "Too Many Requests")
 			return
 		}

@@ -1,8 +1,11 @@
 package sim
 
 import (
+	"net/http"
 	"sync"
 	"time"
+
+	"github.com/pacer-dev/pacer/internal/budget"
 )
 
 // Limits is one rate-limit plan: a per-minute and a per-month budget. The
@@ -51,81 +54,137 @@ func (l Limits) withDefaults(def Limits) Limits {
 	return l
 }
 
-// limiter keeps one budget per caller (an IP, or an API key).
+// limiter keeps one Quota per caller (an IP, or an API key).
 type limiter struct {
 	limits  Limits
 	mu      sync.Mutex
-	buckets map[string]*bucket
+	buckets map[string]*Quota
 }
 
-type bucket struct {
+func newLimiter(l Limits) *limiter {
+	return &limiter{limits: l, buckets: map[string]*Quota{}}
+}
+
+// take spends cost units of caller's budget at now, if that many are left.
+func (l *limiter) take(caller string, now time.Time, cost int) Answer {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	q, ok := l.buckets[caller]
+	if !ok {
+		q = &Quota{Limits: l.limits}
+		l.buckets[caller] = q
+	}
+	return q.Take(now, cost)
+}
+
+// Quota is one caller's windows of a plan: the one model of an upstream's
+// limits, which the simulator serves and the benchmarks (internal/pacing/bench,
+// internal/ingest/bench) spend in virtual time. Its Limits may change
+// between takes (a benchmark's phases); a minute window takes the
+// neighbour's share when it starts. The zero value of Limits.PerMonth is no
+// month quota.
+type Quota struct {
+	Limits      Limits
 	minuteStart time.Time
 	minuteUsed  int
 	monthStart  time.Time
 	monthUsed   int
+	// DryAt is when the month quota first refused a request.
+	DryAt *time.Time
 }
 
-// decision is the limiter's answer to one request.
-type decision struct {
-	allowed         bool
-	minuteRemaining int
-	monthRemaining  int
-	// retryAfter is the time until the spent window ends, when refused.
-	retryAfter time.Duration
+// Answer is the quota's answer to one request.
+type Answer struct {
+	Allowed         bool
+	MinuteRemaining int
+	// MonthRemaining is what is left of the month; meaningless without a
+	// month quota.
+	MonthRemaining int
+	// RetryAfter is the time until the spent window ends, when refused.
+	RetryAfter time.Duration
 }
 
-func newLimiter(l Limits) *limiter {
-	return &limiter{limits: l, buckets: map[string]*bucket{}}
-}
-
-// take spends cost units of caller's budget at now, if that many are left.
-func (l *limiter) take(caller string, now time.Time, cost int) decision {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	b, ok := l.buckets[caller]
-	if !ok {
-		b = &bucket{}
-		l.buckets[caller] = b
-	}
-	b.roll(now, l.limits)
-
-	perMinute := l.limits.enforced()
-	minuteSpent := b.minuteUsed+cost > perMinute
-	monthSpent := b.monthUsed+cost > l.limits.PerMonth
-	d := decision{allowed: !minuteSpent && !monthSpent}
+// Take spends cost units at now, if that many are left.
+func (q *Quota) Take(now time.Time, cost int) Answer {
+	q.roll(now)
+	perMinute, perMonth := q.Limits.enforced(), q.perMonth()
+	minuteSpent := q.minuteUsed+cost > perMinute
+	monthSpent := q.monthUsed+cost > perMonth
+	a := Answer{Allowed: !minuteSpent && !monthSpent}
 	switch {
-	case d.allowed:
-		b.minuteUsed += cost
-		b.monthUsed += cost
+	case a.Allowed:
+		q.minuteUsed += cost
+		q.monthUsed += cost
 	case monthSpent:
 		// The month is the longer wall; pointing at the minute would only
 		// invite a retry into it.
-		d.retryAfter = b.monthStart.AddDate(0, 1, 0).Sub(now)
+		a.RetryAfter = q.monthStart.AddDate(0, 1, 0).Sub(now)
+		if q.DryAt == nil {
+			q.DryAt = &now
+		}
 	default:
-		d.retryAfter = b.minuteStart.Add(time.Minute).Sub(now)
+		a.RetryAfter = q.minuteStart.Add(time.Minute).Sub(now)
 	}
-	d.minuteRemaining = perMinute - b.minuteUsed
-	d.monthRemaining = l.limits.PerMonth - b.monthUsed
-	return d
+	a.MinuteRemaining = perMinute - q.minuteUsed
+	a.MonthRemaining = perMonth - q.monthUsed
+	return a
 }
 
-// roll moves the bucket's windows to the ones holding now.
-func (b *bucket) roll(now time.Time, l Limits) {
+// MonthLeft is what is left of the month last used; -1 without a quota.
+func (q *Quota) MonthLeft() int {
+	if !q.Limits.HasMonth() {
+		return -1
+	}
+	return q.perMonth() - q.monthUsed
+}
+
+// HasMonth reports whether the plan has a month quota.
+func (l Limits) HasMonth() bool { return l.PerMonth > 0 && l.PerMonth < noMonthQuota }
+
+func (q *Quota) perMonth() int {
+	if q.Limits.PerMonth <= 0 {
+		return noMonthQuota
+	}
+	return q.Limits.PerMonth
+}
+
+// roll moves the windows to the ones holding now.
+func (q *Quota) roll(now time.Time) {
 	now = now.UTC()
+	l := q.Limits
 	month := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
-	if !month.Equal(b.monthStart) {
+	if !month.Equal(q.monthStart) {
 		used := 0
-		if b.monthStart.IsZero() {
-			used = min(max(l.MonthUsed, 0), l.PerMonth)
+		if q.monthStart.IsZero() {
+			used = min(max(l.MonthUsed, 0), q.perMonth())
 		}
-		b.monthStart, b.monthUsed = month, used
+		q.monthStart, q.monthUsed = month, used
 	}
 	minute := now.Truncate(time.Minute)
-	if !minute.Equal(b.minuteStart) {
-		b.minuteStart = minute
-		b.minuteUsed = l.NoisyPerMinute
-		b.monthUsed = min(b.monthUsed+l.NoisyPerMinute, l.PerMonth)
+	if !minute.Equal(q.minuteStart) {
+		q.minuteStart = minute
+		q.minuteUsed = l.NoisyPerMinute
+		q.monthUsed = min(q.monthUsed+l.NoisyPerMinute, q.perMonth())
 	}
+}
+
+// Observation is the answer as pacer's Hiro client reads its headers
+// (hiroLimitFor sends them): what the benchmarks hand internal/budget.
+func (a Answer) Observation(l Limits, now time.Time, cost int) budget.Observation {
+	o := budget.Observation{Status: http.StatusOK, Cost: int64(cost)}
+	if !a.Allowed {
+		o.Status = http.StatusTooManyRequests
+		retry := time.Duration(retryAfterSeconds(a.RetryAfter)) * time.Second
+		o.RetryAfter = &retry
+	}
+	reset := time.Duration(retryAfterSeconds(now.Truncate(time.Minute).Add(time.Minute).Sub(now))) * time.Second
+	limit, left := int64(l.PerMinute), int64(a.MinuteRemaining)
+	o.Reset, o.Limit, o.Remaining = &reset, &limit, &left
+	if l.HasMonth() {
+		ml, mr := int64(l.PerMonth), int64(a.MonthRemaining)
+		o.MonthLimit, o.MonthRemaining = &ml, &mr
+	}
+	return o
 }
 
 // retryAfterSeconds renders a wait as Retry-After does: whole seconds,

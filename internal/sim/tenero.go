@@ -360,11 +360,11 @@ func (s *Server) teneroLimit(next http.Handler) http.Handler {
 		}
 		d := lim.take(caller, s.now(), 1)
 		h := w.Header()
-		h.Set(headerMinuteRemaining, strconv.Itoa(d.minuteRemaining))
-		h.Set(headerMonthRemaining, strconv.Itoa(d.monthRemaining))
+		h.Set(headerMinuteRemaining, strconv.Itoa(d.MinuteRemaining))
+		h.Set(headerMonthRemaining, strconv.Itoa(d.MonthRemaining))
 		h.Set(headerType, lim.limits.Type)
-		if !d.allowed {
-			h.Set("Retry-After", strconv.FormatInt(retryAfterSeconds(d.retryAfter), 10))
+		if !d.Allowed {
+			h.Set("Retry-After", strconv.FormatInt(retryAfterSeconds(d.RetryAfter), 10))
 			writeJSON(w, http.StatusTooManyRequests, teneroEnvelope{StatusCode: http.StatusTooManyRequests, Message: "Rate limit exceeded"})
 			return
 		}

@@ -60,7 +60,7 @@ func (r Result) RequestsPerSwap() float64 {
 
 func (x *sim) result() Result {
 	r := Result{World: x.w.Name, Budget: x.b.Name, Strategy: x.s.Name, Kind: x.s.Kind, Requests: x.requests,
-		Days: x.w.End.Sub(x.w.Start).Hours() / 24, ByClass: map[ingest.Tier]Delays{}, Refused: x.up.refused}
+		Days: x.w.End.Sub(x.w.Start).Hours() / 24, ByClass: map[ingest.Tier]Delays{}, Refused: x.refused}
 	byClass := map[ingest.Tier][]time.Duration{}
 	var all []time.Duration
 	for _, a := range x.agents {
@@ -95,9 +95,7 @@ func (x *sim) result() Result {
 		r.ByClass[c] = delays(ds)
 	}
 	r.All = delays(all)
-	if x.b.Month > 0 {
-		r.HasMonth, r.MonthLeft, r.DryAt = true, x.b.Month-x.up.monthUsed, x.up.dryAt
-	}
+	r.HasMonth, r.MonthLeft, r.DryAt = x.month()
 	r.ActionsPerDay = x.actions / r.Days
 	x.lastRes.Tiers = x.tierCounts()
 	r.CarriedBytes = carriedBytes(x.lastRes)

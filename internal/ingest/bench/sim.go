@@ -11,6 +11,7 @@ import (
 	"github.com/pacer-dev/pacer"
 	"github.com/pacer-dev/pacer/internal/budget"
 	"github.com/pacer-dev/pacer/internal/ingest"
+	simulator "github.com/pacer-dev/pacer/internal/sim"
 )
 
 // Budget is a Hiro plan: the limit Hiro enforces a minute, the one pacer is
@@ -119,60 +120,59 @@ func (x *sim) keys(a ingest.Agent) (due, critical orderKey) {
 	return due, critical
 }
 
-// upstream is Hiro's side: fixed minute windows on the minute at the
-// documented limit, and the month quota; it answers with the headers
-// pacer reads.
-type upstream struct {
-	b         Budget
-	window    time.Time
-	used      int64
-	month     time.Time
-	monthUsed int64
-	refused   int64
-	dryAt     *time.Time
+// hiroSide is pacer's budget (internal/budget, as the sweep takes from it)
+// in front of Hiro's quota (internal/sim's model of it), which answers with
+// the headers pacer reads.
+type hiroSide struct {
+	bcfg    budget.Config
+	st      budget.State
+	quota   simulator.Quota
+	refused int64
 }
 
-func (u *upstream) call(now time.Time) budget.Observation {
-	if w := now.Truncate(time.Minute); !w.Equal(u.window) {
-		u.window, u.used = w, 0
-	}
-	if m := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC); !m.Equal(u.month) {
-		u.month, u.monthUsed = m, 0
-	}
-	ok := u.used < u.b.Documented && (u.b.Month == 0 || u.monthUsed < u.b.Month)
-	o := budget.Observation{Status: 200, Cost: 1}
-	if ok {
-		u.used++
-		u.monthUsed++
-	} else {
-		u.refused++
-		o.Status = 429
-		if u.b.Month > 0 && u.monthUsed >= u.b.Month && u.dryAt == nil {
-			at := now
-			u.dryAt = &at
+func newHiroSide(b Budget) hiroSide {
+	return hiroSide{bcfg: budget.Config{PerMinute: b.PerMinute},
+		quota: simulator.Quota{Limits: simulator.Limits{PerMinute: int(b.Documented), PerMonth: int(b.Month)}}}
+}
+
+// send asks the budget for one request at *now, waiting at most wait for
+// it, and sends it: Hiro answers and the budget observes. ok is false when
+// the budget would make it wait longer (retryIn says how long) or Hiro
+// refused.
+func (h *hiroSide) send(now *time.Time, wait time.Duration) (ok bool, retryIn time.Duration) {
+	for {
+		d := h.st.Take(h.bcfg, budget.LaneSweep, 1, *now)
+		if d.OK {
+			break
 		}
+		if d.RetryIn > wait {
+			return false, d.RetryIn
+		}
+		*now = now.Add(d.RetryIn)
 	}
-	reset := u.window.Add(time.Minute).Sub(now)
-	reset = (reset + time.Second - 1).Truncate(time.Second)
-	rem := u.b.Documented - u.used
-	lim := u.b.Documented
-	o.Reset, o.Remaining, o.Limit = &reset, &rem, &lim
-	if u.b.Month > 0 {
-		ml, mr := u.b.Month, u.b.Month-u.monthUsed
-		o.MonthLimit, o.MonthRemaining = &ml, &mr
+	a := h.quota.Take(*now, 1)
+	o := a.Observation(h.quota.Limits, *now, 1)
+	if !a.Allowed {
+		h.refused++
 	}
-	return o
+	*now = now.Add(requestTime)
+	h.st.Observe(h.bcfg, budget.LaneSweep, o, *now)
+	return a.Allowed, 0
+}
+
+// month is the month's figures of a result: whether the plan has a month
+// quota, what is left of it, and when it first ran dry.
+func (h *hiroSide) month() (bool, int64, *time.Time) {
+	return h.quota.Limits.HasMonth(), int64(h.quota.MonthLeft()), h.quota.DryAt
 }
 
 // sim is one strategy in one world on one budget.
 type sim struct {
-	w        *World
-	b        Budget
-	s        Strategy
-	cfg      ingest.Config
-	bcfg     budget.Config
-	st       budget.State
-	up       upstream
+	w   *World
+	b   Budget
+	s   Strategy
+	cfg ingest.Config
+	hiroSide
 	agents   []*agent
 	measure  [2]time.Time // swaps mined in [from, to) are measured
 	requests int
@@ -192,7 +192,7 @@ type sim struct {
 // Simulate runs s in w on b and measures the swaps mined in [from, to).
 func Simulate(w *World, b Budget, s Strategy, from, to time.Time) Result {
 	x := &sim{w: w, b: b, s: s, cfg: ingest.DefaultConfig(), measure: [2]time.Time{from, to},
-		bcfg: budget.Config{PerMinute: b.PerMinute}, up: upstream{b: b}}
+		hiroSide: newHiroSide(b)}
 	if s.Kind == KindTiers {
 		x.cfg.Policy = ingest.PolicyTiers
 	}
@@ -217,25 +217,13 @@ func (x *sim) init() {
 	}
 }
 
-// take asks the budget for one request at *now and, when granted, sends
-// it: the upstream answers and the budget observes. wait bounds how long
-// the caller waits for the budget; ok is false when it would wait longer.
+// take sends one request at *now, as hiroSide.send, and counts it.
 func (x *sim) take(now *time.Time, wait time.Duration) (ok bool, retryIn time.Duration) {
-	for {
-		d := x.st.Take(x.bcfg, budget.LaneSweep, 1, *now)
-		if d.OK {
-			break
-		}
-		if d.RetryIn > wait {
-			return false, d.RetryIn
-		}
-		*now = now.Add(d.RetryIn)
+	ok, retryIn = x.send(now, wait)
+	if retryIn == 0 {
+		x.requests++ // sent
 	}
-	o := x.up.call(*now)
-	*now = now.Add(requestTime)
-	x.st.Observe(x.bcfg, budget.LaneSweep, o, *now)
-	x.requests++
-	return o.Status == 200, 0
+	return ok, retryIn
 }
 
 // roundRobin is today's sweep: every 15 minutes, the next 100 agents, the

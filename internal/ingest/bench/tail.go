@@ -105,12 +105,10 @@ func onContract(id string) bool {
 
 // tailSim is the tail strategy in one chain on one budget.
 type tailSim struct {
-	c    *Chain
-	b    Budget
-	eng  Engine
-	bcfg budget.Config
-	st   budget.State
-	up   upstream
+	c   *Chain
+	b   Budget
+	eng Engine
+	hiroSide
 	// found[agent][tx] is when the swap's row appeared; byTail whether
 	// the tail's walk handed it out (first or after the reconciler).
 	found    [][]time.Time
@@ -147,7 +145,7 @@ func SimulateTail(c *Chain, b Budget, eng Engine, from, to time.Time) ChainResul
 // simulateTail is SimulateTail with batch transactions a tx/multiple
 // request.
 func simulateTail(c *Chain, b Budget, eng Engine, from, to time.Time, batch int) ChainResult {
-	x := &tailSim{c: c, b: b, eng: eng, bcfg: budget.Config{PerMinute: b.PerMinute}, up: upstream{b: b},
+	x := &tailSim{c: c, b: b, eng: eng, hiroSide: newHiroSide(b),
 		requests: map[string]int{}, agents: map[string]bool{}, batch: batch}
 	for i, a := range c.W.Agents {
 		x.agents[AgentAddress(i)] = true
@@ -206,21 +204,11 @@ func (x *tailSim) take(now *time.Time, reader string) bool {
 	if !now.Before(x.c.W.End) {
 		return false // the horizon is over: its month's figures stay its own
 	}
-	for {
-		d := x.st.Take(x.bcfg, budget.LaneSweep, 1, *now)
-		if d.OK {
-			break
-		}
-		if d.RetryIn > maxWait {
-			return false
-		}
-		*now = now.Add(d.RetryIn)
+	ok, waits := x.send(now, maxWait)
+	if waits == 0 {
+		x.requests[reader]++ // sent
 	}
-	o := x.up.call(*now)
-	*now = now.Add(requestTime)
-	x.st.Observe(x.bcfg, budget.LaneSweep, o, *now)
-	x.requests[reader]++
-	return o.Status == 200
+	return ok
 }
 
 // tailRun reads the feed down to the tail's position, verifying the
@@ -397,7 +385,7 @@ func (r ChainResult) PerDay(reader string) float64 {
 
 func (x *tailSim) result(from, to time.Time) ChainResult {
 	r := ChainResult{World: x.c.W.Name, Budget: x.b.Name, Strategy: "tail (" + x.eng.Name + ")", Volume: x.c.Volume,
-		Days: x.c.W.End.Sub(x.c.W.Start).Hours() / 24, Requests: x.requests, Gaps: x.gaps, Refused: x.up.refused,
+		Days: x.c.W.End.Sub(x.c.W.Start).Hours() / 24, Requests: x.requests, Gaps: x.gaps, Refused: x.refused,
 		OnLists: x.listsTime.Hours() / 24 / max(x.c.W.End.Sub(x.c.W.Start).Hours()/24, 1e-9)}
 	var all []time.Duration
 	for i, a := range x.c.W.Agents {
@@ -418,9 +406,7 @@ func (x *tailSim) result(from, to time.Time) ChainResult {
 		}
 	}
 	r.All = delays(all)
-	if x.b.Month > 0 {
-		r.HasMonth, r.MonthLeft, r.DryAt = true, x.b.Month-x.up.monthUsed, x.up.dryAt
-	}
+	r.HasMonth, r.MonthLeft, r.DryAt = x.month()
 	return r
 }
 

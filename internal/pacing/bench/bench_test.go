@@ -85,17 +85,21 @@ func TestUpstream(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			u := newUpstream(tt.give, start)
+			documented := 0 // at least every phase's: the headers advertise it
+			for _, p := range tt.give.Phases {
+				documented = max(documented, p.PerMinute)
+			}
+			u := newUpstream(tt.give, documented, start)
 			var ok []bool
 			var minute []int
 			for _, at := range tt.giveAt {
 				a := u.take(start.Add(at))
-				ok = append(ok, a.ok)
-				minute = append(minute, a.minuteRemaining)
+				ok = append(ok, a.Allowed)
+				minute = append(minute, a.MinuteRemaining)
 			}
 			require.Equal(t, tt.wantOK, ok)
 			require.Equal(t, tt.wantMinute, minute)
-			require.Equal(t, tt.wantMonthAt, u.monthLeft())
+			require.Equal(t, tt.wantMonthAt, u.quota.MonthLeft())
 		})
 	}
 }

@@ -155,9 +155,9 @@ func measure(sims []*taskSim, cost pacing.Cost) Result {
 			r.StaleP50, r.StaleP99 = staleness(s)
 		}
 		if s.task.Hidden.PerMonth > 0 && !r.HasMonth {
-			r.HasMonth, r.MonthLeft = true, s.up.monthLeft()
-			if s.up.dryAt != nil {
-				d := s.up.dryAt.Sub(s.start)
+			r.HasMonth, r.MonthLeft = true, s.up.quota.MonthLeft()
+			if s.up.quota.DryAt != nil {
+				d := s.up.quota.DryAt.Sub(s.start)
 				r.DryAfter = &d
 			}
 		}

@@ -44,7 +44,7 @@ type taskSim struct {
 func newTaskSim(t Task, start time.Time, horizon time.Duration) *taskSim {
 	minutes := int(horizon / time.Minute)
 	s := &taskSim{
-		task: t, start: start, end: start.Add(horizon), up: newUpstream(t.Hidden, start),
+		task: t, start: start, end: start.Add(horizon), up: newUpstream(t.Hidden, t.Documented, start),
 		okPerMinute: make([]int, minutes), rejectedPerMinute: make([]int, minutes),
 	}
 	if t.Work.Kind == Prices {
@@ -140,10 +140,16 @@ func (s *taskSim) execute(at time.Time, p plan) runResult {
 		if !t.Before(s.end) {
 			break // the horizon cuts a run short: the next month is not ours to count
 		}
+		if p.budget != nil && !p.budget.take(t) {
+			break // the budget stops the run, as it stops an activity
+		}
 		a := s.up.take(t)
 		answered := t.Add(s.task.Latency)
 		r.requests++
 		t = answered
+		if p.budget != nil {
+			p.budget.observe(a.obs, answered)
+		}
 		if a.failed {
 			r.failed++
 			if streak++; p.stopAfterFailures > 0 && streak >= p.stopAfterFailures {
@@ -155,7 +161,7 @@ func (s *taskSim) execute(at time.Time, p plan) runResult {
 		r.lastAnswer, r.answered = a, true
 		minute := int(answered.Add(-s.task.Latency).Sub(s.start) / time.Minute)
 		inHorizon := minute >= 0 && minute < len(s.okPerMinute)
-		if a.ok {
+		if a.Allowed {
 			r.ok++
 			if inHorizon {
 				s.okPerMinute[minute]++
@@ -170,7 +176,7 @@ func (s *taskSim) execute(at time.Time, p plan) runResult {
 		if s.finishedAt != nil {
 			break
 		}
-		if p.stopOnQuota && (!a.ok || a.spent() || a.minuteRemaining <= p.stopAtRemaining) {
+		if p.stopOnQuota && (!a.Allowed || a.spent() || a.MinuteRemaining <= p.stopAtRemaining) {
 			break
 		}
 	}

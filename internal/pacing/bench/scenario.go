@@ -1,12 +1,13 @@
 // Package bench replays pacing strategies against an upstream's hidden
 // limits in virtual time: a deterministic discrete-event simulation, with no
 // Temporal server and no clock, that drives the same pacing.Controller and
-// Budget code the workflow runs. It is what `make bench` prints.
+// budget.State (internal/budget) the activities run. It is what `make
+// bench` prints.
 //
-// The upstream is modelled as internal/sim models it: fixed minute windows
-// starting on the minute, a calendar-month quota, a noisy neighbour who
-// spends at the start of each minute, refused requests that cost nothing,
-// and truthful x-ratelimit-*-remaining headers. A request takes a fixed
+// The upstream is internal/sim's Quota: fixed minute windows starting on
+// the minute, a calendar-month quota, a noisy neighbour who spends at the
+// start of each minute, refused requests that cost nothing, and truthful
+// rate-limit headers. A request takes a fixed
 // latency; a run makes its requests one after another, as the activities do.
 package bench
 

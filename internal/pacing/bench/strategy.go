@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/budget"
 	"github.com/pacer-dev/pacer/internal/pacing"
 )
 
@@ -51,6 +52,8 @@ type plan struct {
 	stopAtRemaining   int
 	stopAfterFailures int
 	order             order
+	// budget, when set, takes every request and observes every answer.
+	budget *shared
 }
 
 // FixedCron is the old behaviour: every `every` (0: the task's own cadence)
@@ -131,14 +134,19 @@ func (s *seed) finished(r runResult) {
 	s.d = s.ctrl.Decide(r.end)
 }
 
-// Pacer is the controller and the budget together, as the workflow is to
-// run them: a run starts when both its interval has passed and the budget
-// is ready for it, spends at most the budget's allowance on the items Pick
-// chooses, and stops when a header says a window is spent.
+// Pacer is the controller and the budget together: pacing.Controller
+// judging runs, as the activities run it, and internal/budget (the one
+// model of an upstream's quota: minute windows learned from the headers,
+// month pacing) taking every request and observing every answer, as the
+// shared budget does in the service. A run starts when its interval has
+// passed and the budget has room for its batch (pacing by need: as much
+// as a window and the month's credit can hold, no more than the batch and
+// the work), spends on the items Pick chooses, and stops when the budget
+// refuses or a header says a window is spent.
 func Pacer() Strategy {
 	return Strategy{Name: "pacer", build: func(t Task, start time.Time) strategy {
 		cfg := t.Pacing
-		cfg.Judge = pacing.JudgeRuns // as the workflow runs it
+		cfg.Judge = pacing.JudgeRuns // as the activities run it
 		c, err := pacing.NewController(cfg)
 		if err != nil {
 			panic(err)
@@ -149,9 +157,54 @@ func Pacer() Strategy {
 		}
 		return &pacerStrategy{
 			start: start, ctrl: c, d: c.Decide(start), order: order, size: t.Work.Items,
-			budget: NewBudget(BudgetConfig{MinuteLimit: t.Documented, MinuteReserve: 1, Reserve: 1}),
+			// The window's reserve for the fast lane is one request (the
+			// activities' minute reserve) on these plans of 10–100 a minute.
+			budget: &shared{cfg: budget.Config{PerMinute: int64(t.Documented), FastReserve: 0.01}},
 		}
 	}}
+}
+
+// shared is pacer's budget for one upstream, as the activities take from
+// the one in Postgres: a request goes out only when Take grants it.
+type shared struct {
+	cfg budget.Config
+	st  budget.State
+}
+
+func (b *shared) take(at time.Time) bool { return b.st.Take(b.cfg, budget.LaneSweep, 1, at).OK }
+
+func (b *shared) observe(o budget.Observation, at time.Time) {
+	b.st.Observe(b.cfg, budget.LaneSweep, o, at)
+}
+
+// ready is the earliest moment from at when the budget has room for a run
+// of want, or for as much as a window holds for the lane, or what it had
+// after waiting a credit horizon for more; false when that is not before
+// until.
+func (b *shared) ready(at, until time.Time, want int) (time.Time, bool) {
+	waited := time.Duration(0)
+	for at.Before(until) {
+		n, retryAt, _ := b.st.Room(b.cfg, budget.LaneSweep, at)
+		if n == 0 {
+			at = latest(retryAt, at.Add(time.Second))
+			continue
+		}
+		window := b.st.MinuteCapacity(b.cfg, at) - 1 // less the fast lane's reserve
+		if n >= min(int64(want), window) || waited >= budget.DefaultCreditHorizon {
+			return at, true
+		}
+		at, waited = at.Add(time.Minute), waited+time.Minute
+	}
+	return at, false
+}
+
+// monthRoom is what the month lets the lane take at at, whatever the
+// window holds (as a fresh window at the configured rate).
+func (b *shared) monthRoom(at time.Time) int {
+	probe := b.st
+	probe.Left, probe.WindowCapacity, probe.Capacity, probe.SweepUsed, probe.FastUsed = nil, nil, nil, 0, 0
+	n, _, _ := probe.Room(b.cfg, budget.LaneSweep, at)
+	return int(n)
 }
 
 type pacerStrategy struct {
@@ -161,7 +214,7 @@ type pacerStrategy struct {
 	// the minute, a day for the month. Pacing is there to never meet it.
 	nextRunAfter time.Time
 	ctrl         *pacing.Controller
-	budget       *Budget
+	budget       *shared
 	d            pacing.Decision
 	order        order
 	// size is how many items one run can use at most (0: any number).
@@ -177,42 +230,23 @@ func (p *pacerStrategy) next(now, until time.Time) (time.Time, plan, bool) {
 	if p.last != nil {
 		at = p.last.Add(p.d.Interval)
 	}
-	// Pacing by need (SPEC §4.7): the run waits for the requests it will
-	// make, which its batch and the work bound, never more.
-	at = latest(latest(at, now), latest(p.nextRunAfter, p.budget.ReadyAt(now, want)))
-	n := p.budget.Cap(at, want)
-	for n == 0 {
-		// Not even one request is allowed: wait for the budget's next one.
-		next := p.budget.ReadyAt(at, 1)
-		if !next.After(at) {
-			next = at.Add(time.Second)
-		}
-		if at = next; !at.Before(until) {
-			return at, plan{}, false
-		}
-		n = p.budget.Cap(at, want)
-	}
-	return at, plan{n: n, order: p.order, stopOnQuota: true, stopAtRemaining: p.budget.StopAt(), stopAfterFailures: 5}, true
+	at, ok := p.budget.ready(latest(latest(at, now), p.nextRunAfter), until, want)
+	// A batch the month cuts is Pick's choice; the window is Take's to
+	// enforce request by request (what it holds is learned again from each
+	// window's first answer).
+	return at, plan{n: min(want, p.budget.monthRoom(at)), order: p.order, budget: p.budget, stopOnQuota: true, stopAtRemaining: 1, stopAfterFailures: 5}, ok
 }
 
 func (p *pacerStrategy) finished(r runResult) {
 	p.last = &r.start
-	rep := Report{Start: r.start, End: r.end, Requests: r.requests, Rejected: r.rejected}
-	if r.answered {
-		left := r.lastAnswer.minuteRemaining
-		rep.MinuteRemaining, rep.MonthRemaining = &left, r.lastAnswer.monthRemaining
-		if !r.lastAnswer.ok {
-			// A 429 carries Retry-After: the end of the window that refused.
-			rep.ResetAt = &r.lastAnswer.resetAt
-		}
-		switch a := r.lastAnswer; {
-		case a.monthRemaining != nil && *a.monthRemaining <= 0:
+	if a := r.lastAnswer; r.answered {
+		switch {
+		case a.monthSpent():
 			p.nextRunAfter = r.end.Add(pacer.MonthQuotaBackoff)
-		case !a.ok || a.spent():
+		case !a.Allowed || a.spent():
 			p.nextRunAfter = r.end.Add(pacer.MinuteQuotaBackoff)
 		}
 	}
-	p.budget.Record(rep)
 	p.ctrl.Observe(r.end, r.ok, r.rejected+r.failed)
 	p.d = p.ctrl.Decide(r.end)
 }

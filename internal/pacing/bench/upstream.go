@@ -1,6 +1,12 @@
 package bench
 
-import "time"
+import (
+	"net/http"
+	"time"
+
+	"github.com/pacer-dev/pacer/internal/budget"
+	"github.com/pacer-dev/pacer/internal/sim"
+)
 
 // Phase is one stretch of an upstream's hidden limits, from At (since the
 // scenario's start) until the next phase.
@@ -34,100 +40,52 @@ func (h Hidden) at(d time.Duration) Phase {
 	return p
 }
 
-// answer is the upstream's reply to one request, with the headers a real
-// one sends.
+// answer is the upstream's reply to one request: internal/sim's, and the
+// headers pacer reads of it.
 type answer struct {
-	ok bool
+	sim.Answer
 	// failed is a 503: no headers, no quota spent, not a rate limit.
-	failed          bool
-	minuteRemaining int
-	// monthRemaining is nil for an upstream without a month quota.
-	monthRemaining *int
-	// resetAt is when the window that refused the request ends.
-	resetAt time.Time
-}
-
-// upstream keeps our budget as internal/sim's limiter does: fixed minute
-// windows starting on the minute, a calendar month window, a neighbour who
-// spends at the start of every minute we are active in, and refused
-// requests that cost nothing.
-type upstream struct {
-	hidden      Hidden
-	start       time.Time
-	minuteStart time.Time
-	minuteUsed  int
-	perMinute   int
-	monthStart  time.Time
-	monthUsed   int
-	// dryAt is the first time the month quota refused a request.
-	dryAt *time.Time
-	// served counts requests during server-error storms, to spread the
-	// failures evenly.
-	served int
+	failed   bool
+	hasMonth bool
+	obs      budget.Observation
 }
 
 // spent says a header shows a window spent: what makes pacer's activities
 // stop a run and defer the task.
 func (a answer) spent() bool {
-	return a.minuteRemaining <= 0 || (a.monthRemaining != nil && *a.monthRemaining <= 0)
+	return a.MinuteRemaining <= 0 || a.monthSpent()
 }
 
-func newUpstream(h Hidden, start time.Time) *upstream {
-	return &upstream{hidden: h, start: start}
+func (a answer) monthSpent() bool { return a.hasMonth && a.MonthRemaining <= 0 }
+
+// upstream is a task's upstream: internal/sim's Quota (fixed minute windows
+// on the minute, a calendar month, a neighbour who spends at the start of
+// every minute we are active in, refused requests that cost nothing) under
+// the scenario's phases, which it advertises as the documented limit.
+type upstream struct {
+	hidden     Hidden
+	documented int
+	start      time.Time
+	quota      sim.Quota
+	// served counts requests during server-error storms, to spread the
+	// failures evenly.
+	served int
+}
+
+func newUpstream(h Hidden, documented int, start time.Time) *upstream {
+	return &upstream{hidden: h, documented: documented, start: start}
 }
 
 func (u *upstream) take(now time.Time) answer {
-	u.roll(now)
-	if p := u.hidden.at(now.Sub(u.start)); p.Failing > 0 {
+	p := u.hidden.at(now.Sub(u.start))
+	if p.Failing > 0 {
 		u.served++
 		if u.served*p.Failing%100 < p.Failing {
-			return answer{failed: true}
+			return answer{failed: true, obs: budget.Observation{Status: http.StatusServiceUnavailable}}
 		}
 	}
-	minuteSpent := u.minuteUsed >= u.perMinute
-	monthSpent := u.hidden.PerMonth > 0 && u.monthUsed >= u.hidden.PerMonth
-	a := answer{ok: !minuteSpent && !monthSpent, resetAt: u.minuteStart.Add(time.Minute)}
-	switch {
-	case a.ok:
-		u.minuteUsed++
-		u.monthUsed++
-	case monthSpent:
-		a.resetAt = u.monthStart.AddDate(0, 1, 0)
-		if u.dryAt == nil {
-			u.dryAt = &now
-		}
-	}
-	a.minuteRemaining = u.perMinute - u.minuteUsed
-	if u.hidden.PerMonth > 0 {
-		left := u.hidden.PerMonth - u.monthUsed
-		a.monthRemaining = &left
-	}
-	return a
-}
-
-func (u *upstream) roll(now time.Time) {
-	now = now.UTC()
-	month := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
-	if !month.Equal(u.monthStart) {
-		u.monthStart, u.monthUsed = month, 0
-	}
-	minute := now.Truncate(time.Minute)
-	if !minute.Equal(u.minuteStart) {
-		p := u.hidden.at(minute.Sub(u.start))
-		u.minuteStart, u.perMinute = minute, p.PerMinute
-		u.minuteUsed = p.Noisy
-		u.monthUsed += p.Noisy
-		if u.hidden.PerMonth > 0 {
-			u.monthUsed = min(u.monthUsed, u.hidden.PerMonth)
-		}
-	}
-}
-
-// monthLeft is what is left of the quota of the month we last used; -1
-// without a quota.
-func (u *upstream) monthLeft() int {
-	if u.hidden.PerMonth == 0 {
-		return -1
-	}
-	return u.hidden.PerMonth - u.monthUsed
+	u.quota.Limits = sim.Limits{PerMinute: u.documented, HiddenPerMinute: p.PerMinute, NoisyPerMinute: p.Noisy,
+		PerMonth: u.hidden.PerMonth}
+	a := u.quota.Take(now, 1)
+	return answer{Answer: a, hasMonth: u.quota.Limits.HasMonth(), obs: a.Observation(u.quota.Limits, now, 1)}
 }
