@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"math"
@@ -555,13 +554,10 @@ const (
 func (s *Server) hiroLimitFor(route string, next http.Handler) http.Handler {
 	cost := max(s.hiro.costs[route], 1)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		lim, caller := s.hiro.anonymous, "ip:"+clientIP(r)
-		if key := r.Header.Get("x-api-key"); key != "" {
-			if !s.hiro.validKey(key) {
-				writeError(w, http.StatusUnauthorized, "Invalid API key")
-				return
-			}
-			lim, caller = s.hiro.keyed, "key:"+key
+		lim, caller, ok := callerOf(r, s.hiro.apiKeys, s.hiro.anonymous, s.hiro.keyed)
+		if !ok {
+			writeError(w, http.StatusUnauthorized, "Invalid API key")
+			return
 		}
 		now := s.now()
 		d := lim.take(caller, now, cost)
@@ -584,18 +580,6 @@ func (s *Server) hiroLimitFor(route string, next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
-}
-
-func (h *hiroSim) validKey(key string) bool {
-	if len(h.apiKeys) == 0 {
-		return true
-	}
-	for _, k := range h.apiKeys {
-		if subtle.ConstantTimeCompare([]byte(k), []byte(key)) == 1 {
-			return true
-		}
-	}
-	return false
 }
 
 // txTypeContractCall is the tx_type of contract calls.

@@ -350,13 +350,10 @@ const (
 // 429 and Retry-After (seconds to the spent window's end) once it is gone.
 func (s *Server) teneroLimit(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		lim, caller := s.tenero.anonymous, "ip:"+clientIP(r)
-		if key := r.Header.Get("x-api-key"); key != "" {
-			if !s.tenero.validKey(key) {
-				writeJSON(w, http.StatusUnauthorized, teneroEnvelope{StatusCode: http.StatusUnauthorized, Message: "Invalid API key"})
-				return
-			}
-			lim, caller = s.tenero.keyed, "key:"+key
+		lim, caller, ok := callerOf(r, s.tenero.apiKeys, s.tenero.anonymous, s.tenero.keyed)
+		if !ok {
+			writeJSON(w, http.StatusUnauthorized, teneroEnvelope{StatusCode: http.StatusUnauthorized, Message: "Invalid API key"})
+			return
 		}
 		d := lim.take(caller, s.now(), 1)
 		h := w.Header()
@@ -372,16 +369,19 @@ func (s *Server) teneroLimit(next http.Handler) http.Handler {
 	})
 }
 
-func (t *teneroSim) validKey(key string) bool {
-	if len(t.apiKeys) == 0 {
-		return true
+// callerOf is the limiter and budget key of a request: its API key's
+// (keyed), or its IP's (anonymous); false for a key not among keys (any
+// key is valid when keys is empty).
+func callerOf(r *http.Request, keys []string, anonymous, keyed *limiter) (*limiter, string, bool) {
+	key := r.Header.Get("x-api-key")
+	if key == "" {
+		return anonymous, "ip:" + clientIP(r), true
 	}
-	for _, k := range t.apiKeys {
-		if subtle.ConstantTimeCompare([]byte(k), []byte(key)) == 1 {
-			return true
-		}
+	valid := len(keys) == 0
+	for _, k := range keys {
+		valid = valid || subtle.ConstantTimeCompare([]byte(k), []byte(key)) == 1
 	}
-	return false
+	return keyed, "key:" + key, valid
 }
 
 // clientIP is the budget key of an anonymous caller.

@@ -104,20 +104,14 @@ func (r ChainReport) Write(w io.Writer, budgets []Budget) {
 			if x.Budget != b.Name {
 				continue
 			}
-			vol, month, src := "—", "—", "—"
+			vol, src := "—", "—"
 			if x.Volume > 0 {
 				vol = fmt.Sprintf("%d", x.Volume)
 				src = fmtSource(x.OnLists)
 			}
-			if x.HasMonth {
-				month = fmt.Sprintf("%d", x.MonthLeft)
-				if x.DryAt != nil {
-					month += " (dry " + x.DryAt.Format("Jan 2 15:04") + ")"
-				}
-			}
 			fmt.Fprintf(w, "| %s | %s | %s | %s | %.0f | %.0f | %.0f | %.0f | %.0f | %s | %s | %d | %d | %d | %s |\n",
 				x.World, x.Strategy, vol, src, x.PerDay(ReaderTail), x.PerDay(ReaderReconciler), x.PerDay(ReaderDetails),
-				x.PerDay("visits"), x.PerDay(""), fmtDelays(x.All), fmtDur(x.All.Max), x.Missed, x.NeverFound, x.Gaps, month)
+				x.PerDay("visits"), x.PerDay(""), fmtDelays(x.All), fmtDur(x.All.Max), x.Missed, x.NeverFound, x.Gaps, fmtMonth(x.HasMonth, x.MonthLeft, x.DryAt))
 		}
 		fmt.Fprintln(w)
 	}

@@ -159,6 +159,17 @@ func fmtDur(d time.Duration) string {
 	return fmt.Sprintf("%.1fh", d.Hours())
 }
 
+// fmtMonth is the month left at the end, and when it ran dry.
+func fmtMonth(has bool, left int64, dryAt *time.Time) string {
+	if !has {
+		return "—"
+	}
+	if dryAt != nil {
+		return fmt.Sprintf("%d (dry %s)", left, dryAt.Format("Jan 2 15:04"))
+	}
+	return fmt.Sprintf("%d", left)
+}
+
 func fmtDelays(d Delays) string {
 	if d.N == 0 {
 		return "—"
@@ -188,17 +199,10 @@ func (r Report) Write(w io.Writer) {
 			if x.Budget != b.Name {
 				continue
 			}
-			month := "—"
-			if x.HasMonth {
-				month = fmt.Sprintf("%d", x.MonthLeft)
-				if x.DryAt != nil {
-					month += " (dry " + x.DryAt.Format("Jan 2 15:04") + ")"
-				}
-			}
 			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %.0f | %.2f | %d | %d | %s | %s | %.0f |\n",
 				x.World, x.Strategy, fmtDelays(x.ByClass[ingest.Hot]), fmtDelays(x.ByClass[ingest.Warm]),
 				fmtDelays(x.ByClass[ingest.Cold]), fmtDelays(x.All), x.RequestsPerDay(), x.RequestsPerSwap(),
-				x.Missed, x.NotFound, fmtDur(x.MaxGap), month, x.ActionsPerDay)
+				x.Missed, x.NotFound, fmtDur(x.MaxGap), fmtMonth(x.HasMonth, x.MonthLeft, x.DryAt), x.ActionsPerDay)
 		}
 		fmt.Fprintln(w)
 		for _, c := range r.Comparisons {
