@@ -746,6 +746,16 @@ func heightAt(t time.Time) int64 {
 	return stacksHeightAt + floorDiv(t.Unix()-heightEpoch, stacksBlockPeriod)
 }
 
+// BlockPeriod is how far apart Stacks blocks are: the benchmarks' chain
+// (internal/ingest/bench) lays its blocks out as the simulator does.
+const BlockPeriod = stacksBlockPeriod * time.Second
+
+// BlockOf is the time of the block a transaction sent at t is mined in.
+func BlockOf(t time.Time) time.Time { return blockCeil(t) }
+
+// BurnBlockOf is the time of the burn block whose tenure holds t.
+func BurnBlockOf(t time.Time) time.Time { return burnBlockOf(t) }
+
 // blockFloor is the time of the Stacks block slot holding t; blockCeil
 // the first block at or after t: when a transaction sent at t is mined.
 func blockFloor(t time.Time) time.Time {

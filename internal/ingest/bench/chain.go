@@ -10,25 +10,27 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer/internal/hiro"
+	simulator "github.com/pacer-dev/pacer/internal/sim"
 )
 
 // Chain is the whole chain around a World's agents, for the discovery
 // benchmark's readers (SPEC §5.0): Volume contract calls a day, every
-// transaction of the agents and strangers' calls for the rest, one block
-// a second, as the feed (/extended/v1/tx?type=contract_call) lists them
+// transaction of the agents and strangers' calls for the rest, in the
+// simulator's blocks (sim.BlockOf: 4 s apart, a transaction in the first
+// block at or after it), as the feed (/extended/v1/tx?type=contract_call) lists them
 // newest first at any moment. Agents' transactions come first in their
 // block, strangers' after.
 //
 // At 200,000 calls a day over a month there are millions of entries, so
-// the chain keeps only a running count per second and where the agents'
+// the chain keeps only a running count per block and where the agents'
 // entries are: an entry is rendered when a page is read.
 type Chain struct {
 	W *World
 	// Volume is the chain's contract calls a day, the agents' included;
 	// Strangers the strangers' share of it.
 	Volume, Strangers int
-	// cum[s] is how many entries are in the blocks before second s of
-	// the horizon.
+	// cum[k] is how many entries are in the blocks before block k of the
+	// horizon (block 0 is at its start, block k BlockPeriod×k later).
 	cum []uint32
 	// agentOrd are the ordinals (place from the oldest, 0-based) of the
 	// agents' entries, ascending; agentRef says whose they are.
@@ -45,7 +47,7 @@ type agentTxRef struct{ agent, tx int32 }
 // elsewhere (SPEC §8's world: a third swap through the DEXes that count).
 const strangerAllowedShare = 0.33
 
-// chainHeight0 is the block height of the horizon's first second.
+// chainHeight0 is the block height of the horizon's first block.
 const chainHeight0 = 1_000_000
 
 // Allowlisted pairs of the benchmark's chain: agents' swaps go through
@@ -82,11 +84,12 @@ func AgentAddress(i int) string { return fmt.Sprintf("SP%06d", i) }
 // when the agents alone make more than volume.
 func NewChain(w *World, volume int, seed uint64) *Chain {
 	secs := int(w.End.Sub(w.Start) / time.Second)
+	blocks := int(w.End.Sub(w.Start)/simulator.BlockPeriod) + 1
 	strangers := volume - int(math.Round(w.TxsPerDay()))
 	if strangers < 0 {
 		return nil
 	}
-	counts := make([]uint32, secs)
+	counts := make([]uint32, blocks)
 	rng := rand.New(rand.NewPCG(seed, seed^0xc4a1))
 	if strangers > 0 {
 		perSec := float64(strangers) / 86400
@@ -95,30 +98,30 @@ func NewChain(w *World, volume int, seed uint64) *Chain {
 			if t >= float64(secs) {
 				break
 			}
-			counts[int(t)]++
+			counts[blockIndex(w.Start, w.Start.Add(time.Duration(t*float64(time.Second))))]++
 		}
 	}
-	// Agents' transactions, by second; they take the first indexes of
+	// Agents' transactions, by block; they take the first indexes of
 	// their block.
 	type placed struct {
-		sec int
+		sec int // the block
 		ref agentTxRef
 	}
 	var agents []placed
 	for i, a := range w.Agents {
 		for j, tx := range a.Txs {
-			if s := int(tx.At.Sub(w.Start) / time.Second); s >= 0 && s < secs {
-				agents = append(agents, placed{s, agentTxRef{int32(i), int32(j)}})
+			if !tx.At.Before(w.Start) && tx.At.Before(w.End) {
+				agents = append(agents, placed{blockIndex(w.Start, tx.At), agentTxRef{int32(i), int32(j)}})
 			}
 		}
 	}
 	slices.SortStableFunc(agents, func(a, b placed) int { return a.sec - b.sec })
-	agentsIn := make([]uint32, secs)
+	agentsIn := make([]uint32, blocks)
 	for _, p := range agents {
 		agentsIn[p.sec]++
 	}
-	c := &Chain{W: w, Volume: volume, Strangers: strangers, cum: make([]uint32, secs+1)}
-	for s := range secs {
+	c := &Chain{W: w, Volume: volume, Strangers: strangers, cum: make([]uint32, blocks+1)}
+	for s := range blocks {
 		c.cum[s+1] = c.cum[s] + counts[s] + agentsIn[s]
 	}
 	c.agentOrd = make([]uint32, len(agents))
@@ -143,12 +146,24 @@ func NewChain(w *World, volume int, seed uint64) *Chain {
 	return c
 }
 
-// Visible is how many entries the feed holds at now: every block up to
-// now's second.
+// Visible is how many entries the feed holds at now: every block mined by
+// then.
 func (c *Chain) Visible(now time.Time) int {
-	s := int(now.Sub(c.W.Start)/time.Second) + 1
-	return int(c.cum[min(max(s, 0), len(c.cum)-1)])
+	s := int(now.Sub(c.W.Start)/simulator.BlockPeriod) + 1
+	if now.Before(c.W.Start) {
+		s = 0
+	}
+	return int(c.cum[min(s, len(c.cum)-1)])
 }
+
+// blockIndex is the number, from the block at start, of the block a
+// transaction at t is mined in.
+func blockIndex(start, t time.Time) int {
+	return int(simulator.BlockOf(t).Sub(start) / simulator.BlockPeriod)
+}
+
+// BlockTime is when a transaction at t is mined: its block's time.
+func BlockTime(t time.Time) time.Time { return simulator.BlockOf(t) }
 
 // Feed is the feed's page at offset (limit entries) as Hiro answers it at
 // now, and the feed's total then.
@@ -163,14 +178,16 @@ func (c *Chain) Feed(now time.Time, offset, limit int) ([]hiro.Entry, int) {
 
 // Entry renders the entry of ordinal g.
 func (c *Chain) Entry(g int) hiro.Entry {
-	sec := sort.Search(len(c.cum), func(s int) bool { return int(c.cum[s]) > g }) - 1
+	sec := sort.Search(len(c.cum), func(s int) bool { return int(c.cum[s]) > g }) - 1 // its block
+	at := c.W.Start.Add(time.Duration(sec) * simulator.BlockPeriod)
 	e := hiro.Entry{
 		TxID:          fmt.Sprintf("0x%064x", g),
 		TxType:        "contract_call",
 		TxStatus:      "success",
 		BlockHeight:   chainHeight0 + int64(sec),
 		TxIndex:       int64(g) - int64(c.cum[sec]),
-		BurnBlockTime: c.W.Start.Unix() + int64(sec),
+		BlockTime:     at.Unix(),
+		BurnBlockTime: simulator.BurnBlockOf(at).Unix(),
 		Canonical:     true,
 	}
 	if i, ok := slices.BinarySearch(c.agentOrd, uint32(g)); ok {

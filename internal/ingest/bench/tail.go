@@ -397,8 +397,8 @@ func (x *tailSim) result(from, to time.Time) ChainResult {
 			case at.IsZero():
 				r.NeverFound++
 			default:
-				// A block's entries are listed from its second on.
-				all = append(all, at.Sub(tx.At.Truncate(time.Second)))
+				// From its block's time (SPEC §5.0 "Times").
+				all = append(all, at.Sub(BlockTime(tx.At)))
 				if !x.byTail[i][j] {
 					r.Missed++
 				}
