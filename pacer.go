@@ -250,16 +250,13 @@ type TeneroInput struct {
 
 // SweepInput is the input of the sweep activity.
 type SweepInput struct {
-	// PageSize is the batch the workflow's pacing judges a run by. It no
-	// longer bounds the agents a run visits: visits are paced by the Hiro
-	// budget (SPEC §5.2, issue 18).
-	PageSize int `json:"pageSize,omitempty"`
 	// MaxRequests caps the Hiro requests of the run (0 = as the shared
 	// budget allows).
 	MaxRequests int `json:"maxRequests,omitempty"`
 	// Occurrence is the run's key in the task_runs ledger.
 	Occurrence Occurrence `json:"occurrence"`
-	// Pace paces the run: its controller sets PageSize (SPEC §3.8).
+	// Pace paces the run: its controller judges it by its outcomes and
+	// sets its interval (SPEC §3.8); the Hiro budget sizes it.
 	Pace *PaceInput `json:"pace,omitempty"`
 }
 
@@ -303,6 +300,10 @@ type SweepResult struct {
 	// spent), "blocked" (Hiro refused), "maxRequests", "deadline" (the
 	// run's time cap) or "error".
 	StoppedBy string `json:"stoppedBy,omitempty"`
+	// Step and Reason are the run's last step as the sweep's plan decided
+	// it (discovery.Plan, SPEC §5.0 "One plan"): what it did last and why.
+	Step   string `json:"step,omitempty"`
+	Reason string `json:"reason,omitempty"`
 	// Pace is the run's pacing for the next (SPEC §3.8).
 	Pace *Pace `json:"pace,omitempty"`
 }

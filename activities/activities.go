@@ -76,8 +76,8 @@ type Activities struct {
 
 	// plan is the optimal policy's last allocation.
 	plan allocationCache
-	// tail is what a tail read costs, for its cadence.
-	tail tailCost
+	// traffic is the chain's traffic the sweep's runs observed.
+	traffic traffic
 }
 
 // Register registers every activity method under its method name (the

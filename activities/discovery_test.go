@@ -302,7 +302,10 @@ func TestTailReadsTheContractsWhenTheMonthCannotPayTheFeed(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c := newChainStack(t, 0)
-	c.acts.Clock = func() time.Time { return *c.clock.Load() } // the chain's volume by the chain's clock
+	// The run's clock moves as the chain's does (the chain's volume by
+	// the chain's clock), from the database's now (the due set by it).
+	base := time.Now()
+	c.acts.Clock = func() time.Time { return base.Add(c.clock.Load().Sub(chainAt)) }
 	sweepOK(t, c.acts)
 	c.set(chainAt.Add(10 * time.Minute))
 	sweepOK(t, c.acts) // the feed's volume observed over 10 minutes

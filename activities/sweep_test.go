@@ -11,7 +11,9 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
+	"github.com/pacer-dev/pacer"
 	"github.com/pacer-dev/pacer/internal/budget"
+	"github.com/pacer-dev/pacer/internal/discovery"
 	"github.com/pacer-dev/pacer/internal/ingest"
 	"github.com/pacer-dev/pacer/internal/sim"
 	"github.com/pacer-dev/pacer/internal/store"
@@ -151,4 +153,29 @@ func TestSweepPoliciesPlanFromTheBudget(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSweepReportsThePlansReason checks that the run's result (what
+// status shows) carries the plan's own answer: its last step and the
+// reason discovery.Plan gives for the state the run ended in.
+func TestSweepReportsThePlansReason(t *testing.T) {
+	t.Parallel()
+	f := newFaultStack(t)
+	f.sweepUntilDone(t, f.acts)
+	now := time.Now()
+	res, err := runSweep(t, f.acts)
+	require.NoError(t, err)
+	idle := discovery.Plan(discovery.Run{Now: now, Linger: now, Cap: now.Add(time.Minute)})
+	require.Equal(t, string(discovery.Stop), res.Step)
+	require.Equal(t, idle.Reason, res.Reason, "nothing due: the plan's reason")
+	require.Equal(t, idle.StoppedBy, res.StoppedBy)
+
+	agent := f.sim.World().Agents()[0].STXAddress
+	_, err = f.st.HintAgent(context.Background(), agent)
+	require.NoError(t, err)
+	res, err = runActivity[pacer.SweepResult](t, f.acts, f.acts.Sweep, pacer.SweepInput{MaxRequests: 1})
+	require.NoError(t, err)
+	capped := discovery.Plan(discovery.Run{Now: now, Linger: now, Cap: now.Add(time.Minute), MaxRequests: 1, Spent: 1})
+	require.Equal(t, capped.Reason, res.Reason, "the request cap: the plan's reason")
+	require.Equal(t, pacer.StoppedMaxRequests, res.StoppedBy)
 }

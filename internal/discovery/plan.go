@@ -38,10 +38,16 @@ const TailShare = 0.8
 // Reader is one reader as the plan sees it.
 type Reader struct {
 	Name string
-	// LastRead is when its last complete read ended (zero: never).
+	// LastRead is when its last complete read ended (zero: never), and
+	// Took how long that read took: it reads again no sooner than that
+	// after, so that reads slower than their interval leave the visits
+	// half of the run.
 	LastRead time.Time
-	// Scanning is true when a read was cut short: it goes on at once.
-	Scanning bool
+	Took     time.Duration
+	// Scanning is true when a read was cut short in an earlier run: it
+	// goes on at once. Held is true when it stopped short in this run
+	// (Hiro failed, the budget cut it): it goes on at the next run.
+	Scanning, Held bool
 }
 
 // Agents are the agents due for a visit now.
@@ -87,7 +93,12 @@ type Run struct {
 	TailEvery        time.Duration
 	ReconcileEvery   time.Duration
 	Agents           Agents
-	Budget           Budget
+	// LastVisit is when the run's last Visit step ended, or when the run
+	// began: while agents are due, a reader that read since then waits
+	// for one visit batch before it reads again, so readers whose reads
+	// outlast their interval cannot starve the visits.
+	LastVisit time.Time
+	Budget    Budget
 	// Linger is when the run stops reading for more; Cap when it ends
 	// whatever is due. MaxWait is the longest one wait may be (the
 	// activity's heartbeats). MaxRequests caps the run's requests (0:
@@ -130,12 +141,12 @@ func TailInterval(every time.Duration, costPerRead, ratePerMinute float64) time.
 	return max(every, time.Duration(max(costPerRead, 1)/(r*TailShare)*float64(time.Minute)))
 }
 
-// Due is when the reader reads next at interval every.
+// Due is when the reader reads next at interval every (zero: now).
 func (r Reader) Due(every time.Duration) time.Time {
 	if r.Scanning || r.LastRead.IsZero() {
 		return time.Time{}
 	}
-	return r.LastRead.Add(every)
+	return r.LastRead.Add(max(every, r.Took))
 }
 
 // ContractEvery is the contracts' lists' interval.
@@ -154,67 +165,128 @@ func (b Budget) room() int64 {
 	return b.Room
 }
 
+// due is a reader's step and when it is due.
+type due struct {
+	step Step
+	at   time.Time
+	// read is when it last read in full (zero: never, or cut short).
+	read time.Time
+	// tail is true for the tail's own reads (the feed's, or the
+	// contracts' lists when they are the tail).
+	tail bool
+}
+
+// readers are the readers not held, each with its step and due time.
+func (s Run) readers() []due {
+	var out []due
+	at := func(t time.Time) time.Time {
+		if t.IsZero() { // never read, or cut short before: due since the run began
+			return earliest(s.Now, s.Linger)
+		}
+		return t
+	}
+	last := func(r Reader) time.Time {
+		if r.Scanning {
+			return time.Time{}
+		}
+		return r.LastRead
+	}
+	if s.Tail != nil && !s.Tail.Held {
+		every, why := s.TailInterval(), "the tail is due"
+		if s.ContractsAreTail {
+			every, why = s.ReconcileEvery, "the feed's probe is due (the contracts' lists are the tail)"
+		}
+		out = append(out, due{Step{Kind: ReadTail, Reason: why}, at(s.Tail.Due(every)), last(*s.Tail), !s.ContractsAreTail})
+	}
+	why := ": its list is due for the reconciler"
+	if s.ContractsAreTail {
+		why = ": its list is due as the tail"
+	}
+	for _, c := range s.Contracts {
+		if !c.Held {
+			out = append(out, due{Step{Kind: ReadContract, Reader: c.Name, Reason: c.Name + why}, at(c.Due(s.ContractEvery())), last(c), s.ContractsAreTail})
+		}
+	}
+	return out
+}
+
+// tailMode is true when a reader reads the chain for every agent.
+func (s Run) tailMode() bool { return s.Tail != nil || len(s.Contracts) > 0 }
+
+// end is when the run stops reading for more: its linger, or its cap
+// while agents wait for the budget in tail mode (the tail goes on beside
+// them).
+func (s Run) end() time.Time {
+	if s.Cap.Before(s.Linger) || s.tailMode() && s.Agents.Hinted+s.Agents.Due > 0 {
+		return s.Cap
+	}
+	return s.Linger
+}
+
 // Plan is the run's next step.
 func Plan(s Run) Step {
-	now := s.Now
+	now, end := s.Now, s.end()
 	switch {
 	case s.MaxRequests > 0 && s.Spent >= s.MaxRequests:
 		return stop(s, pacer.StoppedMaxRequests, "the run's request cap is spent")
 	case !now.Before(s.Cap):
 		return stop(s, pacer.StoppedDeadline, "the run's time cap is reached")
 	}
-	room := s.Budget.room()
-	tailDue, tailEvery := time.Time{}, s.TailInterval()
-	if s.Tail != nil && !s.ContractsAreTail {
-		tailDue = s.Tail.Due(tailEvery)
-		if !tailDue.After(now) && room >= 1 {
-			return Step{Kind: ReadTail, Reason: "the tail is due"}
+	room, agents := s.Budget.room(), s.Agents.Hinted+s.Agents.Due
+	readers := s.readers()
+	var tailDue, next time.Time
+	for _, d := range readers {
+		if d.tail {
+			tailDue = earliest(tailDue, d.at)
 		}
 	}
-	cEvery := s.ContractEvery()
-	for _, c := range s.Contracts {
-		if due := c.Due(cEvery); !due.After(now) && room >= 1 {
-			why := "its list is due for the reconciler"
-			if s.ContractsAreTail {
-				why = "its list is due as the tail"
-			}
-			return Step{Kind: ReadContract, Reader: c.Name, Reason: c.Name + ": " + why}
+	// Visits may go now: they have room beside the tail's reads due
+	// before the window ends (hinted ones need only room).
+	visits := agents > 0 && room >= 1 && (s.Agents.Hinted > 0 || room-s.tailReserve(tailDue) >= 1)
+	var read *Step
+	readerDue := false
+	for _, d := range readers {
+		if d.at.After(end) {
+			continue // the next run's
 		}
-		if s.ContractsAreTail && (tailDue.IsZero() || c.Due(cEvery).Before(tailDue)) {
-			tailDue = c.Due(cEvery)
+		next = earliest(next, d.at)
+		switch {
+		case d.at.After(now):
+		case visits && !d.read.IsZero() && d.read.After(s.LastVisit):
+			// It read since the last batch: the visits' turn first.
+		case read == nil:
+			readerDue, read = true, &d.step
 		}
 	}
-	due := s.Agents.Hinted + s.Agents.Due
-	if due > 0 && room >= 1 {
-		n := min(due, VisitBatch, int(room-1))
-		why := "agents are due"
+	if read != nil && room >= 1 {
+		return *read
+	}
+	if visits {
+		n, why := min(agents, VisitBatch, int(room-1-s.tailReserve(tailDue))), "agents are due"
 		if s.Agents.Hinted > 0 {
 			n, why = min(s.Agents.Hinted, VisitBatch, int(room-1)), "hinted agents are due"
-		} else if keep := s.tailReserve(tailDue, tailEvery); room-keep < 1 {
-			// The window's rest is the tail's reads before it ends.
-			return wait(s, tailDue, "the window's rest is kept for the tail's next read")
-		} else {
-			n = min(n, int(room-keep-1))
 		}
 		return Step{Kind: Visit, Agents: max(n, 1), Reason: why}
 	}
-	next := tailDue
-	for _, c := range s.Contracts {
-		next = earliest(next, c.Due(cEvery))
+	if agents > 0 && room >= 1 {
+		return wait(s, tailDue, "the window's rest is kept for the tail's next read")
 	}
-	if due > 0 || !next.IsZero() && !next.After(now) {
-		// Work waits for the budget only: the lane has no room.
+	if agents > 0 || readerDue {
 		return wait(s, s.Budget.RoomAt, "the budget has no room: "+s.Budget.Why)
 	}
-	if next = earliest(next, s.Agents.Next); next.IsZero() {
-		return stop(s, pacer.StoppedDone, "nothing is due")
+	if a := s.Agents.Next; !a.After(end) {
+		next = earliest(next, a)
+	}
+	if next.IsZero() {
+		return stop(s, pacer.StoppedDone, "nothing is due before the run ends")
 	}
 	return wait(s, next, "waiting for what is due next")
 }
 
-// tailReserve is what the tail's reads due before the window ends will
-// take (0 when the tail has not read in the run's knowledge).
-func (s Run) tailReserve(due time.Time, every time.Duration) int64 {
+// tailReserve is what the tail's reads due from due to the window's end
+// will take (0 when none is due before it ends).
+func (s Run) tailReserve(due time.Time) int64 {
+	every := s.TailInterval()
 	if due.IsZero() || !s.Budget.Known || every <= 0 || !due.Before(s.Budget.WindowEnd) {
 		return 0
 	}
@@ -222,20 +294,15 @@ func (s Run) tailReserve(due time.Time, every time.Duration) int64 {
 	return int64(math.Ceil(max(s.Budget.ReadCost, 1))) * reads
 }
 
-// wait waits until at, or stops when at is past what the run may wait
-// for: its linger (the cap while agents are due in tail mode), or one
-// wait's bound. A zero or past at (unknown room) is a short wait.
+// wait waits until at, or stops when at is past the run's end or one
+// wait's bound. A zero or past at (room unknown) is a short wait.
 func wait(s Run, at time.Time, why string) Step {
-	end := s.Linger
-	if s.Cap.Before(end) || s.Tail != nil && s.Agents.Hinted+s.Agents.Due > 0 {
-		end = s.Cap // a backlog keeps the run reading the tail while it waits
-	}
 	if at.IsZero() || !at.After(s.Now) {
 		at = s.Now.Add(time.Second)
 	}
-	if at.After(end) || (s.MaxWait > 0 && at.Sub(s.Now) > s.MaxWait) {
+	if at.After(s.end()) || (s.MaxWait > 0 && at.Sub(s.Now) > s.MaxWait) {
 		by := pacer.StoppedDone
-		if s.Agents.Hinted+s.Agents.Due > 0 || !s.Budget.RoomAt.IsZero() && s.Budget.room() < 1 {
+		if s.Budget.Known && s.Budget.Room < 1 || s.Agents.Hinted+s.Agents.Due > 0 {
 			by = s.Budget.Why
 		}
 		return stop(s, by, why)
@@ -257,21 +324,13 @@ func stop(s Run, by, why string) Step {
 // agent due waits at most this long.
 const NextRunCap = 5 * time.Minute
 
-// NextRun is when the next run should start (zero: nothing is due).
+// NextRun is when the next run should start (zero: nothing is due): the
+// earliest reader or agent, or, for work that waits for the budget, when
+// it has room again; within NextRunCap.
 func NextRun(s Run) time.Time {
 	var next time.Time
-	if s.Tail != nil && !s.ContractsAreTail {
-		next = s.Tail.Due(s.TailInterval())
-		if next.IsZero() {
-			next = s.Now
-		}
-	}
-	for _, c := range s.Contracts {
-		d := c.Due(s.ContractEvery())
-		if d.IsZero() {
-			d = s.Now
-		}
-		next = earliest(next, d)
+	for _, d := range s.readers() {
+		next = earliest(next, d.at)
 	}
 	if s.Agents.Hinted+s.Agents.Due > 0 {
 		next = earliest(next, s.Now)
@@ -281,7 +340,7 @@ func NextRun(s Run) time.Time {
 	if next.IsZero() {
 		return next
 	}
-	if s.Budget.Known && s.Budget.room() < 1 && next.Before(s.Budget.RoomAt) {
+	if s.Budget.Known && s.Budget.Room < 1 && next.Before(s.Budget.RoomAt) {
 		next = s.Budget.RoomAt // work waits for the budget, not for its time
 	}
 	switch cap := s.Now.Add(NextRunCap); {

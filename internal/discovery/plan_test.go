@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand"
 	"reflect"
+	"slices"
 	"testing"
 	"testing/quick"
 	"time"
@@ -25,12 +26,14 @@ func (genRun) Generate(r *rand.Rand, _ int) reflect.Value {
 	now := t0.Add(secs(3600))
 	reader := func(name string) discovery.Reader {
 		rd := discovery.Reader{Name: name}
-		switch r.Intn(4) {
+		switch r.Intn(5) {
 		case 0: // never read
 		case 1:
 			rd.Scanning, rd.LastRead = true, now.Add(-secs(60))
+		case 2:
+			rd.Held, rd.LastRead = true, now.Add(-secs(60))
 		default:
-			rd.LastRead = now.Add(-secs(1200))
+			rd.LastRead, rd.Took = now.Add(-secs(1200)), secs(2)*20
 		}
 		return rd
 	}
@@ -51,6 +54,7 @@ func (genRun) Generate(r *rand.Rand, _ int) reflect.Value {
 	if r.Intn(2) == 0 {
 		s.Agents.Next = now.Add(secs(600))
 	}
+	s.LastVisit = now.Add(-secs(600)) // the run's start or its last visit
 	b := &s.Budget
 	b.Known = r.Intn(6) > 0
 	b.WindowEnd = now.Add(time.Second + secs(60))
@@ -95,16 +99,44 @@ func tailEvery(s discovery.Run) time.Duration {
 	return d
 }
 
-// dueAt is when a reader reads next (zero: now).
-func dueAt(rd discovery.Reader, every time.Duration) time.Time {
-	if rd.Scanning || rd.LastRead.IsZero() {
-		return time.Time{}
+// dueAt is when a reader reads next: now when never read or cut short
+// before, an interval (or as long as its last read took, if longer)
+// after its last read; never in this run when held.
+func dueAt(s discovery.Run, rd discovery.Reader, every time.Duration) (time.Time, bool) {
+	switch {
+	case rd.Held:
+		return time.Time{}, false
+	case rd.Scanning || rd.LastRead.IsZero():
+		if s.Linger.Before(s.Now) {
+			return s.Linger, true // overdue since the run began: read in this run
+		}
+		return s.Now, true
+	case rd.Took > every:
+		return rd.LastRead.Add(rd.Took), true
 	}
-	return rd.LastRead.Add(every)
+	return rd.LastRead.Add(every), true
+}
+
+// runEnd is how long the run reads: its linger, its cap when agents wait
+// in tail mode.
+func runEnd(s discovery.Run) time.Time {
+	if (s.Tail != nil || len(s.Contracts) > 0) && s.Agents.Hinted+s.Agents.Due > 0 || s.Cap.Before(s.Linger) {
+		return s.Cap
+	}
+	return s.Linger
+}
+
+// dueNow reports whether a reader due at at is due now in this run.
+func dueNow(s discovery.Run, at time.Time, ok bool) bool {
+	return ok && !at.After(s.Now) && !at.After(runEnd(s))
 }
 
 func tailDueNow(s discovery.Run) bool {
-	return s.Tail != nil && !s.ContractsAreTail && !dueAt(*s.Tail, tailEvery(s)).After(s.Now)
+	if s.Tail == nil || s.ContractsAreTail {
+		return false
+	}
+	at, ok := dueAt(s, *s.Tail, tailEvery(s))
+	return dueNow(s, at, ok)
 }
 
 func contractEvery(s discovery.Run) time.Duration {
@@ -114,24 +146,24 @@ func contractEvery(s discovery.Run) time.Duration {
 	return s.ReconcileEvery
 }
 
-// readersNext is the earliest time a reader is due (zero: none).
+// readersNext is the earliest time a reader is due within the run (any
+// false: none is).
 func readersNext(s discovery.Run) (next time.Time, any bool) {
-	var all []time.Time
-	if s.Tail != nil && !s.ContractsAreTail {
-		all = append(all, dueAt(*s.Tail, tailEvery(s)))
+	consider := func(at time.Time, ok bool) {
+		if ok && !at.After(runEnd(s)) && (!any || at.Before(next)) {
+			next, any = at, true
+		}
+	}
+	switch {
+	case s.Tail != nil && s.ContractsAreTail:
+		consider(dueAt(s, *s.Tail, s.ReconcileEvery)) // the feed's probe
+	case s.Tail != nil:
+		consider(dueAt(s, *s.Tail, tailEvery(s)))
 	}
 	for _, c := range s.Contracts {
-		all = append(all, dueAt(c, contractEvery(s)))
+		consider(dueAt(s, c, contractEvery(s)))
 	}
-	for i, at := range all {
-		if at.IsZero() {
-			at = s.Now
-		}
-		if i == 0 || at.Before(next) {
-			next = at
-		}
-	}
-	return next, len(all) > 0
+	return next, any
 }
 
 func workDueNow(s discovery.Run) bool {
@@ -158,7 +190,37 @@ func TestPlanProperties(t *testing.T) {
 		if capped(s) || !tailDueNow(s) || !hasRoom(s) {
 			return true
 		}
-		return discovery.Plan(s).Kind == discovery.ReadTail
+		if !s.Tail.LastRead.After(s.LastVisit) || s.Tail.Scanning {
+			return discovery.Plan(s).Kind == discovery.ReadTail
+		}
+		// It read since the last visit batch: the other readers due and
+		// at most one batch go first, then the tail.
+		tail, contracts := *s.Tail, slices.Clone(s.Contracts)
+		s.Tail, s.Contracts = &tail, contracts
+		batches := 0
+		for range len(contracts) + 2 {
+			st := discovery.Plan(s)
+			switch st.Kind {
+			case discovery.ReadTail:
+				return batches <= 1
+			case discovery.Visit:
+				batches++
+				s.LastVisit = s.Now
+				s.Agents.Hinted, s.Agents.Due = max(0, s.Agents.Hinted-st.Agents), max(0, s.Agents.Due-st.Agents)
+			case discovery.ReadContract:
+				for i := range contracts {
+					if contracts[i].Name == st.Reader {
+						contracts[i].LastRead, contracts[i].Scanning = s.Now, false
+					}
+				}
+			default:
+				return !tailDueNow(s)
+			}
+			if batches > 1 {
+				return false
+			}
+		}
+		return false
 	})
 	check(t, "no step exceeds its lane's room", func(g genRun) bool {
 		s := g.Run
@@ -197,16 +259,22 @@ func TestPlanProperties(t *testing.T) {
 		if st.Kind != discovery.Wait {
 			return true
 		}
-		if !st.Until.After(s.Now) || s.MaxWait > 0 && st.Until.Sub(s.Now) > s.MaxWait || st.Until.After(s.Cap) {
+		if !st.Until.After(s.Now) || s.MaxWait > 0 && st.Until.Sub(s.Now) > s.MaxWait || st.Until.After(runEnd(s)) {
 			return false
 		}
 		// The soonest anything can go: a reader's or the agents' due time
 		// (now, when due), or when the budget has room again.
 		bound, any := readersNext(s)
-		if a := s.Agents.Next; !a.IsZero() && (!any || a.Before(bound)) {
+		if a := s.Agents.Next; !a.IsZero() && !a.After(runEnd(s)) && (!any || a.Before(bound)) {
 			bound, any = a, true
 		}
-		if s.Agents.Hinted+s.Agents.Due > 0 || !any {
+		tail, tailAny := readersNext(discovery.Run{Now: s.Now, Tail: s.Tail, TailEvery: s.TailEvery, Budget: s.Budget,
+			Agents: s.Agents, Linger: s.Linger, Cap: s.Cap})
+		switch {
+		case s.Agents.Hinted == 0 && s.Agents.Due > 0 && hasRoom(s) && s.Tail != nil && !s.ContractsAreTail &&
+			tailAny && tail.Before(s.Budget.WindowEnd):
+			bound = tail // the window's rest kept for the tail's read
+		case s.Agents.Hinted+s.Agents.Due > 0 || !any:
 			bound = s.Now
 		}
 		if !hasRoom(s) && s.Budget.RoomAt.After(bound) {
@@ -268,6 +336,7 @@ func TestPlanRun(t *testing.T) {
 				case discovery.Visit:
 					used += int64(st.Agents)
 					now = now.Add(time.Second)
+					s.LastVisit = now
 				case discovery.Wait:
 					require.True(t, st.Until.After(now), st.Reason)
 					now = st.Until
@@ -279,7 +348,7 @@ func TestPlanRun(t *testing.T) {
 			require.NotEmpty(t, reads)
 			every := s.TailInterval()
 			for i := 1; i < len(reads); i++ {
-				require.LessOrEqual(t, reads[i].Sub(reads[i-1]), every+time.Second,
+				require.LessOrEqual(t, reads[i].Sub(reads[i-1]), every+2*time.Second, // a read and one batch
 					"the tail waited for visits: read %d after %s (every %s)", i, reads[i].Sub(reads[i-1]), every)
 			}
 		})
