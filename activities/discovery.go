@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"strings"
@@ -30,13 +31,11 @@ type DiscoveryConfig struct {
 	Linger time.Duration
 }
 
-// WithDefaults fills the zero fields. A zero Mode is per-agent visits,
-// which need nothing of Hiro but the lists of addresses (tests against a
-// server without the feed); the service's own default, PACER_DISCOVERY's,
-// is tail.
+// WithDefaults fills the zero fields; a zero Mode is discovery.ParseMode's
+// default (tail), as PACER_DISCOVERY's.
 func (c DiscoveryConfig) WithDefaults() DiscoveryConfig {
 	if c.Mode == "" {
-		c.Mode = discovery.ModeAgents
+		c.Mode, _ = discovery.ParseMode("")
 	}
 	if c.TailEvery <= 0 {
 		c.TailEvery = discovery.DefaultTailEvery
@@ -81,7 +80,7 @@ func (r *sweepRun) readers(ctx context.Context, s *discovery.Run) error {
 		byName[rd.Name] = rd
 	}
 	plan := func(rd store.Reader, name string) discovery.Reader {
-		out := discovery.Reader{Name: name, Scanning: rd.Scan.Started(), Held: r.held[name], Took: r.took[name]}
+		out := discovery.Reader{Name: name, Scanning: rd.Scan.Started(), Held: r.held[name]}
 		if rd.LastReadAt != nil {
 			out.LastRead = *rd.LastReadAt
 		}
@@ -308,11 +307,8 @@ func (r *sweepRun) read(ctx context.Context, rd store.Reader, scan *discovery.Sc
 	now := r.a.now()
 	r.mu.Lock()
 	r.held[rd.Name] = !scan.Done()
-	if scan.Done() {
-		r.took[rd.Name] = now.Sub(began)
-		if rd.Name == discovery.ReaderTail {
-			r.readCost = float64(max(t.res.Requests, 1))
-		}
+	if scan.Done() && rd.Name == discovery.ReaderTail {
+		r.readCost = float64(max(t.res.Requests, 1))
 	}
 	r.mu.Unlock()
 	if scan.Done() {
@@ -423,9 +419,6 @@ func (r *sweepRun) reportReaders(ctx context.Context, st discovery.Run) error {
 	if err != nil {
 		return err
 	}
-	r.a.traffic.mu.Lock()
-	src := r.a.traffic.source
-	r.a.traffic.mu.Unlock()
 	now := r.a.now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -438,7 +431,7 @@ func (r *sweepRun) reportReaders(ctx context.Context, st discovery.Run) error {
 		rep.LagSeconds, rep.Gaps = rd.HeadLagSeconds, int(rd.Gaps)
 		every := st.ReconcileEvery
 		if rd.Name == discovery.ReaderTail {
-			rep.Source, every = string(src), st.TailInterval()
+			rep.Source, every = string(cmp.Or(r.src, discovery.SourceFeed)), st.TailInterval()
 		} else if st.ContractsAreTail {
 			every = st.TailInterval()
 		}

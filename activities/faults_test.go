@@ -148,6 +148,7 @@ func wireActivities(st *store.Store, upstream, baseURL string, log *zap.Logger, 
 		ManualHiro:     manual,
 		ManualVerifier: verifier(manual),
 		Ingest:         ingest.DefaultConfig(),
+		Discovery:      activities.DiscoveryConfig{Mode: "agents"}, // per-agent visits, as these tests were written for
 		Budget:         shared,
 	}
 }

@@ -59,7 +59,8 @@ func newRollupFixture(t *testing.T, o fixtureOptions) *rollupFixture {
 	clock := &simClock{}
 	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
 	acts := activities.New(activities.Options{
-		Store: st, Logger: log, TeneroBaseURL: "http://127.0.0.1:1", HiroBaseURL: "http://127.0.0.1:1",
+		Discovery: activities.DiscoveryConfig{Mode: "agents"}, // per-agent visits, as these tests were written for
+		Store:     st, Logger: log, TeneroBaseURL: "http://127.0.0.1:1", HiroBaseURL: "http://127.0.0.1:1",
 		DayZone: o.zone, DeliveryLadder: o.ladder, DeliveryTimeout: o.deliveryTimeout, Clock: clock.Now, Metrics: o.metrics,
 		WebhookAllowPrivate: true, // the receivers are on loopback
 	})

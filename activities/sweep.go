@@ -82,14 +82,13 @@ type sweepRun struct {
 	lastErr error
 	// visited are the agents visited in this run, lastVisit when the
 	// last batch ended; held the readers that stopped short in it; src
-	// where the tail reads in it; readCost and took what the tail's last
-	// read cost and how long each reader's took.
+	// where the tail reads in it; readCost what the tail's last read
+	// cost.
 	visited   []string
 	lastVisit time.Time
 	held      map[string]bool
 	src       discovery.Source
 	readCost  float64
-	took      map[string]time.Duration
 }
 
 func (a *Activities) sweep(ctx context.Context, in pacer.SweepInput) (res pacer.SweepResult, err error) {
@@ -97,7 +96,7 @@ func (a *Activities) sweep(ctx context.Context, in pacer.SweepInput) (res pacer.
 	defer func() { a.Metrics.ObserveSweep(a.now().Sub(started), res, err) }()
 	r := &sweepRun{a: a, log: a.Logger.With(zap.String("task", pacer.TaskSweep)), in: in, cfg: a.Ingest.WithDefaults(),
 		dc: a.Discovery.WithDefaults(), started: started, lastVisit: started, lane: budget.LaneSweep, hiro: a.Hiro, verifier: a.Verifier,
-		held: map[string]bool{}, took: map[string]time.Duration{}}
+		held: map[string]bool{}}
 	if in.Occurrence.Manual && a.ManualHiro != nil && a.ManualVerifier != nil {
 		r.lane, r.hiro, r.verifier = budget.LaneManual, a.ManualHiro, a.ManualVerifier
 	}

@@ -60,7 +60,8 @@ func newTeneroFixture(t *testing.T, cfg sim.Config, opts ...func(*activities.Opt
 	}))
 	t.Cleanup(hs.Close)
 	o := activities.Options{
-		Store: st, Logger: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)), Metrics: f.metrics,
+		Discovery: activities.DiscoveryConfig{Mode: "agents"}, // per-agent visits, as these tests were written for
+		Store:     st, Logger: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)), Metrics: f.metrics,
 		TeneroBaseURL: hs.URL, HiroBaseURL: hs.URL, Sleep: noSleep,
 	}
 	for _, opt := range opts {
@@ -233,7 +234,7 @@ func TestRefreshTeneroLogsTheCFRay(t *testing.T) {
 	}))
 	t.Cleanup(upstreamSrv.Close)
 	core, logs := observer.New(zap.WarnLevel)
-	acts := activities.New(activities.Options{Store: testenv.Store(t), Logger: zap.New(core),
+	acts := activities.New(activities.Options{Discovery: activities.DiscoveryConfig{Mode: "agents"}, Store: testenv.Store(t), Logger: zap.New(core),
 		TeneroBaseURL: upstreamSrv.URL, HiroBaseURL: upstreamSrv.URL, Sleep: noSleep})
 	f := &teneroFixture{acts: acts}
 	_, err := f.run(t)

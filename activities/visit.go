@@ -332,16 +332,8 @@ func (v *visit) pass(ctx context.Context, row *store.AgentIngest) (complete bool
 			v.prefetch(ctx, page.Entries, row.Cursor, start)
 		}
 		for _, e := range page.Entries {
-			again := false
-			if e.Mined() && row.Cursor != nil && e.Position().Compare(*row.Cursor) <= 0 {
-				if e.BlockHeight < row.Cursor.BlockHeight-reorgDepth {
-					reached = true
-					break
-				}
-				again = true // within reach of a reorg: looked at quietly
-			}
-			if t := competition.SwapTime(e.BlockTime, e.BurnBlockTime); e.Mined() && t > 0 && t < start {
-				// Older transactions are older still: outside the competition.
+			again, end := reach(e, row.Cursor, start)
+			if end {
 				reached = true
 				break
 			}
@@ -444,10 +436,7 @@ func (v *visit) prefetch(ctx context.Context, entries []hiro.Entry, cursor *hiro
 func (v *visit) prefetchIDs(entries []hiro.Entry, cursor *hiro.Position, start int64) []string {
 	var ids []string
 	for _, e := range entries {
-		if e.Mined() && cursor != nil && e.Position().Compare(*cursor) <= 0 && e.BlockHeight < cursor.BlockHeight-reorgDepth {
-			break
-		}
-		if t := competition.SwapTime(e.BlockTime, e.BurnBlockTime); e.Mined() && t > 0 && t < start {
+		if _, end := reach(e, cursor, start); end {
 			break
 		}
 		if competition.Found(e, v.run.a.Catalog) && v.run.verifier.NeedsDetail(e) {
@@ -455,6 +444,24 @@ func (v *visit) prefetchIDs(entries []hiro.Entry, cursor *hiro.Position, start i
 		}
 	}
 	return ids
+}
+
+// reach says where a listing entry stands for a visit: at or below the
+// cursor but within reach of a reorg (again: looked at quietly), or where
+// the visit ends (more than reorgDepth blocks below the cursor, or before
+// the competition's start: older transactions are older still).
+func reach(e hiro.Entry, cursor *hiro.Position, start int64) (again, end bool) {
+	if !e.Mined() {
+		return false, false
+	}
+	if cursor != nil && e.Position().Compare(*cursor) <= 0 {
+		if e.BlockHeight < cursor.BlockHeight-reorgDepth {
+			return false, true
+		}
+		again = true
+	}
+	t := competition.SwapTime(e.BlockTime, e.BurnBlockTime)
+	return again, t > 0 && t < start
 }
 
 // knownRejection reports whether an entry not mined (dropped) already has

@@ -218,7 +218,7 @@ func servedSeries(t *testing.T) map[string]bool {
 	require.NoError(t, err)
 	t.Cleanup(tc.Close)
 
-	acts := activities.New(activities.Options{Store: st, Logger: log, Metrics: m,
+	acts := activities.New(activities.Options{Discovery: activities.DiscoveryConfig{Mode: "agents"}, Store: st, Logger: log, Metrics: m,
 		TeneroBaseURL: upSrv.URL, HiroBaseURL: upSrv.URL, HiroAPIKey: "sim-key",
 		CompetitionStart: up.World().CompetitionStart()})
 	id := "metrics-" + strings.ReplaceAll(time.Now().Format("150405.000000"), ".", "")

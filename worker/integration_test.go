@@ -93,7 +93,8 @@ func newStackOn(t *testing.T, hostPort string, cfg workflows.Config) *stack {
 
 func (s *stack) activities() *activities.Activities {
 	return activities.New(activities.Options{
-		Store: s.st, Logger: s.log,
+		Discovery: activities.DiscoveryConfig{Mode: "agents"}, // per-agent visits, as these tests were written for
+		Store:     s.st, Logger: s.log,
 		TeneroBaseURL: s.simU, HiroBaseURL: s.simU,
 		HiroPerMinute:    10000, // the simulator's own limits are what tests exercise
 		CompetitionStart: time.Unix(1778700600, 0),

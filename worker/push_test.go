@@ -182,7 +182,7 @@ func measurePush(t *testing.T, o pushRun) pushFigures {
 	verify := &countingHandler{next: pushing.sim}
 	verifySrv := httptest.NewServer(verify)
 	t.Cleanup(verifySrv.Close)
-	verifyActs := activities.New(activities.Options{Store: pushing.st, Logger: pushing.log,
+	verifyActs := activities.New(activities.Options{Discovery: activities.DiscoveryConfig{Mode: "agents"}, Store: pushing.st, Logger: pushing.log,
 		HiroBaseURL: verifySrv.URL, TeneroBaseURL: verifySrv.URL, HiroPerMinute: 10000, CompetitionStart: time.Unix(1778700600, 0)})
 	var h http.Handler = api.New(api.Options{Store: pushing.st, Catalog: catalog.Default(), Logger: pushing.log,
 		Verifier: verifyActs.FastVerifier, ChainhookSecret: secret})
@@ -193,7 +193,7 @@ func measurePush(t *testing.T, o pushRun) pushFigures {
 		if i == 1 {
 			p.ReconcileEvery = o.Floor
 		}
-		w := worker.New(s.tc, s.sched.TaskQueue, activities.New(activities.Options{Store: s.st, Logger: s.log,
+		w := worker.New(s.tc, s.sched.TaskQueue, activities.New(activities.Options{Discovery: activities.DiscoveryConfig{Mode: "agents"}, Store: s.st, Logger: s.log,
 			TeneroBaseURL: s.simU, HiroBaseURL: s.simU, HiroPerMinute: 10000,
 			CompetitionStart: time.Unix(1778700600, 0), Ingest: p}))
 		require.NoError(t, w.Start())

@@ -143,7 +143,8 @@ func TestAPIKeysNeverLeakFromTheWorker(t *testing.T) {
 	t.Cleanup(tc.Close)
 	s.tc = tc
 	acts := activities.New(activities.Options{
-		Store: s.st, Logger: log,
+		Discovery: activities.DiscoveryConfig{Mode: "agents"}, // per-agent visits, as these tests were written for
+		Store:     s.st, Logger: log,
 		TeneroBaseURL: s.simU, TeneroAPIKey: teneroKeyMarker,
 		HiroBaseURL: s.simU, HiroAPIKey: hiroKeyMarker, HiroPerMinute: 1 << 20,
 		CompetitionStart: time.Unix(1778700600, 0),

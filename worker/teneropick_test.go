@@ -155,7 +155,8 @@ func TestTeneroFetchesWhatPickChoosesOnTheRealStack(t *testing.T) {
 	require.NoError(t, err)
 
 	w := worker.New(s.tc, s.sched.TaskQueue, activities.New(activities.Options{
-		Store: s.st, Logger: s.log, TeneroBaseURL: hs.URL, TeneroAPIKey: key,
+		Discovery: activities.DiscoveryConfig{Mode: "agents"}, // per-agent visits, as these tests were written for
+		Store:     s.st, Logger: s.log, TeneroBaseURL: hs.URL, TeneroAPIKey: key,
 		HiroBaseURL: s.simU, HiroPerMinute: 10000, CompetitionStart: time.Unix(1778700600, 0),
 	}))
 	require.NoError(t, w.Start())

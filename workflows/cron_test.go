@@ -62,7 +62,7 @@ func TestCronCatchUpAfterOutage(t *testing.T) {
 		t.Run(string(tc.catchup), func(t *testing.T) {
 			t.Parallel()
 			st := testenv.Store(t)
-			acts := activities.New(activities.Options{Store: st, Logger: zap.NewNop(),
+			acts := activities.New(activities.Options{Discovery: activities.DiscoveryConfig{Mode: "agents"}, Store: st, Logger: zap.NewNop(),
 				TeneroBaseURL: "http://127.0.0.1:1", HiroBaseURL: "http://127.0.0.1:1"})
 			var ran []pacer.Occurrence
 			var suite testsuite.WorkflowTestSuite

@@ -161,7 +161,8 @@ func TestSubscriberLifecycleThroughTheAdminAPI(t *testing.T) {
 	clk.Set(t0)
 	const disableAfter = 3 * time.Hour
 	acts := activities.New(activities.Options{
-		Store: st, Logger: zaptest.NewLogger(t, zaptest.Level(zap.ErrorLevel)),
+		Discovery: activities.DiscoveryConfig{Mode: "agents"}, // per-agent visits, as these tests were written for
+		Store:     st, Logger: zaptest.NewLogger(t, zaptest.Level(zap.ErrorLevel)),
 		TeneroBaseURL: "http://127.0.0.1:1", HiroBaseURL: "http://127.0.0.1:1",
 		DeliveryLadder: webhook.Ladder{20 * time.Minute, 20 * time.Minute, 20 * time.Minute},
 		DisableAfter:   disableAfter, Clock: clk.Now,

@@ -34,7 +34,7 @@ func TestScheduleActionsThroughTheAdminAPI(t *testing.T) {
 	t.Cleanup(tc.Close)
 	st := testenv.Store(t)
 	sched := worker.Scheduler{WorkflowID: "v1-admin", TaskQueue: "admin-test"}
-	w := worker.New(tc, sched.TaskQueue, activities.New(activities.Options{Store: st,
+	w := worker.New(tc, sched.TaskQueue, activities.New(activities.Options{Discovery: activities.DiscoveryConfig{Mode: "agents"}, Store: st,
 		Logger: zaptest.NewLogger(t, zaptest.Level(zap.ErrorLevel)), TeneroBaseURL: "http://127.0.0.1:1", HiroBaseURL: "http://127.0.0.1:1"}))
 	require.NoError(t, w.Start())
 	t.Cleanup(w.Stop)

@@ -64,7 +64,8 @@ func newTradeFixtureWith(t *testing.T, hiroPerMinute, perClient int, opts ...fun
 	hs := httptest.NewServer(s)
 	t.Cleanup(hs.Close)
 	acts := activities.New(activities.Options{
-		Store: st, Logger: zap.NewNop(), HiroBaseURL: hs.URL, HiroPerMinute: hiroPerMinute,
+		Discovery: activities.DiscoveryConfig{Mode: "agents"}, // per-agent visits, as these tests were written for
+		Store:     st, Logger: zap.NewNop(), HiroBaseURL: hs.URL, HiroPerMinute: hiroPerMinute,
 		CompetitionStart: sim.DefaultCompetitionStart,
 		Sleep:            func(context.Context, time.Duration) error { return nil },
 	})

@@ -38,12 +38,8 @@ const TailShare = 0.8
 // Reader is one reader as the plan sees it.
 type Reader struct {
 	Name string
-	// LastRead is when its last complete read ended (zero: never), and
-	// Took how long that read took: it reads again no sooner than that
-	// after, so that reads slower than their interval leave the visits
-	// half of the run.
+	// LastRead is when its last complete read ended (zero: never).
 	LastRead time.Time
-	Took     time.Duration
 	// Scanning is true when a read was cut short in an earlier run: it
 	// goes on at once. Held is true when it stopped short in this run
 	// (Hiro failed, the budget cut it): it goes on at the next run.
@@ -146,7 +142,7 @@ func (r Reader) Due(every time.Duration) time.Time {
 	if r.Scanning || r.LastRead.IsZero() {
 		return time.Time{}
 	}
-	return r.LastRead.Add(max(every, r.Took))
+	return r.LastRead.Add(every)
 }
 
 // ContractEvery is the contracts' lists' interval.

@@ -33,7 +33,7 @@ func (genRun) Generate(r *rand.Rand, _ int) reflect.Value {
 		case 2:
 			rd.Held, rd.LastRead = true, now.Add(-secs(60))
 		default:
-			rd.LastRead, rd.Took = now.Add(-secs(1200)), secs(2)*20
+			rd.LastRead = now.Add(-secs(1200))
 		}
 		return rd
 	}
@@ -100,8 +100,7 @@ func tailEvery(s discovery.Run) time.Duration {
 }
 
 // dueAt is when a reader reads next: now when never read or cut short
-// before, an interval (or as long as its last read took, if longer)
-// after its last read; never in this run when held.
+// before, an interval after its last read; never in this run when held.
 func dueAt(s discovery.Run, rd discovery.Reader, every time.Duration) (time.Time, bool) {
 	switch {
 	case rd.Held:
@@ -111,8 +110,6 @@ func dueAt(s discovery.Run, rd discovery.Reader, every time.Duration) (time.Time
 			return s.Linger, true // overdue since the run began: read in this run
 		}
 		return s.Now, true
-	case rd.Took > every:
-		return rd.LastRead.Add(rd.Took), true
 	}
 	return rd.LastRead.Add(every), true
 }
@@ -351,6 +348,31 @@ func TestPlanRun(t *testing.T) {
 				require.LessOrEqual(t, reads[i].Sub(reads[i-1]), every+2*time.Second, // a read and one batch
 					"the tail waited for visits: read %d after %s (every %s)", i, reads[i].Sub(reads[i-1]), every)
 			}
+		})
+	}
+}
+
+func TestNextRun(t *testing.T) {
+	t.Parallel()
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	tests := []struct {
+		name       string
+		giveAgents discovery.Agents
+		giveBudget discovery.Budget
+		want       time.Time
+	}{
+		{"nothing due", discovery.Agents{}, discovery.Budget{}, time.Time{}},
+		{"the earliest agent", discovery.Agents{Next: at(2 * time.Minute)}, discovery.Budget{}, at(2 * time.Minute)},
+		{"agents due: now", discovery.Agents{Due: 3}, discovery.Budget{Known: true, Room: 5}, at(0)},
+		{"far ahead: a hint waits 5 minutes at most", discovery.Agents{Next: at(time.Hour)}, discovery.Budget{}, at(discovery.NextRunCap)},
+		{"waiting for the window: its reset", discovery.Agents{Due: 3}, discovery.Budget{Known: true, RoomAt: at(30 * time.Second)}, at(30 * time.Second)},
+		{"waiting for the month's credit: one request's worth, no minimum run", discovery.Agents{Due: 3},
+			discovery.Budget{Known: true, RoomAt: at(17 * time.Second)}, at(17 * time.Second)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			require.Equal(t, tt.want, discovery.NextRun(discovery.Run{Now: t0, Agents: tt.giveAgents, Budget: tt.giveBudget}))
 		})
 	}
 }

@@ -534,53 +534,6 @@ func earliest(a, b time.Time) time.Time {
 	return a
 }
 
-// NextDueCap is the latest a sweep run reports its next run: a hint (the
-// fast path, a chainhook delivery) that makes an agent due waits at most
-// this long.
-const NextDueCap = 5 * time.Minute
-
-// MinRunRequests is the most a sweep run waits to have to spend when the
-// month paces it: a run that ends with its share spent usually cuts a
-// visit short, and the visit's next part reads its page again, so many
-// tiny runs would spend much of a slow month (3.5 requests a minute) on
-// pages read twice. It is not a fixed minimum: a lane whose window holds
-// fewer waits for its window, never several.
-const MinRunRequests = 20
-
-// BudgetWait is how long after a run that its budget share ended the next
-// run should start: when the budget has room again (retryIn), and not
-// before the lane can pay a run of MinRunRequests, or of a whole window
-// (perWindow requests) when that is less, at its rate (requests a minute).
-func BudgetWait(retryIn time.Duration, ratePerMinute, perWindow float64) time.Duration {
-	wait := max(retryIn, 0)
-	if least := min(MinRunRequests, perWindow); ratePerMinute > 0 && !math.IsInf(ratePerMinute, 1) && least > 0 {
-		wait = max(wait, time.Duration(least/ratePerMinute*float64(time.Minute)))
-	}
-	return wait
-}
-
-// NextDue is when the next sweep run should start, as a run ending at now
-// reports it: when the earliest agent is due (nil: no agent); or, when
-// agents are still due because the run's budget share is spent, after
-// BudgetWait(retryIn, rate, perWindow); never before now nor after now +
-// NextDueCap.
-func NextDue(now time.Time, earliest *time.Time, budgetStopped bool, retryIn time.Duration, rate, perWindow float64) *time.Time {
-	if earliest == nil {
-		return nil
-	}
-	at := *earliest
-	if budgetStopped {
-		at = now.Add(BudgetWait(retryIn, rate, perWindow))
-	}
-	switch {
-	case at.Before(now):
-		at = now
-	case at.After(now.Add(NextDueCap)):
-		at = now.Add(NextDueCap)
-	}
-	return &at
-}
-
 // Backoff is the wait after the errors-th failure in a row: the agent's
 // interval × 2^errors, at most MaxBackoff (or the interval itself when
 // longer), and never past the staleness cap.

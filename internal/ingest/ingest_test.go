@@ -309,54 +309,6 @@ func TestLessOrdersTheDueSet(t *testing.T) {
 	require.Equal(t, "gedfcba", order(PolicyTiers), "critical (hot first among equal waits), then hot, warm, cold")
 }
 
-func TestBudgetWait(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name      string
-		giveRetry time.Duration
-		giveRate  float64
-		giveWin   float64
-		want      time.Duration
-	}{
-		{"a keyless window: its reset", 40 * time.Second, 42, 42, 40 * time.Second},
-		{"a month quota's pace: enough for 20 requests", 17 * time.Second, 3.5, 427, 342857142857},
-		{"a keyed window", time.Second, 420, 420, 2857142857},
-		{"a lane whose window holds 5: one window, not four", time.Second, 5, 5, time.Minute},
-		{"no rate known", 5 * time.Second, 0, 0, 5 * time.Second},
-		{"no limit", 0, math.Inf(1), 0, 0},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			require.Equal(t, tt.want, BudgetWait(tt.giveRetry, tt.giveRate, tt.giveWin))
-		})
-	}
-}
-
-func TestNextDue(t *testing.T) {
-	t.Parallel()
-	at := func(d time.Duration) *time.Time { x := t0.Add(d); return &x }
-	tests := []struct {
-		name        string
-		giveNext    *time.Time
-		giveStopped bool
-		giveRetry   time.Duration
-		giveRate    float64
-		want        *time.Time
-	}{
-		{"no agent", nil, false, 0, 0, nil},
-		{"the earliest agent", at(2 * time.Minute), false, 0, 0, at(2 * time.Minute)},
-		{"overdue: now", at(-time.Hour), false, 0, 0, at(0)},
-		{"far ahead: a hint waits 5 minutes at most", at(time.Hour), false, 0, 0, at(NextDueCap)},
-		{"budget stopped: its reset", at(-time.Minute), true, 30 * time.Second, 42, at(30 * time.Second)},
-		{"budget stopped on a slow month: a batch's worth", at(-time.Minute), true, 17 * time.Second, 3.5, at(NextDueCap)},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			require.Equal(t, tt.want, NextDue(t0, tt.giveNext, tt.giveStopped, tt.giveRetry, tt.giveRate, 427))
-		})
-	}
-}
-
 func TestAfterVisit(t *testing.T) {
 	t.Parallel()
 	c := DefaultConfig()

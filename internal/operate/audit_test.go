@@ -55,7 +55,7 @@ func TestScheduleActionAuditedWhenTheCallerHangsUp(t *testing.T) {
 	t.Cleanup(tc.Close)
 	st := testenv.Store(t)
 	sched := worker.Scheduler{WorkflowID: "v1-audit", TaskQueue: "audit-test"}
-	w := worker.New(tc, sched.TaskQueue, activities.New(activities.Options{Store: st,
+	w := worker.New(tc, sched.TaskQueue, activities.New(activities.Options{Discovery: activities.DiscoveryConfig{Mode: "agents"}, Store: st,
 		Logger: zaptest.NewLogger(t, zaptest.Level(zap.ErrorLevel)), TeneroBaseURL: "http://127.0.0.1:1", HiroBaseURL: "http://127.0.0.1:1"}))
 	require.NoError(t, w.Start())
 	t.Cleanup(w.Stop)

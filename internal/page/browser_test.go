@@ -88,7 +88,7 @@ func newBrowserStack(t *testing.T) *browserStack {
 	require.NoError(t, err)
 	t.Cleanup(s.tc.Close)
 
-	acts := activities.New(activities.Options{Store: s.d.st, Logger: log,
+	acts := activities.New(activities.Options{Discovery: activities.DiscoveryConfig{Mode: "agents"}, Store: s.d.st, Logger: log,
 		TeneroBaseURL: simSrv.URL, HiroBaseURL: simSrv.URL, HiroAPIKey: "sim-key-not-a-secret",
 		CompetitionStart: world.World().CompetitionStart()})
 	id := "page-" + strconv.FormatInt(time.Now().UnixNano(), 36)

@@ -5,8 +5,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/pacer-dev/pacer/internal/discovery"
 )
 
 // TestDiscoveryEngineFindsEverySwap: the engine through the benchmark, a
@@ -22,7 +20,7 @@ func TestDiscoveryEngineFindsEverySwap(t *testing.T) {
 }
 
 // feedOnly is the discovery engine with its source fixed on the feed.
-type feedOnly struct{ enginePace }
+type feedOnly struct{ *enginePace }
 
 func (feedOnly) Contracts(int, time.Duration, float64) bool { return false }
 
@@ -44,7 +42,7 @@ func TestDiscoveryEngineReadsTheListsWhenTheMonthBinds(t *testing.T) {
 	require.Nil(t, r.DryAt)
 
 	feed := DiscoveryEngine
-	feed.NewPace = func() Pace { return feedOnly{enginePace{&discovery.Pace{}}} }
+	feed.NewPace = func() Pace { return feedOnly{&enginePace{}} }
 	f := SimulateTail(c, Budgets[2], feed, from, to)
 	require.Zero(t, f.OnLists)
 	require.True(t, f.NeverFound > 0 || f.All.P99 > 5*time.Minute, "the feed fits after all: %+v", f)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/pacer-dev/pacer"
 	"github.com/pacer-dev/pacer/internal/budget"
+	"github.com/pacer-dev/pacer/internal/discovery"
 	"github.com/pacer-dev/pacer/internal/ingest"
 	simulator "github.com/pacer-dev/pacer/internal/sim"
 )
@@ -346,14 +347,17 @@ func (x *sim) run(start time.Time) (end, nextDue time.Time) {
 			earliest = &a.NextRunAt
 		}
 	}
-	var retryIn time.Duration
-	if budgetAt != nil {
-		retryIn = budgetAt.Sub(now)
+	// When the next run is due, as the sweep's plan says it.
+	next := discovery.Run{Now: now, Agents: discovery.Agents{Due: dueLeft}}
+	if earliest != nil && dueLeft == 0 {
+		next.Agents.Next = *earliest
 	}
-	nextDue = now.Add(ingest.NextDueCap)
-	if at := ingest.NextDue(now, earliest, budgetAt != nil && dueLeft > 0, retryIn, x.st.Rate(x.bcfg, budget.LaneSweep, now),
-		float64(x.st.MinuteCapacity(x.bcfg, now))); at != nil {
-		nextDue = *at
+	if budgetAt != nil && dueLeft > 0 {
+		next.Budget = discovery.Budget{Known: true, RoomAt: *budgetAt} // they wait for the budget
+	}
+	nextDue = now.Add(discovery.NextRunCap)
+	if at := discovery.NextRun(next); !at.IsZero() {
+		nextDue = at
 	}
 	x.lastRes = pacer.SweepResult{Run: pacer.Run{StartedAt: start, DurationMs: now.Sub(start).Milliseconds()},
 		Scanned: visited, AgentsDue: dueLeft, NextDueAt: &nextDue}
