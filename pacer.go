@@ -3,11 +3,7 @@
 // the activities, the HTTP API and the CLI can all import it.
 package pacer
 
-import (
-	"errors"
-	"fmt"
-	"time"
-)
+import "time"
 
 // Task names are fixed by the product contract: they appear in signals,
 // updates, the status document and metrics.
@@ -22,8 +18,9 @@ const (
 	TaskAll      = "all"
 )
 
-// ErrorClass says what kind of trouble ended a call. Only ClassTransport is
-// worth Temporal's activity retries; upstream trouble waits for the next tick.
+// ErrorClass says what kind of trouble ended a call (internal/fault carries
+// it through wrapping). Only ClassTransport is worth Temporal's activity
+// retries; upstream trouble waits for the next tick.
 type ErrorClass string
 
 // The error classes (SPEC §3.3).
@@ -37,52 +34,6 @@ const (
 	// ClassPermanent marks an upstream answer that will not change by retrying
 	// (410 Gone, 401 with a bad key): the task keeps failing until someone acts.
 	ClassPermanent ErrorClass = "permanent"
-)
-
-// Error carries a class through wrapping. Upstream clients and the store return
-// it; the activity boundary reads the class with ClassOf.
-type Error struct {
-	Class ErrorClass
-	Op    string // what was being done, e.g. "tenero GET /v1/stacks/tokens/stx"
-	Err   error
-}
-
-func (e *Error) Error() string {
-	if e.Err == nil {
-		return fmt.Sprintf("%s: %s", e.Op, e.Class)
-	}
-	return fmt.Sprintf("%s: %s: %v", e.Op, e.Class, e.Err)
-}
-
-func (e *Error) Unwrap() error { return e.Err }
-
-// Errorf builds a classified error.
-func Errorf(class ErrorClass, op string, format string, args ...any) *Error {
-	return &Error{Class: class, Op: op, Err: fmt.Errorf(format, args...)}
-}
-
-// ClassOf returns the class of the first *Error in err's chain, or
-// ClassTransport for anything unclassified (a dropped connection, a closed
-// pool): the kind of trouble a retry may cure.
-func ClassOf(err error) ErrorClass {
-	var e *Error
-	if errors.As(err, &e) {
-		return e.Class
-	}
-	return ClassTransport
-}
-
-// IsUpstreamFailure reports whether a class counts against the upstream's
-// health. Item problems (an unknown token, one bad body) do not.
-func (c ErrorClass) IsUpstreamFailure() bool {
-	return c == ClassRateLimit || c == ClassServerError || c == ClassTimeout
-}
-
-// Back-offs applied when an upstream says its quota is spent. A month quota
-// wins over a minute quota.
-const (
-	MinuteQuotaBackoff = 5 * time.Minute
-	MonthQuotaBackoff  = 24 * time.Hour
 )
 
 // Run is what every task's result reports about the run itself.
@@ -137,18 +88,6 @@ type Occurrence struct {
 	// (a Live run).
 	AsOf *time.Time `json:"asOf,omitempty"`
 }
-
-// At is the instant the run computes for: AsOf when set, else its
-// nominal time.
-func (o Occurrence) At() time.Time {
-	if o.AsOf != nil {
-		return *o.AsOf
-	}
-	return o.NominalAt
-}
-
-// Zero reports whether o is the zero Occurrence.
-func (o Occurrence) Zero() bool { return o.Task == "" }
 
 // CoalescedRange is the span of missed occurrences one coalesced run covers.
 type CoalescedRange struct {
@@ -218,10 +157,6 @@ type TeneroResult struct {
 	Pegged    int `json:"pegged"`
 	NoPrice   int `json:"noPrice"`
 	Skipped   int `json:"skipped"`
-	// NextTailFrom is the TailFrom of the next run. Always 0 since a cut
-	// batch is pacing.PickTokens' choice (SPEC §4.8); kept for the
-	// workflow's recorded histories.
-	NextTailFrom int `json:"nextTailFrom,omitempty"`
 	// Wanted is how many requests the whole token set needs (its tokens that
 	// are not pegs), cut or not: what the next run will ask of the budget.
 	Wanted int `json:"wanted,omitempty"`
@@ -234,10 +169,6 @@ type TeneroInput struct {
 	// MaxTokens caps how many tokens one run refreshes (0 = the whole set);
 	// the static base comes first, so a cut keeps it.
 	MaxTokens int `json:"maxTokens,omitempty"`
-	// TailFrom rotated a cut batch through the traded tokens. Ignored since
-	// a cut batch is pacing.PickTokens' choice from each token's last check
-	// (SPEC §4.8); kept so that recorded histories still decode.
-	TailFrom int `json:"tailFrom,omitempty"`
 	// StopAtMinuteRemaining ends the run normally once Tenero says this many
 	// requests or fewer are left this minute (0 = run until it says 0). A
 	// small reserve keeps a paced run from ever hitting the wall.
@@ -315,20 +246,6 @@ const (
 	StoppedDeadline    = "deadline"
 	StoppedError       = "error"
 )
-
-// Successes is what the pacing controller counts as this run's successful
-// work: agents visited and, in tail mode, the chain's pages read (a run
-// of the tail visits few agents or none, and must not read as all failure
-// when one detail fetch fails).
-func (r SweepResult) Successes() int {
-	n := r.Scanned
-	for name, rr := range r.Readers {
-		if name != "agents" {
-			n += rr.Pages
-		}
-	}
-	return n
-}
 
 // ReaderReport is one discovery reader's part of a sweep run.
 type ReaderReport struct {

@@ -22,6 +22,7 @@ import (
 	"github.com/pacer-dev/pacer/internal/budget"
 	"github.com/pacer-dev/pacer/internal/catalog"
 	"github.com/pacer-dev/pacer/internal/competition"
+	"github.com/pacer-dev/pacer/internal/fault"
 	"github.com/pacer-dev/pacer/internal/hiro"
 	"github.com/pacer-dev/pacer/internal/ingest"
 	"github.com/pacer-dev/pacer/internal/sim"
@@ -280,7 +281,7 @@ func TestTeneroFaultsCorruptNothingAndClear(t *testing.T) {
 			}
 			if tt.wantClass == pacer.ClassRateLimit {
 				require.True(t, res.RateLimited)
-				require.Equal(t, pacer.MinuteQuotaBackoff.Milliseconds(), res.RateLimitBackoffMs)
+				require.Equal(t, fault.MinuteQuotaBackoff.Milliseconds(), res.RateLimitBackoffMs)
 			}
 			if tt.faults.TooManyRequests+tt.faults.ServerError+tt.faults.Slow == 0 {
 				// A broken body is an item problem: each token fails alone.
@@ -410,7 +411,7 @@ func TestSweepFaultsLoseAndDuplicateNothing(t *testing.T) {
 			if tt.wantClass == pacer.ClassRateLimit {
 				require.True(t, res.RateLimited)
 				require.Positive(t, res.RateLimitBackoffMs)
-				require.LessOrEqual(t, res.RateLimitBackoffMs, pacer.MinuteQuotaBackoff.Milliseconds(),
+				require.LessOrEqual(t, res.RateLimitBackoffMs, fault.MinuteQuotaBackoff.Milliseconds(),
 					"the task waits for the window Hiro named, not longer")
 			} else if tt.wantClass != "" {
 				require.Equal(t, len(f.sim.World().Agents()), res.HiroErrors, "every agent was tried")

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/fault"
 )
 
 // ledgered runs one occurrence of a task through the task_runs ledger
@@ -19,7 +20,7 @@ import (
 // occurrence (a run scheduled before the ledger existed) just runs.
 func ledgered[R any](ctx context.Context, a *Activities, occ pacer.Occurrence, run func(context.Context) (R, error)) (R, error) {
 	var zero R
-	if occ.Zero() {
+	if occ.Task == "" {
 		return run(ctx)
 	}
 	log := a.Logger.With(zap.String("task", occ.Task), zap.Time("nominalAt", occ.NominalAt))
@@ -79,5 +80,5 @@ func errorClassOf(err error) pacer.ErrorClass {
 	if errors.As(err, &appErr) {
 		return pacer.ErrorClass(appErr.Type())
 	}
-	return pacer.ClassOf(err)
+	return fault.ClassOf(err)
 }

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/fault"
 	"github.com/pacer-dev/pacer/internal/registry"
 	"github.com/pacer-dev/pacer/internal/store"
 )
@@ -44,18 +45,18 @@ func (a *Activities) registry(ctx context.Context) (pacer.RegistryResult, error)
 	res := pacer.RegistryResult{Run: pacer.Run{StartedAt: started.UTC()}}
 	log := a.Logger.With(zap.String("task", pacer.TaskRegistry))
 	fail := func(err error) (pacer.RegistryResult, error) {
-		class := pacer.ClassOf(err)
+		class := fault.ClassOf(err)
 		res.DurationMs = time.Since(started).Milliseconds()
 		res.ErrorClass, res.Error = class, err.Error()
 		res.RateLimited = class == pacer.ClassRateLimit
 		if res.RateLimited {
-			res.RateLimitBackoffMs = pacer.MinuteQuotaBackoff.Milliseconds()
+			res.RateLimitBackoffMs = fault.MinuteQuotaBackoff.Milliseconds()
 		}
 		log.Warn("registry.failed", zap.String("class", string(class)), zap.Error(err))
 		return res, runError(class, err.Error(), res)
 	}
 	if a.RegistryClient == nil {
-		return fail(&pacer.Error{Class: pacer.ClassPermanent, Op: "registry", Err: errNoRegistry})
+		return fail(&fault.Error{Class: pacer.ClassPermanent, Op: "registry", Err: errNoRegistry})
 	}
 	etag, _, err := a.Store.GetState(ctx, registryETagKey)
 	if err != nil {
@@ -73,7 +74,7 @@ func (a *Activities) registry(ctx context.Context) (pacer.RegistryResult, error)
 			Change: store.Change{At: time.Now().UTC(), Actor: ActorRegistry, Action: store.ActionRegistryRead}})
 		var bad *registry.RecordError
 		if errors.As(err, &bad) {
-			return fail(&pacer.Error{Class: pacer.ClassParseError, Op: "registry apply", Err: err})
+			return fail(&fault.Error{Class: pacer.ClassParseError, Op: "registry apply", Err: err})
 		}
 		if err != nil {
 			return fail(err)

@@ -44,8 +44,11 @@ func (a *Activities) rollup(ctx context.Context, in pacer.RollupInput) (res pace
 		Dirty: []time.Time{}}
 	log := a.Logger.With(zap.String("task", pacer.TaskRollup))
 	// As of its own nominal time (backfill, on time), or of when it
-	// started (an `all` catch-up run, SPEC §3.4).
-	at := in.Occurrence.At()
+	// started (an `all` catch-up run, SPEC §3.4: AsOf).
+	at := in.Occurrence.NominalAt
+	if in.Occurrence.AsOf != nil {
+		at = *in.Occurrence.AsOf
+	}
 	if at.IsZero() {
 		at = a.now()
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/pacer-dev/pacer/internal/budget"
 	"github.com/pacer-dev/pacer/internal/competition"
 	"github.com/pacer-dev/pacer/internal/discovery"
+	"github.com/pacer-dev/pacer/internal/fault"
 	"github.com/pacer-dev/pacer/internal/hiro"
 	"github.com/pacer-dev/pacer/internal/ingest"
 	"github.com/pacer-dev/pacer/internal/store"
@@ -53,7 +54,7 @@ func (a *Activities) Sweep(ctx context.Context, in pacer.SweepInput) (pacer.Swee
 		return ledgered(ctx, a, in.Occurrence, func(ctx context.Context) (pacer.SweepResult, error) {
 			return a.sweep(ctx, in)
 		})
-	}, func(r *pacer.SweepResult) (*pacer.Run, int, **pacer.Pace) { return &r.Run, r.Successes(), &r.Pace })
+	}, func(r *pacer.SweepResult) (*pacer.Run, int, **pacer.Pace) { return &r.Run, successes(*r), &r.Pace })
 }
 
 // sweepRun is one run: its configuration, its result (guarded for the
@@ -270,17 +271,17 @@ func (r *sweepRun) finish(ctx context.Context, st discovery.Run, step discovery.
 	}
 	if stop != nil {
 		res.StoppedBy = pacer.StoppedError
-		class := pacer.ClassOf(stop)
+		class := fault.ClassOf(stop)
 		res.ErrorClass, res.Error = class, stop.Error()
 		if class == pacer.ClassRateLimit {
 			// Hiro refused every request: the task waits for the window
 			// Hiro named, a day when the month is spent.
 			res.RateLimited = true
-			backoff := pacer.MinuteQuotaBackoff
+			backoff := fault.MinuteQuotaBackoff
 			if res.MonthRemaining != nil && *res.MonthRemaining <= 0 {
-				backoff = pacer.MonthQuotaBackoff
+				backoff = fault.MonthQuotaBackoff
 			} else if st.Budget.Known && !st.Budget.RoomAt.IsZero() {
-				backoff = min(max(st.Budget.RoomAt.Sub(now), time.Second), pacer.MinuteQuotaBackoff)
+				backoff = min(max(st.Budget.RoomAt.Sub(now), time.Second), fault.MinuteQuotaBackoff)
 			}
 			res.RateLimitBackoffMs = backoff.Milliseconds()
 		}
@@ -373,4 +374,18 @@ func toReasons(m map[string]int) map[competition.Reason]int {
 		out[competition.Reason(k)] = v
 	}
 	return out
+}
+
+// successes is what the pacing controller counts as this run's successful
+// work: agents visited and, in tail mode, the chain's pages read (a run
+// of the tail visits few agents or none, and must not read as all failure
+// when one detail fetch fails).
+func successes(r pacer.SweepResult) int {
+	n := r.Scanned
+	for name, rr := range r.Readers {
+		if name != "agents" {
+			n += rr.Pages
+		}
+	}
+	return n
 }

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/fault"
 	"github.com/pacer-dev/pacer/internal/pacing"
 	"github.com/pacer-dev/pacer/internal/store"
 	"github.com/pacer-dev/pacer/internal/tenero"
@@ -109,7 +110,7 @@ func (a *Activities) refreshTenero(ctx context.Context, in pacer.TeneroInput) (r
 		if err != nil {
 			res.Failed++
 			lastFailure = err
-			class := pacer.ClassOf(err)
+			class := fault.ClassOf(err)
 			fields := []zap.Field{zap.String("token", id), zap.String("class", string(class)), zap.Error(err)}
 			if ray := tenero.RayID(err); ray != "" {
 				fields = append(fields, zap.String("cfRay", ray)) // what Tenero's support asks for
@@ -124,7 +125,7 @@ func (a *Activities) refreshTenero(ctx context.Context, in pacer.TeneroInput) (r
 					return res, runError(pacer.ClassTransport, "store check: "+err.Error(), res)
 				}
 			}
-			if class.IsUpstreamFailure() {
+			if fault.IsUpstreamFailure(class) {
 				res.UpstreamFailed++
 			}
 			if class == pacer.ClassRateLimit {
@@ -135,7 +136,7 @@ func (a *Activities) refreshTenero(ctx context.Context, in pacer.TeneroInput) (r
 				stopClass, stopMsg = class, err.Error()
 			case class == pacer.ClassPermanent:
 				stopClass, stopMsg = class, err.Error()
-			case class.IsUpstreamFailure():
+			case fault.IsUpstreamFailure(class):
 				if streak++; streak >= maxUpstreamStreak {
 					stopClass, stopMsg = class, fmt.Sprintf("%d upstream failures in a row, last: %v", streak, err)
 				}
@@ -163,12 +164,12 @@ func (a *Activities) refreshTenero(ctx context.Context, in pacer.TeneroInput) (r
 		// call would only be refused.
 		if backoff, spent := p.Quota.Exhausted(); spent || stopClass == pacer.ClassRateLimit {
 			if !spent {
-				backoff = pacer.MinuteQuotaBackoff
+				backoff = fault.MinuteQuotaBackoff
 			}
 			res.RateLimited = true
 			res.RateLimitBackoffMs = backoff.Milliseconds()
 			event := "tenero.minute_quota_exhausted_mid_run"
-			if backoff >= pacer.MonthQuotaBackoff {
+			if backoff >= fault.MonthQuotaBackoff {
 				event = "tenero.month_quota_exhausted_mid_run"
 			}
 			log.Warn(event, zap.Int("done", i+1), zap.Int("left", len(tokens)-i-1), zap.Duration("backoff", backoff))
@@ -193,7 +194,7 @@ func (a *Activities) refreshTenero(ctx context.Context, in pacer.TeneroInput) (r
 	if stopClass == "" && fetched == 0 && lastFailure != nil {
 		// Not one price came back: the run failed, even if pegs were written
 		// (every body unreadable counts too, not only upstream errors).
-		stopClass, stopMsg = pacer.ClassOf(lastFailure), "no token fetched, last: "+lastFailure.Error()
+		stopClass, stopMsg = fault.ClassOf(lastFailure), "no token fetched, last: "+lastFailure.Error()
 	}
 	res.DurationMs = time.Since(started).Milliseconds()
 	fields := []zap.Field{

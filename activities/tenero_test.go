@@ -21,6 +21,7 @@ import (
 	"github.com/pacer-dev/pacer"
 	"github.com/pacer-dev/pacer/activities"
 	"github.com/pacer-dev/pacer/internal/catalog"
+	"github.com/pacer-dev/pacer/internal/fault"
 	"github.com/pacer-dev/pacer/internal/metrics"
 	"github.com/pacer-dev/pacer/internal/sim"
 	"github.com/pacer-dev/pacer/internal/store"
@@ -139,7 +140,7 @@ func TestRefreshTeneroStopsWhenMinuteQuotaIsSpent(t *testing.T) {
 	require.Equal(t, string(pacer.ClassRateLimit), errType(err))
 	require.False(t, temporal.IsApplicationError(err) && isRetryable(err), "rate limits are not retried by Temporal")
 	require.True(t, res.RateLimited)
-	require.Equal(t, pacer.MinuteQuotaBackoff.Milliseconds(), res.RateLimitBackoffMs)
+	require.Equal(t, fault.MinuteQuotaBackoff.Milliseconds(), res.RateLimitBackoffMs)
 	require.Equal(t, 2, res.TokensAttempted, "stopped at once: the static base came first")
 	require.Equal(t, 0, *res.MinuteRemaining)
 	require.Equal(t, len(catalog.Default().TokenSet(nil))-2, res.Skipped)
@@ -152,7 +153,7 @@ func TestRefreshTeneroMonthQuotaWins(t *testing.T) {
 	res, err := f.run(t)
 	require.Error(t, err)
 	require.True(t, res.RateLimited)
-	require.Equal(t, pacer.MonthQuotaBackoff.Milliseconds(), res.RateLimitBackoffMs)
+	require.Equal(t, fault.MonthQuotaBackoff.Milliseconds(), res.RateLimitBackoffMs)
 	require.Equal(t, 1, res.Succeeded)
 }
 

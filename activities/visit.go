@@ -12,6 +12,7 @@ import (
 
 	"github.com/pacer-dev/pacer"
 	"github.com/pacer-dev/pacer/internal/competition"
+	"github.com/pacer-dev/pacer/internal/fault"
 	"github.com/pacer-dev/pacer/internal/hiro"
 	"github.com/pacer-dev/pacer/internal/ingest"
 	"github.com/pacer-dev/pacer/internal/store"
@@ -65,10 +66,10 @@ func (t *tally) settle(ctx context.Context, sender string, o competition.Outcome
 	switch {
 	case retry && o.Reason == competition.ReasonDBUnavailable:
 		t.countRejection(o)
-		t.stop = &pacer.Error{Class: pacer.ClassTransport, Op: "sweep " + sender, Err: o.Err}
+		t.stop = &fault.Error{Class: pacer.ClassTransport, Op: "sweep " + sender, Err: o.Err}
 		return false
 	case retry && o.Reason == competition.ReasonTxFetchFailed:
-		switch pacer.ClassOf(o.Err) {
+		switch fault.ClassOf(o.Err) {
 		case pacer.ClassRateLimit, pacer.ClassPermanent:
 			t.upstreamError(o.Err, "verify "+o.TxID)
 			return false
@@ -80,7 +81,7 @@ func (t *tally) settle(ctx context.Context, sender string, o competition.Outcome
 	}
 	if retry || o.Status == competition.StatusPending {
 		if err := a.Store.RecordPending(ctx, o.TxID, sender); err != nil {
-			t.stop = &pacer.Error{Class: pacer.ClassTransport, Op: "sweep " + sender, Err: err}
+			t.stop = &fault.Error{Class: pacer.ClassTransport, Op: "sweep " + sender, Err: err}
 			return false
 		}
 	}
@@ -125,7 +126,7 @@ func (t *tally) count(o competition.Outcome) {
 func (t *tally) upstreamError(err error, what string) {
 	var spent *hiro.BudgetSpentError
 	isSpent := errors.As(err, &spent)
-	class := pacer.ClassOf(err)
+	class := fault.ClassOf(err)
 	refused := class == pacer.ClassRateLimit && (!isSpent || errors.Is(err, store.ErrRefused))
 	if isSpent && !refused {
 		t.spent = true
@@ -292,7 +293,7 @@ func (v *visit) walk(ctx context.Context) {
 	}
 	saved, err := r.a.Store.SaveVisit(ctx, row, v.res.Found, started)
 	if err != nil && v.stop == nil {
-		v.stop = &pacer.Error{Class: pacer.ClassTransport, Op: "save visit " + row.Address, Err: err}
+		v.stop = &fault.Error{Class: pacer.ClassTransport, Op: "save visit " + row.Address, Err: err}
 	}
 	if err == nil && !saved {
 		v.log.Info("sweep.visit_superseded")
@@ -480,7 +481,7 @@ func (v *visit) knownRejection(ctx context.Context, e hiro.Entry) bool {
 func (v *visit) recheckPending(ctx context.Context) {
 	txids, err := v.run.a.Store.PendingTxs(ctx, v.agent.Address, pendingPerVisit)
 	if err != nil {
-		v.stop = &pacer.Error{Class: pacer.ClassTransport, Op: "sweep " + v.agent.Address, Err: err}
+		v.stop = &fault.Error{Class: pacer.ClassTransport, Op: "sweep " + v.agent.Address, Err: err}
 		return
 	}
 	for _, txid := range txids {
@@ -517,7 +518,7 @@ func add(to *pacer.SweepResult, v pacer.SweepResult) {
 // countUpstream counts a failed call against the upstream when the failure
 // was the upstream's own (not an item problem).
 func countUpstream(run *pacer.Run, class pacer.ErrorClass) {
-	if class.IsUpstreamFailure() {
+	if fault.IsUpstreamFailure(class) {
 		run.UpstreamFailed++
 	}
 	if class == pacer.ClassRateLimit {

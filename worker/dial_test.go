@@ -8,8 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 	"go.uber.org/zap"
-
-	"github.com/pacer-dev/pacer/workflows"
 )
 
 // envMap is an environment for the SDK's environment configuration, so the
@@ -126,7 +124,7 @@ api_key = "key-from-file"
 			check: func(t *testing.T, o client.Options) {
 				require.NotNil(t, o.Logger)
 				require.Equal(t, client.MetricsNopHandler, o.MetricsHandler)
-				require.Equal(t, workflows.MemoSizeWarning, o.PayloadLimits.MemoSizeWarning, "the status memo does not warn at each change")
+				require.Equal(t, MemoSizeWarning, o.PayloadLimits.MemoSizeWarning, "the status memo does not warn at each change")
 			},
 		},
 	}

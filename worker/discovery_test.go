@@ -137,9 +137,9 @@ func TestTailSurvivesKillsAndForks(t *testing.T) {
 	// pacer's clients warn (the SDK's default would warn at each change).
 	d, err := s.tc.DescribeWorkflowExecution(ctx, s.sched.WorkflowID, "")
 	require.NoError(t, err)
-	size := workflows.MemoSize(d.GetWorkflowExecutionInfo().GetMemo().GetFields())
+	size := worker.MemoSize(d.GetWorkflowExecutionInfo().GetMemo().GetFields())
 	t.Logf("memo: %d bytes", size)
-	require.Less(t, size, workflows.MemoSizeWarning)
+	require.Less(t, size, worker.MemoSizeWarning)
 }
 
 // TestTailGapAfterHiroOutageIsFilled: Hiro answers nothing for a while on

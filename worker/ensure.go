@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 
 	"github.com/pacer-dev/pacer/internal/metrics"
 	"github.com/pacer-dev/pacer/internal/page"
+	"github.com/pacer-dev/pacer/internal/schedule"
 	"github.com/pacer-dev/pacer/internal/store"
 	"github.com/pacer-dev/pacer/workflows"
 )
@@ -269,12 +272,32 @@ func lastInput(ctx context.Context, c client.Client, s Scheduler, info *workflow
 			if in.State == nil {
 				in.State = &workflows.State{} // a first run's: it began with none
 			}
-			m.Apply(in.State)
+			applyMemo(m, in.State)
 			at := m.At
 			in.Restart.OperatorStateFrom = &at
 		}
 	}
 	return in, nil
+}
+
+// applyMemo lays the memo's pause and breakers over a state that is older
+// (the input of the run the memo belongs to): they are what operators set
+// and must find again after a restart. A task the state does not hold yet
+// (the state of a first run is empty) is added; the workflow puts the
+// tasks in order when it starts.
+func applyMemo(m workflows.Memo, st *workflows.State) {
+	st.PausedUntil = m.PausedUntil
+	st.Pauses = m.Pauses
+	for _, name := range slices.Sorted(maps.Keys(m.Tasks)) {
+		mt := m.Tasks[name]
+		i := slices.IndexFunc(st.Tasks, func(t *schedule.Task) bool { return t != nil && t.Name == name })
+		if i < 0 {
+			st.Tasks = append(st.Tasks, &schedule.Task{Name: name})
+			i = len(st.Tasks) - 1
+		}
+		t := st.Tasks[i]
+		t.ConsecutiveFailures, t.BreakerUntil, t.BreakerTrips = mt.ConsecutiveFailures, mt.BreakerUntil, mt.BreakerTrips
+	}
 }
 
 // start starts a run with in, or finds the one another caller just started.

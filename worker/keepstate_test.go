@@ -185,7 +185,7 @@ func TestReconfigureTakesEffectWithoutTerminate(t *testing.T) {
 			"rollup": map[string]string{"cron": "30 * * * *", "tz": "Europe/London", "catchup": "coalesce"}}})
 	require.NoError(t, err)
 	require.Equal(t, pacer.Duration(2*time.Second), res.Config.TeneroEvery)
-	require.Contains(t, res.CostNote, "tenero every 2s")
+	require.Contains(t, worker.CostNote(res.Config), "tenero every 2s")
 	eventually(t, 20*time.Second, "tenero runs at its new cadence", func() bool {
 		st, err := statusOrErr(s)
 		return err == nil && st.Tasks[pacer.TaskTenero].Runs >= 3

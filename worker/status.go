@@ -1,9 +1,13 @@
 package worker
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -37,13 +41,26 @@ func SharedStatus(ctx context.Context, c client.Client, workflowID string) (work
 	if err := converter.GetDefaultDataConverter().FromPayload(p, &m); err != nil {
 		return workflows.Status{}, fmt.Errorf("decode the status memo: %w", err)
 	}
-	sn, err := m.Snapshot()
+	sn, err := decodeSnapshot(m)
 	if err != nil {
 		return workflows.Status{}, ErrNoStatusMemo // an older build's document: ask the scheduler
 	}
 	st := sn.Status(time.Now())
 	st.HistoryLength = int(info.GetHistoryLength())
 	return st, nil
+}
+
+// decodeSnapshot decodes the memo field the scheduler wrote (gzipped JSON).
+func decodeSnapshot(m workflows.StatusMemo) (workflows.Snapshot, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(m.Gzip))
+	if err != nil {
+		return workflows.Snapshot{}, fmt.Errorf("status memo: %w", err)
+	}
+	var sn workflows.Snapshot
+	if err := json.NewDecoder(io.LimitReader(zr, 4<<20)).Decode(&sn); err != nil {
+		return workflows.Snapshot{}, fmt.Errorf("status memo: %w", err)
+	}
+	return sn, nil
 }
 
 // StatusShared is SharedStatus, falling back on the status query for a

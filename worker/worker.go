@@ -4,11 +4,14 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
+	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/contrib/envconfig"
@@ -94,7 +97,7 @@ func clientOptions(o DialOptions, env envconfig.EnvLookup) (client.Options, erro
 		opts.MetricsHandler = o.MetricsHandler
 	}
 	if opts.PayloadLimits.MemoSizeWarning == 0 {
-		opts.PayloadLimits.MemoSizeWarning = workflows.MemoSizeWarning
+		opts.PayloadLimits.MemoSizeWarning = MemoSizeWarning
 	}
 	return opts, nil
 }
@@ -327,11 +330,52 @@ func Run(ctx context.Context, c client.Client, s Scheduler, acts *activities.Act
 		go promoteIfNone(ctx, c, *s.Deployment, log)
 	}
 	log.Info("worker.started", fields...)
-	if note := s.Config.CostNote(); note != "" {
+	if note := CostNote(s.Config); note != "" {
 		log.Warn("scheduler.short_cadence", zap.String("cost", note),
 			zap.String("hint", "fine for staging or adaptive tasks; every run is billed on Temporal Cloud"))
 	}
 	KeepRunning(ctx, c, s, log)
 	log.Info("worker.stopping")
 	return nil
+}
+
+// MemoSizeWarning is the memo size past which pacer's Temporal clients
+// log the SDK's TMPRL1103 warning (Dial). The SDK's default, 2 KiB, is the
+// server's own warning level; the scheduler's status memo alone weighs
+// about 3.5 KiB gzipped, so every status change would log one. The server
+// refuses a memo only past limit.memoSize.error (2 MiB by default), so
+// 16 KiB still warns of a document that grows out of hand.
+const MemoSizeWarning = 16 << 10
+
+// MemoSize is a memo's size as the SDK and the server weigh it: each
+// field's name and its payload's data.
+func MemoSize(fields map[string]*commonpb.Payload) int {
+	n := 0
+	for k, p := range fields {
+		n += len(k) + len(p.GetData())
+	}
+	return n
+}
+
+// CostNote says what the cadences under a minute of cfg (over this
+// build's defaults) cost in Temporal actions a day (a timer and an
+// activity a run, at the least); empty when none is that short. The worker
+// logs it at start and pacer reconfigure prints it: short cadences are
+// legitimate (staging, adaptive tasks) but every run is billed on Temporal
+// Cloud.
+func CostNote(cfg workflows.Config) string {
+	d := workflows.CodeDefaults()
+	every := map[string]pacer.Duration{pacer.TaskTenero: cmp.Or(cfg.TeneroEvery, d.TeneroEvery), pacer.TaskSweep: cmp.Or(cfg.SweepEvery, d.SweepEvery)}
+	var notes []string
+	for _, task := range []string{pacer.TaskTenero, pacer.TaskSweep, pacer.TaskRollup} {
+		e := time.Duration(every[task])
+		if spec, ok := cfg.Schedules[task]; ok {
+			e = spec.Every // a cron spec: 0
+		}
+		if e > 0 && e < time.Minute {
+			runs := float64(24*time.Hour) / float64(e)
+			notes = append(notes, fmt.Sprintf("%s every %s: up to %.0f runs and %.0f Temporal actions a day", task, e, runs, 2*runs))
+		}
+	}
+	return strings.Join(notes, "; ")
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"strings"
 	"time"
 
 	"github.com/pacer-dev/pacer"
@@ -59,11 +58,9 @@ const (
 	// workflow task alone writes about a dozen events.
 	minHistoryEvents = 30
 	// maxHistoryEvents keeps the start hold (holdStarts, at twice it) well
-	// inside the server's limit.
+	// inside the server's limit (limit.historyCount.error, 51,200 events
+	// by default: a run past it is terminated).
 	maxHistoryEvents = 20_000
-	// serverHistoryLimit is the Temporal server's default history length
-	// limit (limit.historyCount.error): a run past it is terminated.
-	serverHistoryLimit = 51_200
 )
 
 // ErrInvalidConfig is wrapped by every Config validation error.
@@ -200,31 +197,10 @@ func (c Config) over(d Config) Config {
 	return c
 }
 
-// withDefaults is c over this build's defaults: for what runs outside a
-// workflow (validation messages, cost notes).
-func (c Config) withDefaults() Config { return c.over(CodeDefaults()) }
-
 // breaker is the breaker the config asks for.
 func (c Config) breaker() schedule.Breaker {
 	if c.BreakerThreshold < 0 {
 		return schedule.Breaker{}
 	}
 	return schedule.Breaker{Threshold: c.BreakerThreshold, Cooldown: time.Duration(c.BreakerCooldown)}
-}
-
-// CostNote says what the cadences under a minute cost in Temporal actions a
-// day (a timer and an activity a run, at the least); empty when none is that
-// short. pacer logs it: short cadences are legitimate (staging, adaptive
-// tasks) but every run is billed on Temporal Cloud.
-func (c Config) CostNote() string {
-	c = c.withDefaults()
-	var notes []string
-	for _, task := range []string{pacer.TaskTenero, pacer.TaskSweep, pacer.TaskRollup} {
-		if d := time.Duration(c.every(task)); d > 0 && d < time.Minute {
-			runs := float64(24*time.Hour) / float64(d)
-			notes = append(notes, fmt.Sprintf("%s every %s: up to %.0f runs and %.0f Temporal actions a day",
-				task, d, runs, 2*runs))
-		}
-	}
-	return strings.Join(notes, "; ")
 }

@@ -1,6 +1,8 @@
 package workflows
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,13 +12,13 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
-	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/pacer-dev/pacer"
 	"github.com/pacer-dev/pacer/internal/cron"
+	"github.com/pacer-dev/pacer/internal/fault"
 	"github.com/pacer-dev/pacer/internal/schedule"
 )
 
@@ -101,9 +103,9 @@ func TestPauseResumeSurvivesRestart(t *testing.T) {
 	// The state the terminated run started with: paused.
 	started := &State{PausedUntil: &until, Pauses: []schedule.Pause{{From: t0.Add(-time.Hour), Until: until}},
 		Tasks: []*schedule.Task{{Name: pacer.TaskRollup, Cron: &cron.State{Last: t0.Add(-time.Hour)}}}}
-	// Its memo, after the resume: the window ended.
-	memo := Memo{At: t0.Add(-time.Minute), Pauses: []schedule.Pause{{From: t0.Add(-time.Hour), Until: t0.Add(-time.Minute)}}}
-	memo.Apply(started)
+	// Its memo, after the resume, laid over it (worker's applyMemo): the
+	// window ended.
+	started.PausedUntil, started.Pauses = nil, []schedule.Pause{{From: t0.Add(-time.Hour), Until: t0.Add(-time.Minute)}}
 	h.at(time.Minute, func() {
 		st := h.status(t)
 		require.Nil(t, st.PausedUntil)
@@ -176,7 +178,7 @@ func TestResumeClearsMonthBackoff(t *testing.T) {
 	h := newHarness(t)
 	h.tenero.set(func(n int32) (pacer.TeneroResult, error) {
 		if n == 1 {
-			res := pacer.TeneroResult{Run: pacer.Run{RateLimited: true, RateLimitBackoffMs: pacer.MonthQuotaBackoff.Milliseconds()}}
+			res := pacer.TeneroResult{Run: pacer.Run{RateLimited: true, RateLimitBackoffMs: fault.MonthQuotaBackoff.Milliseconds()}}
 			return res, temporal.NewApplicationErrorWithOptions("month quota spent", string(pacer.ClassRateLimit),
 				temporal.ApplicationErrorOptions{NonRetryable: true, Details: []any{res}})
 		}
@@ -248,7 +250,7 @@ func TestStatusMemoIsTheStatus(t *testing.T) {
 		require.True(t, ok, "one upsert carries both fields")
 		p, err := converter.GetDefaultDataConverter().ToPayload(m)
 		require.NoError(t, err)
-		require.Less(t, MemoSize(map[string]*commonpb.Payload{MemoStatusKey: p}), MemoSizeWarning, "within the memo warning size pacer's clients set")
+		require.Less(t, len(MemoStatusKey)+len(p.GetData()), 16<<10, "within the memo warning size pacer's clients set (worker.MemoSizeWarning)")
 		last = m.(StatusMemo)
 		upserts++
 	}).Return(nil)
@@ -256,8 +258,7 @@ func TestStatusMemoIsTheStatus(t *testing.T) {
 		h.at(at, func() {
 			q := h.status(t)
 			q.HistoryLength = 0
-			sn, err := last.Snapshot()
-			require.NoError(t, err)
+			sn := decodeSnapshot(t, last)
 			require.Equal(t, mustJSON(t, q), mustJSON(t, sn.Status(h.env.Now())), "at %v", at)
 		})
 	}
@@ -275,4 +276,14 @@ func mustJSON(t *testing.T, v any) string {
 	b, err := json.Marshal(v)
 	require.NoError(t, err)
 	return string(b)
+}
+
+// decodeSnapshot decodes the status memo as its readers do (worker).
+func decodeSnapshot(t *testing.T, m StatusMemo) Snapshot {
+	t.Helper()
+	zr, err := gzip.NewReader(bytes.NewReader(m.Gzip))
+	require.NoError(t, err)
+	var sn Snapshot
+	require.NoError(t, json.NewDecoder(zr).Decode(&sn))
+	return sn
 }

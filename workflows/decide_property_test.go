@@ -104,8 +104,13 @@ func TestDecisionPropertyStatusAgreesWithLoop(t *testing.T) {
 		s := randomScheduler(t, r, now)
 		s.planCrons(now)
 		wake, armed := s.view().Wake(now)
+		st := s.statusAt("", "", now) // the status document
 		for _, tk := range s.state.Tasks {
-			due, reason := s.waiting(tk, now) // the status document's
+			var due time.Time
+			if at := st.Tasks[tk.Name].NextDueAt; at != nil {
+				due = *at
+			}
+			reason := st.Tasks[tk.Name].Waiting
 			reasons[reason]++
 			start := s.shouldStart(tk, now) // the loop's
 			require.Equal(t, startsNow(due, now, reason), start, "state %d, %s: status says %q, loop starts=%v", i, tk.Name, reason, start)

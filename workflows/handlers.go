@@ -33,12 +33,12 @@ func (s *scheduler) registerHandlers(ctx workflow.Context) error {
 			}},
 		{UpdatePause, `pause scheduled runs and return when the pause ends; {"for":"30m"} or {"until":"<RFC3339>"}, at most 30 days, optionally "task":"<task>" for one task`,
 			s.pauseNow, func(ctx workflow.Context, raw json.RawMessage) error {
-				_, _, err := s.parsePause(raw, workflow.Now(ctx))
+				_, _, err := ParsePauseTask(raw, workflow.Now(ctx), s.taskNames())
 				return s.unlessStopping(err)
 			}},
 		{UpdateBackfill, `run a cron task's occurrences over a past range, each as of its own nominal time: {"task":"rollup","from":"<RFC3339>","to":"<RFC3339>"}`,
 			s.backfill, func(ctx workflow.Context, raw json.RawMessage) error {
-				_, _, err := s.parseBackfill(raw, workflow.Now(ctx))
+				_, _, err := ParseBackfill(raw, workflow.Now(ctx), s.crons, s.taskNames())
 				return s.unlessStopping(err)
 			}},
 		{UpdateSkip, `give up on one owed occurrence of a cron task: it is not run again, and task_runs shows it skipped (reason operator): {"task":"rollup","nominalAt":"<RFC3339>"}`,
@@ -48,12 +48,12 @@ func (s *scheduler) registerHandlers(ctx workflow.Context) error {
 			}},
 		{UpdateResume, `clear pauses, close open circuit breakers and clear back-offs; no input for every task, or {"task":"<task>"} for one`,
 			s.resumeNow, func(_ workflow.Context, raw json.RawMessage) error {
-				_, err := s.parseResume(raw)
+				_, err := ParseResume(raw, s.taskNames())
 				return s.unlessStopping(err)
 			}},
 		{UpdateTune, `set a task's pacing within its bounds and return it: {"task":…,"batch":20,"interval":"10m"}, or {"task":…,"reset":true}`,
 			s.tuneNow, func(ctx workflow.Context, raw json.RawMessage) error {
-				_, _, err := s.parseTune(raw)
+				_, _, err := ParseTune(raw, s.pacedTaskNames())
 				return s.unlessStopping(err)
 			}},
 		{UpdateReconfigure, `change cadences and schedules in place: {"teneroEvery":"5m","sweepEvery":"1m","schedules":{"rollup":{"cron":"5 * * * *","catchup":"backfill"}}} (any subset); returns the config in force`,
@@ -128,7 +128,7 @@ func (s *scheduler) refreshNow(ctx workflow.Context, raw json.RawMessage) (Refre
 }
 
 func (s *scheduler) pauseNow(ctx workflow.Context, raw json.RawMessage) (PauseResult, error) {
-	until, task, err := s.parsePause(raw, workflow.Now(ctx))
+	until, task, err := ParsePauseTask(raw, workflow.Now(ctx), s.taskNames())
 	if err != nil {
 		return PauseResult{}, err
 	}
@@ -137,22 +137,12 @@ func (s *scheduler) pauseNow(ctx workflow.Context, raw json.RawMessage) (PauseRe
 	return PauseResult{PausedUntil: until.UTC(), Task: task}, nil
 }
 
-// parsePause reads a pause, of one task or of all.
-func (s *scheduler) parsePause(raw json.RawMessage, now time.Time) (time.Time, string, error) {
-	return ParsePauseTask(raw, now, s.taskNames())
-}
-
-// parseBackfill reads a backfill.
-func (s *scheduler) parseBackfill(raw json.RawMessage, now time.Time) (string, []time.Time, error) {
-	return ParseBackfill(raw, now, s.crons, s.taskNames())
-}
-
 // backfill queues a past range's occurrences of a cron task, each as of
 // its own nominal time, ahead of the occurrences the schedule decides
 // next; each runs through the ledger like any other, so one that already
 // ran ok is not run again.
 func (s *scheduler) backfill(ctx workflow.Context, raw json.RawMessage) (BackfillResult, error) {
-	task, times, err := s.parseBackfill(raw, workflow.Now(ctx))
+	task, times, err := ParseBackfill(raw, workflow.Now(ctx), s.crons, s.taskNames())
 	if err != nil {
 		return BackfillResult{}, err
 	}
@@ -228,7 +218,7 @@ func (s *scheduler) skip(ctx workflow.Context, raw json.RawMessage) (SkipResult,
 }
 
 func (s *scheduler) resumeNow(ctx workflow.Context, raw json.RawMessage) (ResumeResult, error) {
-	task, err := s.parseResume(raw)
+	task, err := ParseResume(raw, s.taskNames())
 	if err != nil {
 		return ResumeResult{}, err
 	}
@@ -238,7 +228,7 @@ func (s *scheduler) resumeNow(ctx workflow.Context, raw json.RawMessage) (Resume
 }
 
 func (s *scheduler) tuneNow(ctx workflow.Context, raw json.RawMessage) (TuneResult, error) {
-	in, names, err := s.parseTune(raw)
+	in, names, err := ParseTune(raw, s.pacedTaskNames())
 	if err != nil {
 		return TuneResult{}, err
 	}
@@ -263,12 +253,11 @@ func (s *scheduler) reconfigure(ctx workflow.Context, raw json.RawMessage) (Reco
 	s.set = next
 	s.applyConfig(next.over(s.defaults), workflow.Now(ctx))
 	s.reconfigured = true
-	note := next.CostNote()
 	s.logger.Info("scheduler.reconfigured", "teneroEvery", s.cfg.TeneroEvery, "sweepEvery", s.cfg.SweepEvery,
 		"wasTeneroEvery", prev.TeneroEvery, "wasSweepEvery", prev.SweepEvery, "schedules", s.cfg.Schedules,
-		"wasSchedules", prev.Schedules, "cost", note)
+		"wasSchedules", prev.Schedules)
 	s.wake.SendAsync(struct{}{})
-	return ReconfigureResult{Config: s.set, CostNote: note}, nil
+	return ReconfigureResult{Config: s.set}, nil
 }
 
 // applyConfig puts a new config in force: each task's cadence, and its
@@ -321,18 +310,9 @@ func (s *scheduler) stop(ctx workflow.Context, raw json.RawMessage) (*StopResult
 	return s.stopResult(ctx), nil
 }
 
-func (s *scheduler) parseTune(raw json.RawMessage) (TuneInput, []string, error) {
-	return ParseTune(raw, s.pacedTaskNames())
-}
-
 func (s *scheduler) pause(task string, until, now time.Time, via string) {
 	s.addPause(task, now, until)
 	s.logger.Info("scheduler.paused", "until", until, "task", task, "via", via)
-}
-
-// parseResume reads a resume, of every task or of one.
-func (s *scheduler) parseResume(raw json.RawMessage) (string, error) {
-	return ParseResume(raw, s.taskNames())
 }
 
 // resume ends every pause (of all tasks and of each), closes open
@@ -366,7 +346,7 @@ func (s *scheduler) resume(now time.Time, via, task string) ResumeResult {
 }
 
 func (s *scheduler) onPause(ctx workflow.Context, raw json.RawMessage) {
-	until, task, err := s.parsePause(raw, workflow.Now(ctx))
+	until, task, err := ParsePauseTask(raw, workflow.Now(ctx), s.taskNames())
 	if err != nil {
 		s.reject(SignalPause, err, raw)
 		return
@@ -404,7 +384,7 @@ func (s *scheduler) onRefresh(ctx workflow.Context, raw json.RawMessage) {
 }
 
 func (s *scheduler) onTune(ctx workflow.Context, raw json.RawMessage) {
-	in, names, err := s.parseTune(raw)
+	in, names, err := ParseTune(raw, s.pacedTaskNames())
 	if err != nil {
 		s.reject(SignalTune, err, raw)
 		return
@@ -440,24 +420,22 @@ type signal struct {
 	name   string
 	ch     workflow.ReceiveChannel
 	handle func(ctx workflow.Context, raw json.RawMessage)
-	// noInput signals ignore their payload, so it is never decoded.
-	noInput bool
 }
 
 func (s *scheduler) signals() []signal {
 	return []signal{
-		{SignalPause, s.pauseCh, s.onPause, false},
+		{SignalPause, s.pauseCh, s.onPause},
 		{SignalResume, s.resumeCh, func(ctx workflow.Context, raw json.RawMessage) {
-			task, err := s.parseResume(raw)
+			task, err := ParseResume(raw, s.taskNames())
 			if err != nil {
 				s.reject(SignalResume, err, raw)
 				return
 			}
 			s.resume(workflow.Now(ctx), "signal", task)
-		}, false},
-		{SignalRefresh, s.refreshCh, s.onRefresh, false},
-		{SignalTune, s.tuneCh, s.onTune, false},
-		{SignalHint, s.hintCh, s.onHint, false},
+		}},
+		{SignalRefresh, s.refreshCh, s.onRefresh},
+		{SignalTune, s.tuneCh, s.onTune},
+		{SignalHint, s.hintCh, s.onHint},
 	}
 }
 
@@ -470,12 +448,7 @@ func (s *scheduler) signals() []signal {
 func (s *scheduler) receive(ctx workflow.Context, sig signal) bool {
 	before := sig.ch.Len()
 	var raw json.RawMessage
-	var ok bool
-	if sig.noInput {
-		ok = sig.ch.ReceiveAsync(nil)
-	} else {
-		ok = sig.ch.ReceiveAsync(&raw)
-	}
+	ok := sig.ch.ReceiveAsync(&raw)
 	dropped := before - sig.ch.Len()
 	if ok {
 		dropped--

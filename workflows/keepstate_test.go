@@ -98,13 +98,6 @@ func TestInvalidConfigFailsTheRunClearly(t *testing.T) {
 	}
 }
 
-func TestCostNote(t *testing.T) {
-	t.Parallel()
-	require.Empty(t, Config{}.CostNote())
-	note := Config{TeneroEvery: pacer.Duration(5 * time.Second)}.CostNote()
-	require.Equal(t, "tenero every 5s: up to 17280 runs and 34560 Temporal actions a day", note)
-}
-
 func TestInputDurationsAreText(t *testing.T) {
 	t.Parallel()
 	b, err := json.Marshal(SchedulerInput{Config: Config{TeneroEvery: pacer.Duration(5 * time.Minute)}})
@@ -312,20 +305,15 @@ func TestMemoFollowsTheState(t *testing.T) {
 	last := memos[len(memos)-1]
 	require.Equal(t, t0.Add(90*time.Second+time.Hour), *last.PausedUntil)
 	require.Equal(t, t0.Add(90*time.Second), last.At)
-
-	// A restart lays the memo's pause and breakers over an older state.
-	st := State{Tasks: []*schedule.Task{{Name: pacer.TaskTenero}}}
-	until := t0.Add(time.Hour)
-	Memo{PausedUntil: &until, Tasks: map[string]MemoTask{pacer.TaskTenero: {ConsecutiveFailures: 13, BreakerUntil: &until, BreakerTrips: 1}}}.Apply(&st)
-	require.Equal(t, until, *st.PausedUntil)
-	require.Equal(t, 13, st.Tasks[0].ConsecutiveFailures)
-	require.True(t, st.Tasks[0].BreakerOpen())
 }
 
 // The largest valid maxHistoryEvents leaves the start hold (holdStarts,
 // at twice it) a fifth of the server's history limit below it.
 func TestHistoryBoundsStayBelowTheServersLimit(t *testing.T) {
 	t.Parallel()
+	// The Temporal server's default history length limit
+	// (limit.historyCount.error): a run past it is terminated.
+	const serverHistoryLimit = 51_200
 	require.Less(t, 2*maxHistoryEvents, serverHistoryLimit*4/5)
 	require.Less(t, 2*DefaultMaxHistoryEvents, serverHistoryLimit*4/5)
 }

@@ -4,13 +4,8 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
-	"fmt"
-	"io"
-	"maps"
-	"slices"
 	"time"
 
-	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/pacer-dev/pacer"
@@ -49,26 +44,6 @@ type MemoTask struct {
 	Broken string `json:"broken,omitempty"`
 }
 
-// Apply lays the memo's pause and breakers over a state that is older (the
-// input of the run the memo belongs to): they are what operators set and
-// must find again after a restart.
-// A task the state does not hold yet (the state of a first run is empty)
-// is added; the workflow puts the tasks in order when it starts.
-func (m Memo) Apply(st *State) {
-	st.PausedUntil = m.PausedUntil
-	st.Pauses = m.Pauses
-	for _, name := range slices.Sorted(maps.Keys(m.Tasks)) {
-		mt := m.Tasks[name]
-		i := slices.IndexFunc(st.Tasks, func(t *schedule.Task) bool { return t != nil && t.Name == name })
-		if i < 0 {
-			st.Tasks = append(st.Tasks, &schedule.Task{Name: name})
-			i = len(st.Tasks) - 1
-		}
-		t := st.Tasks[i]
-		t.ConsecutiveFailures, t.BreakerUntil, t.BreakerTrips = mt.ConsecutiveFailures, mt.BreakerUntil, mt.BreakerTrips
-	}
-}
-
 // memo is the scheduler's memo now.
 func (s *scheduler) memo(now time.Time) Memo {
 	m := Memo{At: now, PausedUntil: utc(s.state.PausedUntil), Tasks: map[string]MemoTask{}, Pauses: s.state.Pauses}
@@ -92,24 +67,6 @@ func (s *scheduler) memo(now time.Time) Memo {
 // API's status, the operator's page and `pacer status --watch` share one
 // source that costs no query however many watch (SPEC §7).
 const MemoStatusKey = "pacerStatus"
-
-// MemoSizeWarning is the memo size past which pacer's Temporal clients
-// log the SDK's TMPRL1103 warning (worker.Dial). The SDK's default, 2 KiB,
-// is the server's own warning level; the status document alone weighs
-// about 3.5 KiB gzipped, so every status change would log one. The server
-// refuses a memo only past limit.memoSize.error (2 MiB by default), so
-// 16 KiB still warns of a document that grows out of hand.
-const MemoSizeWarning = 16 << 10
-
-// MemoSize is a memo's size as the SDK and the server weigh it: each
-// field's name and its payload's data.
-func MemoSize(fields map[string]*commonpb.Payload) int {
-	n := 0
-	for k, p := range fields {
-		n += len(k) + len(p.GetData())
-	}
-	return n
-}
 
 // StatusMemo is the memo field MemoStatusKey: the Snapshot as gzipped
 // JSON (a few kilobytes, past what the SDK lets a memo hold without a
@@ -149,19 +106,6 @@ func (sn Snapshot) Status(now time.Time) Status {
 		st.NextWakeAt = utc(&at)
 	}
 	return st
-}
-
-// Snapshot decodes the memo field.
-func (m StatusMemo) Snapshot() (Snapshot, error) {
-	zr, err := gzip.NewReader(bytes.NewReader(m.Gzip))
-	if err != nil {
-		return Snapshot{}, fmt.Errorf("status memo: %w", err)
-	}
-	var sn Snapshot
-	if err := json.NewDecoder(io.LimitReader(zr, 4<<20)).Decode(&sn); err != nil {
-		return Snapshot{}, fmt.Errorf("status memo: %w", err)
-	}
-	return sn, nil
 }
 
 // changed marks the memo stale: a run started or ended, or an operator's

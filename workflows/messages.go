@@ -429,10 +429,9 @@ func ParseReconfigure(raw json.RawMessage, cfg Config) (Config, error) {
 }
 
 // ReconfigureResult answers the reconfigure update with the config now in
-// force and, for cadences under a minute, what they cost.
+// force (worker.CostNote says what its cadences under a minute cost).
 type ReconfigureResult struct {
-	Config   Config `json:"config"`
-	CostNote string `json:"costNote,omitempty"`
+	Config Config `json:"config"`
 }
 
 // errStopping rejects a message that would change a scheduler that is

@@ -123,8 +123,8 @@ type taskDef struct {
 	// paced tasks spend an upstream's budget: the adaptive controller sets
 	// their batch and interval.
 	paced bool
-	// run runs the task once; occ is its run key (zero in runs that began
-	// before run keys), forced is true for an operator's refresh.
+	// run runs the task once; occ is its run key, forced is true for an
+	// operator's refresh.
 	run func(ctx workflow.Context, s *scheduler, occ pacer.Occurrence, forced bool) schedule.Outcome
 }
 
@@ -460,7 +460,6 @@ func owedBackoff(n int) time.Duration {
 
 // occurrence is the run key of the run of t starting at now (SPEC §3.4): its
 // nominal time is when it was due, or for a refresh when it was asked for.
-// Runs that began before run keys send none.
 func (s *scheduler) occurrence(t *schedule.Task, now time.Time) pacer.Occurrence {
 	nominal, manual := s.dueAt(t, now), t.Requested
 	if manual && t.RequestedAt != nil {

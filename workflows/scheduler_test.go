@@ -21,6 +21,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/fault"
 )
 
 var t0 = time.Date(2026, 5, 14, 12, 0, 0, 0, time.UTC)
@@ -301,7 +302,7 @@ func TestSchedulerRateLimitDefers(t *testing.T) {
 			return pacer.TeneroResult{}, temporal.NewNonRetryableApplicationError("month quota exhausted",
 				string(pacer.ClassRateLimit), nil,
 				pacer.TeneroResult{TokensAttempted: 5, Succeeded: 2,
-					Run: pacer.Run{RateLimited: true, RateLimitBackoffMs: pacer.MonthQuotaBackoff.Milliseconds()}})
+					Run: pacer.Run{RateLimited: true, RateLimitBackoffMs: fault.MonthQuotaBackoff.Milliseconds()}})
 		}
 		return pacer.TeneroResult{Succeeded: 1}, nil
 	})
@@ -375,7 +376,7 @@ func TestTasksAreIsolated(t *testing.T) {
 	h.tenero.set(func(int32) (pacer.TeneroResult, error) {
 		return pacer.TeneroResult{}, temporal.NewApplicationErrorWithOptions("429 storm", string(pacer.ClassRateLimit),
 			temporal.ApplicationErrorOptions{NonRetryable: true, Details: []any{pacer.TeneroResult{
-				Run: pacer.Run{RateLimited: true, RateLimitBackoffMs: pacer.MinuteQuotaBackoff.Milliseconds()}}}})
+				Run: pacer.Run{RateLimited: true, RateLimitBackoffMs: fault.MinuteQuotaBackoff.Milliseconds()}}}})
 	})
 	h.at(61*time.Minute, func() {
 		st := h.status(t)

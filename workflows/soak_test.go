@@ -20,6 +20,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/fault"
 )
 
 // The soak runs the scheduler for 30 days of virtual time, with operators' messages sprinkled over it and upstreams that
@@ -161,9 +162,9 @@ func (w *soakWorld) activities(env *testsuite.TestWorkflowEnvironment) (tenero, 
 		var backoff time.Duration
 		switch {
 		case teneroRuns == 500:
-			backoff = pacer.MonthQuotaBackoff
+			backoff = fault.MonthQuotaBackoff
 		case teneroRuns%41 == 0:
-			backoff = pacer.MinuteQuotaBackoff
+			backoff = fault.MinuteQuotaBackoff
 		case teneroRuns%67 == 0:
 			err = temporal.NewApplicationError("connection refused", string(pacer.ClassTransport))
 		}

@@ -158,29 +158,32 @@ func (s *scheduler) statusAt(workflowID, runID string, now time.Time) Status {
 		Config:              s.cfg,
 		Stopping:            s.stopping,
 	}
+	v := s.view()
 	for _, t := range s.state.Tasks {
 		st.ConsecutiveFailures[t.Name] = t.ConsecutiveFailures
 		st.NextRunAfter[t.Name] = utc(t.NextRunAfter)
-		due, waiting := s.waiting(t, st.Now)
+		// The decision's answer and the inputs it read (SPEC §3.6).
+		d := v.Decide(t, st.Now)
 		ts := TaskStatus{
 			Every:     t.Every.String(),
 			Running:   t.Running(),
 			Requested: t.Requested,
 			LastRunAt: utc(t.LastRunAt),
-			NextDueAt: utc(&due),
-			Waiting:   waiting,
+			Waiting:   d.Reason,
 			LastError: t.LastError,
 			Runs:      t.Started,
-			Breaker: BreakerStatus{Open: t.BreakerOpen(), ProbeAt: utc(t.BreakerUntil), Trips: t.BreakerTrips,
+			Breaker: BreakerStatus{Open: t.BreakerOpen(), ProbeAt: utc(d.Breaker), Trips: t.BreakerTrips,
 				Threshold: s.cfg.breaker().Threshold},
-			PacedUntil: utc(t.PacedUntil),
-			Pacing:     s.pacingStatus(t.Name),
+			PacedUntil:  utc(d.Budget),
+			PausedUntil: utc(d.PausedUntil),
+			Broken:      t.Broken,
+			Hinted:      t.HintedAt != nil,
+			Pacing:      s.pacingStatus(t.Name),
+		}
+		if !d.At.IsZero() {
+			ts.NextDueAt = utc(&d.At)
 		}
 		s.scheduleStatus(&ts, t, st.Now)
-		s.decisionStatus(&ts, t, st.Now)
-		if waiting == schedule.ReasonIdle {
-			ts.NextDueAt = nil
-		}
 		st.Tasks[t.Name] = ts
 	}
 	if r := s.state.LastDeliverResult; r != nil {
@@ -200,37 +203,24 @@ func (s *scheduler) statusAt(workflowID, runID string, now time.Time) Status {
 // occurrences.
 func (s *scheduler) scheduleStatus(ts *TaskStatus, t *schedule.Task, now time.Time) {
 	if sched := s.crons[t.Name]; sched != nil && t.Cron != nil {
-		cs := sched.Status(t.Name, *t.Cron, now)
-		spec := cs.Schedule
+		spec, c := sched.Spec(), t.Cron
 		ts.Schedule = &spec
-		ts.Occurrences = &Occurrences{NextAt: utc(cs.NextAt), Queued: cs.Queued, Pending: cs.Pending, Skipped: cs.Skipped}
-		ts.Missed, ts.Coalesced = cs.Missed, cs.Coalesced
+		ts.Occurrences = &Occurrences{Queued: len(c.Queue), Skipped: c.Counts.Skipped}
+		for _, p := range c.Pending {
+			ts.Occurrences.Pending += max(p.Count, 1)
+		}
+		after := c.Last
+		if after.IsZero() {
+			after = now
+		}
+		if f, ok := sched.Next(after); ok {
+			ts.Occurrences.NextAt = utc(&f.At)
+		}
+		ts.Missed, ts.Coalesced = c.Counts.Missed, c.Counts.Coalesced
 		return
 	}
 	if t.Every > 0 {
 		ts.Schedule = &cron.Spec{Every: time.Duration(t.Every)}
-	}
-}
-
-// waiting is when a task next runs on its own and why not sooner (one
-// word, see TaskStatus.Waiting).
-func (s *scheduler) waiting(t *schedule.Task, now time.Time) (time.Time, string) {
-	d := s.view().Decide(t, now)
-	return d.At, d.Reason
-}
-
-// decisionStatus shows the decision's inputs: the pause in force for the
-// task (its own or the global one), the back-off, breaker and budget
-// waits as the decision read them.
-func (s *scheduler) decisionStatus(ts *TaskStatus, t *schedule.Task, now time.Time) {
-	d := s.view().Decide(t, now)
-	ts.PausedUntil = utc(d.PausedUntil)
-	ts.PacedUntil = utc(d.Budget)
-	ts.Breaker.ProbeAt = utc(d.Breaker)
-	ts.Hinted = t.HintedAt != nil
-	ts.Broken = t.Broken
-	if d.At.IsZero() {
-		ts.NextDueAt = nil
 	}
 }
 
@@ -270,32 +260,7 @@ func (s *scheduler) setDetails(ctx workflow.Context) {
 			fmt.Fprintf(&b, "%d failure(s), last %s", t.ConsecutiveFailures, t.LastError.Class)
 		default:
 			fmt.Fprintf(&b, "ok at %s", t.LastRunAt.UTC().Format(time.RFC3339))
-			b.WriteString(s.lastCounts(t.Name))
 		}
 	}
 	workflow.SetCurrentDetails(ctx, b.String())
-}
-
-// lastCounts is the short tally of a task's last successful run.
-func (s *scheduler) lastCounts(task string) string {
-	switch r := s.state; task {
-	case pacer.TaskTenero:
-		if r.LastTeneroResult != nil {
-			return fmt.Sprintf(" (%d/%d tokens)", r.LastTeneroResult.Succeeded, r.LastTeneroResult.TokensAttempted)
-		}
-	case pacer.TaskSweep:
-		if r.LastSweepResult != nil {
-			return fmt.Sprintf(" (%d agents, %d new swaps)", r.LastSweepResult.Scanned, r.LastSweepResult.Inserted)
-		}
-	case pacer.TaskRollup:
-		if r.LastRollupResult != nil {
-			return fmt.Sprintf(" (%d rows)", r.LastRollupResult.Rows)
-		}
-	case pacer.TaskDeliver:
-		if r.LastDeliverResult != nil {
-			return fmt.Sprintf(" (%d pending, %d retrying, %d exhausted)", r.LastDeliverResult.Pending,
-				r.LastDeliverResult.Retrying, r.LastDeliverResult.ExhaustedTotal)
-		}
-	}
-	return ""
 }

@@ -682,8 +682,8 @@ deliver none (it runs while deliveries are due).`,
 				for _, task := range res.Config.Schedules.Tasks() {
 					fmt.Fprintf(out, "schedule %s: %s\n", task, res.Config.Schedules[task])
 				}
-				if res.CostNote != "" {
-					fmt.Fprintf(out, "cost: %s\n", res.CostNote)
+				if note := worker.CostNote(res.Config); note != "" {
+					fmt.Fprintf(out, "cost: %s\n", note)
 				}
 				return nil
 			})

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/fault"
 	"github.com/pacer-dev/pacer/internal/hiro"
 )
 
@@ -24,7 +25,7 @@ func (f *fakeBatch) Txs(_ context.Context, ids []string) (map[string]hiro.TxResu
 	out := map[string]hiro.TxResult{}
 	for _, id := range ids {
 		if !f.known[id] {
-			out[id] = hiro.TxResult{Err: pacer.Errorf(pacer.ClassNotFound, "fake", "no %s", id)}
+			out[id] = hiro.TxResult{Err: fault.Errorf(pacer.ClassNotFound, "fake", "no %s", id)}
 			continue
 		}
 		tx := f.tx

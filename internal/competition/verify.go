@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/fault"
 	"github.com/pacer-dev/pacer/internal/hiro"
 )
 
@@ -171,7 +172,7 @@ func (o Outcome) Class() pacer.ErrorClass {
 	if o.Err == nil {
 		return ""
 	}
-	return pacer.ClassOf(o.Err)
+	return fault.ClassOf(o.Err)
 }
 
 // Verifier runs the gates of SPEC §5.5. The same value serves the sweep and
@@ -289,7 +290,7 @@ func (v *Verifier) VerifyMany(ctx context.Context, txids []string, source string
 	for k, txid := range fetch {
 		r, ok := got[txid]
 		if !ok {
-			r.Err = pacer.Errorf(pacer.ClassParseError, "verify "+txid, "the batch brought no answer for it")
+			r.Err = fault.Errorf(pacer.ClassParseError, "verify "+txid, "the batch brought no answer for it")
 		}
 		o := v.safeConclude(ctx, txid, source, r.Tx, r.Err)
 		o.Requests = 0
@@ -373,7 +374,7 @@ func (v *Verifier) known(ctx context.Context, txid string) (Outcome, bool) {
 // inserts it when it passes them all.
 func (v *Verifier) judge(ctx context.Context, txid, source string, tx hiro.Tx, err error) Outcome {
 	switch {
-	case pacer.ClassOf(err) == pacer.ClassNotFound:
+	case fault.ClassOf(err) == pacer.ClassNotFound:
 		return reject(txid, ReasonTxNotFound, "Hiro does not know this transaction", err)
 	case err != nil:
 		return reject(txid, ReasonTxFetchFailed, "could not fetch the transaction from Hiro", err)
@@ -381,7 +382,7 @@ func (v *Verifier) judge(ctx context.Context, txid, source string, tx hiro.Tx, e
 	if got, _ := normalizeTxID(tx.TxID); got != txid {
 		// Hiro answered about another transaction: the answer is unusable.
 		return reject(txid, ReasonTxFetchFailed, "Hiro returned a different transaction",
-			pacer.Errorf(pacer.ClassParseError, "verify "+txid, "Hiro answered with tx_id %q", abbreviate(tx.TxID)))
+			fault.Errorf(pacer.ClassParseError, "verify "+txid, "Hiro answered with tx_id %q", abbreviate(tx.TxID)))
 	}
 
 	switch {

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/fault"
 	"github.com/pacer-dev/pacer/internal/hiro"
 )
 
@@ -50,7 +51,7 @@ type verifyCase struct {
 // every reason.
 func verifyCases() []verifyCase {
 	hiroErr := func(class pacer.ErrorClass) error {
-		return &pacer.Error{Class: class, Op: "hiro GET /extended/v1/tx/x", Err: errors.New("upstream said no")}
+		return &fault.Error{Class: class, Op: "hiro GET /extended/v1/tx/x", Err: errors.New("upstream said no")}
 	}
 	dbDown := errors.New("connection refused")
 

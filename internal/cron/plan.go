@@ -322,39 +322,3 @@ func sameTime(a, b *time.Time) bool {
 	}
 	return a.Equal(*b)
 }
-
-// Status is a cron task's schedule as the status document shows it
-// (SPEC §3.2): its spec, its next occurrence and the tallies.
-type Status struct {
-	Schedule Spec `json:"schedule"`
-	// NextAt is the nominal time of the next occurrence not decided yet,
-	// NextDueAt when its run is due (jitter and pauses applied); null when
-	// the schedule fires no more.
-	NextAt    *time.Time `json:"nextAt"`
-	NextDueAt *time.Time `json:"nextDueAt"`
-	// Queued counts runs decided and not started; Pending passed
-	// occurrences waiting for a run to record them.
-	Queued  int `json:"queued"`
-	Pending int `json:"pending"`
-	Counts
-}
-
-// Status reports the task's schedule at now.
-func (s *Schedule) Status(task string, st State, now time.Time) Status {
-	out := Status{Schedule: s.spec, Queued: len(st.Queue), Counts: st.Counts}
-	for _, p := range st.Pending {
-		out.Pending += max(p.Count, 1)
-	}
-	after := st.Last
-	if after.IsZero() {
-		after = now
-	}
-	if f, ok := s.Next(after); ok {
-		at := f.At
-		out.NextAt = &at
-	}
-	if due, ok := s.Wake(task, st, now); ok {
-		out.NextDueAt = &due
-	}
-	return out
-}

@@ -458,18 +458,3 @@ func TestPlanAccountsForEveryOccurrenceExactlyOnce(t *testing.T) {
 func paused(pauses []cron.Window, t time.Time) bool {
 	return slices.ContainsFunc(pauses, func(w cron.Window) bool { return w.Holds(t) })
 }
-
-func TestStatusShowsTheNextOccurrenceAndTallies(t *testing.T) {
-	t.Parallel()
-	day := utc("2026-05-04T00:00:00Z")
-	s := mustSchedule(t, cron.Spec{Cron: "0 * * * *", Catchup: cron.CatchupSkip})
-	st, _ := s.Plan(task, cron.State{Last: day.Add(9 * time.Hour)}, day.Add(12*time.Hour+30*time.Minute), nil)
-	got := s.Status(task, st, day.Add(12*time.Hour+30*time.Minute))
-	next := day.Add(13 * time.Hour)
-	require.Equal(t, cron.Status{Schedule: s.Spec(), NextAt: &next, NextDueAt: &next, Pending: 3,
-		Counts: cron.Counts{Missed: 3, Skipped: 3}}, got)
-	body, err := json.Marshal(got)
-	require.NoError(t, err)
-	require.JSONEq(t, `{"schedule":{"cron":"0 * * * *","tz":"UTC","catchup":"skip","dst":{"gap":"shift","overlap":"first"}},
-		"nextAt":"2026-05-04T13:00:00Z","nextDueAt":"2026-05-04T13:00:00Z","queued":0,"pending":3,"missed":3,"skipped":3,"coalesced":0}`, string(body))
-}

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/fault"
 )
 
 // FuzzParseQuota reads arbitrary header values. A header it cannot read is
@@ -96,7 +97,7 @@ func plainCount(s string) (int64, bool) {
 // FuzzTxResponse drives Client.Tx over a transport that answers every
 // attempt with a fuzzed status, quota headers and body. Tx must never
 // panic, must stay within its retry budget, must return a transaction with
-// an id or a classified *pacer.Error, and must never let a recognisable
+// an id or a classified *fault.Error, and must never let a recognisable
 // piece of the API key into an error, however the upstream echoes it.
 func FuzzTxResponse(f *testing.F) {
 	for _, name := range []string{"tx-contract-call.json", "tx-mainnet-with-events.json", "tx-mempool-pending.json"} {
@@ -200,8 +201,8 @@ func fuzzClient(t *testing.T, status int, body, month, retryAfter string, pad in
 
 func requireClassified(t *testing.T, err error) {
 	t.Helper()
-	var pe *pacer.Error
-	require.True(t, errors.As(err, &pe), "want a *pacer.Error, got %T: %v", err, err)
+	var pe *fault.Error
+	require.True(t, errors.As(err, &pe), "want a *fault.Error, got %T: %v", err, err)
 	require.Contains(t, []pacer.ErrorClass{pacer.ClassRateLimit, pacer.ClassServerError, pacer.ClassTimeout,
 		pacer.ClassNotFound, pacer.ClassParseError, pacer.ClassPermanent}, pe.Class, "error: %v", err)
 	const piece = 12

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/fault"
 )
 
 // Event paging (SPEC §5.5, §9): Hiro serves 20 events unless event_limit
@@ -104,7 +105,7 @@ func (c *Client) txs(ctx context.Context, txids []string, forks bool) (out map[s
 		switch {
 		case seen[id]:
 		case id == "" || strings.ContainsAny(id, "&=#?/ ") || len(id) > 2+64:
-			out[id] = TxResult{Err: &pacer.Error{Class: pacer.ClassPermanent, Op: op, Err: fmt.Errorf("%w: txid %q", ErrInvalidArgument, abbreviate(id))}}
+			out[id] = TxResult{Err: &fault.Error{Class: pacer.ClassPermanent, Op: op, Err: fmt.Errorf("%w: txid %q", ErrInvalidArgument, abbreviate(id))}}
 		default:
 			ids = append(ids, id)
 		}
@@ -138,7 +139,7 @@ func (c *Client) txBatch(ctx context.Context, batch []string, forks bool, out ma
 	requests = res.attempts
 	var se *StatusError
 	errors.As(err, &se)
-	switch class := pacer.ClassOf(err); {
+	switch class := fault.ClassOf(err); {
 	case err == nil:
 	case len(batch) > 1 && (errors.Is(err, errTooLarge) || se != nil && (se.StatusCode == http.StatusRequestURITooLong || se.StatusCode == http.StatusRequestHeaderFieldsTooLarge)):
 		// Longer than this server or the client takes: in halves.
@@ -165,7 +166,7 @@ func (c *Client) txBatch(ctx context.Context, batch []string, forks bool, out ma
 	var body map[string]multipleEntry
 	if err := json.Unmarshal(res.body, &body); err != nil {
 		if len(batch) == 1 {
-			out[batch[0]] = TxResult{Err: &pacer.Error{Class: pacer.ClassParseError, Op: op, Err: err}}
+			out[batch[0]] = TxResult{Err: &fault.Error{Class: pacer.ClassParseError, Op: op, Err: err}}
 			return requests, nil
 		}
 		n, err := c.halves(ctx, batch, forks, out)
@@ -199,7 +200,7 @@ func (c *Client) txBatch(ctx context.Context, batch []string, forks bool, out ma
 	// (tx_not_found, looked at again), while the detail is served.
 	if !forks || c.Sunset(EndpointDetail) {
 		for _, id := range unfound {
-			out[id] = TxResult{Tx: Tx{Quota: res.quota}, Err: &pacer.Error{Class: pacer.ClassNotFound, Op: op, Err: errors.New("not found")}}
+			out[id] = TxResult{Tx: Tx{Quota: res.quota}, Err: &fault.Error{Class: pacer.ClassNotFound, Op: op, Err: errors.New("not found")}}
 		}
 		return requests, nil
 	}
@@ -245,7 +246,7 @@ func (c *Client) multiplePage(ctx context.Context, txid string, offset int) (Tx,
 	}
 	var body map[string]multipleEntry
 	if err := json.Unmarshal(res.body, &body); err != nil {
-		return Tx{}, res, &pacer.Error{Class: pacer.ClassParseError, Op: op, Err: err}
+		return Tx{}, res, &fault.Error{Class: pacer.ClassParseError, Op: op, Err: err}
 	}
 	for k, e := range body {
 		if strings.EqualFold(k, txid) && e.Found {
@@ -253,7 +254,7 @@ func (c *Client) multiplePage(ctx context.Context, txid string, offset int) (Tx,
 			return tx, res, err
 		}
 	}
-	return Tx{}, res, &pacer.Error{Class: pacer.ClassParseError, Op: op, Err: fmt.Errorf("events page at offset %d has no %q", offset, abbreviate(txid))}
+	return Tx{}, res, &fault.Error{Class: pacer.ClassParseError, Op: op, Err: fmt.Errorf("events page at offset %d has no %q", offset, abbreviate(txid))}
 }
 
 // details reads each transaction on its own from the deprecated detail
@@ -266,7 +267,7 @@ func (c *Client) details(ctx context.Context, ids []string, out map[string]TxRes
 		if ctx.Err() != nil {
 			return requests, contextError(ctx, "hiro GET /extended/v1/tx/{tx_id}")
 		}
-		if class := pacer.ClassOf(err); err != nil && (class == pacer.ClassRateLimit || class == pacer.ClassTransport) {
+		if class := fault.ClassOf(err); err != nil && (class == pacer.ClassRateLimit || class == pacer.ClassTransport) {
 			return requests, err
 		}
 	}
@@ -293,7 +294,7 @@ func (c *Client) detailPage(ctx context.Context, txid string, offset int) (Tx, r
 	path := "/extended/v1/tx/" + url.PathEscape(txid)
 	op := "hiro GET " + path
 	if txid == "" {
-		return Tx{}, result{}, &pacer.Error{Class: pacer.ClassPermanent, Op: op, Err: fmt.Errorf("%w: empty txid", ErrInvalidArgument)}
+		return Tx{}, result{}, &fault.Error{Class: pacer.ClassPermanent, Op: op, Err: fmt.Errorf("%w: empty txid", ErrInvalidArgument)}
 	}
 	q := "?event_limit=" + strconv.Itoa(EventLimit)
 	if offset > 0 {
@@ -311,14 +312,14 @@ func (c *Client) detailPage(ctx context.Context, txid string, offset int) (Tx, r
 func (c *Client) decode(op string, raw json.RawMessage, q Quota) (Tx, error) {
 	var tx Tx
 	if err := json.Unmarshal(raw, &tx); err != nil {
-		return Tx{}, &pacer.Error{Class: pacer.ClassParseError, Op: op, Err: err}
+		return Tx{}, &fault.Error{Class: pacer.ClassParseError, Op: op, Err: err}
 	}
 	if tx.TxID == "" {
 		// A body like {} or null decodes cleanly but describes no transaction.
-		return Tx{}, &pacer.Error{Class: pacer.ClassParseError, Op: op, Err: errors.New("response has no tx_id")}
+		return Tx{}, &fault.Error{Class: pacer.ClassParseError, Op: op, Err: errors.New("response has no tx_id")}
 	}
 	if tx.EventCount < 0 {
-		return Tx{}, &pacer.Error{Class: pacer.ClassParseError, Op: op, Err: fmt.Errorf("negative event_count %d", tx.EventCount)}
+		return Tx{}, &fault.Error{Class: pacer.ClassParseError, Op: op, Err: fmt.Errorf("negative event_count %d", tx.EventCount)}
 	}
 	tx.Raw, tx.Quota = raw, q
 	return tx, nil
@@ -359,7 +360,7 @@ func (c *Client) readEvents(ctx context.Context, tx *Tx, page eventPager) error 
 		tx.Quota = res.quota
 		if !strings.EqualFold(next.TxID, tx.TxID) {
 			*tx = Tx{Quota: res.quota, Requests: tx.Requests}
-			return &pacer.Error{Class: pacer.ClassParseError, Op: "hiro events of " + abbreviate(tx.TxID),
+			return &fault.Error{Class: pacer.ClassParseError, Op: "hiro events of " + abbreviate(tx.TxID),
 				Err: fmt.Errorf("events page at offset %d is of tx_id %q", offset, abbreviate(next.TxID))}
 		}
 		if keep(next.Events) == 0 {

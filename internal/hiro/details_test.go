@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/fault"
 )
 
 // Tx reads through tx/multiple, events past the first page included (the
@@ -50,7 +51,7 @@ func TestSunsetDetailIsNotAskedAgain(t *testing.T) {
 		got, _, err := c.Txs(t.Context(), []string{"0x01", "0xdead"})
 		require.NoError(t, err)
 		require.NoError(t, got["0x01"].Err)
-		require.Equal(t, pacer.ClassNotFound, pacer.ClassOf(got["0xdead"].Err))
+		require.Equal(t, pacer.ClassNotFound, fault.ClassOf(got["0xdead"].Err))
 	}
 	require.Equal(t, 1, gone, "the deprecated detail is asked once, then never again")
 	require.True(t, c.Sunset(EndpointDetail))

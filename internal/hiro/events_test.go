@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/fault"
 )
 
 // fakeEvents serves one transaction whose events come a page at a time,
@@ -125,7 +126,7 @@ func TestTxPagesEvents(t *testing.T) {
 
 			tx, err := c.detail(t.Context(), "0x01")
 			if tt.wantClass != "" {
-				require.Equal(t, tt.wantClass, pacer.ClassOf(err))
+				require.Equal(t, tt.wantClass, fault.ClassOf(err))
 				return
 			}
 			require.NoError(t, err)
@@ -150,7 +151,7 @@ func TestTxEventPageFailureFailsTheCall(t *testing.T) {
 	srv, fake := newFakeHiro(t, ok(first), canned{status: 503})
 	c := newTestClient(t, Config{BaseURL: srv.URL})
 	tx, err := c.detail(t.Context(), "0x01")
-	require.Equal(t, pacer.ClassServerError, pacer.ClassOf(err))
+	require.Equal(t, pacer.ClassServerError, fault.ClassOf(err))
 	require.Equal(t, 1+maxFailureAttempts, tx.Requests)
 	require.Len(t, fake.calls(), 1+maxFailureAttempts)
 }

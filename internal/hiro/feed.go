@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/fault"
 )
 
 // FeedPage is one page of the chain's confirmed transactions, newest first.
@@ -32,7 +33,7 @@ func (c *Client) Feed(ctx context.Context, txType string, offset int) (FeedPage,
 	const path = "/extended/v1/tx"
 	op := "hiro GET " + path
 	if txType == "" || offset < 0 {
-		return FeedPage{}, &pacer.Error{Class: pacer.ClassPermanent, Op: op,
+		return FeedPage{}, &fault.Error{Class: pacer.ClassPermanent, Op: op,
 			Err: fmt.Errorf("%w: type %q, offset %d", ErrInvalidArgument, abbreviate(txType), offset)}
 	}
 	q := "?type=" + url.QueryEscape(txType) + "&limit=" + strconv.Itoa(MaxLimit) + "&offset=" + strconv.Itoa(offset)
@@ -43,15 +44,15 @@ func (c *Client) Feed(ctx context.Context, txType string, offset int) (FeedPage,
 	}
 	var body Page
 	if err := json.Unmarshal(res.body, &body); err != nil {
-		return page, &pacer.Error{Class: pacer.ClassParseError, Op: op, Err: err}
+		return page, &fault.Error{Class: pacer.ClassParseError, Op: op, Err: err}
 	}
 	if len(body.Results) > MaxLimit {
-		return page, &pacer.Error{Class: pacer.ClassParseError, Op: op, Err: fmt.Errorf("%d results for a limit of %d", len(body.Results), MaxLimit)}
+		return page, &fault.Error{Class: pacer.ClassParseError, Op: op, Err: fmt.Errorf("%d results for a limit of %d", len(body.Results), MaxLimit)}
 	}
 	page.Total = body.Total
 	for _, r := range body.Results {
 		if r.TxID == "" {
-			return page, &pacer.Error{Class: pacer.ClassParseError, Op: op, Err: errors.New("a result has no tx_id")}
+			return page, &fault.Error{Class: pacer.ClassParseError, Op: op, Err: errors.New("a result has no tx_id")}
 		}
 		page.Entries = append(page.Entries, entryOfV1(r))
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/fault"
 )
 
 func TestFeedReadsOnePageOfConfirmedCalls(t *testing.T) {
@@ -50,7 +51,7 @@ func TestFeedRefusesBadAnswers(t *testing.T) {
 			srv, _ := newFakeHiro(t, ok(body))
 			c := newTestClient(t, Config{BaseURL: srv.URL})
 			_, err := c.Feed(t.Context(), TxTypeContractCall, 0)
-			require.Equal(t, pacer.ClassParseError, pacer.ClassOf(err))
+			require.Equal(t, pacer.ClassParseError, fault.ClassOf(err))
 		})
 	}
 	_, err := newTestClient(t, Config{BaseURL: "http://127.0.0.1:1"}).Feed(t.Context(), TxTypeContractCall, -1)
@@ -146,7 +147,7 @@ func TestTxsBatchesAndPagesEvents(t *testing.T) {
 		require.True(t, got[id].Tx.EventsComplete(), id)
 		require.Len(t, got[id].Tx.Events, m.events[id])
 	}
-	require.Equal(t, pacer.ClassNotFound, pacer.ClassOf(got["0xdead"].Err))
+	require.Equal(t, pacer.ClassNotFound, fault.ClassOf(got["0xdead"].Err))
 }
 
 func TestTxsFallsBackToOneRequestEach(t *testing.T) {
@@ -160,7 +161,7 @@ func TestTxsFallsBackToOneRequestEach(t *testing.T) {
 	require.Equal(t, 3, m.singles)
 	require.Equal(t, 4, requests)
 	require.Len(t, got["0x02"].Tx.Events, 2)
-	require.Equal(t, pacer.ClassNotFound, pacer.ClassOf(got["0x03"].Err))
+	require.Equal(t, pacer.ClassNotFound, fault.ClassOf(got["0x03"].Err))
 	// Batches stay off for a while: the next call asks one by one.
 	_, _, err = c.Txs(t.Context(), []string{"0x01", "0x02"})
 	require.NoError(t, err)
@@ -184,5 +185,5 @@ func TestTxsFailedBatchIsReadOneByOne(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, got["0x01"].Err)
 	require.Len(t, got["0x02"].Tx.Events, 2)
-	require.Equal(t, pacer.ClassServerError, pacer.ClassOf(got["0x03"].Err))
+	require.Equal(t, pacer.ClassServerError, fault.ClassOf(got["0x03"].Err))
 }

@@ -3,7 +3,7 @@
 // and one transaction with all its events (Tx). It owns the upstream's
 // quirks (timeouts, retries, rate-limit headers, event paging, the v3/v1
 // list endpoints, deprecation warnings) and reports every failure as a
-// classified *pacer.Error.
+// classified *fault.Error.
 //
 // Every request first takes a slot from the Limiter and then reports the
 // response's headers to it, so one budget shared by every process can
@@ -27,6 +27,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/fault"
 	"github.com/pacer-dev/pacer/internal/upstream"
 )
 
@@ -67,7 +68,7 @@ type Limiter interface {
 	// Wait takes one request's slot before every attempt, retries included.
 	// It blocks until the budget has one, or returns an error: a
 	// *BudgetSpentError when it must not wait (the client fails at once
-	// with rate_limit), a *pacer.Error that keeps its class, or any other
+	// with rate_limit), a *fault.Error that keeps its class, or any other
 	// error, which means the budget itself failed (its store is down) and
 	// is classified transport, never rate_limit.
 	Wait(ctx context.Context) error
@@ -164,7 +165,7 @@ func New(cfg Config) *Client {
 	}
 }
 
-// StatusError is the cause inside a *pacer.Error for a non-2xx answer, so a
+// StatusError is the cause inside a *fault.Error for a non-2xx answer, so a
 // caller can log the status and see the quota of the last response.
 type StatusError struct {
 	StatusCode int
@@ -237,7 +238,7 @@ func (c *Client) get(ctx context.Context, op, pathAndQuery string) (result, erro
 		switch {
 		case res.tooLarge:
 			// The same answer would come back: not worth a retry.
-			return out, &pacer.Error{Class: pacer.ClassParseError, Op: op, Err: fmt.Errorf("%w (%d bytes)", errTooLarge, maxBody)}
+			return out, &fault.Error{Class: pacer.ClassParseError, Op: op, Err: fmt.Errorf("%w (%d bytes)", errTooLarge, maxBody)}
 
 		case res.err != nil:
 			failures++
@@ -246,7 +247,7 @@ func (c *Client) get(ctx context.Context, op, pathAndQuery string) (result, erro
 				lastClass = pacer.ClassTimeout
 			}
 			if failures >= maxFailureAttempts {
-				return out, &pacer.Error{Class: lastClass, Op: op, Err: fmt.Errorf("after %d attempts: %w", failures, lastErr)}
+				return out, &fault.Error{Class: lastClass, Op: op, Err: fmt.Errorf("after %d attempts: %w", failures, lastErr)}
 			}
 			delay = failureDelays[failures-1]
 
@@ -259,10 +260,10 @@ func (c *Client) get(ctx context.Context, op, pathAndQuery string) (result, erro
 			lastClass, lastErr = pacer.ClassRateLimit, c.statusError(res, out.quota, "rate limited")
 			if out.quota.MonthExhausted() {
 				// Retrying cannot help until the month turns over.
-				return out, &pacer.Error{Class: pacer.ClassRateLimit, Op: op, Err: fmt.Errorf("month quota exhausted: %w", lastErr)}
+				return out, &fault.Error{Class: pacer.ClassRateLimit, Op: op, Err: fmt.Errorf("month quota exhausted: %w", lastErr)}
 			}
 			if limited >= maxRateLimitAttempts {
-				return out, &pacer.Error{Class: pacer.ClassRateLimit, Op: op, Err: fmt.Errorf("after %d attempts: %w", limited, lastErr)}
+				return out, &fault.Error{Class: pacer.ClassRateLimit, Op: op, Err: fmt.Errorf("after %d attempts: %w", limited, lastErr)}
 			}
 			delay = rateLimitDelays[limited-1]
 			// Retry-After: 0 (or a negative one, which reads as unknown)
@@ -276,7 +277,7 @@ func (c *Client) get(ctx context.Context, op, pathAndQuery string) (result, erro
 			failures++
 			lastClass, lastErr = pacer.ClassServerError, c.statusError(res, out.quota, "server error")
 			if failures >= maxFailureAttempts {
-				return out, &pacer.Error{Class: lastClass, Op: op, Err: fmt.Errorf("after %d attempts: %w", failures, lastErr)}
+				return out, &fault.Error{Class: lastClass, Op: op, Err: fmt.Errorf("after %d attempts: %w", failures, lastErr)}
 			}
 			delay = failureDelays[failures-1]
 
@@ -285,7 +286,7 @@ func (c *Client) get(ctx context.Context, op, pathAndQuery string) (result, erro
 		}
 
 		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < delay {
-			return out, &pacer.Error{Class: lastClass, Op: op, Err: fmt.Errorf("no time left to retry in %s: %w", delay, lastErr)}
+			return out, &fault.Error{Class: lastClass, Op: op, Err: fmt.Errorf("no time left to retry in %s: %w", delay, lastErr)}
 		}
 		c.conn.Log.Debug("hiro.retry",
 			zap.String("op", op),
@@ -304,15 +305,15 @@ func (c *Client) get(ctx context.Context, op, pathAndQuery string) (result, erro
 func (c *Client) clientError(op string, res response, quota Quota) error {
 	switch res.status {
 	case http.StatusNotFound:
-		return &pacer.Error{Class: pacer.ClassNotFound, Op: op, Err: c.statusError(res, quota, "not found")}
+		return &fault.Error{Class: pacer.ClassNotFound, Op: op, Err: c.statusError(res, quota, "not found")}
 	case http.StatusGone:
-		return &pacer.Error{Class: pacer.ClassPermanent, Op: op, Err: c.statusError(res, quota,
+		return &fault.Error{Class: pacer.ClassPermanent, Op: op, Err: c.statusError(res, quota,
 			"Hiro has retired this endpoint (410 Gone); pacer must move to its replacement before this call can work again")}
 	case http.StatusUnauthorized, http.StatusForbidden:
-		return &pacer.Error{Class: pacer.ClassPermanent, Op: op, Err: c.statusError(res, quota,
+		return &fault.Error{Class: pacer.ClassPermanent, Op: op, Err: c.statusError(res, quota,
 			"Hiro refused the request; check HIRO_API_KEY")}
 	default:
-		return &pacer.Error{Class: pacer.ClassPermanent, Op: op, Err: c.statusError(res, quota, "request rejected")}
+		return &fault.Error{Class: pacer.ClassPermanent, Op: op, Err: c.statusError(res, quota, "request rejected")}
 	}
 }
 
@@ -385,13 +386,13 @@ func (c *Client) wait(ctx context.Context, op string) error {
 	}
 	var be *BudgetSpentError
 	if errors.As(err, &be) {
-		return &pacer.Error{Class: pacer.ClassRateLimit, Op: op, Err: err}
+		return &fault.Error{Class: pacer.ClassRateLimit, Op: op, Err: err}
 	}
-	var pe *pacer.Error
+	var pe *fault.Error
 	if errors.As(err, &pe) {
 		return err
 	}
-	return &pacer.Error{Class: pacer.ClassTransport, Op: op, Err: fmt.Errorf("hiro budget: %w", err)}
+	return &fault.Error{Class: pacer.ClassTransport, Op: op, Err: fmt.Errorf("hiro budget: %w", err)}
 }
 
 // observe reports a response's headers to the budget and the logs.
@@ -458,7 +459,7 @@ func contextError(ctx context.Context, op string) error {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		class = pacer.ClassTimeout
 	}
-	return &pacer.Error{Class: class, Op: op, Err: ctx.Err()}
+	return &fault.Error{Class: class, Op: op, Err: ctx.Err()}
 }
 
 // abbreviate keeps a hostile value from bloating error messages.

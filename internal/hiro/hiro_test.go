@@ -21,6 +21,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/fault"
 )
 
 // canned is one scripted answer of the fake Hiro.
@@ -144,7 +145,7 @@ func TestInvalidArgumentsSendNothing(t *testing.T) {
 
 			err := tt.giveCall(t.Context(), c.Client)
 			require.ErrorIs(t, err, ErrInvalidArgument)
-			require.Equal(t, pacer.ClassPermanent, pacer.ClassOf(err))
+			require.Equal(t, pacer.ClassPermanent, fault.ClassOf(err))
 			require.Empty(t, fake.calls())
 		})
 	}
@@ -448,8 +449,8 @@ func TestRetriesAndErrorClasses(t *testing.T) {
 				return
 			}
 			require.Error(t, err)
-			var pe *pacer.Error
-			require.ErrorAs(t, err, &pe, "errors are *pacer.Error")
+			var pe *fault.Error
+			require.ErrorAs(t, err, &pe, "errors are *fault.Error")
 			require.Equal(t, tt.wantClass, pe.Class)
 			require.Contains(t, err.Error(), tt.wantErrMatch)
 		})
@@ -488,7 +489,7 @@ func TestPerAttemptTimeout(t *testing.T) {
 	c := newTestClient(t, Config{BaseURL: srv.URL, AttemptTimeout: time.Millisecond})
 
 	_, err := c.detail(t.Context(), "0x01")
-	require.Equal(t, pacer.ClassTimeout, pacer.ClassOf(err))
+	require.Equal(t, pacer.ClassTimeout, fault.ClassOf(err))
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.Equal(t, []time.Duration{500 * time.Millisecond, time.Second}, c.sleeps.got())
 }
@@ -501,7 +502,7 @@ func TestNetworkErrorKeepsCause(t *testing.T) {
 
 	c := newTestClient(t, Config{BaseURL: base})
 	_, err := c.detail(t.Context(), "0x01")
-	require.Equal(t, pacer.ClassServerError, pacer.ClassOf(err))
+	require.Equal(t, pacer.ClassServerError, fault.ClassOf(err))
 	require.Equal(t, []time.Duration{500 * time.Millisecond, time.Second}, c.sleeps.got())
 	var ue interface{ Timeout() bool }
 	require.ErrorAs(t, err, &ue, "the net/http cause is still in the chain")
@@ -521,7 +522,7 @@ func TestCallerCancellationStopsRetries(t *testing.T) {
 
 	_, err := c.detail(ctx, "0x01")
 	require.ErrorIs(t, err, context.Canceled)
-	require.Equal(t, pacer.ClassTransport, pacer.ClassOf(err))
+	require.Equal(t, pacer.ClassTransport, fault.ClassOf(err))
 	require.Len(t, fake.calls(), 1)
 }
 
@@ -574,7 +575,7 @@ func TestLimiter(t *testing.T) {
 		},
 		{
 			name:      "a classified refusal keeps its class",
-			giveErr:   &pacer.Error{Class: pacer.ClassPermanent, Op: "budget", Err: errors.New("disabled")},
+			giveErr:   &fault.Error{Class: pacer.ClassPermanent, Op: "budget", Err: errors.New("disabled")},
 			wantWaits: 1,
 			wantClass: pacer.ClassPermanent,
 		},
@@ -593,7 +594,7 @@ func TestLimiter(t *testing.T) {
 				require.NoError(t, err)
 				return
 			}
-			require.Equal(t, tt.wantClass, pacer.ClassOf(err))
+			require.Equal(t, tt.wantClass, fault.ClassOf(err))
 			require.Empty(t, c.sleeps.got(), "a refusal is never waited out by the client")
 			retry, ok := RetryAfter(err)
 			require.Equal(t, tt.wantRetry != 0, ok)
@@ -632,7 +633,7 @@ func TestRetryAfterZeroKeepsTheDefaultDelay(t *testing.T) {
 			c := newTestClient(t, Config{BaseURL: srv.URL})
 
 			_, err := c.detail(t.Context(), "0x01")
-			require.Equal(t, pacer.ClassRateLimit, pacer.ClassOf(err))
+			require.Equal(t, pacer.ClassRateLimit, fault.ClassOf(err))
 			require.Len(t, fake.calls(), maxRateLimitAttempts)
 			require.Equal(t, rateLimitDelays, c.sleeps.got())
 			_, ok := RetryAfter(err)
@@ -652,7 +653,7 @@ func TestNoRetryPastTheDeadline(t *testing.T) {
 	defer cancel()
 
 	_, err := c.detail(ctx, "0x01")
-	require.Equal(t, pacer.ClassRateLimit, pacer.ClassOf(err))
+	require.Equal(t, pacer.ClassRateLimit, fault.ClassOf(err))
 	require.Len(t, fake.calls(), 1)
 	require.Empty(t, c.sleeps.got())
 	retry, ok := RetryAfter(err)

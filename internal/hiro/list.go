@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/fault"
 )
 
 // Position is where a mined transaction sits in the chain; a greater
@@ -117,11 +118,11 @@ var v3CursorPattern = regexp.MustCompile(`^[0-9]{1,19}:[0-9]{1,19}:[0-9]{1,19}$`
 func (c *Client) ListTransactions(ctx context.Context, principal string, from PageToken) (TxPage, error) {
 	op := "hiro list " + principal
 	if principal == "" {
-		return TxPage{}, &pacer.Error{Class: pacer.ClassPermanent, Op: op, Err: fmt.Errorf("%w: empty principal", ErrInvalidArgument)}
+		return TxPage{}, &fault.Error{Class: pacer.ClassPermanent, Op: op, Err: fmt.Errorf("%w: empty principal", ErrInvalidArgument)}
 	}
 	tok, err := parseToken(from)
 	if err != nil {
-		return TxPage{}, &pacer.Error{Class: pacer.ClassPermanent, Op: op, Err: err}
+		return TxPage{}, &fault.Error{Class: pacer.ClassPermanent, Op: op, Err: err}
 	}
 	if c.v3Missing() {
 		return c.listV1(ctx, principal, tok.v1())
@@ -129,7 +130,7 @@ func (c *Client) ListTransactions(ctx context.Context, principal string, from Pa
 	// A v1 token (saved before, or left by a v3 404) goes on in v3 from
 	// its place: the entry there comes again, nothing is skipped.
 	page, err := c.listV3(ctx, principal, tok.v3().cursor)
-	if pacer.ClassOf(err) != pacer.ClassNotFound {
+	if fault.ClassOf(err) != pacer.ClassNotFound {
 		return page, err
 	}
 	c.v3MissingSince.Store(time.Now().UnixNano())
@@ -290,12 +291,12 @@ func (c *Client) listV3(ctx context.Context, principal, cursor string) (TxPage, 
 	}
 	var body v3Page
 	if err := json.Unmarshal(res.body, &body); err != nil {
-		return page, &pacer.Error{Class: pacer.ClassParseError, Op: op, Err: err}
+		return page, &fault.Error{Class: pacer.ClassParseError, Op: op, Err: err}
 	}
 	for _, r := range body.Results {
 		t := r.Transaction
 		if t.TxID == "" {
-			return page, &pacer.Error{Class: pacer.ClassParseError, Op: op, Err: errors.New("a result has no tx_id")}
+			return page, &fault.Error{Class: pacer.ClassParseError, Op: op, Err: errors.New("a result has no tx_id")}
 		}
 		e := Entry{
 			TxID: t.TxID, TxType: t.Type, TxStatus: t.Status, SenderAddress: t.Sender.Address,
@@ -311,7 +312,7 @@ func (c *Client) listV3(ctx context.Context, principal, cursor string) (TxPage, 
 		if !v3CursorPattern.MatchString(*next) || *next == cursor {
 			// Following it could loop for ever or send Hiro garbage; ending
 			// the listing here would make the caller skip what lies beyond.
-			return page, &pacer.Error{Class: pacer.ClassParseError, Op: op, Err: fmt.Errorf("unusable next cursor %q", abbreviate(*next))}
+			return page, &fault.Error{Class: pacer.ClassParseError, Op: op, Err: fmt.Errorf("unusable next cursor %q", abbreviate(*next))}
 		}
 		page.Next = token{endpoint: endpointV3, cursor: *next}.encode()
 	}
@@ -350,14 +351,14 @@ func (c *Client) listV1(ctx context.Context, principal string, tok token) (TxPag
 		}
 		var body Page
 		if err := json.Unmarshal(res.body, &body); err != nil {
-			return page, &pacer.Error{Class: pacer.ClassParseError, Op: op, Err: err}
+			return page, &fault.Error{Class: pacer.ClassParseError, Op: op, Err: err}
 		}
 		results := body.Results
 		if checkOverlap && offset > 0 && slid(results, tok) {
 			// Entries older than the token's place moved up past the
 			// offset (the list lost entries above it): read further back.
 			if rewinds == maxRewinds {
-				return page, &pacer.Error{Class: pacer.ClassParseError, Op: op,
+				return page, &fault.Error{Class: pacer.ClassParseError, Op: op,
 					Err: fmt.Errorf("could not find where page token left off within %d pages", maxRewinds)}
 			}
 			offset = max(0, offset-MaxLimit)
@@ -366,7 +367,7 @@ func (c *Client) listV1(ctx context.Context, principal string, tok token) (TxPag
 
 		for _, r := range results {
 			if r.TxID == "" {
-				return page, &pacer.Error{Class: pacer.ClassParseError, Op: op, Err: errors.New("a result has no tx_id")}
+				return page, &fault.Error{Class: pacer.ClassParseError, Op: op, Err: errors.New("a result has no tx_id")}
 			}
 			e := entryOfV1(r)
 			if tok.after != nil && !olderThan(e, tok) {

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/fault"
 )
 
 // listTx is a transaction of the fake list server.
@@ -342,7 +343,7 @@ func TestListTransactionsRefusesForeignTokens(t *testing.T) {
 			c := newTestClient(t, Config{BaseURL: srv.URL})
 			_, err := c.ListTransactions(t.Context(), "SP1", give)
 			require.ErrorIs(t, err, ErrInvalidArgument)
-			require.Equal(t, pacer.ClassPermanent, pacer.ClassOf(err))
+			require.Equal(t, pacer.ClassPermanent, fault.ClassOf(err))
 			require.Empty(t, fake.calls())
 		})
 	}
@@ -354,7 +355,7 @@ func TestListTransactionsV3CursorMustMove(t *testing.T) {
 	srv, _ := newFakeHiro(t, ok(body))
 	c := newTestClient(t, Config{BaseURL: srv.URL})
 	_, err := c.ListTransactions(t.Context(), "SP1", "v3:5:1:1")
-	require.Equal(t, pacer.ClassParseError, pacer.ClassOf(err))
+	require.Equal(t, pacer.ClassParseError, fault.ClassOf(err))
 	require.Contains(t, err.Error(), "unusable next cursor")
 }
 
@@ -363,7 +364,7 @@ func TestListTransactionsV1Gone(t *testing.T) {
 	srv, _ := newFakeHiro(t, canned{status: 404}, canned{status: 410, body: `{"error":"gone"}`})
 	c := newTestClient(t, Config{BaseURL: srv.URL})
 	_, err := c.ListTransactions(t.Context(), "SP1", "")
-	require.Equal(t, pacer.ClassNotFound, pacer.ClassOf(err), "a sunset answer is not a permanent error")
+	require.Equal(t, pacer.ClassNotFound, fault.ClassOf(err), "a sunset answer is not a permanent error")
 	require.ErrorIs(t, err, ErrSunset)
 	require.True(t, c.Sunset(EndpointV1List))
 	page, err := c.ListTransactions(t.Context(), "SP1", "v1:50")

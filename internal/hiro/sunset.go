@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/fault"
 )
 
 // Endpoint names a route Hiro's v9 API deprecates that pacer can still
@@ -59,7 +60,7 @@ func (c *Client) Sunset(e Endpoint) bool {
 // it fails at once without a request.
 func (c *Client) getDeprecated(ctx context.Context, e Endpoint, op, pathAndQuery string) (result, error) {
 	if c.Sunset(e) {
-		return result{}, &pacer.Error{Class: pacer.ClassNotFound, Op: op, Err: ErrSunset}
+		return result{}, &fault.Error{Class: pacer.ClassNotFound, Op: op, Err: ErrSunset}
 	}
 	res, err := c.get(ctx, op, pathAndQuery)
 	var se *StatusError
@@ -67,7 +68,7 @@ func (c *Client) getDeprecated(ctx context.Context, e Endpoint, op, pathAndQuery
 		if _, had := sunsets.LoadOrStore(sunsetKey{c.conn.BaseURL, e}, struct{}{}); !had {
 			c.conn.Log.Warn("hiro.sunset", zap.String("endpoint", string(e)), zap.String("detail", se.Detail))
 		}
-		return res, &pacer.Error{Class: pacer.ClassNotFound, Op: op, Err: fmt.Errorf("%w: %w", ErrSunset, se)}
+		return res, &fault.Error{Class: pacer.ClassNotFound, Op: op, Err: fmt.Errorf("%w: %w", ErrSunset, se)}
 	}
 	return res, err
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/pacer-dev/pacer"
 	"github.com/pacer-dev/pacer/internal/competition"
+	"github.com/pacer-dev/pacer/internal/fault"
 	"github.com/pacer-dev/pacer/internal/ingest"
 )
 
@@ -246,7 +247,7 @@ func (m *Metrics) observeBudget(upstream string, run pacer.Run) {
 // else the class the result records, else the class of the error chain.
 // Anything outside Classes is ClassOther.
 func ClassLabel(run pacer.Run, err error) string {
-	class := pacer.ClassOf(err)
+	class := fault.ClassOf(err)
 	var appErr *temporal.ApplicationError
 	switch {
 	case errors.As(err, &appErr):

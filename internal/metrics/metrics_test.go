@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/fault"
 	"github.com/pacer-dev/pacer/internal/metrics"
 	"github.com/pacer-dev/pacer/internal/pacing"
 	"github.com/pacer-dev/pacer/internal/store"
@@ -106,7 +107,7 @@ func TestClassLabelIsBounded(t *testing.T) {
 	}{
 		{"application error type", pacer.Run{}, temporal.NewApplicationError("x", string(pacer.ClassServerError)), "server_error"},
 		{"result class", pacer.Run{ErrorClass: pacer.ClassParseError}, errors.New("x"), "parse_error"},
-		{"classified chain", pacer.Run{}, pacer.Errorf(pacer.ClassTimeout, "op", "slow"), "timeout"},
+		{"classified chain", pacer.Run{}, fault.Errorf(pacer.ClassTimeout, "op", "slow"), "timeout"},
 		{"unclassified is transport", pacer.Run{}, errors.New("conn reset"), "transport"},
 		{"unknown type", pacer.Run{}, temporal.NewApplicationError("x", "SomethingNew"), metrics.ClassOther},
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/fault"
 	"github.com/pacer-dev/pacer/internal/hiro"
 	"github.com/pacer-dev/pacer/internal/upstream"
 )
@@ -185,5 +186,5 @@ func (c *Client) attempt(ctx context.Context, conn upstream.Conn, u, etag string
 }
 
 func classified(class pacer.ErrorClass, err error) error {
-	return &pacer.Error{Class: class, Op: "registry GET", Err: err}
+	return &fault.Error{Class: class, Op: "registry GET", Err: err}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/pacer-dev/pacer"
 	"github.com/pacer-dev/pacer/internal/competition"
+	"github.com/pacer-dev/pacer/internal/fault"
 	"github.com/pacer-dev/pacer/internal/hiro"
 )
 
@@ -431,10 +432,10 @@ func TestHiroClientRoundTrip(t *testing.T) {
 	require.Equal(t, mined, ids)
 
 	_, err = c.Tx(ctx, txOf(t, w, CaseNotFound).TxID)
-	require.Equal(t, pacer.ClassNotFound, pacer.ClassOf(err))
+	require.Equal(t, pacer.ClassNotFound, fault.ClassOf(err))
 	s.ResetStats()
 	_, err = c.Tx(ctx, txOf(t, w, CaseFetchFails).TxID)
-	require.Equal(t, pacer.ClassServerError, pacer.ClassOf(err))
+	require.Equal(t, pacer.ClassServerError, fault.ClassOf(err))
 	require.Equal(t, 3, s.Stats().Count(HiroTxMultipleRoute, http.StatusInternalServerError), "the client's three attempts")
 
 	sunset, sclock := newSim(t, Config{Seed: 37, Hiro: HiroConfig{Sunset: true}})
@@ -446,7 +447,7 @@ func TestHiroClientRoundTrip(t *testing.T) {
 	for range 2 {
 		got, _, err := sc.Txs(ctx, []string{txOf(t, w, CaseNotFound).TxID})
 		require.NoError(t, err)
-		require.Equal(t, pacer.ClassNotFound, pacer.ClassOf(got[txOf(t, w, CaseNotFound).TxID].Err), "not found, the detail's sunset answer said")
+		require.Equal(t, pacer.ClassNotFound, fault.ClassOf(got[txOf(t, w, CaseNotFound).TxID].Err), "not found, the detail's sunset answer said")
 	}
 	require.Equal(t, 1, sunset.Stats().Count(HiroTxRoute, http.StatusGone), "the detail asked once")
 }

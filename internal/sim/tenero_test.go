@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/fault"
 	"github.com/pacer-dev/pacer/internal/tenero"
 )
 
@@ -222,12 +223,12 @@ func TestTeneroClientRoundTrip(t *testing.T) {
 
 	// An unknown token is an item problem.
 	_, err = c.Price(ctx, "SP000000000000000000002Q6VF78.nothing")
-	require.Equal(t, pacer.ClassNotFound, pacer.ClassOf(err))
+	require.Equal(t, pacer.ClassNotFound, fault.ClassOf(err))
 
 	// Wrong-typed JSON is a parse error, and the client does not retry it.
 	require.NoError(t, s.SetFaults(Faults{WrongType: 1}))
 	_, err = c.Price(ctx, stx.ID)
-	require.Equal(t, pacer.ClassParseError, pacer.ClassOf(err))
+	require.Equal(t, pacer.ClassParseError, fault.ClassOf(err))
 	require.NoError(t, s.SetFaults(Faults{}))
 
 	// The fifth request of the minute spends the quota: the price still
@@ -237,11 +238,11 @@ func TestTeneroClientRoundTrip(t *testing.T) {
 	require.NotNil(t, got.PriceUSD)
 	backoff, spent := got.Quota.Exhausted()
 	require.True(t, spent)
-	require.Equal(t, pacer.MinuteQuotaBackoff, backoff)
+	require.Equal(t, fault.MinuteQuotaBackoff, backoff)
 
 	// Past the quota: one 429 and no retry into the wall.
 	_, err = c.Price(ctx, stx.ID)
-	require.Equal(t, pacer.ClassRateLimit, pacer.ClassOf(err))
+	require.Equal(t, pacer.ClassRateLimit, fault.ClassOf(err))
 	require.Empty(t, delays)
 	require.Equal(t, 4, s.Stats().Count(TeneroTokenRoute, http.StatusOK))
 	require.Equal(t, 1, s.Stats().Count(TeneroTokenRoute, http.StatusNotFound))
@@ -252,7 +253,7 @@ func TestTeneroClientRoundTrip(t *testing.T) {
 	s.ResetStats()
 	require.NoError(t, s.SetFaults(Faults{ServerError: 1}))
 	_, err = c.Price(ctx, stx.ID)
-	require.Equal(t, pacer.ClassServerError, pacer.ClassOf(err))
+	require.Equal(t, pacer.ClassServerError, fault.ClassOf(err))
 	require.Equal(t, 3, s.Stats().Total)
 	require.Equal(t, []time.Duration{500 * time.Millisecond, time.Second}, delays)
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/pacer-dev/pacer"
 	"github.com/pacer-dev/pacer/internal/budget"
+	"github.com/pacer-dev/pacer/internal/fault"
 	"github.com/pacer-dev/pacer/internal/hiro"
 	"github.com/pacer-dev/pacer/internal/store"
 	"github.com/pacer-dev/pacer/internal/testenv"
@@ -98,7 +99,7 @@ func TestBudgetStoreFailureIsTransport(t *testing.T) {
 	defer cancel()
 	_, err := c.Tx(ctx, "0xabc")
 	require.Error(t, err)
-	require.Equal(t, pacer.ClassTransport, pacer.ClassOf(err), "%v", err)
+	require.Equal(t, pacer.ClassTransport, fault.ClassOf(err), "%v", err)
 	var spent *hiro.BudgetSpentError
 	require.False(t, errors.As(err, &spent))
 	require.False(t, called.Load(), "no request without the budget's word")

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/fault"
 )
 
 // FuzzDecodeToken feeds arbitrary bytes to the 2xx body decoder. Whatever it
@@ -136,7 +137,7 @@ func isZeroMantissa(text string) bool {
 // FuzzPriceResponse drives the whole client over a transport that answers
 // with a fuzzed status, headers and body, every attempt alike. Price must
 // never panic, must stop within its retry budget, must return either a
-// storable price or a classified *pacer.Error, and must never let the API
+// storable price or a classified *fault.Error, and must never let the API
 // key, or a recognisable part of it, into an error, even when the upstream
 // echoes it back anywhere in its answer.
 func FuzzPriceResponse(f *testing.F) {
@@ -180,8 +181,8 @@ func FuzzPriceResponse(f *testing.F) {
 			}
 			return
 		}
-		var pe *pacer.Error
-		require.True(t, errors.As(err, &pe), "want a *pacer.Error, got %T", err)
+		var pe *fault.Error
+		require.True(t, errors.As(err, &pe), "want a *fault.Error, got %T", err)
 		require.Contains(t, []pacer.ErrorClass{pacer.ClassRateLimit, pacer.ClassServerError, pacer.ClassTimeout,
 			pacer.ClassNotFound, pacer.ClassParseError, pacer.ClassPermanent}, pe.Class, "error: %v", err)
 		requireNoKey(t, err.Error(), key)

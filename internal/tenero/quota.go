@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/fault"
 )
 
 // Header names Tenero uses to describe the caller's budget.
@@ -62,9 +62,9 @@ func ParseQuota(h http.Header) Quota {
 func (q Quota) Exhausted() (time.Duration, bool) {
 	switch {
 	case q.MonthRemaining != nil && *q.MonthRemaining <= 0:
-		return pacer.MonthQuotaBackoff, true
+		return fault.MonthQuotaBackoff, true
 	case q.MinuteRemaining != nil && *q.MinuteRemaining <= 0:
-		return pacer.MinuteQuotaBackoff, true
+		return fault.MinuteQuotaBackoff, true
 	default:
 		return 0, false
 	}

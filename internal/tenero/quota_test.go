@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/fault"
 )
 
 func TestParseQuota(t *testing.T) {
@@ -83,9 +83,9 @@ func TestQuotaExhausted(t *testing.T) {
 		{name: "unknown", give: Quota{}},
 		{name: "plenty", give: Quota{MinuteRemaining: ptr[int64](5), MonthRemaining: ptr[int64](100)}},
 		{name: "last request of the minute", give: Quota{MinuteRemaining: ptr[int64](1)}},
-		{name: "minute spent", give: Quota{MinuteRemaining: ptr[int64](0), MonthRemaining: ptr[int64](100)}, wantDelay: pacer.MinuteQuotaBackoff, wantSpent: true},
-		{name: "month spent", give: Quota{MinuteRemaining: ptr[int64](7), MonthRemaining: ptr[int64](0)}, wantDelay: pacer.MonthQuotaBackoff, wantSpent: true},
-		{name: "month wins over minute", give: Quota{MinuteRemaining: ptr[int64](0), MonthRemaining: ptr[int64](0)}, wantDelay: pacer.MonthQuotaBackoff, wantSpent: true},
+		{name: "minute spent", give: Quota{MinuteRemaining: ptr[int64](0), MonthRemaining: ptr[int64](100)}, wantDelay: fault.MinuteQuotaBackoff, wantSpent: true},
+		{name: "month spent", give: Quota{MinuteRemaining: ptr[int64](7), MonthRemaining: ptr[int64](0)}, wantDelay: fault.MonthQuotaBackoff, wantSpent: true},
+		{name: "month wins over minute", give: Quota{MinuteRemaining: ptr[int64](0), MonthRemaining: ptr[int64](0)}, wantDelay: fault.MonthQuotaBackoff, wantSpent: true},
 		{name: "Retry-After alone is not a spent quota", give: Quota{RetryAfter: time.Minute}},
 	}
 	for _, tt := range tests {

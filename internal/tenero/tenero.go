@@ -15,7 +15,7 @@
 //   - the price is exact decimal text, whether Tenero sent a number or a
 //     numeric string; null or 0 is a confirmed "no price" (PriceUSD nil, no
 //     error);
-//   - every error is a *pacer.Error: 404 (or a body saying 404) is not_found,
+//   - every error is a *fault.Error: 404 (or a body saying 404) is not_found,
 //     429 rate_limit, 5xx and an unreachable upstream server_error, a silent
 //     upstream timeout, an unreadable body parse_error, and 401/403/410 or any
 //     other unexpected status permanent;
@@ -45,6 +45,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/fault"
 	"github.com/pacer-dev/pacer/internal/upstream"
 )
 
@@ -126,14 +127,14 @@ func Address(tokenID string) string {
 }
 
 // Price fetches one token's price, retrying within the limits described in
-// the package documentation. Errors are *pacer.Error; when ctx ends first
+// the package documentation. Errors are *fault.Error; when ctx ends first
 // the class is timeout for a deadline and transport for a cancellation.
 func (c *Client) Price(ctx context.Context, tokenID string) (Price, error) {
 	p := Price{TokenID: tokenID}
 	addr := Address(tokenID)
 	op := "tenero GET /v1/stacks/tokens/" + addr
 	if addr == "" {
-		return p, pacer.Errorf(pacer.ClassNotFound, op, "empty token id")
+		return p, fault.Errorf(pacer.ClassNotFound, op, "empty token id")
 	}
 	target := c.conn.BaseURL + "/v1/stacks/tokens/" + url.PathEscape(addr)
 
@@ -155,7 +156,7 @@ func (c *Client) Price(ctx context.Context, tokenID string) (Price, error) {
 		}
 		delay, again := nextDelay(out, &rateLimited, &failed)
 		if !again {
-			return p, &pacer.Error{Class: out.class, Op: op, Err: out.err}
+			return p, &fault.Error{Class: out.class, Op: op, Err: out.err}
 		}
 		c.conn.Log.Debug("tenero.retry",
 			zap.String("token", tokenID),
@@ -179,7 +180,7 @@ const (
 	retryFailure
 )
 
-// RayError is the cause inside a *pacer.Error for a failure Tenero
+// RayError is the cause inside a *fault.Error for a failure Tenero
 // answered with a cf-ray header: the id its support traces the request by
 // (Tenero is behind Cloudflare). Its text ends with the id, so the one log
 // line that reports the failure carries it.
@@ -363,10 +364,10 @@ func (c *Client) scrub(out outcome) outcome {
 // contextError reports that ctx ended the call, keeping the last attempt's
 // error for the log. A deadline is the caller's timeout; a cancellation is
 // nobody's upstream trouble.
-func contextError(op string, ctxErr, last error) *pacer.Error {
+func contextError(op string, ctxErr, last error) *fault.Error {
 	class := pacer.ClassTransport
 	if errors.Is(ctxErr, context.DeadlineExceeded) {
 		class = pacer.ClassTimeout
 	}
-	return &pacer.Error{Class: class, Op: op, Err: fmt.Errorf("%w (last attempt: %w)", ctxErr, last)}
+	return &fault.Error{Class: class, Op: op, Err: fmt.Errorf("%w (last attempt: %w)", ctxErr, last)}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/fault"
 )
 
 // reply is one scripted answer of a fake Tenero.
@@ -97,9 +98,9 @@ func ptr[T any](v T) *T { return &v }
 func requireClass(t *testing.T, err error, want pacer.ErrorClass) {
 	t.Helper()
 	require.Error(t, err)
-	_, isPacer := errors.AsType[*pacer.Error](err)
-	require.True(t, isPacer, "want a *pacer.Error, got %T: %v", err, err)
-	require.Equal(t, want, pacer.ClassOf(err), "error: %v", err)
+	_, isPacer := errors.AsType[*fault.Error](err)
+	require.True(t, isPacer, "want a *fault.Error, got %T: %v", err, err)
+	require.Equal(t, want, fault.ClassOf(err), "error: %v", err)
 }
 
 func TestPriceFixture(t *testing.T) {
@@ -347,7 +348,7 @@ func TestPriceSpentQuotaOnSuccess(t *testing.T) {
 	require.Equal(t, ptr("1.85"), got.PriceUSD)
 	backoff, spent := got.Quota.Exhausted()
 	require.True(t, spent)
-	require.Equal(t, pacer.MinuteQuotaBackoff, backoff)
+	require.Equal(t, fault.MinuteQuotaBackoff, backoff)
 }
 
 func TestPriceTimeout(t *testing.T) {
@@ -548,8 +549,8 @@ func TestPriceFailureCarriesCFRay(t *testing.T) {
 			require.Error(t, err)
 			require.Equal(t, ray, RayID(err))
 			require.Contains(t, err.Error(), "(cf-ray "+ray+")")
-			_, isPacer := errors.AsType[*pacer.Error](err)
-			require.True(t, isPacer, "still a *pacer.Error with its class")
+			_, isPacer := errors.AsType[*fault.Error](err)
+			require.True(t, isPacer, "still a *fault.Error with its class")
 		})
 	}
 

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/pacer-dev/pacer"
 	"github.com/pacer-dev/pacer/internal/budget"
+	"github.com/pacer-dev/pacer/internal/fault"
 	"github.com/pacer-dev/pacer/internal/pacing"
 )
 
@@ -242,9 +242,9 @@ func (p *pacerStrategy) finished(r runResult) {
 	if a := r.lastAnswer; r.answered {
 		switch {
 		case a.monthSpent():
-			p.nextRunAfter = r.end.Add(pacer.MonthQuotaBackoff)
+			p.nextRunAfter = r.end.Add(fault.MonthQuotaBackoff)
 		case !a.Allowed || a.spent():
-			p.nextRunAfter = r.end.Add(pacer.MinuteQuotaBackoff)
+			p.nextRunAfter = r.end.Add(fault.MinuteQuotaBackoff)
 		}
 	}
 	p.ctrl.Observe(r.end, r.ok, r.rejected+r.failed)

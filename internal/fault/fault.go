@@ -1,0 +1,59 @@
+// Package fault classifies what went wrong in a call to an upstream or the
+// database (SPEC §3.3): the upstream clients and the store return an Error
+// with its class, and the activity boundary reads the class with ClassOf.
+// The workflow reads only the class (pacer.ErrorClass), in the activity's
+// application error type.
+package fault
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/pacer-dev/pacer"
+)
+
+// Error carries a class through wrapping.
+type Error struct {
+	Class pacer.ErrorClass
+	Op    string // what was being done, e.g. "tenero GET /v1/stacks/tokens/stx"
+	Err   error
+}
+
+func (e *Error) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("%s: %s", e.Op, e.Class)
+	}
+	return fmt.Sprintf("%s: %s: %v", e.Op, e.Class, e.Err)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Errorf builds a classified error.
+func Errorf(class pacer.ErrorClass, op string, format string, args ...any) *Error {
+	return &Error{Class: class, Op: op, Err: fmt.Errorf(format, args...)}
+}
+
+// ClassOf returns the class of the first *Error in err's chain, or
+// pacer.ClassTransport for anything unclassified (a dropped connection, a
+// closed pool): the kind of trouble a retry may cure.
+func ClassOf(err error) pacer.ErrorClass {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Class
+	}
+	return pacer.ClassTransport
+}
+
+// IsUpstreamFailure reports whether a class counts against the upstream's
+// health. Item problems (an unknown token, one bad body) do not.
+func IsUpstreamFailure(c pacer.ErrorClass) bool {
+	return c == pacer.ClassRateLimit || c == pacer.ClassServerError || c == pacer.ClassTimeout
+}
+
+// Back-offs applied when an upstream says its quota is spent. A month quota
+// wins over a minute quota.
+const (
+	MinuteQuotaBackoff = 5 * time.Minute
+	MonthQuotaBackoff  = 24 * time.Hour
+)
