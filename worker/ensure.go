@@ -189,25 +189,68 @@ func Ensure(ctx context.Context, c client.Client, s Scheduler, mode Mode) (Ensur
 func ensureMissing(ctx context.Context, c client.Client, s Scheduler, mode Mode) (Ensured, error) {
 	if s.Stops != nil {
 		// Unknown is not "not stopped": a failed read starts nothing.
-		stop, ok, err := s.Stops.SchedulerStopped(ctx, s.WorkflowID)
+		res, ok, err := recordedStop(ctx, s.Stops, s.WorkflowID)
 		if err != nil {
 			return Ensured{}, err
 		}
 		if ok {
-			var res workflows.StopResult
-			if err := json.Unmarshal(stop.Result, &res); err != nil {
-				return Ensured{}, fmt.Errorf("decode the recorded stop of %s: %w", s.WorkflowID, err)
-			}
 			if mode != Start {
-				return Ensured{RunID: stop.RunID, Stopped: &res}, nil
+				return Ensured{RunID: res.runID, Stopped: &res.StopResult}, nil
 			}
-			return startStopped(ctx, c, s, stop.RunID, &res)
+			return startStopped(ctx, c, s, res.runID, &res.StopResult)
 		}
 	}
 	if mode == Inspect {
 		return Ensured{}, nil
 	}
 	return start(ctx, c, s, workflows.SchedulerInput{Config: s.Config})
+}
+
+// stopRecord is a stop kept in Postgres: the stopped run and its result.
+type stopRecord struct {
+	workflows.StopResult
+	runID string
+}
+
+// recordedStop reads the stop recorded for the scheduler workflowID; ok is
+// false when none is.
+func recordedStop(ctx context.Context, stops StopRecord, workflowID string) (stopRecord, bool, error) {
+	stop, ok, err := stops.SchedulerStopped(ctx, workflowID)
+	if err != nil || !ok {
+		return stopRecord{}, false, err
+	}
+	res := stopRecord{runID: stop.RunID}
+	if err := json.Unmarshal(stop.Result, &res.StopResult); err != nil {
+		return stopRecord{}, false, fmt.Errorf("decode the recorded stop of %s: %w", workflowID, err)
+	}
+	return res, true, nil
+}
+
+// stoppedMemo is the memo of a stopped scheduler whose runs are deleted,
+// from the state it stopped with: its pause and breakers.
+func stoppedMemo(res stopRecord) *workflows.Memo {
+	if res.State == nil {
+		return nil
+	}
+	m := &workflows.Memo{At: res.StoppedAt, PausedUntil: res.State.PausedUntil, Pauses: res.State.Pauses, Tasks: map[string]workflows.MemoTask{}}
+	for _, t := range res.State.Tasks {
+		m.Tasks[t.Name] = workflows.MemoTask{ConsecutiveFailures: t.ConsecutiveFailures, BreakerUntil: t.BreakerUntil, BreakerTrips: t.BreakerTrips}
+	}
+	return m
+}
+
+// StoppedStatus is the status document of a stopped scheduler Temporal no
+// longer holds (retention deleted its runs), from the stop recorded in
+// stops: the state it stopped with at now, with its stop's reason (SPEC
+// §3.5). ok is false when no stop is recorded.
+func StoppedStatus(ctx context.Context, stops StopRecord, workflowID string) (st workflows.Status, ok bool, err error) {
+	res, ok, err := recordedStop(ctx, stops, workflowID)
+	if err != nil || !ok || res.State == nil {
+		return workflows.Status{}, false, err
+	}
+	sn := workflows.Snapshot{WorkflowID: workflowID, RunID: res.runID, At: res.StoppedAt, Config: res.Config.Over(workflows.CodeDefaults()), State: *res.State,
+		Stopping: &workflows.StopInput{Reason: res.Reason}}
+	return sn.Status(time.Now()), true, nil
 }
 
 // startStopped starts the scheduler again carrying the state the stopped
@@ -305,6 +348,12 @@ func start(ctx context.Context, c client.Client, s Scheduler, in workflows.Sched
 	// The registry's cadence follows the deployment's PACER_REGISTRY_URL
 	// at every start, whatever the carried configuration said (SPEC §12).
 	in.Config.RegistryEvery = s.Config.RegistryEvery
+	if in.Defaults == nil {
+		// The defaults in force for the run are this build's, in its
+		// input (SPEC §3.5): the run need not record them in a side effect.
+		d := workflows.CodeDefaults()
+		in.Defaults = &d
+	}
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                       s.WorkflowID,
 		TaskQueue:                s.TaskQueue,
@@ -331,6 +380,13 @@ func start(ctx context.Context, c client.Client, s Scheduler, in workflows.Sched
 func Describe(ctx context.Context, c client.Client, s Scheduler) (metrics.SchedulerView, error) {
 	s = s.withDefaults()
 	d, err := c.DescribeWorkflowExecution(ctx, s.WorkflowID, "")
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) && s.Stops != nil {
+		// Retention deleted the stopped run: Postgres says it was stopped.
+		if res, ok, rerr := recordedStop(ctx, s.Stops, s.WorkflowID); rerr != nil || ok {
+			return metrics.SchedulerView{Stopped: ok, Memo: stoppedMemo(res)}, rerr
+		}
+	}
 	if err != nil {
 		return metrics.SchedulerView{}, fmt.Errorf("describe scheduler %s: %w", s.WorkflowID, err)
 	}

@@ -13,7 +13,8 @@ import (
 
 // SPEC §3.7: a fresh scheduler's history, as `temporal workflow show`
 // prints it, carries version markers of one change ID, `scheduler`, at
-// the current revision: one marker, read once per run.
+// the current revision: one marker, read once per run, and no side effect
+// (worker.Ensure gives it the defaults in force in its input).
 func TestAFreshRunCarriesOneRevision(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, workflows.Config{})
@@ -36,6 +37,9 @@ func TestAFreshRunCarriesOneRevision(t *testing.T) {
 	require.NotEmpty(t, h.Events)
 	var markers []string
 	for _, e := range h.Events {
+		// Ensure starts it with its build's defaults in its input: no
+		// side effect records them.
+		require.False(t, e.Marker != nil && e.Marker.Name == "SideEffect", "a fresh run records no side effect")
 		if e.Marker == nil || e.Marker.Name != "Version" {
 			continue
 		}

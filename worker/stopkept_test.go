@@ -139,6 +139,19 @@ func stopOutlivesDeletedHistory(t *testing.T, byPacerStop bool, every time.Durat
 	require.Empty(t, runsOf(t, s), "no new scheduler")
 	require.Equal(t, calls, s.sim.Stats().Total, "no task ran")
 
+	// What the operator reads says stopped, from Postgres: pacer status
+	// and the pacer_scheduler_stopped gauge (the API's Describe).
+	view, err := worker.Describe(ctx, s.tc, s.sched)
+	require.NoError(t, err)
+	require.True(t, view.Stopped, "pacer_scheduler_stopped 1")
+	require.NotNil(t, view.Memo)
+	require.Regexp(t, `(?m)^stopped  `, pacerCLI("status"))
+	var stopped workflows.Status
+	require.NoError(t, json.Unmarshal([]byte(pacerCLI("status", "--json")), &stopped))
+	require.NotNil(t, stopped.Stopping)
+	require.Equal(t, stoppedRun, stopped.RunID)
+	require.NotNil(t, stopped.Tasks[pacer.TaskTenero].PausedUntil, "the stopped state's pause")
+
 	out := pacerCLI("start")
 	require.Contains(t, out, "carrying the state of run "+stoppedRun+" (stopped)")
 	var st workflows.Status

@@ -179,9 +179,9 @@ func CodeDefaults() Config {
 	return c
 }
 
-// over is c with every field it leaves zero (and every schedule it does
+// Over is c with every field it leaves zero (and every schedule it does
 // not set) taken from d.
-func (c Config) over(d Config) Config {
+func (c Config) Over(d Config) Config {
 	c.TeneroEvery = cmp.Or(c.TeneroEvery, d.TeneroEvery)
 	c.SweepEvery = cmp.Or(c.SweepEvery, d.SweepEvery)
 	c.SweepPageSize = cmp.Or(c.SweepPageSize, d.SweepPageSize)

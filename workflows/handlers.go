@@ -251,7 +251,7 @@ func (s *scheduler) reconfigure(ctx workflow.Context, raw json.RawMessage) (Reco
 	}
 	prev := s.cfg
 	s.set = next
-	s.applyConfig(next.over(s.defaults), workflow.Now(ctx))
+	s.applyConfig(next.Over(s.defaults), workflow.Now(ctx))
 	s.reconfigured = true
 	s.logger.Info("scheduler.reconfigured", "teneroEvery", s.cfg.TeneroEvery, "sweepEvery", s.cfg.SweepEvery,
 		"wasTeneroEvery", prev.TeneroEvery, "wasSweepEvery", prev.SweepEvery, "schedules", s.cfg.Schedules,

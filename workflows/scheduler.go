@@ -206,7 +206,7 @@ func newScheduler(ctx workflow.Context, in SchedulerInput, opts runOptions) *sch
 	} else {
 		_ = workflow.SideEffect(ctx, func(workflow.Context) any { return s.codeDefaults() }).Get(&s.defaults)
 	}
-	s.cfg = s.set.over(s.defaults)
+	s.cfg = s.set.Over(s.defaults)
 	if in.State != nil {
 		s.state = *in.State
 		s.state.Generation++

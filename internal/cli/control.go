@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
 	"github.com/pacer-dev/pacer"
@@ -57,7 +59,9 @@ func newStatusCmd(c *config) *cobra.Command {
 				show := func() error {
 					st, err := worker.Status(cmd.Context(), tc, c.workflowID)
 					if err != nil {
-						return err
+						if st, err = c.stoppedStatus(cmd.Context(), err); err != nil {
+							return err
+						}
 					}
 					return writeStatus(out, st, asJSON, false, every)
 				}
@@ -70,6 +74,9 @@ func newStatusCmd(c *config) *cobra.Command {
 					fmt.Fprint(out, "\033[H\033[2J") // clear the terminal
 					// The memo's status: however many watch, no query (SPEC §7).
 					st, err := worker.StatusShared(cmd.Context(), tc, c.workflowID)
+					if err != nil {
+						st, err = c.stoppedStatus(cmd.Context(), err)
+					}
 					if err != nil {
 						fmt.Fprintf(out, "%s  status unavailable: %v\n", time.Now().UTC().Format(time.RFC3339), err)
 					} else {
@@ -88,6 +95,27 @@ func newStatusCmd(c *config) *cobra.Command {
 	cmd.Flags().BoolVar(&watch, "watch", false, "refresh the view until interrupted")
 	cmd.Flags().DurationVar(&every, "every", MinWatchEvery, "refresh interval for --watch (at least 10s; --watch reads the status the scheduler keeps in its memo, which costs no query)")
 	return cmd
+}
+
+// stoppedStatus answers, for a scheduler Temporal no longer holds (its
+// namespace's retention deleted the stopped run), with the stop kept in
+// Postgres (SPEC §3.5); any other error, or no recorded stop, is err.
+func (c *config) stoppedStatus(ctx context.Context, err error) (workflows.Status, error) {
+	var nf *serviceerror.NotFound
+	if !errors.As(err, &nf) {
+		return workflows.Status{}, err
+	}
+	var st workflows.Status
+	var ok bool
+	serr := c.withStore(ctx, func(s *store.Store) error {
+		var e error
+		st, ok, e = worker.StoppedStatus(ctx, s, c.workflowID)
+		return e
+	})
+	if serr != nil || !ok {
+		return workflows.Status{}, err
+	}
+	return st, nil
 }
 
 // MinWatchEvery is the shortest refresh of status --watch: each refresh is
@@ -134,7 +162,14 @@ func printStatus(w io.Writer, st workflows.Status) error {
 	}
 	fmt.Fprintf(tw, "paused\t%s\n", paused)
 	if st.Stopping != nil {
-		fmt.Fprintf(tw, "stopping\t%s\n", orDash(st.Stopping.Reason))
+		// Stopped once no run is in flight (workers leave it stopped).
+		state := "stopped"
+		for _, t := range st.Tasks {
+			if t.Running {
+				state = "stopping"
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\n", state, orDash(st.Stopping.Reason))
 	}
 	fmt.Fprintf(tw, "next wake\t%s\n\n", fmtTime(st.NextWakeAt, st.Now))
 	fmt.Fprintf(tw, "config\ttenero every %s, sweep every %s\n\n", st.Config.TeneroEvery, st.Config.SweepEvery)

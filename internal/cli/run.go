@@ -163,6 +163,7 @@ func (c *config) runStack(ctx context.Context, o stackOptions) error {
 			return err
 		}
 		sched := c.scheduler()
+		sched.Stops = st // stopped, after retention deleted the run
 		view := func(ctx context.Context) (metrics.SchedulerView, error) { return worker.Describe(ctx, tc, sched) }
 		if err := m.WatchScheduler(view, st.LatestRuns, metricsEvery); err != nil {
 			return err
