@@ -18,6 +18,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/cron"
 	"github.com/pacer-dev/pacer/internal/schedule"
 )
 
@@ -318,29 +319,59 @@ func TestHistoryBoundsStayBelowTheServersLimit(t *testing.T) {
 	require.Less(t, 2*DefaultMaxHistoryEvents, serverHistoryLimit*4/5)
 }
 
-// A refresh delivered before a stop runs before the stop answers (SPEC
-// §3.1): its caller was promised a run, and the stopped state records it.
+// The stop update answers only once the refreshes delivered before it
+// have run (SPEC §3.1: their callers were promised a run). The loop is held
+// until the stop begins, so the refresh is still queued in its channel when
+// the stop's handler runs: the handler itself must take it (a stop that
+// answered at once would answer with the sweep never started, and the run
+// would start the refresh only afterwards).
 func TestStopDrainsQueuedRefreshes(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	// Delivered together: the stop's handler runs before the loop sees
-	// the refresh.
+	h.env.RegisterWorkflowWithOptions(func(ctx workflow.Context, in SchedulerInput) (*StopResult, error) {
+		s := newScheduler(ctx, in, runOptions{})
+		if err := s.registerHandlers(ctx); err != nil {
+			return nil, err
+		}
+		// The loop starts once the stop began: until then a signal stays
+		// in its channel.
+		if err := workflow.Await(ctx, func() bool { return s.stopping != nil }); err != nil {
+			return nil, err
+		}
+		return s.loop(ctx)
+	}, workflow.RegisterOptions{Name: "heldScheduler"})
 	stop := &updateOutcome{}
-	h.at(5*time.Minute, func() {
+	h.at(2*time.Minute, func() {
 		h.signal(SignalRefresh, `{"task":"sweep"}`)
 		h.env.UpdateWorkflow(UpdateStop, "stop", &testsuite.TestUpdateCallback{
 			OnReject:   func(err error) { stop.rejected, stop.done = err, true },
 			OnAccept:   func() {},
-			OnComplete: func(v any, err error) { stop.result, stop.err, stop.done = v, err, true },
+			OnComplete: func(v any, err error) {
+				// The answer as its caller gets it, when it is given: the
+				// result shares the run's tasks, which later runs change.
+				var res StopResult
+				b, merr := json.Marshal(v)
+				require.NoError(t, merr)
+				require.NoError(t, json.Unmarshal(b, &res))
+				stop.result, stop.err, stop.done = &res, err, true
+			},
 		}, json.RawMessage(`{"reason":"drain"}`))
 	})
-	h.env.ExecuteWorkflow(WorkflowType, SchedulerInput{Config: Config{SweepEvery: pacer.Duration(time.Hour)}})
+	// Nothing is due at the stop but the refresh: each task ran at the start.
+	ran := t0
+	carried := &State{Tasks: []*schedule.Task{{Name: pacer.TaskTenero, LastRunAt: &ran}, {Name: pacer.TaskSweep, LastRunAt: &ran},
+		{Name: pacer.TaskRollup, Cron: &cron.State{Last: ran}}, {Name: pacer.TaskDeliver, Dormant: true}}}
+	h.env.ExecuteWorkflow("heldScheduler", SchedulerInput{Config: Config{TeneroEvery: pacer.Duration(time.Hour),
+		SweepEvery: pacer.Duration(time.Hour)}, State: carried})
 	require.NoError(t, h.env.GetWorkflowError())
+	require.True(t, stop.done)
 	require.NoError(t, stop.err)
-	require.EqualValues(t, 2, h.sweep.calls.Load(), "the first run and the refresh")
+	require.NoError(t, stop.rejected)
+	require.EqualValues(t, 1, h.sweep.calls.Load(), "the refresh ran")
 	res := stop.result.(*StopResult)
 	i := slices.IndexFunc(res.State.Tasks, func(t *schedule.Task) bool { return t.Name == pacer.TaskSweep })
-	require.EqualValues(t, 2, res.State.Tasks[i].Started)
+	require.EqualValues(t, 1, res.State.Tasks[i].Started, "the stop answered after the refresh's run")
+	require.EqualValues(t, 1, res.State.Tasks[i].Finished)
 	require.False(t, res.State.Tasks[i].Requested)
 }
 
