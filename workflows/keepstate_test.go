@@ -344,8 +344,8 @@ func TestStopDrainsQueuedRefreshes(t *testing.T) {
 	h.at(2*time.Minute, func() {
 		h.signal(SignalRefresh, `{"task":"sweep"}`)
 		h.env.UpdateWorkflow(UpdateStop, "stop", &testsuite.TestUpdateCallback{
-			OnReject:   func(err error) { stop.rejected, stop.done = err, true },
-			OnAccept:   func() {},
+			OnReject: func(err error) { stop.rejected, stop.done = err, true },
+			OnAccept: func() {},
 			OnComplete: func(v any, err error) {
 				// The answer as its caller gets it, when it is given: the
 				// result shares the run's tasks, which later runs change.
