@@ -321,12 +321,20 @@ func stop(s Run, by, why string) Step {
 const NextRunCap = 5 * time.Minute
 
 // NextRun is when the next run should start (zero: nothing is due): the
-// earliest reader or agent, or, for work that waits for the budget, when
-// it has room again; within NextRunCap.
+// earliest reader or agent (a reader held in this run at once), or, for
+// work that waits for the budget, when it has room again; within
+// NextRunCap.
 func NextRun(s Run) time.Time {
 	var next time.Time
 	for _, d := range s.readers() {
 		next = earliest(next, d.at)
+	}
+	held := s.Tail != nil && s.Tail.Held
+	for _, c := range s.Contracts {
+		held = held || c.Held
+	}
+	if held { // cut short in this run: it goes on at the next, as soon as it may
+		next = earliest(next, s.Now)
 	}
 	if s.Agents.Hinted+s.Agents.Due > 0 {
 		next = earliest(next, s.Now)

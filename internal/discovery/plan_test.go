@@ -376,3 +376,17 @@ func TestNextRun(t *testing.T) {
 		})
 	}
 }
+
+// TestNextRunResumesAHeldReader: a read the budget cut short goes on at
+// the next run, which is due when the budget has room again, not when
+// the reader's interval or NextRunCap would have it (the chain bench's
+// month plan waited 5 minutes for it).
+func TestNextRunResumesAHeldReader(t *testing.T) {
+	t.Parallel()
+	room := discovery.Budget{Known: true, RoomAt: t0.Add(17 * time.Second)}
+	held := discovery.Reader{Name: "contract:a", LastRead: t0.Add(-time.Minute), Scanning: true, Held: true}
+	probe := discovery.Reader{Name: discovery.ReaderTail, LastRead: t0}
+	s := discovery.Run{Now: t0, Tail: &probe, Contracts: []discovery.Reader{held}, ContractsAreTail: true,
+		TailEvery: 10 * time.Second, ReconcileEvery: 15 * time.Minute, Budget: room}
+	require.Equal(t, t0.Add(17*time.Second), discovery.NextRun(s))
+}
