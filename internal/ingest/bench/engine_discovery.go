@@ -1,50 +1,20 @@
 package bench
 
 import (
-	"time"
-
 	"github.com/pacer-dev/pacer/internal/discovery"
 	"github.com/pacer-dev/pacer/internal/hiro"
 )
 
 // DiscoveryEngine is the service's discovery engine (internal/discovery)
-// as the chain benchmark drives it: its scan, its filter, its tail cadence
-// and its choice of where the tail reads, as the sweep makes them.
+// as the chain benchmark drives it: its scan and its filter; its plan
+// (discovery.Plan) and its choice of where the tail reads
+// (discovery.PlanSource) drive every run (tailSim).
 var DiscoveryEngine = Engine{
 	Name:    "discovery engine",
 	NewScan: newEngineScan,
 	Candidate: func(e hiro.Entry, agent func(string) bool) bool {
 		return discovery.Filter{Agent: agent, Allowed: BenchAllowed}.Candidate(e)
 	},
-	NewPace: func() Pace { return &enginePace{} },
-}
-
-// enginePace is the sweep's pacing of the tail seen as a Pace: the
-// traffic it observed, where the tail reads (discovery.PlanSource) and its
-// interval, the plan's (discovery.TailInterval) at what the last read cost.
-type enginePace struct {
-	traffic discovery.Traffic
-	source  discovery.Source
-	cost    float64
-}
-
-func (p *enginePace) ObserveFeed(total int, page []hiro.Entry, onContract func(string) bool, at time.Time) {
-	p.traffic.ObserveFeed(total, page, onContract, at)
-}
-
-func (p *enginePace) ObserveDetails(requests int, at time.Time) {
-	p.traffic.ObserveDetails(requests, at)
-}
-
-func (p *enginePace) ObserveRead(requests int) { p.cost = float64(max(requests, 1)) }
-
-func (p *enginePace) Contracts(contracts int, every time.Duration, ratePerMinute float64) bool {
-	p.source = discovery.PlanSource(p.source, p.traffic, contracts, every, ratePerMinute)
-	return p.source == discovery.SourceContracts
-}
-
-func (p *enginePace) Interval(every time.Duration, ratePerMinute float64) time.Duration {
-	return discovery.TailInterval(every, p.cost, ratePerMinute)
 }
 
 // engineScan is a discovery.Scan seen as a Scanner.

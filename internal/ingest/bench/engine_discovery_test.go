@@ -19,11 +19,6 @@ func TestDiscoveryEngineFindsEverySwap(t *testing.T) {
 	}
 }
 
-// feedOnly is the discovery engine with its source fixed on the feed.
-type feedOnly struct{ *enginePace }
-
-func (feedOnly) Contracts(int, time.Duration, float64) bool { return false }
-
 // TestDiscoveryEngineReadsTheListsWhenTheMonthBinds: a day of 1,000
 // agents on a chain of 200,000 calls a day, on the month-capped plan. The
 // feed alone costs more than the month's pace: read there, the walks give
@@ -42,7 +37,7 @@ func TestDiscoveryEngineReadsTheListsWhenTheMonthBinds(t *testing.T) {
 	require.Nil(t, r.DryAt)
 
 	feed := DiscoveryEngine
-	feed.NewPace = func() Pace { return feedOnly{&enginePace{}} }
+	feed.FeedOnly = true
 	f := SimulateTail(c, Budgets[2], feed, from, to)
 	require.Zero(t, f.OnLists)
 	require.True(t, f.NeverFound > 0 || f.All.P99 > 5*time.Minute, "the feed fits after all: %+v", f)

@@ -1,10 +1,12 @@
 package bench
 
 import (
+	"cmp"
 	"sort"
 	"time"
 
 	"github.com/pacer-dev/pacer/internal/budget"
+	"github.com/pacer-dev/pacer/internal/discovery"
 	"github.com/pacer-dev/pacer/internal/hiro"
 )
 
@@ -52,22 +54,9 @@ type Engine struct {
 	// allowlisted call (BenchAllowed) by a registered agent (agent says
 	// who is one).
 	Candidate func(e hiro.Entry, agent func(address string) bool) bool
-	// NewPace is the engine's view of its cost and of the chain's traffic
-	// between reads (nil: the feed every TailEvery, whatever the budget).
-	NewPace func() Pace
-}
-
-// Pace is discovery.Pace as the benchmark drives it: what the sweep
-// observes of the chain and of its reads, where the tail reads next, and
-// how long after a read it reads again.
-type Pace interface {
-	ObserveFeed(total int, page []hiro.Entry, onContract func(contractID string) bool, at time.Time)
-	ObserveDetails(requests int, at time.Time)
-	ObserveRead(requests int)
-	// Contracts decides where the tail reads next: true for the
-	// allowlisted contracts' own lists, false for the feed.
-	Contracts(contracts int, every time.Duration, ratePerMinute float64) bool
-	Interval(every time.Duration, ratePerMinute float64) time.Duration
+	// FeedOnly keeps the tail on the feed whatever discovery.PlanSource
+	// says (a what-if: the feed at the month's pace).
+	FeedOnly bool
 }
 
 // Readers, as the results split requests.
@@ -77,11 +66,22 @@ const (
 	ReaderDetails    = "details"
 )
 
-// Tail timing (SPEC §2 defaults).
+// Tail timing (SPEC §2 defaults) and the sweep's runs as the service
+// has them by default: the workflow starts one every sweepEvery, or
+// later when the last said its next is due later; a run reads for runLinger (internal/cli: sweepEvery less half
+// a TailEvery) and waits at most runMaxWait at once (half the
+// activity's heartbeat timeout).
 const (
-	TailEvery      = 10 * time.Second
-	ReconcileEvery = 15 * time.Minute
+	TailEvery      = discovery.DefaultTailEvery
+	ReconcileEvery = discovery.DefaultReconcileEvery
+	runLinger      = sweepEvery - TailEvery/2
+	runMaxWait     = time.Minute
 )
+
+// readerContracts is the allowlisted contracts' lists as one reader of
+// the plan: the benchmark reads them a round of pages at a time
+// (reconcile), every list's page of a round together.
+const readerContracts = discovery.ContractPrefix + "*"
 
 // reconcileContracts is how many allowlisted contracts have their own
 // list, each read from the reconciler's cursor.
@@ -103,7 +103,10 @@ func onContract(id string) bool {
 	return false
 }
 
-// tailSim is the tail strategy in one chain on one budget.
+// tailSim is the tail strategy in one chain on one budget: the sweep's
+// runs, each step discovery.Plan's answer to the state the sweep
+// activity builds (activities/sweep.go's state), carried out in virtual
+// time.
 type tailSim struct {
 	c   *Chain
 	b   Budget
@@ -121,14 +124,22 @@ type tailSim struct {
 	// they have read every contract's list.
 	recAt int
 	// recEnd is where the round under way ends (0: none), recPaid how
-	// many of its contracts' pages are read.
-	recEnd, recPaid int
-	pace            Pace
-	// onLists is the tail reading the contracts' lists; listsTime the
-	// time it spent so; probeAt when it last read a page of the feed.
-	onLists   bool
+	// many of its contracts' pages are read, recTo the head the read
+	// under way goes to (0: none).
+	recEnd, recPaid, recTo int
+	// traffic and source are the sweep's observation of the chain and
+	// where the tail reads (discovery.PlanSource, once a run).
+	traffic discovery.Traffic
+	source  discovery.Source
+	// tailRead, recRead and probeAt are when the feed's walk, the
+	// contracts' lists and the feed's probe last read in full; readCost
+	// what the feed's last read in this run cost.
+	tailRead, recRead, probeAt time.Time
+	readCost                   float64
+	// listsTime is the time the tail spent on the contracts' lists,
+	// decided when the source was last decided.
 	listsTime time.Duration
-	probeAt   time.Time
+	decided   time.Time
 	gaps      int
 	reads     int
 	// batch is how many transactions one tx/multiple request asks for
@@ -143,7 +154,8 @@ func SimulateTail(c *Chain, b Budget, eng Engine, from, to time.Time) ChainResul
 }
 
 // simulateTail is SimulateTail with batch transactions a tx/multiple
-// request.
+// request: the sweep's runs, each beginning at the workflow's cadence or
+// when the last one said the next is due, whichever is later.
 func simulateTail(c *Chain, b Budget, eng Engine, from, to time.Time, batch int) ChainResult {
 	x := &tailSim{c: c, b: b, eng: eng, hiroSide: newHiroSide(b),
 		requests: map[string]int{}, agents: map[string]bool{}, batch: batch}
@@ -152,50 +164,94 @@ func simulateTail(c *Chain, b Budget, eng Engine, from, to time.Time, batch int)
 		x.found = append(x.found, make([]time.Time, len(a.Txs)))
 		x.byTail = append(x.byTail, make([]bool, len(a.Txs)))
 	}
-	if eng.NewPace != nil {
-		x.pace = eng.NewPace()
-	}
 	now := c.W.Start
-	decided := now
-	nextTail, nextRec := now, now.Add(ReconcileEvery)
-	x.recAt = c.Visible(now)
+	x.decided, x.recAt = now, c.Visible(now)
 	for now.Before(c.W.End) {
-		if !x.onLists && !nextRec.After(nextTail) {
-			// The reconciler, while the tail reads the feed (on the
-			// contracts' lists the tail is what reads them).
-			now = later(now, nextRec)
-			x.reconcile(&now, false)
-			nextRec = nextRec.Add(ReconcileEvery)
-			continue
-		}
-		now = later(now, nextTail)
-		rate := x.st.Rate(x.bcfg, budget.LaneSweep, now)
-		if x.onLists {
-			x.listsTime += now.Sub(decided)
-		}
-		decided = now
-		if x.pace != nil {
-			x.onLists = x.pace.Contracts(reconcileContracts(), TailEvery, rate)
-		}
-		if x.onLists {
-			x.probe(&now)
-			cost := x.requests[ReaderTail] + x.requests[ReaderDetails]
-			if x.reconcile(&now, true) {
-				x.pace.ObserveRead(x.requests[ReaderTail] + x.requests[ReaderDetails] - cost)
-			}
-			nextRec = now.Add(ReconcileEvery)
-		} else if cost, done := x.tailRun(&now); done && x.pace != nil {
-			x.pace.ObserveRead(cost)
-		}
-		// As the sweep does: the next read is due an interval after this
-		// one ended.
-		every := TailEvery
-		if x.pace != nil {
-			every = x.pace.Interval(TailEvery, x.st.Rate(x.bcfg, budget.LaneSweep, now))
-		}
-		nextTail = now.Add(every)
+		began := now
+		now = later(x.run(&now), began.Add(sweepEvery), now)
 	}
 	return x.result(from, to)
+}
+
+// run is one sweep run from *now: where the tail reads, then the plan's
+// steps until it stops. It returns when the next run is due.
+func (x *tailSim) run(now *time.Time) time.Time {
+	began, held := *now, map[string]bool{}
+	x.readCost = 0 // the run's own, as the sweep's
+	x.decideSource(began)
+	for now.Before(x.c.W.End) {
+		step := discovery.Plan(x.state(*now, began, held))
+		switch step.Kind {
+		case discovery.Stop:
+			if step.Until.IsZero() {
+				return now.Add(discovery.NextRunCap)
+			}
+			return step.Until
+		case discovery.Wait:
+			*now = step.Until
+		case discovery.ReadTail:
+			held[ReaderTail] = !x.readTail(now)
+		case discovery.ReadContract:
+			if held[step.Reader] = !x.reconcile(now, x.onLists()); !held[step.Reader] {
+				x.recRead = *now
+			}
+		default:
+			panic("bench: the tail's plan has no agents to visit: " + step.Kind)
+		}
+	}
+	return *now
+}
+
+// onLists reports whether the contracts' lists are where the tail reads.
+func (x *tailSim) onLists() bool { return x.source == discovery.SourceContracts }
+
+// decideSource is the run's choice of where the tail reads, as the
+// sweep's source: discovery.PlanSource at the lane's rate.
+func (x *tailSim) decideSource(now time.Time) {
+	if x.onLists() {
+		x.listsTime += now.Sub(x.decided)
+	}
+	x.decided = now
+	if x.eng.FeedOnly {
+		return
+	}
+	x.source = discovery.PlanSource(cmp.Or(x.source, discovery.SourceFeed), x.traffic, reconcileContracts(),
+		TailEvery, x.st.Rate(x.bcfg, budget.LaneSweep, now))
+}
+
+// state is the plan's input at now, built as the sweep activity builds
+// it: the tail (the feed's walk, or its probe while the lists are the
+// tail), the contracts' lists once the tail has begun, the lane's budget.
+func (x *tailSim) state(now, began time.Time, held map[string]bool) discovery.Run {
+	s := discovery.Run{Now: now, TailEvery: TailEvery, ReconcileEvery: ReconcileEvery, LastVisit: began,
+		Linger: began.Add(runLinger), Cap: began.Add(runCap), MaxWait: runMaxWait, ContractsAreTail: x.onLists()}
+	n, at, why := x.st.Room(x.bcfg, budget.LaneSweep, now)
+	s.Budget = discovery.Budget{Known: true, Room: n, RoomAt: at, Why: why, WindowEnd: x.st.WindowEnd,
+		Rate: x.st.Rate(x.bcfg, budget.LaneSweep, now), ReadCost: x.readCost}
+	tail := discovery.Reader{Name: ReaderTail, LastRead: x.tailRead, Scanning: x.scan != nil, Held: held[ReaderTail]}
+	if s.ContractsAreTail {
+		tail = discovery.Reader{Name: ReaderTail, LastRead: x.probeAt, Held: held[ReaderTail]}
+	}
+	s.Tail = &tail
+	if x.pos != nil || s.ContractsAreTail {
+		s.Contracts = []discovery.Reader{{Name: readerContracts, LastRead: x.recRead, Scanning: x.recTo != 0,
+			Held: held[readerContracts]}}
+	}
+	return s
+}
+
+// readTail is the plan's ReadTail step: the feed's walk, or its probe
+// while the lists are the tail. It reports whether the read is whole.
+func (x *tailSim) readTail(now *time.Time) bool {
+	if x.onLists() {
+		x.probe(now)
+		return true
+	}
+	cost, done := x.tailRun(now)
+	if done {
+		x.tailRead, x.readCost = *now, float64(max(cost, 1))
+	}
+	return done
 }
 
 // take asks pacer's budget for one request for reader and sends it; false
@@ -226,9 +282,7 @@ func (x *tailSim) tailRun(now *time.Time) (int, bool) {
 			break
 		}
 		entries, total := x.c.Feed(*now, x.scan.NextOffset(), hiro.MaxLimit)
-		if x.pace != nil {
-			x.pace.ObserveFeed(total, entries, onContract, *now)
-		}
+		x.traffic.ObserveFeed(total, entries, onContract, *now)
 		fresh, _ := x.scan.AddFeed(entries, total)
 		var batch [][2]int
 		var seen [][2]int
@@ -261,19 +315,16 @@ func (x *tailSim) tailRun(now *time.Time) (int, bool) {
 	return x.requests[ReaderTail] + x.requests[ReaderDetails] - spent, done
 }
 
-// probe reads the feed's newest page, once every ReconcileEvery while
-// the tail reads the contracts' lists: what keeps the feed's volume
+// probe reads the feed's newest page when the plan says (every
+// ReconcileEvery) while the tail reads the contracts' lists: what keeps the feed's volume
 // observed, so that the tail goes back to it when it fits.
 func (x *tailSim) probe(now *time.Time) {
-	if !x.probeAt.IsZero() && now.Sub(x.probeAt) < ReconcileEvery {
-		return
-	}
 	if !x.take(now, ReaderTail) {
 		return
 	}
 	x.probeAt = *now
 	entries, total := x.c.Feed(*now, 0, hiro.MaxLimit)
-	x.pace.ObserveFeed(total, entries, onContract, *now)
+	x.traffic.ObserveFeed(total, entries, onContract, *now)
 }
 
 // fetch reads the details of swaps in batches and records their rows;
@@ -283,9 +334,7 @@ func (x *tailSim) fetch(now *time.Time, swaps [][2]int) bool {
 		if !x.take(now, ReaderDetails) {
 			return false
 		}
-		if x.pace != nil {
-			x.pace.ObserveDetails(1, *now)
-		}
+		x.traffic.ObserveDetails(1, *now)
 		for _, s := range swaps[i:min(i+x.batch, len(swaps))] {
 			if x.found[s[0]][s[1]].IsZero() {
 				x.found[s[0]][s[1]] = *now
@@ -303,9 +352,14 @@ func (x *tailSim) fetch(now *time.Time, swaps [][2]int) bool {
 // newest first and resumes where a budget stop left it, which costs the
 // same requests. primary is the tail reading the lists at its cadence
 // (its pages are the tail's, what it finds is not missed); otherwise it
-// is the reconciler. It reports whether it reached the head.
+// is the reconciler. It reports whether it reached the head; a read the
+// budget cut short goes on to the head it began with (as a scan goes on
+// down to its position), the head's news left to the next read.
 func (x *tailSim) reconcile(now *time.Time, primary bool) bool {
-	head := x.c.Visible(*now)
+	if x.recTo == 0 {
+		x.recTo = x.c.Visible(*now)
+	}
+	head := x.recTo
 	k := reconcileContracts()
 	reader := ReaderReconciler
 	if primary {
@@ -343,6 +397,7 @@ func (x *tailSim) reconcile(now *time.Time, primary bool) bool {
 		}
 		x.recAt, x.recEnd = end, 0
 	}
+	x.recTo = 0
 	return true
 }
 
@@ -385,8 +440,7 @@ func (r ChainResult) PerDay(reader string) float64 {
 
 func (x *tailSim) result(from, to time.Time) ChainResult {
 	r := ChainResult{World: x.c.W.Name, Budget: x.b.Name, Strategy: "tail (" + x.eng.Name + ")", Volume: x.c.Volume,
-		Days: x.c.W.End.Sub(x.c.W.Start).Hours() / 24, Requests: x.requests, Gaps: x.gaps, Refused: x.refused,
-		OnLists: x.listsTime.Hours() / 24 / max(x.c.W.End.Sub(x.c.W.Start).Hours()/24, 1e-9)}
+		Days: x.c.W.End.Sub(x.c.W.Start).Hours() / 24, Requests: x.requests, Gaps: x.gaps, Refused: x.refused}
 	var all []time.Duration
 	for i, a := range x.c.W.Agents {
 		for j, tx := range a.Txs {
@@ -405,6 +459,10 @@ func (x *tailSim) result(from, to time.Time) ChainResult {
 			}
 		}
 	}
+	if x.onLists() {
+		x.listsTime += x.c.W.End.Sub(x.decided)
+	}
+	r.OnLists = x.listsTime.Hours() / 24 / max(r.Days, 1e-9)
 	r.All = delays(all)
 	r.HasMonth, r.MonthLeft, r.DryAt = x.month()
 	return r
