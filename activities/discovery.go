@@ -58,12 +58,15 @@ const reconcileMaxPages = 1 << 20
 // traffic is what the sweep's runs observed of the chain (in memory: a
 // restart observes again, reading the feed meanwhile): the volumes that
 // say where the tail reads (discovery.PlanSource), where it read last, and
-// when the feed's probe last read while the contracts' lists are the tail.
+// when the feed's probe last read while the contracts' lists are the tail,
+// and what the tail's last whole read cost (the next run's first read
+// waits for that much room, discovery.Plan).
 type traffic struct {
-	mu      sync.Mutex
-	t       discovery.Traffic
-	source  discovery.Source
-	probeAt time.Time
+	mu       sync.Mutex
+	t        discovery.Traffic
+	source   discovery.Source
+	probeAt  time.Time
+	readCost float64
 }
 
 // readers fills the run's readers into s: the tail (the feed, or its
@@ -307,10 +310,17 @@ func (r *sweepRun) read(ctx context.Context, rd store.Reader, scan *discovery.Sc
 	now := r.a.now()
 	r.mu.Lock()
 	r.held[rd.Name] = !scan.Done()
+	var cost float64
 	if scan.Done() && rd.Name == discovery.ReaderTail {
-		r.readCost = float64(max(t.res.Requests, 1))
+		cost = float64(max(t.res.Requests, 1))
+		r.readCost = cost
 	}
 	r.mu.Unlock()
+	if cost > 0 {
+		r.a.traffic.mu.Lock()
+		r.a.traffic.readCost = cost
+		r.a.traffic.mu.Unlock()
+	}
 	if scan.Done() {
 		rd.Position = scan.Position()
 		if rd.Start == nil {

@@ -83,8 +83,8 @@ type sweepRun struct {
 	lastErr error
 	// visited are the agents visited in this run, lastVisit when the
 	// last batch ended; held the readers that stopped short in it; src
-	// where the tail reads in it; readCost what the tail's last read
-	// cost.
+	// where the tail reads in it; readCost what the tail's last whole
+	// read cost (in this run or an earlier one).
 	visited   []string
 	lastVisit time.Time
 	held      map[string]bool
@@ -98,6 +98,9 @@ func (a *Activities) sweep(ctx context.Context, in pacer.SweepInput) (res pacer.
 	r := &sweepRun{a: a, log: a.Logger.With(zap.String("task", pacer.TaskSweep)), in: in, cfg: a.Ingest.WithDefaults(),
 		dc: a.Discovery.WithDefaults(), started: started, lastVisit: started, lane: budget.LaneSweep, hiro: a.Hiro, verifier: a.Verifier,
 		held: map[string]bool{}}
+	a.traffic.mu.Lock()
+	r.readCost = a.traffic.readCost // what the last run's whole read cost
+	a.traffic.mu.Unlock()
 	if in.Occurrence.Manual && a.ManualHiro != nil && a.ManualVerifier != nil {
 		r.lane, r.hiro, r.verifier = budget.LaneManual, a.ManualHiro, a.ManualVerifier
 	}

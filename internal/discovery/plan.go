@@ -161,6 +161,17 @@ func (b Budget) room() int64 {
 	return b.Room
 }
 
+// readNeed is the room a reader's read needs before it starts: what a
+// read cost when last observed, but never more than the lane's rate, so a
+// read dearer than a minute's pace still goes once the window is whole.
+func (b Budget) readNeed() int64 {
+	need := int64(math.Ceil(max(b.ReadCost, 1)))
+	if b.Rate > 0 {
+		need = min(need, max(int64(b.Rate), 1))
+	}
+	return need
+}
+
 // due is a reader's step and when it is due.
 type due struct {
 	step Step
@@ -254,7 +265,8 @@ func Plan(s Run) Step {
 			readerDue, read = true, &d.step
 		}
 	}
-	if read != nil && room >= 1 {
+	need := s.Budget.readNeed()
+	if read != nil && room >= need {
 		return *read
 	}
 	if visits {
@@ -263,6 +275,11 @@ func Plan(s Run) Step {
 			n, why = min(s.Agents.Hinted, VisitBatch, int(room-1)), "hinted agents are due"
 		}
 		return Step{Kind: Visit, Agents: max(n, 1), Reason: why}
+	}
+	if readerDue && room >= 1 && room < need {
+		// A read started now would find no room for the details of its
+		// page, be held, and read the page again next time.
+		return wait(s, s.Budget.WindowEnd, "the window's rest is less than a read costs")
 	}
 	if agents > 0 && room >= 1 {
 		return wait(s, tailDue, "the window's rest is kept for the tail's next read")

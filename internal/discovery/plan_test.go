@@ -2,6 +2,7 @@ package discovery_test
 
 import (
 	"fmt"
+	"math"
 	"math/rand"
 	"reflect"
 	"slices"
@@ -85,6 +86,22 @@ func capped(s discovery.Run) bool {
 }
 
 func hasRoom(s discovery.Run) bool { return !s.Budget.Known || s.Budget.Room >= 1 }
+
+// readRoom reports whether the lane has room for a reader's read: what a
+// read last cost, or the lane's whole rate a minute when that is less.
+func readRoom(s discovery.Run) bool {
+	need := math.Ceil(max(s.Budget.ReadCost, 1))
+	if s.Budget.Rate > 0 {
+		need = min(need, max(math.Floor(s.Budget.Rate), 1))
+	}
+	return !s.Budget.Known || float64(s.Budget.Room) >= need
+}
+
+// readerDueNow reports whether a reader is due now in this run.
+func readerDueNow(s discovery.Run) bool {
+	next, any := readersNext(s)
+	return any && !next.After(s.Now)
+}
 
 // tailEvery is the tail's interval: TailEvery, or the time a read's cost
 // takes at 80% of the lane's rate when that is longer.
@@ -184,7 +201,7 @@ func TestPlanProperties(t *testing.T) {
 	t.Parallel()
 	check(t, "the tail is never held back by visits", func(g genRun) bool {
 		s := g.Run
-		if capped(s) || !tailDueNow(s) || !hasRoom(s) {
+		if capped(s) || !tailDueNow(s) || !readRoom(s) {
 			return true
 		}
 		if !s.Tail.LastRead.After(s.LastVisit) || s.Tail.Scanning {
@@ -232,7 +249,7 @@ func TestPlanProperties(t *testing.T) {
 			due := s.Agents.Hinted + s.Agents.Due
 			return st.Agents >= 1 && st.Agents <= due && (!s.Budget.Known || int64(st.Agents) <= s.Budget.Room)
 		}
-		return true
+		return readRoom(s) // a read starts only with room for what it costs
 	})
 	check(t, "a run with budget and work makes progress", func(g genRun) bool {
 		s := g.Run
@@ -243,7 +260,12 @@ func TestPlanProperties(t *testing.T) {
 		if progress(st.Kind) {
 			return true
 		}
-		// The one exception: history visits leave the window's rest to
+		// A due reader whose read the window's rest cannot pay waits for
+		// the window to roll (hinted agents still go).
+		if !readRoom(s) && readerDueNow(s) && s.Agents.Hinted == 0 {
+			return st.Kind == discovery.Stop || !st.Until.After(s.Budget.WindowEnd)
+		}
+		// The other exception: history visits leave the window's rest to
 		// the tail's read due before the window ends; hinted agents and
 		// due readers never wait for it.
 		next, _ := readersNext(s)
@@ -273,6 +295,9 @@ func TestPlanProperties(t *testing.T) {
 			bound = tail // the window's rest kept for the tail's read
 		case s.Agents.Hinted+s.Agents.Due > 0 || !any:
 			bound = s.Now
+		}
+		if hasRoom(s) && !readRoom(s) && readerDueNow(s) && s.Agents.Hinted == 0 && s.Budget.WindowEnd.After(bound) {
+			bound = s.Budget.WindowEnd // a read the window's rest cannot pay
 		}
 		if !hasRoom(s) && s.Budget.RoomAt.After(bound) {
 			bound = s.Budget.RoomAt

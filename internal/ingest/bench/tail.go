@@ -133,7 +133,7 @@ type tailSim struct {
 	source  discovery.Source
 	// tailRead, recRead and probeAt are when the feed's walk, the
 	// contracts' lists and the feed's probe last read in full; readCost
-	// what the feed's last read in this run cost.
+	// what the feed's last whole read cost (kept across runs, as the sweep).
 	tailRead, recRead, probeAt time.Time
 	readCost                   float64
 	// listsTime is the time the tail spent on the contracts' lists,
@@ -177,7 +177,6 @@ func simulateTail(c *Chain, b Budget, eng Engine, from, to time.Time, batch int)
 // steps until it stops. It returns when the next run is due.
 func (x *tailSim) run(now *time.Time) time.Time {
 	began, held := *now, map[string]bool{}
-	x.readCost = 0 // the run's own, as the sweep's
 	x.decideSource(began)
 	for now.Before(x.c.W.End) {
 		step := discovery.Plan(x.state(*now, began, held))
