@@ -44,8 +44,7 @@ func SweepFeatures() Features {
 
 const defaultBusyWindow = 10 * time.Minute
 
-// makeFeatures adds what f asks for. The single transactions go to the
-// ordinary genesis agents in turn, in the hour before the present.
+// makeFeatures adds what f asks for; a busy swap is an ordinary route.
 func (g *generator) makeFeatures(f Features) {
 	var carriers []string
 	busy := ""
@@ -57,49 +56,37 @@ func (g *generator) makeFeatures(f Features) {
 			busy = a.STXAddress
 		}
 	}
-	recent := func() time.Time { return g.between(later(g.w.start, g.present.Add(-time.Hour)), g.present) }
+	// The single transactions go to the ordinary genesis agents in turn, in
+	// the hour before the present.
 	next := 0
-	single := func(c TxCase, make func(agent string, at time.Time) *worldTx) {
+	single := func(c TxCase, events int) {
 		agent := carriers[next%len(carriers)]
 		next++
-		g.txs = append(g.txs, make(agent, recent()))
+		at := g.between(later(g.w.start, g.present.Add(-time.Hour)), g.present)
+		if events > 0 {
+			g.txs = append(g.txs, g.swapTx(c, agent, g.manyEventsRoute(events), at))
+			return
+		}
+		g.txs = append(g.txs, g.caseTxAt(c, agent, at))
 	}
 	for _, n := range f.ManyEvents {
-		single(CaseManyEvents, func(agent string, at time.Time) *worldTx {
-			return g.finish(g.swapTx(CaseManyEvents, agent, g.manyEventsRoute(max(n, 4)), at))
-		})
+		single(CaseManyEvents, max(n, 4))
 	}
 	for range f.ThroughAgent {
-		single(CaseThroughAgent, func(agent string, at time.Time) *worldTx {
-			return g.caseTxAt(CaseThroughAgent, agent, at)
-		})
+		single(CaseThroughAgent, 0)
 	}
 	for range f.Forks {
-		single(CaseFork, func(agent string, at time.Time) *worldTx {
-			return g.caseTxAt(CaseFork, agent, at)
-		})
+		single(CaseFork, 0)
 	}
 	window := cmp.Or(f.BusyWindow, defaultBusyWindow)
 	for range f.BusySwaps {
 		at := g.between(g.present.Add(time.Second), g.present.Add(window+time.Second))
-		g.txs = append(g.txs, g.busySwap(busy, at))
+		r := g.singleRoute()
+		if g.rng.IntN(3) == 0 {
+			r = g.multiHopRoute()
+		}
+		g.txs = append(g.txs, g.swapTx(CaseBusy, busy, r, at))
 	}
-}
-
-// finish numbers a swap's events, as caseTx does.
-func (g *generator) finish(tx *worldTx) *worldTx {
-	numberEvents(tx.events)
-	tx.Events = len(tx.events)
-	return tx
-}
-
-// busySwap is one swap of a burst: an ordinary route, at a chosen time.
-func (g *generator) busySwap(agent string, at time.Time) *worldTx {
-	r := g.singleRoute()
-	if g.rng.IntN(3) == 0 {
-		r = g.multiHopRoute()
-	}
-	return g.finish(g.swapTx(CaseBusy, agent, r, at))
 }
 
 // Activity tiers (SPEC §5.3, §8): the share of genesis agents in each, and
@@ -239,15 +226,13 @@ func (s *stream) day(d int) []*worldTx {
 		} else {
 			k = 0
 		}
-		var tx *worldTx
-		switch p := g.rng.Float64(); {
-		case p < 0.02:
-			tx = g.caseTxAt(CaseThroughAgent, s.agent, at)
-		case p < 0.07:
-			tx = g.finish(g.swapTx(CaseManyEvents, s.agent, g.manyEventsRoute(21+g.rng.IntN(80)), at))
-		default:
-			tx = g.caseTxAt([]TxCase{CaseSwap, CaseSwap, CaseMultiHop, CaseProvider}[g.rng.IntN(4)], s.agent, at)
+		c := CaseThroughAgent
+		if p := g.rng.Float64(); p >= 0.07 {
+			c = []TxCase{CaseSwap, CaseSwap, CaseMultiHop, CaseProvider}[g.rng.IntN(4)]
+		} else if p >= 0.02 {
+			c = CaseManyEvents
 		}
+		tx := g.caseTxAt(c, s.agent, at)
 		tx.index = int64(streamIndexBase + s.num*streamIndexSpan + k)
 		tx.nonce = d*100_000 + i
 		txs = append(txs, tx)

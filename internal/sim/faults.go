@@ -216,9 +216,9 @@ func (s *Server) inject(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		buf := &bufferedWriter{header: w.Header()}
+		buf := &recorder{ResponseWriter: w, held: new(bytes.Buffer)}
 		next.ServeHTTP(buf, r)
-		body := buf.body.Bytes()
+		body := buf.held.Bytes()
 		switch f.body {
 		case bodyTruncated:
 			body = body[:len(body)/2]
@@ -231,26 +231,6 @@ func (s *Server) inject(next http.Handler) http.Handler {
 		w.WriteHeader(cmp.Or(buf.status, http.StatusOK))
 		_, _ = w.Write(body)
 	})
-}
-
-// bufferedWriter holds an answer back so a fault can rewrite its body.
-type bufferedWriter struct {
-	header http.Header
-	status int
-	body   bytes.Buffer
-}
-
-func (b *bufferedWriter) Header() http.Header { return b.header }
-
-func (b *bufferedWriter) WriteHeader(status int) {
-	if b.status == 0 {
-		b.status = status
-	}
-}
-
-func (b *bufferedWriter) Write(p []byte) (int, error) {
-	b.WriteHeader(http.StatusOK)
-	return b.body.Write(p)
 }
 
 // wrongType replaces every scalar below the top level with an object holding

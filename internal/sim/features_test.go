@@ -139,7 +139,7 @@ func TestManyEventsRoute(t *testing.T) {
 	g.tokens = worldTokens{stx: Token{ID: "stx"}, ststx: Token{ID: handSTSTX}, sbtc: Token{ID: handSBTC},
 		traded: []Token{{ID: handWelsh, Symbol: "WELSH"}}}
 	for _, n := range []int{21, 30, 100} {
-		tx := g.finish(g.swapTx(CaseManyEvents, handAgent, g.manyEventsRoute(n), epoch))
+		tx := g.swapTx(CaseManyEvents, handAgent, g.manyEventsRoute(n), epoch)
 		require.Len(t, tx.events, n)
 		require.Equal(t, n, tx.Events, "n=%d", n)
 		require.Equal(t, handAgent, tx.events[n-1].Asset.Recipient, "n=%d: the agent's last leg is the last event", n)

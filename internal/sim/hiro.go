@@ -116,13 +116,11 @@ func (c HiroConfig) withDefaults(origin time.Time) HiroConfig {
 }
 
 type hiroSim struct {
-	world     *World
-	anonymous *limiter
-	keyed     *limiter
-	apiKeys   []string
-	sunset    bool
-	noV3      bool
-	costs     map[string]int
+	world *World
+	plans
+	sunset bool
+	noV3   bool
+	costs  map[string]int
 }
 
 // newHiroSim builds the world of seed from the Tenero world's tokens, so the
@@ -138,13 +136,11 @@ func newHiroSim(seed int64, cfg HiroConfig, s *Server) *hiroSim {
 		return fallbackPrice(t)
 	}
 	return &hiroSim{
-		world:     newWorld(seed, cfg, s.Tokens(), price),
-		anonymous: newLimiter(cfg.Anonymous),
-		keyed:     newLimiter(cfg.Keyed),
-		apiKeys:   cfg.APIKeys,
-		sunset:    cfg.Sunset,
-		noV3:      cfg.NoV3,
-		costs:     cfg.Costs,
+		world:  newWorld(seed, cfg, s.Tokens(), price),
+		plans:  newPlans(cfg.Anonymous, cfg.Keyed, cfg.APIKeys),
+		sunset: cfg.Sunset,
+		noV3:   cfg.NoV3,
+		costs:  cfg.Costs,
 	}
 }
 
@@ -263,14 +259,16 @@ func (s *Server) hiroAddressTransactions(w http.ResponseWriter, r *http.Request)
 		return
 	}
 
-	now := s.now()
+	writeList(w, s.hiro.world.principalList(principal, s.now()), limit, offset)
+}
+
+// principalList is a principal's list at at: a contract's is the calls
+// made to it, strangers' included.
+func (w *World) principalList(principal string, at time.Time) merged {
 	if strings.Contains(principal, ".") {
-		// A contract's list: the calls made to it, strangers' included.
-		writeList(w, s.hiro.world.contractList(principal, now), limit, offset)
-		return
+		return w.contractList(principal, at)
 	}
-	listed := s.hiro.world.listed(principal, now)
-	writeList(w, merged{top: listed, at: now}, limit, offset)
+	return merged{top: w.listed(principal, at), at: at}
 }
 
 // principalOf reads the principal of a list route, answering 400 when it
@@ -452,19 +450,13 @@ func (s *Server) hiroPrincipalTransactions(w http.ResponseWriter, r *http.Reques
 	}
 
 	now := s.now()
-	m := merged{at: now}
-	if strings.Contains(principal, ".") {
-		// A contract's list: the calls made to it, strangers' included.
-		m = s.hiro.world.contractList(principal, now)
-		m.top = nil
-		m.agents = slices.DeleteFunc(m.agents, func(tx *worldTx) bool { return tx.fork })
-	} else {
-		for _, tx := range s.hiro.world.listed(principal, now) {
-			if !inMempool(tx.statusAt(now)) && !tx.fork {
-				m.agents = append(m.agents, tx)
-			}
-		}
-	}
+	m := s.hiro.world.principalList(principal, now)
+	// Mined, canonical transactions only: newest first by position, as the
+	// v1 list shows them below its mempool ones.
+	m.agents = slices.DeleteFunc(append(m.top, m.agents...), func(tx *worldTx) bool {
+		return tx.fork || inMempool(tx.statusAt(now))
+	})
+	m.top = nil
 	start := 0
 	if from != nil {
 		start = m.rankAt(*from)
@@ -503,15 +495,15 @@ func (s *Server) hiroPrincipalTransactions(w http.ResponseWriter, r *http.Reques
 	writeJSON(w, http.StatusOK, body)
 }
 
-// renderV3 is a mined transaction as the v3 summaries show it.
+// renderV3 is a mined transaction as the v3 summaries show it: its v1
+// rendering, reshaped.
 func (tx *worldTx) renderV3(principal string, at time.Time) v3ItemJSON {
-	burn := burnBlockOf(tx.minedAt())
-	p := tx.position(at)
+	v1 := tx.render(at, eventWindow{})
 	var t v3TxJSON
-	t.TxID, t.Sender, t.FeeRate = tx.TxID, v3Who{Address: tx.Sender, Nonce: tx.nonce}, strconv.FormatInt(tx.feeRate, 10)
-	t.Block.Height, t.Block.Hash, t.Block.IndexHash = p.height, blockHash(p.height), blockHash(^p.height)
-	t.Block.Time, t.Block.TxIndex = tx.minedAt().Unix(), p.index
-	t.BitcoinBlock.Height, t.BitcoinBlock.Time = burnHeightAt+(burn.Unix()-heightEpoch)/burnBlockPeriod, burn.Unix()
+	t.TxID, t.Sender, t.FeeRate = v1.TxID, v3Who{Address: v1.SenderAddress, Nonce: v1.Nonce}, v1.FeeRate
+	t.Block.Height, t.Block.Hash, t.Block.IndexHash = v1.BlockHeight, v1.BlockHash, blockHash(^v1.BlockHeight)
+	t.Block.Time, t.Block.TxIndex = v1.BlockTime, v1.TxIndex
+	t.BitcoinBlock.Height, t.BitcoinBlock.Time = v1.BurnBlockHeight, v1.BurnBlockTime
 	t.Status, t.Type = tx.status, tx.txType
 	switch {
 	case tx.call != nil:
@@ -554,23 +546,22 @@ const (
 func (s *Server) hiroLimitFor(route string, next http.Handler) http.Handler {
 	cost := max(s.hiro.costs[route], 1)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		lim, caller, ok := callerOf(r, s.hiro.apiKeys, s.hiro.anonymous, s.hiro.keyed)
+		now := s.now()
+		plan, d, ok := s.hiro.take(r, now, cost)
 		if !ok {
 			writeError(w, http.StatusUnauthorized, "Invalid API key")
 			return
 		}
-		now := s.now()
-		d := lim.take(caller, now, cost)
 		h := w.Header()
 		h.Set(hiroHeaderCost, strconv.Itoa(cost))
-		perMinute := strconv.Itoa(lim.limits.PerMinute)
+		perMinute := strconv.Itoa(plan.PerMinute)
 		h.Set(hiroHeaderLimit, perMinute)
 		h.Set(hiroHeaderRemaining, strconv.Itoa(d.MinuteRemaining))
 		h.Set(hiroHeaderReset, strconv.FormatInt(retryAfterSeconds(now.Truncate(time.Minute).Add(time.Minute).Sub(now)), 10))
 		h.Set(hiroHeaderMinuteLimit, perMinute)
 		h.Set(hiroHeaderMinuteRemaining, strconv.Itoa(d.MinuteRemaining))
-		if lim.limits.HasMonth() {
-			h.Set(hiroHeaderMonthLimit, strconv.Itoa(lim.limits.PerMonth))
+		if plan.HasMonth() {
+			h.Set(hiroHeaderMonthLimit, strconv.Itoa(plan.PerMonth))
 			h.Set(hiroHeaderMonthRemaining, strconv.Itoa(d.MonthRemaining))
 		}
 		if !d.Allowed {

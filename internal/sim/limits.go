@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"crypto/subtle"
+	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -61,12 +63,39 @@ type limiter struct {
 	buckets map[string]*Quota
 }
 
-func newLimiter(l Limits) *limiter {
-	return &limiter{limits: l, buckets: map[string]*Quota{}}
+// plans are an upstream's two plans and the API keys it accepts (any key
+// when none is set).
+type plans struct {
+	anonymous, keyed *limiter
+	apiKeys          []string
 }
 
-// take spends cost units of caller's budget at now, if that many are left.
-func (l *limiter) take(caller string, now time.Time, cost int) Answer {
+func newPlans(anonymous, keyed Limits, apiKeys []string) plans {
+	return plans{
+		anonymous: &limiter{limits: anonymous, buckets: map[string]*Quota{}},
+		keyed:     &limiter{limits: keyed, buckets: map[string]*Quota{}},
+		apiKeys:   apiKeys,
+	}
+}
+
+// take spends cost units of the budget of the request's caller at now, if
+// that many are left: its API key's on the keyed plan, or its IP's on the
+// anonymous one. False for a key not accepted.
+func (p plans) take(r *http.Request, now time.Time, cost int) (Limits, Answer, bool) {
+	l, caller := p.anonymous, "ip:"+r.RemoteAddr
+	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		caller = "ip:" + host
+	}
+	if key := r.Header.Get("x-api-key"); key != "" {
+		valid := len(p.apiKeys) == 0
+		for _, k := range p.apiKeys {
+			valid = valid || subtle.ConstantTimeCompare([]byte(k), []byte(key)) == 1
+		}
+		if !valid {
+			return Limits{}, Answer{}, false
+		}
+		l, caller = p.keyed, "key:"+key
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	q, ok := l.buckets[caller]
@@ -74,7 +103,7 @@ func (l *limiter) take(caller string, now time.Time, cost int) Answer {
 		q = &Quota{Limits: l.limits}
 		l.buckets[caller] = q
 	}
-	return q.Take(now, cost)
+	return l.limits, q.Take(now, cost), true
 }
 
 // Quota is one caller's windows of a plan: the one model of an upstream's

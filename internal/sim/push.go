@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"slices"
@@ -198,10 +199,7 @@ func (s *Server) PushStats() PushStats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	st := p.stats
-	st.ByStatus = make(map[int]int, len(p.stats.ByStatus))
-	for k, v := range p.stats.ByStatus {
-		st.ByStatus[k] = v
-	}
+	st.ByStatus = maps.Clone(p.stats.ByStatus)
 	return st
 }
 
@@ -241,17 +239,13 @@ func (p *pusher) step(ctx context.Context) {
 		p.held = nil
 		p.send(ctx, d, CopyReordered)
 	}
-	due := p.replays[:0:0]
-	rest := p.replays[:0:0]
-	for _, r := range p.replays {
-		if r.tick <= p.tick {
-			due = append(due, r)
-		} else {
-			rest = append(rest, r)
+	replays := p.replays
+	p.replays = nil
+	for _, r := range replays {
+		if r.tick > p.tick {
+			p.replays = append(p.replays, r)
+			continue
 		}
-	}
-	p.replays = rest
-	for _, r := range due {
 		p.send(ctx, r.d, CopyReplay)
 	}
 	if now.After(p.last) {
@@ -455,36 +449,35 @@ func (p *pusher) build(e *event) *delivery {
 	p.mu.Unlock()
 	d := &delivery{rec: PushRecord{Seq: seq, Kind: PushApply, Height: e.height}}
 	payload := hookPayload{
-		Event:     hookEvent{Apply: []hookBlock{}, Rollback: []hookBlock{}, Chain: "stacks", Network: "mainnet"},
+		Event:     hookEvent{Rollback: []hookBlock{}, Chain: "stacks", Network: "mainnet"},
 		Chainhook: hookMeta{Name: "pacer-sim", UUID: "5e3d0000-0000-4000-8000-000000000001"},
 	}
+	b := hookBlockOf(e.height, blockHash(e.height), e.at, e.txs)
 	if r := e.rollback; r != nil {
 		d.rec.Kind, d.reorg = PushRollback, true
 		// As Chainhooks reports a reorg: the block that lost, then the one
 		// that won at its height (its transactions come back later, in a
 		// block of their own).
-		b := hookBlockOf(r.height, blockHash(r.height), e.txs[0].minedAt(), e.txs, e.txs[0].minedAt())
-		payload.Event.Rollback = append(payload.Event.Rollback, b)
-		payload.Event.Apply = append(payload.Event.Apply, hookBlockOf(r.height, competingHash(r.height), r.rollbackAt, nil, r.rollbackAt))
-		d.rec.Hash, d.rec.Timestamp = b.BlockIdentifier.Hash, b.Timestamp
+		b = hookBlockOf(r.height, blockHash(r.height), e.txs[0].minedAt(), e.txs)
+		payload.Event.Rollback = []hookBlock{b}
+		payload.Event.Apply = []hookBlock{hookBlockOf(r.height, competingHash(r.height), r.rollbackAt, nil)}
 		p.rollbackOf[r] = d
 	} else {
-		b := hookBlockOf(e.height, blockHash(e.height), e.at, e.txs, e.at)
-		payload.Event.Apply = append(payload.Event.Apply, b)
-		d.rec.Hash, d.rec.Timestamp = b.BlockIdentifier.Hash, b.Timestamp
+		payload.Event.Apply = []hookBlock{b}
 		for _, tx := range e.txs {
-			if tx.reorg != nil {
-				d.reorg = true // the block that will be rolled back, or the new one
+			r := tx.reorg
+			if r == nil {
+				continue
 			}
-			if r := tx.reorg; r != nil && r.newHeight == e.height {
-				if rb := p.rollbackOf[r]; rb != nil && !p.replayed[r] {
-					// The stale rollback, once more after the re-apply.
-					p.replayed[r] = true
-					p.replays = append(p.replays, replay{tick: p.tick + 1, d: rb})
-				}
+			d.reorg = true // the block that will be rolled back, or the new one
+			if rb := p.rollbackOf[r]; rb != nil && r.newHeight == e.height && !p.replayed[r] {
+				// The stale rollback, once more after the re-apply.
+				p.replayed[r] = true
+				p.replays = append(p.replays, replay{tick: p.tick + 1, d: rb})
 			}
 		}
 	}
+	d.rec.Hash, d.rec.Timestamp = b.BlockIdentifier.Hash, b.Timestamp
 	for _, tx := range e.txs {
 		d.rec.TxIDs = append(d.rec.TxIDs, tx.TxID)
 	}
@@ -538,20 +531,19 @@ type hookTx struct {
 }
 
 type hookTxMeta struct {
-	Type                string         `json:"type"`
-	Nonce               int            `json:"nonce"`
-	Result              clarityValue   `json:"result"`
-	Status              string         `json:"status"`
-	FeeRate             string         `json:"fee_rate"`
-	Position            hookPosition   `json:"position"`
-	SenderAddress       string         `json:"sender_address"`
-	SponsorAddress      *string        `json:"sponsor_address"`
-	Canonical           bool           `json:"canonical"`
-	Sponsored           bool           `json:"sponsored"`
-	MicroblockCanonical bool           `json:"microblock_canonical"`
-	ContractIdentifier  string         `json:"contract_identifier,omitempty"`
-	FunctionName        string         `json:"function_name,omitempty"`
-	Args                []hookArgument `json:"args,omitempty"`
+	Type                string       `json:"type"`
+	Nonce               int          `json:"nonce"`
+	Result              clarityValue `json:"result"`
+	Status              string       `json:"status"`
+	FeeRate             string       `json:"fee_rate"`
+	Position            hookPosition `json:"position"`
+	SenderAddress       string       `json:"sender_address"`
+	SponsorAddress      *string      `json:"sponsor_address"`
+	Canonical           bool         `json:"canonical"`
+	Sponsored           bool         `json:"sponsored"`
+	MicroblockCanonical bool         `json:"microblock_canonical"`
+	// The call's target, on every other transaction (nil: left out).
+	*hookCall
 }
 
 type hookPosition struct {
@@ -559,37 +551,31 @@ type hookPosition struct {
 	MicroblockIdentifer *string `json:"microblock_identifier"`
 }
 
-type hookArgument struct {
-	Repr string `json:"repr"`
-	Name string `json:"name"`
-	Type string `json:"type"`
+// hookCall is a contract call's target; its arguments leave out Hiro's
+// hex, as the simulator's /tx/ answers do.
+type hookCall struct {
+	ContractIdentifier string            `json:"contract_identifier"`
+	FunctionName       string            `json:"function_name"`
+	Args               []functionArgJSON `json:"args"`
 }
 
 type hookOp struct {
 	OperationIdentifier struct {
 		Index int `json:"index"`
 	} `json:"operation_identifier"`
-	Type     string         `json:"type"`
-	Status   string         `json:"status"`
-	Account  hookAccount    `json:"account"`
-	Metadata hookCallOpMeta `json:"metadata"`
+	Type    string `json:"type"`
+	Status  string `json:"status"`
+	Account struct {
+		Address string `json:"address"`
+	} `json:"account"`
+	Metadata hookCall `json:"metadata"`
 }
 
-type hookAccount struct {
-	Address string `json:"address"`
-}
-
-type hookCallOpMeta struct {
-	ContractIdentifier string         `json:"contract_identifier"`
-	FunctionName       string         `json:"function_name"`
-	Args               []hookArgument `json:"args"`
-}
-
-// hookBlockOf is a block as a delivery shows it; at is the moment whose
-// view of the transactions it carries (a re-applied one in its new block).
-func hookBlockOf(height int64, hash string, blockTime time.Time, txs []*worldTx, at time.Time) hookBlock {
+// hookBlockOf is a block as a delivery shows it at its time at (a
+// re-applied transaction in its new block).
+func hookBlockOf(height int64, hash string, at time.Time, txs []*worldTx) hookBlock {
 	b := hookBlock{
-		Timestamp:             blockTime.Unix(),
+		Timestamp:             at.Unix(),
 		BlockIdentifier:       hookBlockID{Index: height, Hash: hash},
 		ParentBlockIdentifier: hookBlockID{Index: height - 1, Hash: blockHash(height - 1)},
 		Transactions:          make([]hookTx, 0, len(txs)),
@@ -604,14 +590,7 @@ func hookBlockOf(height int64, hash string, blockTime time.Time, txs []*worldTx,
 // one (by its place in the block) names its target only in its
 // contract_call operation, as some Chainhooks versions do.
 func hookTxOf(tx *worldTx, at time.Time) hookTx {
-	args := make([]hookArgument, len(tx.call.FunctionArgs))
-	for i, a := range tx.call.FunctionArgs {
-		args[i] = hookArgument(a)
-	}
-	opStatus := "success"
-	if tx.status != statusSuccess {
-		opStatus = "failed"
-	}
+	call := hookCall{ContractIdentifier: tx.call.ContractID, FunctionName: tx.call.FunctionName, Args: tx.call.FunctionArgs}
 	var h hookTx
 	h.TransactionIdentifier.Hash = tx.TxID
 	h.Metadata = hookTxMeta{
@@ -620,10 +599,13 @@ func hookTxOf(tx *worldTx, at time.Time) hookTx {
 		SenderAddress: tx.Sender, Canonical: true, MicroblockCanonical: true,
 	}
 	if tx.index%2 == 0 {
-		h.Metadata.ContractIdentifier, h.Metadata.FunctionName, h.Metadata.Args = tx.call.ContractID, tx.call.FunctionName, args
+		h.Metadata.hookCall = &call
 	}
-	op := hookOp{Type: txTypeContractCall, Status: opStatus, Account: hookAccount{Address: tx.Sender},
-		Metadata: hookCallOpMeta{ContractIdentifier: tx.call.ContractID, FunctionName: tx.call.FunctionName, Args: args}}
+	op := hookOp{Type: txTypeContractCall, Status: "success", Metadata: call}
+	if tx.status != statusSuccess {
+		op.Status = "failed"
+	}
+	op.Account.Address = tx.Sender
 	h.Operations = []hookOp{op}
 	return h
 }

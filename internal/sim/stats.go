@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"bytes"
 	"maps"
 	"net/http"
 	"sync"
@@ -84,7 +85,7 @@ func (c *counter) reset() {
 // count records each request to route with the status it was answered.
 func (s *Server) count(route string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rec := &statusRecorder{ResponseWriter: w}
+		rec := &recorder{ResponseWriter: w}
 		next.ServeHTTP(rec, r)
 		status := rec.status
 		switch {
@@ -98,25 +99,31 @@ func (s *Server) count(route string, next http.Handler) http.Handler {
 	})
 }
 
-// statusRecorder remembers the status a handler answered with.
-type statusRecorder struct {
+// recorder remembers the status a handler answered with; with held set it
+// holds the answer back, so that a fault can rewrite its body.
+type recorder struct {
 	http.ResponseWriter
 	status int
+	held   *bytes.Buffer
 }
 
-func (r *statusRecorder) WriteHeader(status int) {
-	if r.status == 0 {
-		r.status = status
+func (r *recorder) WriteHeader(status int) {
+	if r.status != 0 {
+		return
 	}
-	r.ResponseWriter.WriteHeader(status)
+	r.status = status
+	if r.held == nil {
+		r.ResponseWriter.WriteHeader(status)
+	}
 }
 
-func (r *statusRecorder) Write(p []byte) (int, error) {
-	if r.status == 0 {
-		r.status = http.StatusOK
+func (r *recorder) Write(p []byte) (int, error) {
+	r.WriteHeader(http.StatusOK)
+	if r.held != nil {
+		return r.held.Write(p)
 	}
 	return r.ResponseWriter.Write(p)
 }
 
 // Unwrap lets http.ResponseController reach the real writer.
-func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }

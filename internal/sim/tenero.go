@@ -1,12 +1,10 @@
 package sim
 
 import (
-	"crypto/subtle"
 	"encoding/json"
 	"hash/fnv"
 	"math"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -81,9 +79,7 @@ type teneroSim struct {
 	seed      uint64
 	tokens    []*simToken
 	byAddress map[string]*simToken
-	anonymous *limiter
-	keyed     *limiter
-	apiKeys   []string
+	plans
 }
 
 // The tokens pacer always refreshes and the stablecoins it prices itself,
@@ -117,9 +113,7 @@ func newTeneroSim(seed int64, cfg TeneroConfig) *teneroSim {
 	t := &teneroSim{
 		seed:      uint64(seed),
 		byAddress: map[string]*simToken{},
-		anonymous: newLimiter(cfg.Anonymous.withDefaults(defaultAnonymous)),
-		keyed:     newLimiter(cfg.Keyed.withDefaults(defaultKeyed)),
-		apiKeys:   cfg.APIKeys,
+		plans:     newPlans(cfg.Anonymous.withDefaults(defaultAnonymous), cfg.Keyed.withDefaults(defaultKeyed), cfg.APIKeys),
 	}
 	rng := rand.New(rand.NewPCG(t.seed, 0x7e4e20))
 	for _, st := range staticTokens {
@@ -350,16 +344,15 @@ const (
 // 429 and Retry-After (seconds to the spent window's end) once it is gone.
 func (s *Server) teneroLimit(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		lim, caller, ok := callerOf(r, s.tenero.apiKeys, s.tenero.anonymous, s.tenero.keyed)
+		plan, d, ok := s.tenero.take(r, s.now(), 1)
 		if !ok {
 			writeJSON(w, http.StatusUnauthorized, teneroEnvelope{StatusCode: http.StatusUnauthorized, Message: "Invalid API key"})
 			return
 		}
-		d := lim.take(caller, s.now(), 1)
 		h := w.Header()
 		h.Set(headerMinuteRemaining, strconv.Itoa(d.MinuteRemaining))
 		h.Set(headerMonthRemaining, strconv.Itoa(d.MonthRemaining))
-		h.Set(headerType, lim.limits.Type)
+		h.Set(headerType, plan.Type)
 		if !d.Allowed {
 			h.Set("Retry-After", strconv.FormatInt(retryAfterSeconds(d.RetryAfter), 10))
 			writeJSON(w, http.StatusTooManyRequests, teneroEnvelope{StatusCode: http.StatusTooManyRequests, Message: "Rate limit exceeded"})
@@ -367,28 +360,4 @@ func (s *Server) teneroLimit(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
-}
-
-// callerOf is the limiter and budget key of a request: its API key's
-// (keyed), or its IP's (anonymous); false for a key not among keys (any
-// key is valid when keys is empty).
-func callerOf(r *http.Request, keys []string, anonymous, keyed *limiter) (*limiter, string, bool) {
-	key := r.Header.Get("x-api-key")
-	if key == "" {
-		return anonymous, "ip:" + clientIP(r), true
-	}
-	valid := len(keys) == 0
-	for _, k := range keys {
-		valid = valid || subtle.ConstantTimeCompare([]byte(k), []byte(key)) == 1
-	}
-	return keyed, "key:" + key, valid
-}
-
-// clientIP is the budget key of an anonymous caller.
-func clientIP(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
 }
