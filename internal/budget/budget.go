@@ -171,9 +171,7 @@ func (s *State) Take(c Config, lane Lane, cost int64, now time.Time) Decision {
 	}
 	untilWindow := Decision{RetryIn: s.WindowEnd.Sub(now), Why: WhyMinute}
 
-	capacity := s.capacity(c)
-	fastCap, keep := s.fastShare(c, capacity)
-	used := s.SweepUsed + s.FastUsed
+	fastCap, keep := s.fastShare(c, s.capacity(c))
 	switch lane {
 	case LaneFast:
 		keep = 0
@@ -184,33 +182,29 @@ func (s *State) Take(c Config, lane Lane, cost int64, now time.Time) Decision {
 	default:
 		lane = LaneSweep
 	}
-	if used+cost+keep > capacity || (s.Left != nil && *s.Left-cost < keep) {
+	if s.windowLeft(c)-cost < keep {
 		return untilWindow
 	}
 
+	_, monthEnd := MonthOf(now)
 	if s.Month.Remaining != nil && lane == LaneManual {
 		if *s.Month.Remaining-cost < 0 {
-			_, end := MonthOf(now)
-			return Decision{RetryIn: end.Sub(now), Why: WhyMonth}
+			return Decision{RetryIn: monthEnd.Sub(now), Why: WhyMonth}
 		}
 		*s.Month.Remaining -= cost
 	} else if s.Month.Remaining != nil {
 		s.accrue(c, now)
-		credit := &s.Month.SweepCredit
-		if lane == LaneFast {
-			credit = &s.Month.FastCredit
-		}
-		_, end := MonthOf(now)
+		credit := s.Month.credit(lane)
 		switch {
 		case float64(*s.Month.Remaining-cost) < s.monthReserve(c):
-			return Decision{RetryIn: end.Sub(now), Why: WhyMonth}
+			return Decision{RetryIn: monthEnd.Sub(now), Why: WhyMonth}
 		case lane == LaneSweep && *credit < float64(cost) && s.surplus(c, now) >= float64(cost):
 			// The month's unspent pace, banked: a backlog spends it at
 			// the window's pace; the credit is kept for later.
 			*credit += float64(cost)
 		case *credit < float64(cost):
 			rate := s.monthPace(c, now) * laneShare(c, lane)
-			wait := end.Sub(now)
+			wait := monthEnd.Sub(now)
 			if rate > 0 {
 				wait = min(wait, time.Duration((float64(cost)-*credit)/rate*float64(time.Second))+time.Millisecond)
 			}
@@ -219,11 +213,7 @@ func (s *State) Take(c Config, lane Lane, cost int64, now time.Time) Decision {
 		*credit -= float64(cost)
 		*s.Month.Remaining -= cost
 	}
-	if lane == LaneFast {
-		s.FastUsed += cost
-	} else {
-		s.SweepUsed += cost
-	}
+	*s.used(lane) += cost
 	if s.Left != nil {
 		*s.Left -= cost
 	}
@@ -239,49 +229,42 @@ func (s *State) Observe(c Config, lane Lane, o Observation, now time.Time) {
 		end := now.Add(*o.Reset)
 		switch d := end.Sub(s.WindowEnd); {
 		case d < -alignTolerance:
-			// The upstream's window ends sooner: follow it, keeping this
-			// window's counts (a conservative reading).
-			s.WindowEnd = later(end, now)
+			// The upstream's window ends sooner (never before now): follow
+			// it, keeping this window's counts (a conservative reading).
+			s.WindowEnd = end
 		case d > alignTolerance:
 			// Later: follow it, but never past one window from when this
 			// one began, so a reset that keeps saying "a minute" (a
 			// stopped clock, a broken proxy) cannot hold a window open
 			// for good.
-			s.WindowEnd = earliest(end, s.WindowStart.Add(c.Window+alignTolerance))
+			s.WindowEnd = end
+			if most := s.WindowStart.Add(c.Window + alignTolerance); most.Before(end) {
+				s.WindowEnd = most
+			}
 		}
 	}
-	if lane == LaneFast {
-		s.FastUsed += extra
-	} else {
-		s.SweepUsed += extra
-	}
+	*s.used(lane) += extra
 	switch {
 	case o.Remaining != nil:
-		r := *o.Remaining
-		if s.Left == nil || r < *s.Left {
-			s.Left = &r
-		}
-		learned := s.SweepUsed + s.FastUsed + r
-		if s.WindowCapacity == nil || learned < *s.WindowCapacity {
-			s.WindowCapacity = &learned
-		}
+		lower(&s.Left, *o.Remaining)
+		lower(&s.WindowCapacity, s.SweepUsed+s.FastUsed+*o.Remaining)
 	case s.Left != nil:
 		*s.Left -= extra
 	}
-	if o.Limit != nil && (s.WindowCapacity == nil || *o.Limit < *s.WindowCapacity) {
-		l := *o.Limit
-		s.WindowCapacity = &l
+	if o.Limit != nil {
+		lower(&s.WindowCapacity, *o.Limit)
 	}
 	if o.Status == 429 {
 		// Refused: nothing more until Hiro's Retry-After, or until the
 		// window ends when it names none.
-		zero := int64(0)
-		s.Left = &zero
+		s.Left = new(int64)
 		until := s.WindowEnd
 		if o.RetryAfter != nil && *o.RetryAfter > 0 {
 			until = now.Add(*o.RetryAfter)
 		}
-		s.BlockedUntil = later(s.BlockedUntil, until)
+		if until.After(s.BlockedUntil) {
+			s.BlockedUntil = until
+		}
 	}
 	s.observeMonth(c, lane, o, extra, now)
 }
@@ -306,30 +289,42 @@ func (s *State) observeMonth(c Config, lane Lane, o Observation, extra int64, no
 		// Hiro's count (a 429 on an explicit run's last requests).
 		r = *m.Remaining
 	}
-	switch {
-	case fresh:
-		limit := m.Limit
-		if o.MonthLimit != nil {
-			l := *o.MonthLimit
-			limit = &l
-		}
-		s.startMonth(c, start, limit, r, now)
-	case r < *m.Remaining:
-		m.Remaining = &r
-		s.debitCredit(lane, extra)
-	default:
-		s.debitCredit(lane, extra)
+	if fresh {
+		// The limit is only ever read: sharing the observation's is safe.
+		s.startMonth(c, start, cmp.Or(o.MonthLimit, m.Limit), r, now)
+		return
 	}
+	lower(&m.Remaining, r)
+	s.debitCredit(lane, extra)
 }
 
 func (s *State) debitCredit(lane Lane, n int64) {
-	if s.Month.Remaining == nil || n == 0 || lane == LaneManual {
-		return
+	if s.Month.Remaining != nil && lane != LaneManual {
+		*s.Month.credit(lane) -= float64(n)
 	}
+}
+
+// used is the lane's spend in the window; the manual lane's counts as the
+// sweep's.
+func (s *State) used(lane Lane) *int64 {
 	if lane == LaneFast {
-		s.Month.FastCredit -= float64(n)
-	} else {
-		s.Month.SweepCredit -= float64(n)
+		return &s.FastUsed
+	}
+	return &s.SweepUsed
+}
+
+// credit is the lane's banked month pace.
+func (m *Month) credit(lane Lane) *float64 {
+	if lane == LaneFast {
+		return &m.FastCredit
+	}
+	return &m.SweepCredit
+}
+
+// lower sets *p to v when it is unset or above v.
+func lower(p **int64, v int64) {
+	if *p == nil || v < **p {
+		*p = &v
 	}
 }
 
@@ -349,16 +344,10 @@ func (s *State) roll(c Config, now time.Time) {
 	}
 	s.SweepUsed, s.FastUsed, s.Left, s.WindowCapacity = 0, 0, nil, nil
 
-	if m := &s.Month; m.Remaining != nil {
-		if start, _ := MonthOf(now); !m.Start.Equal(start) {
-			// A new month: the quota is whole again until a header says
-			// otherwise.
-			full := *m.Remaining
-			if m.Limit != nil {
-				full = *m.Limit
-			}
-			s.startMonth(c, start, m.Limit, full, now)
-		}
+	if start, _ := MonthOf(now); s.Month.Remaining != nil && !s.Month.Start.Equal(start) {
+		// A new month: the quota is whole again until a header says
+		// otherwise.
+		s.startMonth(c, start, s.Month.Limit, *cmp.Or(s.Month.Limit, s.Month.Remaining), now)
 	}
 }
 
@@ -374,10 +363,8 @@ func (s *State) startMonth(c Config, start time.Time, limit *int64, remaining in
 // capacity is what the current window holds for us.
 func (s *State) capacity(c Config) int64 {
 	capacity := c.PerMinute
-	if s.WindowCapacity != nil {
-		capacity = min(capacity, *s.WindowCapacity)
-	} else if s.Capacity != nil {
-		capacity = min(capacity, *s.Capacity)
+	if learned := cmp.Or(s.WindowCapacity, s.Capacity); learned != nil {
+		capacity = min(capacity, *learned)
 	}
 	return max(capacity, 0)
 }
@@ -482,15 +469,15 @@ func (s *State) Rate(c Config, lane Lane, now time.Time) float64 {
 // when unknown), for status and metrics.
 func (s *State) Remaining(c Config, now time.Time) (minute int64, month *int64) {
 	c, probe := s.rolled(c, now)
-	minute = max(0, probe.capacity(c)-probe.SweepUsed-probe.FastUsed)
-	if probe.Left != nil {
-		minute = min(minute, max(0, *probe.Left))
+	return max(0, probe.windowLeft(c)), probe.Month.Remaining // a copy: probe shares no pointer
+}
+
+// windowLeft is what is left of the window, all lanes together.
+func (s *State) windowLeft(c Config) int64 {
+	if left := s.capacity(c) - s.SweepUsed - s.FastUsed; s.Left == nil || left < *s.Left {
+		return left
 	}
-	if probe.Month.Remaining != nil {
-		m := *probe.Month.Remaining
-		month = &m
-	}
-	return minute, month
+	return *s.Left
 }
 
 // LaneRemaining is what lane may still take of the minute window at now,
@@ -498,14 +485,10 @@ func (s *State) Remaining(c Config, now time.Time) (minute int64, month *int64) 
 // reserve, which the other lanes leave it (0 when nothing is).
 func (s *State) LaneRemaining(c Config, lane Lane, now time.Time) int64 {
 	c, probe := s.rolled(c, now)
-	capacity := probe.capacity(c)
-	fastCap, keep := probe.fastShare(c, capacity)
-	left := capacity - probe.SweepUsed - probe.FastUsed
+	fastCap, keep := probe.fastShare(c, probe.capacity(c))
+	left := probe.windowLeft(c)
 	if lane == LaneFast {
 		left, keep = min(left, fastCap-probe.FastUsed), 0
-	}
-	if probe.Left != nil {
-		left = min(left, *probe.Left)
 	}
 	return max(0, left-keep)
 }
@@ -516,16 +499,13 @@ func (s *State) LaneRemaining(c Config, lane Lane, now time.Time) int64 {
 // of them is as Take would answer; it changes nothing.
 func (s *State) Room(c Config, lane Lane, now time.Time) (n int64, at time.Time, why string) {
 	c, probe := s.rolled(c, now)
-	probe = probe.clone()
 	n = probe.LaneRemaining(c, lane, now)
 	if m := &probe.Month; m.Remaining != nil {
 		month := float64(*m.Remaining)
 		if lane != LaneManual {
 			probe.accrue(c, now)
-			credit := m.SweepCredit
-			if lane == LaneFast {
-				credit = m.FastCredit
-			} else {
+			credit := *m.credit(lane)
+			if lane != LaneFast {
 				credit = max(credit, probe.surplus(c, now))
 			}
 			month = min(math.Floor(credit), month-probe.monthReserve(c))
@@ -553,10 +533,11 @@ func (s State) clone() State {
 }
 
 // rolled is a copy of the state as it stands at now (its window rolled),
-// with the config's defaults: what the read-only views look at.
+// sharing no pointer with s, with the config's defaults: what the
+// read-only views look at.
 func (s *State) rolled(c Config, now time.Time) (Config, State) {
 	c = c.WithDefaults()
-	probe := *s
+	probe := s.clone()
 	probe.roll(c, now)
 	return c, probe
 }
@@ -574,18 +555,4 @@ func MonthOf(t time.Time) (start, end time.Time) {
 	t = t.UTC()
 	start = time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.UTC)
 	return start, start.AddDate(0, 1, 0)
-}
-
-func earliest(a, b time.Time) time.Time {
-	if a.Before(b) {
-		return a
-	}
-	return b
-}
-
-func later(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
 }
