@@ -19,10 +19,9 @@ import (
 // whose rows are written out by hand below.
 func handGenerator() *generator {
 	return &generator{
-		rng:   rand.New(rand.NewPCG(1, 2)),
-		w:     &World{start: epoch, allow: catalog.Default()},
-		price: func(Token, time.Time) float64 { return 1 },
-		taken: map[string]bool{},
+		making: &making{w: &World{start: epoch, allow: catalog.Default()}, price: func(Token, time.Time) float64 { return 1 }},
+		rng:    rand.New(rand.NewPCG(1, 2)),
+		taken:  map[string]bool{},
 	}
 }
 
@@ -266,8 +265,8 @@ func TestHiroPrincipalTransactions(t *testing.T) {
 		require.Less(t, pages, 20)
 	}
 	var want []string
-	for _, tx := range w.listed(busy, clock.Now()) {
-		if !inMempool(tx.statusAt(clock.Now())) && !tx.fork {
+	for _, tx := range w.listed(busy, clock.Now()).agents {
+		if !tx.fork {
 			want = append(want, tx.TxID)
 		}
 	}

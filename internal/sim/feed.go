@@ -153,25 +153,20 @@ func (m merged) rankAt(p position) int {
 	return sort.Search(m.mined(), func(k int) bool { return m.position(m.items(k, 1)[0]).compare(p) <= 0 })
 }
 
-// chainList is the feed (contract "") or a contract's own list at at,
-// keeping the agents' transactions keep accepts.
-func (w *World) chainList(contract string, at time.Time, keep func(*worldTx) bool) merged {
+// listOf is a list at at of the agents' transactions among txs that exist
+// then: those not yet mined on top, newest received first, then the mined
+// ones by position, newest first.
+func listOf(txs []*worldTx, at time.Time) merged {
 	m := merged{at: at}
-	w.mu.Lock()
-	w.generateAll(at)
-	for _, tx := range w.txs {
-		if !tx.exists(at) || !keep(tx) || tx.fork && w.chain.cfg.CanonicalOnly {
-			continue
+	for _, tx := range txs {
+		switch {
+		case !tx.exists(at):
+		case inMempool(tx.statusAt(at)):
+			m.top = append(m.top, tx)
+		default:
+			m.agents = append(m.agents, tx)
 		}
-		if inMempool(tx.statusAt(at)) {
-			if contract != "" {
-				m.top = append(m.top, tx)
-			}
-			continue
-		}
-		m.agents = append(m.agents, tx)
 	}
-	w.mu.Unlock()
 	slices.SortFunc(m.top, func(a, b *worldTx) int {
 		return cmp.Or(b.AppearsAt.Compare(a.AppearsAt), strings.Compare(a.TxID, b.TxID))
 	})
@@ -179,21 +174,34 @@ func (w *World) chainList(contract string, at time.Time, keep func(*worldTx) boo
 	return m
 }
 
+// chainList is the list at at of the agents' transactions keep accepts,
+// with the strangers' calls of contract ("": every contract).
+func (w *World) chainList(contract string, at time.Time, keep func(*worldTx) bool) merged {
+	w.mu.Lock()
+	w.generateAll(at)
+	txs := slices.DeleteFunc(slices.Clone(w.txs), func(tx *worldTx) bool {
+		return !keep(tx) || tx.fork && w.chain.cfg.CanonicalOnly
+	})
+	w.mu.Unlock()
+	m := listOf(txs, at)
+	m.s = w.chain.seq(contract, at)
+	return m
+}
+
 // feed is the chain's mined transactions of the given types (all when
 // none) at at.
 func (w *World) feed(types map[string]bool, at time.Time) merged {
 	m := w.chainList("", at, func(tx *worldTx) bool { return len(types) == 0 || types[tx.txType] })
-	if len(types) == 0 || types[txTypeContractCall] {
-		m.s = w.chain.seq("", at)
+	m.top = nil // mined transactions only
+	if len(types) > 0 && !types[txTypeContractCall] {
+		m.s = strangerSeq{} // strangers make contract calls only
 	}
 	return m
 }
 
 // contractList is a contract's own list: the calls made to it.
 func (w *World) contractList(contract string, at time.Time) merged {
-	m := w.chainList(contract, at, func(tx *worldTx) bool { return tx.call != nil && tx.call.ContractID == contract })
-	m.s = w.chain.seq(contract, at)
-	return m
+	return w.chainList(contract, at, func(tx *worldTx) bool { return tx.call != nil && tx.call.ContractID == contract })
 }
 
 // hiroTxList serves the feed.

@@ -130,7 +130,17 @@ func groupTokens(tokens []Token) worldTokens {
 // generator builds a World. Its random source is the only source of
 // variety, and it is drawn in a fixed order, so a seed fixes the world.
 type generator struct {
-	rng    *rand.Rand
+	*making
+	rng *rand.Rand
+	// listed counts the transactions of each address's list; taken holds
+	// every id handed out, so no two agents, claims or transactions share
+	// one however the dice fall.
+	listed map[string]int
+	taken  map[string]bool
+}
+
+// making is the world in the making, shared by its generators.
+type making struct {
 	w      *World
 	tokens worldTokens
 	// price is a token's USD price at a moment, for plausible amounts.
@@ -148,34 +158,17 @@ type generator struct {
 	roles     map[string]role
 	outsiders []string
 	txs       []*worldTx
-	listed    map[string]int
-	// taken holds every id handed out, so no two agents, claims or
-	// transactions share one however the dice fall.
-	taken map[string]bool
 }
 
 // fork returns a generator for one more part of the world (an Activity day)
-// that shares g's world and tokens but draws from its own source, so that
-// the part is the same whenever, and in whatever order, it is made.
+// that shares g's making but draws from its own source, so that the part
+// is the same whenever, and in whatever order, it is made.
 func (g *generator) fork(key ...uint64) *generator {
 	h := fnv.New64a()
 	for _, k := range key {
 		_, _ = fmt.Fprintf(h, "%d/", k)
 	}
-	return &generator{
-		rng:       rand.New(rand.NewPCG(h.Sum64(), 0x5eed)),
-		w:         g.w,
-		tokens:    g.tokens,
-		price:     g.price,
-		provider:  g.provider,
-		histFrom:  g.histFrom,
-		present:   g.present,
-		futureTo:  g.futureTo,
-		roles:     g.roles,
-		outsiders: g.outsiders,
-		listed:    map[string]int{},
-		taken:     map[string]bool{},
-	}
+	return &generator{making: g.making, rng: rand.New(rand.NewPCG(h.Sum64(), 0x5eed)), listed: map[string]int{}, taken: map[string]bool{}}
 }
 
 // newWorld generates the world of seed.
@@ -190,15 +183,11 @@ func newWorld(seed int64, cfg HiroConfig, tokens []Token, price func(Token, time
 		lists:   map[string][]*worldTx{},
 	}
 	g := &generator{
-		rng:      rand.New(rand.NewPCG(uint64(seed), 0x4170)),
-		w:        w,
-		tokens:   groupTokens(tokens),
-		price:    price,
-		provider: cat.ProviderAddress(),
-		present:  later(cfg.CompetitionStart, cfg.Origin),
-		roles:    map[string]role{},
-		listed:   map[string]int{},
-		taken:    map[string]bool{},
+		making: &making{w: w, tokens: groupTokens(tokens), price: price, provider: cat.ProviderAddress(),
+			present: later(cfg.CompetitionStart, cfg.Origin), roles: map[string]role{}},
+		rng:    rand.New(rand.NewPCG(uint64(seed), 0x4170)),
+		listed: map[string]int{},
+		taken:  map[string]bool{},
 	}
 	g.histFrom = later(cfg.CompetitionStart, cfg.Origin.Add(-cfg.History))
 	g.futureTo = g.present.Add(cfg.Arrivals)

@@ -147,9 +147,9 @@ func newHiroSim(seed int64, cfg HiroConfig, s *Server) *hiroSim {
 // World returns the world the Hiro simulation serves.
 func (s *Server) World() *World { return s.hiro.world }
 
-// worldDoc is GET /_sim/world: the whole world, for people poking at
+// worldJSON is GET /_sim/world: the whole world, for people poking at
 // `pacer sim`.
-type worldDoc struct {
+type worldJSON struct {
 	CompetitionStart time.Time `json:"competitionStart"`
 	Origin           time.Time `json:"origin"`
 	Now              time.Time `json:"now"`
@@ -164,9 +164,9 @@ type worldDoc struct {
 	StrangerCalls int `json:"strangerCalls"`
 }
 
-func (s *Server) getWorld(w http.ResponseWriter, _ *http.Request) {
+func (s *Server) worldDoc() any {
 	world, now := s.hiro.world, s.now()
-	writeJSON(w, http.StatusOK, worldDoc{
+	return worldJSON{
 		CompetitionStart: world.CompetitionStart(),
 		Origin:           world.Origin(),
 		Now:              now.UTC(),
@@ -176,19 +176,17 @@ func (s *Server) getWorld(w http.ResponseWriter, _ *http.Request) {
 		Outcomes:         world.ExpectedOutcomes(now),
 		ChainVolume:      world.ChainVolume(),
 		StrangerCalls:    world.StrangerCalls(now),
-	})
+	}
 }
 
 // swapsDoc is GET /_sim/swaps: the oracle's side of a discovery-delay
 // measurement for a test that runs the simulator out of process.
-type swapsDoc struct {
-	Now   time.Time  `json:"now"`
-	Swaps []SwapTime `json:"swaps"`
-}
-
-func (s *Server) getSwaps(w http.ResponseWriter, _ *http.Request) {
+func (s *Server) swapsDoc() any {
 	now := s.now()
-	writeJSON(w, http.StatusOK, swapsDoc{Now: now.UTC(), Swaps: s.hiro.world.SwapTimes(now)})
+	return struct {
+		Now   time.Time  `json:"now"`
+		Swaps []SwapTime `json:"swaps"`
+	}{now.UTC(), s.hiro.world.SwapTimes(now)}
 }
 
 // Hiro's list page size: the default and the most it accepts (SPEC §9).
@@ -268,7 +266,7 @@ func (w *World) principalList(principal string, at time.Time) merged {
 	if strings.Contains(principal, ".") {
 		return w.contractList(principal, at)
 	}
-	return merged{top: w.listed(principal, at), at: at}
+	return w.listed(principal, at)
 }
 
 // principalOf reads the principal of a list route, answering 400 when it
@@ -451,12 +449,8 @@ func (s *Server) hiroPrincipalTransactions(w http.ResponseWriter, r *http.Reques
 
 	now := s.now()
 	m := s.hiro.world.principalList(principal, now)
-	// Mined, canonical transactions only: newest first by position, as the
-	// v1 list shows them below its mempool ones.
-	m.agents = slices.DeleteFunc(append(m.top, m.agents...), func(tx *worldTx) bool {
-		return tx.fork || inMempool(tx.statusAt(now))
-	})
-	m.top = nil
+	// Mined, canonical transactions only.
+	m.top, m.agents = nil, slices.DeleteFunc(m.agents, func(tx *worldTx) bool { return tx.fork })
 	start := 0
 	if from != nil {
 		start = m.rankAt(*from)

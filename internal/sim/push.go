@@ -212,16 +212,14 @@ func (s *Server) PushRecords() []PushRecord {
 	return slices.Clone(p.records)
 }
 
-// pushDoc is GET /_sim/push.
-type pushDoc struct {
-	URL     string       `json:"url"`
-	Stats   PushStats    `json:"stats"`
-	Records []PushRecord `json:"records"`
-}
-
-func (s *Server) getPush(w http.ResponseWriter, _ *http.Request) {
+// pushDoc is GET /_sim/push: the stats and the last 100 records.
+func (s *Server) pushDoc() any {
 	recs := s.PushRecords()
-	writeJSON(w, http.StatusOK, pushDoc{URL: s.push.cfg.URL, Stats: s.PushStats(), Records: recs[max(0, len(recs)-100):]})
+	return struct {
+		URL     string       `json:"url"`
+		Stats   PushStats    `json:"stats"`
+		Records []PushRecord `json:"records"`
+	}{s.push.cfg.URL, s.PushStats(), recs[max(0, len(recs)-100):]}
 }
 
 // step delivers what happened since the last step: rollbacks and blocks

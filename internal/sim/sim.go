@@ -69,7 +69,7 @@ type Server struct {
 	sleep  func(context.Context, time.Duration) error
 	mux    *http.ServeMux
 	faults *injector
-	stats  *counter
+	stats  counter
 	tenero *teneroSim
 	hiro   *hiroSim
 	push   *pusher
@@ -83,7 +83,6 @@ func New(cfg Config) *Server {
 		sleep:  cfg.Sleep,
 		mux:    http.NewServeMux(),
 		faults: newInjector(cfg.Seed),
-		stats:  newCounter(),
 		tenero: newTeneroSim(cfg.Seed, cfg.Tenero),
 	}
 	if s.now == nil {
@@ -101,14 +100,21 @@ func New(cfg Config) *Server {
 // routes registers every route. An upstream adds its lines here, each through
 // s.upstream so that it is counted, rate limited and open to faults.
 func (s *Server) routes() {
-	s.mux.HandleFunc("GET /_sim/faults", s.getFaults)
+	for path, doc := range map[string]func() any{
+		"/_sim/faults": func() any { return s.Faults() },
+		"/_sim/stats":  func() any { return s.Stats() },
+		"/_sim/tokens": func() any { return s.Tokens() },
+		"/_sim/world":  s.worldDoc,
+		"/_sim/push":   s.pushDoc,
+		"/_sim/swaps":  s.swapsDoc,
+	} {
+		s.mux.HandleFunc("GET "+path, func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, doc()) })
+	}
 	s.mux.HandleFunc("PUT /_sim/faults", s.putFaults)
-	s.mux.HandleFunc("GET /_sim/stats", s.getStats)
-	s.mux.HandleFunc("DELETE /_sim/stats", s.deleteStats)
-	s.mux.HandleFunc("GET /_sim/tokens", s.getTokens)
-	s.mux.HandleFunc("GET /_sim/world", s.getWorld)
-	s.mux.HandleFunc("GET /_sim/push", s.getPush)
-	s.mux.HandleFunc("GET /_sim/swaps", s.getSwaps)
+	s.mux.HandleFunc("DELETE /_sim/stats", func(w http.ResponseWriter, _ *http.Request) {
+		s.ResetStats()
+		w.WriteHeader(http.StatusNoContent)
+	})
 	s.mux.Handle("GET "+RegistryPath, s.count(RegistryPath, s.inject(http.HandlerFunc(s.registry))))
 
 	s.upstream(TeneroTokenRoute, s.teneroLimit, s.teneroToken)
@@ -143,10 +149,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(w, r)
 }
 
-func (s *Server) getFaults(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, s.Faults())
-}
-
 // maxControlBody bounds a control request; a Faults document is tiny.
 const maxControlBody = 64 << 10
 
@@ -164,19 +166,6 @@ func (s *Server) putFaults(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, s.Faults())
-}
-
-func (s *Server) getStats(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, s.Stats())
-}
-
-func (s *Server) deleteStats(w http.ResponseWriter, _ *http.Request) {
-	s.ResetStats()
-	w.WriteHeader(http.StatusNoContent)
-}
-
-func (s *Server) getTokens(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, s.Tokens())
 }
 
 func notFound(w http.ResponseWriter, _ *http.Request) {

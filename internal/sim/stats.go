@@ -34,52 +34,40 @@ func (s Stats) Count(route string, status int) int {
 
 // Stats returns a snapshot of the request counts.
 func (s *Server) Stats() Stats {
-	return s.stats.snapshot()
-}
-
-// ResetStats sets every count back to zero.
-func (s *Server) ResetStats() {
-	s.stats.reset()
-}
-
-type counter struct {
-	mu     sync.Mutex
-	total  int
-	routes map[string]*RouteStats
-}
-
-func newCounter() *counter {
-	return &counter{routes: map[string]*RouteStats{}}
-}
-
-func (c *counter) add(route string, status int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.total++
-	rs, ok := c.routes[route]
-	if !ok {
-		rs = &RouteStats{ByStatus: map[int]int{}}
-		c.routes[route] = rs
-	}
-	rs.Total++
-	rs.ByStatus[status]++
-}
-
-func (c *counter) snapshot() Stats {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := Stats{Total: c.total, Routes: make(map[string]RouteStats, len(c.routes))}
-	for route, rs := range c.routes {
+	s.stats.mu.Lock()
+	defer s.stats.mu.Unlock()
+	out := Stats{Total: s.stats.Total, Routes: make(map[string]RouteStats, len(s.stats.Routes))}
+	for route, rs := range s.stats.Routes {
 		out.Routes[route] = RouteStats{Total: rs.Total, ByStatus: maps.Clone(rs.ByStatus)}
 	}
 	return out
 }
 
-func (c *counter) reset() {
+// ResetStats sets every count back to zero.
+func (s *Server) ResetStats() {
+	s.stats.mu.Lock()
+	defer s.stats.mu.Unlock()
+	s.stats.Stats = Stats{}
+}
+
+type counter struct {
+	mu sync.Mutex
+	Stats
+}
+
+func (c *counter) add(route string, status int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.total = 0
-	c.routes = map[string]*RouteStats{}
+	rs := c.Routes[route]
+	if rs.ByStatus == nil {
+		rs.ByStatus = map[int]int{}
+	}
+	c.Total, rs.Total = c.Total+1, rs.Total+1
+	rs.ByStatus[status]++
+	if c.Routes == nil {
+		c.Routes = map[string]RouteStats{}
+	}
+	c.Routes[route] = rs
 }
 
 // count records each request to route with the status it was answered.

@@ -304,33 +304,12 @@ func (w *World) Seed(ctx context.Context, dst AgentWriter) error {
 	return nil
 }
 
-// listed returns what principal's transaction list shows at at, newest
-// first: mempool transactions on top (newest received first), then mined
-// ones by block and index, as a cursor walks them.
-func (w *World) listed(principal string, at time.Time) []*worldTx {
+// listed is principal's transaction list at at (listOf).
+func (w *World) listed(principal string, at time.Time) merged {
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	w.generate(principal, at)
-	var out []*worldTx
-	for _, tx := range w.lists[principal] {
-		if tx.exists(at) {
-			out = append(out, tx)
-		}
-	}
-	w.mu.Unlock()
-	slices.SortFunc(out, func(a, b *worldTx) int {
-		am, bm := inMempool(a.statusAt(at)), inMempool(b.statusAt(at))
-		switch {
-		case am && bm:
-			return cmp.Or(b.AppearsAt.Compare(a.AppearsAt), strings.Compare(a.TxID, b.TxID))
-		case am != bm:
-			if am {
-				return -1
-			}
-			return 1
-		}
-		return b.position(at).compare(a.position(at))
-	})
-	return out
+	return listOf(w.lists[principal], at)
 }
 
 // tx returns the transaction with txid (0x + lower-case hex), if it exists
