@@ -304,7 +304,7 @@ func (s *Server) hiroTxMultiple(w http.ResponseWriter, r *http.Request) {
 		}
 		// A losing fork's transaction is not canonical and not in the
 		// mempool: not found here, though /tx/ serves it.
-		if !ok || tx.detail == detailNotFound || tx.fork {
+		if !ok || tx.fork {
 			var miss multipleMissing
 			miss.Result.TxID = id
 			out[id] = miss

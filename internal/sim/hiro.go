@@ -332,7 +332,7 @@ func (s *Server) hiroTx(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, "Internal Server Error")
 		return
 	}
-	if !ok || tx.detail == detailNotFound {
+	if !ok {
 		writeJSON(w, http.StatusNotFound, struct {
 			Error   string `json:"error"`
 			Message string `json:"message"`
@@ -435,25 +435,20 @@ func (s *Server) hiroPrincipalTransactions(w http.ResponseWriter, r *http.Reques
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	var from *position
-	if c := q.Get("cursor"); c != "" {
-		m := v3CursorPattern.FindStringSubmatch(c)
-		if m == nil {
-			writeError(w, http.StatusBadRequest, "querystring/cursor must match pattern \"^[0-9]+:[0-9]+:[0-9]+$\"")
-			return
-		}
-		h, _ := strconv.ParseInt(m[1], 10, 64)
-		i, _ := strconv.ParseInt(m[3], 10, 64)
-		from = &position{height: h, index: i}
-	}
-
 	now := s.now()
 	m := s.hiro.world.principalList(principal, now)
 	// Mined, canonical transactions only.
 	m.top, m.agents = nil, slices.DeleteFunc(m.agents, func(tx *worldTx) bool { return tx.fork })
 	start := 0
-	if from != nil {
-		start = m.rankAt(*from)
+	if c := q.Get("cursor"); c != "" {
+		at := v3CursorPattern.FindStringSubmatch(c)
+		if at == nil {
+			writeError(w, http.StatusBadRequest, "querystring/cursor must match pattern \"^[0-9]+:[0-9]+:[0-9]+$\"")
+			return
+		}
+		h, _ := strconv.ParseInt(at[1], 10, 64)
+		i, _ := strconv.ParseInt(at[3], 10, 64)
+		start = m.rankAt(position{height: h, index: i})
 	}
 	// Strangers' calls on a losing fork are passed over here (the total
 	// still counts them: they are a few in a thousand).

@@ -143,8 +143,8 @@ type pusher struct {
 	replays []replay
 	// rollbackOf keeps each reorg's rollback delivery, for its replay
 	// after the re-apply.
-	rollbackOf map[*reorg]*delivery
-	replayed   map[*reorg]bool
+	rollbackOf map[*Reorg]*delivery
+	replayed   map[*Reorg]bool
 
 	mu      sync.Mutex
 	seq     int
@@ -172,7 +172,7 @@ func newPusher(seed int64, cfg PushConfig, w *World, now func() time.Time, sleep
 	}
 	return &pusher{cfg: cfg, world: w, now: now, sleep: sleep,
 		rng:        rand.New(rand.NewPCG(uint64(seed), 0xc4a1)),
-		rollbackOf: map[*reorg]*delivery{}, replayed: map[*reorg]bool{},
+		rollbackOf: map[*Reorg]*delivery{}, replayed: map[*Reorg]bool{},
 		stats: PushStats{ByStatus: map[int]int{}}}
 }
 
@@ -362,7 +362,7 @@ func (p *pusher) post(ctx context.Context, body []byte) (int, json.RawMessage, e
 // event is a block mined or rolled back between two steps.
 type event struct {
 	at       time.Time
-	rollback *reorg
+	rollback *Reorg
 	height   int64
 	txs      []*worldTx
 }
@@ -392,7 +392,7 @@ func (p *pusher) deliveries(now time.Time) []*delivery {
 			mined(heightAt(tx.minedAt()), tx.minedAt(), tx)
 		}
 		if r := tx.reorg; r != nil {
-			mined(r.newHeight, r.reapplyAt, tx)
+			mined(r.NewHeight, r.ReapplyAt, tx)
 		}
 	}
 	events := make([]*event, 0, len(blocks))
@@ -400,7 +400,7 @@ func (p *pusher) deliveries(now time.Time) []*delivery {
 		events = append(events, e)
 	}
 	for _, r := range w.reorgs {
-		if r.rollbackAt.After(p.last) && !r.rollbackAt.After(now) {
+		if r.RollbackAt.After(p.last) && !r.RollbackAt.After(now) {
 			var txs []*worldTx
 			for _, tx := range r.txs {
 				if w.matches(tx) {
@@ -410,7 +410,7 @@ func (p *pusher) deliveries(now time.Time) []*delivery {
 			if len(txs) == 0 {
 				continue // nothing of it was ever delivered
 			}
-			events = append(events, &event{at: r.rollbackAt, rollback: r, height: r.height, txs: txs})
+			events = append(events, &event{at: r.RollbackAt, rollback: r, height: r.Height, txs: txs})
 		}
 	}
 	slices.SortFunc(events, func(a, b *event) int {
@@ -456,9 +456,9 @@ func (p *pusher) build(e *event) *delivery {
 		// As Chainhooks reports a reorg: the block that lost, then the one
 		// that won at its height (its transactions come back later, in a
 		// block of their own).
-		b = hookBlockOf(r.height, blockHash(r.height), e.txs[0].minedAt(), e.txs)
+		b = hookBlockOf(r.Height, r.Hash, e.txs[0].minedAt(), e.txs)
 		payload.Event.Rollback = []hookBlock{b}
-		payload.Event.Apply = []hookBlock{hookBlockOf(r.height, competingHash(r.height), r.rollbackAt, nil)}
+		payload.Event.Apply = []hookBlock{hookBlockOf(r.Height, competingHash(r.Height), r.RollbackAt, nil)}
 		p.rollbackOf[r] = d
 	} else {
 		payload.Event.Apply = []hookBlock{b}
@@ -468,7 +468,7 @@ func (p *pusher) build(e *event) *delivery {
 				continue
 			}
 			d.reorg = true // the block that will be rolled back, or the new one
-			if rb := p.rollbackOf[r]; rb != nil && r.newHeight == e.height && !p.replayed[r] {
+			if rb := p.rollbackOf[r]; rb != nil && r.NewHeight == e.height && !p.replayed[r] {
 				// The stale rollback, once more after the re-apply.
 				p.replayed[r] = true
 				p.replays = append(p.replays, replay{tick: p.tick + 1, d: rb})

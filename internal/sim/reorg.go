@@ -41,7 +41,8 @@ const (
 	reorgHorizon = time.Hour
 )
 
-// Reorg is a rolled-back block as the world made it.
+// Reorg is a rolled-back block as the world made it; every transaction of
+// the block points at it.
 type Reorg struct {
 	// Height and Hash name the rolled-back block.
 	Height int64  `json:"height"`
@@ -54,25 +55,17 @@ type Reorg struct {
 	NewHash    string    `json:"newHash"`
 	// TxIDs are the block's transactions, in txid order.
 	TxIDs []string `json:"txids"`
-}
-
-// reorg is one rolled-back block; every transaction of the block points at
-// it.
-type reorg struct {
-	height                int64
-	rollbackAt, reapplyAt time.Time
-	newHeight             int64
-	txs                   []*worldTx
+	txs   []*worldTx
 }
 
 // rolledBack reports whether the block is off the chain at at.
-func (r *reorg) rolledBack(at time.Time) bool {
-	return r != nil && !at.Before(r.rollbackAt) && at.Before(r.reapplyAt)
+func (r *Reorg) rolledBack(at time.Time) bool {
+	return r != nil && !at.Before(r.RollbackAt) && at.Before(r.ReapplyAt)
 }
 
 // reapplied reports whether the transactions are in their new block at at.
-func (r *reorg) reapplied(at time.Time) bool {
-	return r != nil && !at.Before(r.reapplyAt)
+func (r *Reorg) reapplied(at time.Time) bool {
+	return r != nil && !at.Before(r.ReapplyAt)
 }
 
 // competingHash is the hash of the block that replaced a rolled-back one
@@ -119,11 +112,13 @@ func (w *World) makeReorgs(cfg Reorgs, txs []*worldTx, present time.Time) {
 		h := heights[(2*k+1)*len(heights)/(2*n)]
 		block := blocks[h]
 		slices.SortFunc(block, func(a, b *worldTx) int { return strings.Compare(a.TxID, b.TxID) })
-		r := &reorg{height: h, rollbackAt: block[0].minedAt().Add(rollbackAfter), txs: block}
-		r.reapplyAt = blockCeil(r.rollbackAt.Add(reapplyAfter))
-		r.newHeight = heightAt(r.reapplyAt)
+		r := &Reorg{Height: h, Hash: blockHash(h), RollbackAt: block[0].minedAt().Add(rollbackAfter), txs: block}
+		r.ReapplyAt = blockCeil(r.RollbackAt.Add(reapplyAfter))
+		r.NewHeight = heightAt(r.ReapplyAt)
+		r.NewHash = blockHash(r.NewHeight)
 		for _, tx := range block {
 			tx.reorg = r
+			r.TxIDs = append(r.TxIDs, tx.TxID)
 		}
 		w.reorgs = append(w.reorgs, r)
 	}
@@ -131,14 +126,10 @@ func (w *World) makeReorgs(cfg Reorgs, txs []*worldTx, present time.Time) {
 
 // Reorgs returns the world's rolled-back blocks, oldest first.
 func (w *World) Reorgs() []Reorg {
-	out := make([]Reorg, 0, len(w.reorgs))
-	for _, r := range w.reorgs {
-		rg := Reorg{Height: r.height, Hash: blockHash(r.height), RollbackAt: r.rollbackAt, ReapplyAt: r.reapplyAt,
-			NewHeight: r.newHeight, NewHash: blockHash(r.newHeight)}
-		for _, tx := range r.txs {
-			rg.TxIDs = append(rg.TxIDs, tx.TxID)
-		}
-		out = append(out, rg)
+	out := make([]Reorg, len(w.reorgs))
+	for i, r := range w.reorgs {
+		out[i] = *r
+		out[i].TxIDs, out[i].txs = slices.Clone(r.TxIDs), nil
 	}
 	return out
 }

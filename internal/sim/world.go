@@ -143,7 +143,7 @@ type World struct {
 	// streams generate the Activity swaps, per agent.
 	streams map[string]*stream
 	// reorgs are the rolled-back blocks, oldest first (fixed at New).
-	reorgs []*reorg
+	reorgs []*Reorg
 	// chain is the strangers' traffic around the agents' (chain.go).
 	chain *chain
 }
@@ -313,7 +313,7 @@ func (w *World) listed(principal string, at time.Time) merged {
 }
 
 // tx returns the transaction with txid (0x + lower-case hex), if it exists
-// at at.
+// at at and /tx/ knows it (it may be one /tx/ fails on: detailFails).
 func (w *World) tx(txid string, at time.Time) (*worldTx, bool) {
 	w.mu.Lock()
 	tx, ok := w.byID[txid]
@@ -326,10 +326,7 @@ func (w *World) tx(txid string, at time.Time) (*worldTx, bool) {
 	if !ok {
 		return w.chain.lookup(txid, at)
 	}
-	if !tx.exists(at) {
-		return nil, false
-	}
-	return tx, true
+	return tx, tx.exists(at) && tx.detail != detailNotFound
 }
 
 // add records a generated transaction. w.mu is held (or the world is not
@@ -382,7 +379,7 @@ type worldTx struct {
 	// spoiled them on purpose), "" when they can.
 	parseFail competition.Reason
 	// reorg is set when the transaction's block is rolled back (reorg.go).
-	reorg *reorg
+	reorg *Reorg
 }
 
 // swapExpect is what the world knows about a swap it made: the route's
@@ -455,7 +452,7 @@ func (p position) compare(o position) int {
 // one in its new block from its re-apply on.
 func (tx *worldTx) position(at time.Time) position {
 	if tx.reorg.reapplied(at) {
-		return position{height: tx.reorg.newHeight, index: reorgIndexBase + tx.index}
+		return position{height: tx.reorg.NewHeight, index: reorgIndexBase + tx.index}
 	}
 	return position{height: heightAt(tx.minedAt()), index: tx.index}
 }
@@ -466,7 +463,7 @@ func (tx *worldTx) position(at time.Time) position {
 // heard of a rollback (a dropped delivery) still holds the right row.
 func (tx *worldTx) blockTime(at time.Time) time.Time {
 	if tx.reorg.reapplied(at) {
-		return tx.reorg.reapplyAt
+		return tx.reorg.ReapplyAt
 	}
 	return tx.minedAt()
 }
