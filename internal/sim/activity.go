@@ -135,16 +135,10 @@ func (g *generator) makeStreams(seed uint64) {
 	}
 	order := g.rng.Perm(len(genesis))
 	// The busy agent is hot whatever the dice say.
-	slices.SortStableFunc(order, func(i, j int) int {
-		bi, bj := g.roles[genesis[i].STXAddress] == roleBusy, g.roles[genesis[j].STXAddress] == roleBusy
-		switch {
-		case bi && !bj:
-			return -1
-		case bj && !bi:
-			return 1
-		}
-		return 0
-	})
+	if k := slices.IndexFunc(order, func(i int) bool { return g.roles[genesis[i].STXAddress] == roleBusy }); k > 0 {
+		busy := order[k]
+		order = slices.Insert(slices.Delete(order, k, k+1), 0, busy)
+	}
 	g.w.streams = map[string]*stream{}
 	hot := max(1, int(math.Round(activityTiers[0].share*float64(len(genesis)))))
 	warm := int(math.Round(activityTiers[1].share * float64(len(genesis))))

@@ -111,13 +111,17 @@ func (s *Server) SetFaults(f Faults) error {
 	if err := f.Validate(); err != nil {
 		return err
 	}
-	s.faults.set(f)
+	s.faults.mu.Lock()
+	defer s.faults.mu.Unlock()
+	s.faults.faults = f
 	return nil
 }
 
 // Faults returns the faults in force.
 func (s *Server) Faults() Faults {
-	return s.faults.get()
+	s.faults.mu.Lock()
+	defer s.faults.mu.Unlock()
+	return s.faults.faults
 }
 
 // injector rolls the fault dice. The source is shared by concurrent requests,
@@ -126,22 +130,6 @@ type injector struct {
 	mu     sync.Mutex
 	rng    *rand.Rand
 	faults Faults
-}
-
-func newInjector(seed int64) *injector {
-	return &injector{rng: rand.New(rand.NewPCG(uint64(seed), 0xfa017))}
-}
-
-func (in *injector) set(f Faults) {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	in.faults = f
-}
-
-func (in *injector) get() Faults {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	return in.faults
 }
 
 type bodyFault int

@@ -120,7 +120,7 @@ func TestSwapRowsByHand(t *testing.T) {
 			require.Equal(t, competition.Swap{
 				TxID: tx.TxID, Sender: handAgent, ContractID: tt.giveRoute.contract, FunctionName: tt.giveRoute.function,
 				TokenIn: tokenIn, AmountIn: amountIn, TokenOut: tokenOut, AmountOut: amountOut,
-				BurnBlockTime: burnBlockOf(at).Unix(), BlockTime: at.Unix(), TxStatus: "success", Source: competition.SourceSweep,
+				BurnBlockTime: BurnBlockOf(at).Unix(), BlockTime: at.Unix(), TxStatus: "success", Source: competition.SourceSweep,
 			}, row)
 			// The agent's last leg is the last event.
 			last := tx.events[len(tx.events)-1].Asset
@@ -251,7 +251,7 @@ func TestHiroPrincipalTransactions(t *testing.T) {
 			require.Equal(t, -1, p.compare(prev), "strictly older than the one before")
 			prev = p
 			require.Equal(t, heightAt(time.Unix(tx.Block.Time, 0)), tx.Block.Height, "a block a second")
-			require.Equal(t, burnBlockOf(time.Unix(tx.Block.Time, 0)).Unix(), tx.BitcoinBlock.Time, "in its tenure's burn block")
+			require.Equal(t, BurnBlockOf(time.Unix(tx.Block.Time, 0)).Unix(), tx.BitcoinBlock.Time, "in its tenure's burn block")
 			require.NotEqual(t, "pending", tx.Status)
 			require.NotEqual(t, competition.ReasonNotCanonical, outcomes[tx.TxID].Reason, "no fork")
 			require.Equal(t, "sender", r.Involvement)

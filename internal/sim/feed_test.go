@@ -638,7 +638,7 @@ func TestSwapTimes(t *testing.T) {
 		got := doc.Swaps[i]
 		require.Equal(t, sw.TxID, got.TxID)
 		require.Equal(t, sw.Sender, got.Sender)
-		require.Equal(t, burnBlockOf(got.MinedAt).Unix(), sw.BurnBlockTime)
+		require.Equal(t, BurnBlockOf(got.MinedAt).Unix(), sw.BurnBlockTime)
 		require.False(t, got.MinedAt.After(now))
 		if r, ok := reorged[sw.TxID]; ok {
 			require.Equal(t, r.ReapplyAt.Unix(), got.CanonicalAt.Unix())

@@ -264,18 +264,13 @@ func (g *generator) makeAgents(n int) {
 			}
 		case roleNoERC8004:
 			a.ClaimStatus = competition.ClaimVerified
-		case rolePendingClaim, roleFailedClaim, roleNoClaim:
+		default:
 			// Whether they hold an id must not matter: the claim gate
 			// comes first.
 			if g.rng.IntN(2) == 0 {
 				a.ERC8004AgentID = &id
 			}
-			switch r {
-			case rolePendingClaim:
-				a.ClaimStatus = "pending"
-			case roleFailedClaim:
-				a.ClaimStatus = "failed"
-			}
+			a.ClaimStatus = map[role]string{rolePendingClaim: "pending", roleFailedClaim: "failed"}[r]
 		}
 		if a.ClaimStatus != "" {
 			g.w.claims = append(g.w.claims, Claim{BTCAddress: a.BTCAddress, Status: a.ClaimStatus})
@@ -652,7 +647,9 @@ func (g *generator) swapTx(c TxCase, sender string, r route, at time.Time) *worl
 	b.pay(first.ID, r.pools[0], in)
 	if r.fee {
 		fee := new(big.Int).Quo(paid, big.NewInt(1000))
-		fee = bigMax(fee, 1)
+		if fee.Sign() == 0 {
+			fee.SetInt64(1)
+		}
 		b.pay(first.ID, bitflowCore, fee.String())
 		paid.Add(paid, fee)
 	}
@@ -923,13 +920,6 @@ func units(whole float64, decimals int) string {
 	f := new(big.Float).SetFloat64(math.Min(v, 1e30))
 	n, _ := f.Int(nil)
 	return n.String()
-}
-
-func bigMax(n *big.Int, floor int64) *big.Int {
-	if n.Cmp(big.NewInt(floor)) < 0 {
-		return big.NewInt(floor)
-	}
-	return n
 }
 
 // fallbackPrice prices a token Tenero cannot: it still trades, at a fixed

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -92,24 +93,12 @@ var (
 
 // withDefaults fills the zero fields; origin is the clock's time at New.
 func (c HiroConfig) withDefaults(origin time.Time) HiroConfig {
-	if c.Agents <= 0 {
-		c.Agents = DefaultAgents
-	}
-	if c.CompetitionStart.IsZero() {
-		c.CompetitionStart = DefaultCompetitionStart
-	}
-	if c.Origin.IsZero() {
-		c.Origin = origin
-	}
-	// Burn block times are whole seconds; so is every time of the world.
-	c.CompetitionStart = c.CompetitionStart.Truncate(time.Second).UTC()
-	c.Origin = c.Origin.Truncate(time.Second).UTC()
-	if c.History <= 0 {
-		c.History = defaultHistory
-	}
-	if c.Arrivals <= 0 {
-		c.Arrivals = defaultArrivals
-	}
+	c.Agents = cmp.Or(max(c.Agents, 0), DefaultAgents)
+	// Block times are whole seconds; so is every time of the world.
+	c.CompetitionStart = cmp.Or(c.CompetitionStart, DefaultCompetitionStart).Truncate(time.Second).UTC()
+	c.Origin = cmp.Or(c.Origin, origin).Truncate(time.Second).UTC()
+	c.History = cmp.Or(max(c.History, 0), defaultHistory)
+	c.Arrivals = cmp.Or(max(c.Arrivals, 0), defaultArrivals)
 	c.Anonymous = c.Anonymous.withDefaults(defaultHiroAnonymous)
 	c.Keyed = c.Keyed.withDefaults(defaultHiroKeyed)
 	return c
@@ -733,9 +722,6 @@ const BlockPeriod = stacksBlockPeriod * time.Second
 // BlockOf is the time of the block a transaction sent at t is mined in.
 func BlockOf(t time.Time) time.Time { return blockCeil(t) }
 
-// BurnBlockOf is the time of the burn block whose tenure holds t.
-func BurnBlockOf(t time.Time) time.Time { return burnBlockOf(t) }
-
 // blockFloor is the time of the Stacks block slot holding t; blockCeil
 // the first block at or after t: when a transaction sent at t is mined.
 func blockFloor(t time.Time) time.Time {
@@ -776,7 +762,7 @@ func (tx *worldTx) render(at time.Time, win eventWindow) txJSON {
 		return out
 	}
 
-	burn := burnBlockOf(tx.minedAt())
+	burn := BurnBlockOf(tx.minedAt())
 	// A transaction that did not succeed had its transfers rolled back.
 	var events []eventJSON
 	if status == statusSuccess {

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"crypto/subtle"
 	"net"
 	"net/http"
@@ -43,15 +44,9 @@ func (l Limits) enforced() int {
 
 // withDefaults fills zero fields from def.
 func (l Limits) withDefaults(def Limits) Limits {
-	if l.PerMinute <= 0 {
-		l.PerMinute = def.PerMinute
-	}
-	if l.PerMonth <= 0 {
-		l.PerMonth = def.PerMonth
-	}
-	if l.Type == "" {
-		l.Type = def.Type
-	}
+	l.PerMinute = cmp.Or(max(l.PerMinute, 0), def.PerMinute)
+	l.PerMonth = cmp.Or(max(l.PerMonth, 0), def.PerMonth)
+	l.Type = cmp.Or(l.Type, def.Type)
 	l.NoisyPerMinute = min(max(l.NoisyPerMinute, 0), l.enforced())
 	return l
 }

@@ -256,6 +256,7 @@ func (p *pusher) deliver(ctx context.Context, d *delivery) {
 	// Four draws a delivery, always, so that one fault's setting does not
 	// change which deliveries another fault hits.
 	drop, dup, reorder, again := p.rng.Float64(), p.rng.Float64(), p.rng.Float64(), p.rng.Float64()
+	dropped := !d.reorg && drop < p.cfg.Drop
 	p.mu.Lock()
 	p.stats.Deliveries++
 	p.stats.Txs += len(d.rec.TxIDs)
@@ -264,15 +265,15 @@ func (p *pusher) deliver(ctx context.Context, d *delivery) {
 	} else {
 		p.stats.Applies++
 	}
-	p.mu.Unlock()
-	if !d.reorg && drop < p.cfg.Drop {
+	if dropped {
 		rec := d.rec
 		rec.Dropped = true
-		p.mu.Lock()
 		p.stats.Dropped++
 		p.stats.DroppedTxs += len(d.rec.TxIDs)
 		p.appendLocked(rec)
-		p.mu.Unlock()
+	}
+	p.mu.Unlock()
+	if dropped {
 		return
 	}
 	if again < p.cfg.Replay {

@@ -40,6 +40,7 @@ package sim
 import (
 	"context"
 	"encoding/json"
+	"math/rand/v2"
 	"net/http"
 	"time"
 
@@ -82,7 +83,7 @@ func New(cfg Config) *Server {
 		now:    cfg.Now,
 		sleep:  cfg.Sleep,
 		mux:    http.NewServeMux(),
-		faults: newInjector(cfg.Seed),
+		faults: &injector{rng: rand.New(rand.NewPCG(uint64(cfg.Seed), 0xfa017))},
 		tenero: newTeneroSim(cfg.Seed, cfg.Tenero),
 	}
 	if s.now == nil {

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"encoding/json"
 	"hash/fnv"
 	"math"
@@ -129,11 +130,7 @@ func newTeneroSim(seed int64, cfg TeneroConfig) *teneroSim {
 		}
 		t.add(&simToken{Token: peg, style: style, base: 1})
 	}
-	n := cfg.Tokens
-	if n <= 0 {
-		n = defaultGeneratedTokens
-	}
-	for _, tok := range generateTokens(rng, n, t.byAddress) {
+	for _, tok := range generateTokens(rng, cmp.Or(max(cfg.Tokens, 0), defaultGeneratedTokens), t.byAddress) {
 		t.add(tok)
 	}
 	return t

@@ -404,7 +404,7 @@ func (tx *worldTx) row() competition.Swap {
 		AmountIn:      tx.expect.amountIn,
 		TokenOut:      tx.expect.tokenOut,
 		AmountOut:     tx.expect.amountOut,
-		BurnBlockTime: burnBlockOf(tx.minedAt()).Unix(),
+		BurnBlockTime: BurnBlockOf(tx.minedAt()).Unix(),
 		BlockTime:     tx.minedAt().Unix(),
 		TxStatus:      statusSuccess,
 		Source:        competition.SourceSweep,
@@ -424,7 +424,7 @@ func (tx *worldTx) statusAt(at time.Time) string {
 }
 
 // minedAt is when the transaction is mined: its Stacks block's time. Its
-// burn block (burnBlockOf) began the tenure, up to burnBlockPeriod before.
+// burn block (BurnBlockOf) began the tenure, up to burnBlockPeriod before.
 func (tx *worldTx) minedAt() time.Time {
 	if !tx.SettlesAt.IsZero() {
 		return tx.SettlesAt
@@ -432,11 +432,11 @@ func (tx *worldTx) minedAt() time.Time {
 	return tx.AppearsAt
 }
 
-// burnBlockOf is the time of the Bitcoin block whose tenure holds the
+// BurnBlockOf is the time of the Bitcoin block whose tenure holds the
 // Stacks block of t: every Stacks block of a tenure (one every
 // stacksBlockPeriod seconds) shares it, as burn_block_time (SPEC §5.0
 // "Times").
-func burnBlockOf(t time.Time) time.Time {
+func BurnBlockOf(t time.Time) time.Time {
 	return time.Unix(heightEpoch+floorDiv(t.Unix()-heightEpoch, burnBlockPeriod)*burnBlockPeriod, 0).UTC()
 }
 

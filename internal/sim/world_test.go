@@ -270,7 +270,7 @@ func TestHiroWorldTransactions(t *testing.T) {
 	// The swap of the block before (Stacks blocks are 4 s apart), in the
 	// same tenure, is rejected.
 	blockBefore := w.CompetitionStart().Add(-stacksBlockPeriod * time.Second)
-	require.Equal(t, burnBlockOf(w.CompetitionStart()), burnBlockOf(blockBefore), "one tenure")
+	require.Equal(t, BurnBlockOf(w.CompetitionStart()), BurnBlockOf(blockBefore), "one tenure")
 	var before int
 	outcomes := w.ExpectedOutcomes(settled)
 	for _, tx := range w.Transactions() {
