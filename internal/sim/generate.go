@@ -890,15 +890,8 @@ func (g *generator) btcAddress() string {
 }
 
 func (g *generator) displayName() string {
-	word := func() string {
-		var b strings.Builder
-		for range 2 {
-			b.WriteString(syllables[g.rng.IntN(len(syllables))])
-		}
-		s := b.String()
-		return strings.ToUpper(s[:1]) + s[1:]
-	}
-	return word() + " " + word()
+	first := capitalized(word(g.rng, 2))
+	return first + " " + capitalized(word(g.rng, 2))
 }
 
 // digits is a random decimal integer of n digits.

@@ -441,18 +441,17 @@ func (s *Server) hiroPrincipalTransactions(w http.ResponseWriter, r *http.Reques
 	}
 	// Strangers' calls on a losing fork are passed over here (the total
 	// still counts them: they are a few in a thousand).
-	var page []*worldTx
+	body := v3PageJSON{Limit: limit, Total: m.mined(), Results: []v3ItemJSON{}}
 	k := start
-	for len(page) < limit && k < m.mined() {
-		its := m.items(k, limit-len(page))
-		k += len(its)
-		for _, it := range its {
-			if tx := m.tx(it); !tx.fork {
-				page = append(page, tx)
+	for len(body.Results) < limit && k < m.mined() {
+		batch := m.page(k, limit-len(body.Results))
+		k += len(batch)
+		for _, tx := range batch {
+			if !tx.fork {
+				body.Results = append(body.Results, tx.renderV3(principal, now))
 			}
 		}
 	}
-	body := v3PageJSON{Limit: limit, Total: m.mined(), Results: make([]v3ItemJSON, len(page))}
 	cursorOf := func(i int) *string {
 		its := m.items(i, 1)
 		if len(its) == 0 {
@@ -466,9 +465,6 @@ func (s *Server) hiroPrincipalTransactions(w http.ResponseWriter, r *http.Reques
 	body.Cursor.Next = cursorOf(k)
 	if start > 0 {
 		body.Cursor.Previous = cursorOf(max(0, start-limit))
-	}
-	for i, tx := range page {
-		body.Results[i] = tx.renderV3(principal, now)
 	}
 	writeJSON(w, http.StatusOK, body)
 }

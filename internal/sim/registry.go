@@ -31,14 +31,10 @@ type registryPage struct {
 }
 
 func (s *Server) registry(w http.ResponseWriter, r *http.Request) {
-	page := 0
-	if v := r.URL.Query().Get("page"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			writeError(w, http.StatusBadRequest, "page: want a non-negative integer")
-			return
-		}
-		page = n
+	page, err := queryInt(r.URL.Query(), "page", 0)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
 	}
 	agents := s.hiro.world.Agents()
 	out := registryPage{Agents: []registryAgent{}}

@@ -157,6 +157,17 @@ var (
 	decimalChoices = []int{6, 6, 6, 6, 6, 6, 8, 8, 3, 0}
 )
 
+// word is n syllables.
+func word(rng *rand.Rand, n int) string {
+	var b strings.Builder
+	for range n {
+		b.WriteString(syllables[rng.IntN(len(syllables))])
+	}
+	return b.String()
+}
+
+func capitalized(s string) string { return strings.ToUpper(s[:1]) + s[1:] }
+
 // generateTokens makes n plausible tokens with distinct names, skipping
 // addresses already taken. Most answer with a JSON number; a minority with a
 // numeric string and a few with null, as the real upstream does.
@@ -164,11 +175,7 @@ func generateTokens(rng *rand.Rand, n int, taken map[string]*simToken) []*simTok
 	names := map[string]bool{}
 	out := make([]*simToken, 0, n)
 	for len(out) < n {
-		var name strings.Builder
-		for range 2 + rng.IntN(2) {
-			name.WriteString(syllables[rng.IntN(len(syllables))])
-		}
-		lower := name.String()
+		lower := word(rng, 2+rng.IntN(2))
 		var principal strings.Builder
 		principal.WriteString("SP")
 		for range 38 + rng.IntN(3) {
@@ -191,7 +198,7 @@ func generateTokens(rng *rand.Rand, n int, taken map[string]*simToken) []*simTok
 				ID:       contract + "::" + lower,
 				Address:  contract,
 				Symbol:   symbol[:min(len(symbol), 6)],
-				Name:     strings.ToUpper(lower[:1]) + lower[1:],
+				Name:     capitalized(lower),
 				Decimals: decimals,
 			},
 			base:       base,
