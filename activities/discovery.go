@@ -3,7 +3,6 @@ package activities
 import (
 	"cmp"
 	"context"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -222,7 +221,7 @@ func (r *sweepRun) readContract(ctx context.Context, name string) error {
 	scan := discovery.NewScan(discovery.ScanConfig{From: rd.Position, MaxPages: reconcileMaxPages, Tokens: true}, rd.Scan)
 	return r.read(ctx, rd, scan, func(ctx context.Context, s *discovery.Scan) ([]hiro.Entry, discovery.Page, int, error) {
 		page, err := r.hiro.ListTransactions(ctx, contract, hiro.PageToken(s.NextToken()))
-		r.setSource(name, page.Endpoint)
+		r.report(name, func(rep *pacer.ReaderReport) { rep.Source = cmp.Or(page.Endpoint, rep.Source) })
 		if err != nil {
 			return nil, discovery.Page{}, page.Requests, err
 		}
@@ -295,7 +294,15 @@ func (r *sweepRun) read(ctx context.Context, rd store.Reader, scan *discovery.Sc
 			}
 		}
 		counts.Candidates += len(cands)
-		if !t.verifyAll(ctx, cands) {
+		outs := r.verify(ctx, cands)
+		details := 0
+		for _, o := range outs {
+			details += o.Requests
+		}
+		r.a.traffic.mu.Lock()
+		r.a.traffic.t.ObserveDetails(details, r.a.now())
+		r.a.traffic.mu.Unlock()
+		if !t.settleAll(ctx, cands, outs, true, func(_ int, o competition.Outcome) { t.count(o) }) {
 			break // not settled: the page is read again next time
 		}
 		scan.Commit()
@@ -341,76 +348,25 @@ func (r *sweepRun) read(ctx context.Context, rd store.Reader, scan *discovery.Sc
 	return save()
 }
 
-// verifyAll verifies a page's candidates, those the listing decides alone
-// without a request and the rest in batches (one fetch each, SPEC §5.0),
-// and settles each. false when one could not be settled (the budget, the
-// database): the page is read again.
-func (t *tally) verifyAll(ctx context.Context, cands []hiro.Entry) bool {
-	v := t.run.verifier
-	var rest []hiro.Entry
-	for _, e := range cands {
-		o, decided := v.RejectListed(ctx, e)
-		if !decided {
-			rest = append(rest, e)
-			continue
-		}
-		if !t.settle(ctx, e.SenderAddress, o, true) {
-			return false
-		}
-		t.count(o)
-	}
-	for chunk := range slices.Chunk(rest, hiro.MaxBatch) {
-		ids := make([]string, len(chunk))
-		for i, e := range chunk {
-			ids[i] = e.TxID
-		}
-		outs := v.VerifyMany(ctx, ids, competition.SourceSweep)
-		details := 0
-		for _, o := range outs {
-			details += o.Requests
-		}
-		t.run.a.traffic.mu.Lock()
-		t.run.a.traffic.t.ObserveDetails(details, t.run.a.now())
-		t.run.a.traffic.mu.Unlock()
-		for i, o := range outs {
-			if !t.settle(ctx, chunk[i].SenderAddress, o, true) {
-				return false
-			}
-			t.count(o)
-		}
-	}
-	return true
-}
-
-// reader is the run's report of a reader. The caller holds r.mu.
-func (r *sweepRun) reader(name string) pacer.ReaderReport {
+// report updates the run's report of a reader.
+func (r *sweepRun) report(name string, f func(*pacer.ReaderReport)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.res.Readers == nil {
 		r.res.Readers = map[string]pacer.ReaderReport{}
 	}
-	return r.res.Readers[name]
-}
-
-// setSource records which endpoint a reader read ("" leaves it).
-func (r *sweepRun) setSource(name, endpoint string) {
-	if endpoint == "" {
-		return
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	rep := r.reader(name)
-	rep.Source = endpoint
+	rep := r.res.Readers[name]
+	f(&rep)
 	r.res.Readers[name] = rep
 }
 
 // addReader adds one read's counts to the run's report of the reader.
 func (r *sweepRun) addReader(name string, counts store.ReaderCounts) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	rep := r.reader(name)
-	rep.Requests += counts.Requests
-	rep.Pages += counts.Pages
-	rep.Candidates += counts.Candidates
-	r.res.Readers[name] = rep
+	r.report(name, func(rep *pacer.ReaderReport) {
+		rep.Requests += counts.Requests
+		rep.Pages += counts.Pages
+		rep.Candidates += counts.Candidates
+	})
 }
 
 // reportReaders fills every reader's standing into the run's result:
@@ -431,28 +387,28 @@ func (r *sweepRun) reportReaders(ctx context.Context, st discovery.Run) error {
 	}
 	now := r.a.now()
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	r.res.OpenGaps = open
+	r.mu.Unlock()
 	for _, rd := range readers {
-		rep := r.reader(rd.Name)
-		if rd.Position != nil {
-			rep.Position = rd.Position.String()
-		}
-		rep.LagSeconds, rep.Gaps = rd.HeadLagSeconds, int(rd.Gaps)
-		every := st.ReconcileEvery
-		if rd.Name == discovery.ReaderTail {
-			rep.Source, every = string(cmp.Or(r.src, discovery.SourceFeed)), st.TailInterval()
-		} else if st.ContractsAreTail {
-			every = st.TailInterval()
-		}
-		if rd.LastReadAt != nil {
-			at := rd.LastReadAt.Add(every).UTC()
-			if rd.Scan.Started() {
-				at = now.UTC()
+		r.report(rd.Name, func(rep *pacer.ReaderReport) {
+			if rd.Position != nil {
+				rep.Position = rd.Position.String()
 			}
-			rep.NextDueAt = &at
-		}
-		r.res.Readers[rd.Name] = rep
+			rep.LagSeconds, rep.Gaps = rd.HeadLagSeconds, int(rd.Gaps)
+			every := st.ReconcileEvery
+			if rd.Name == discovery.ReaderTail {
+				rep.Source, every = string(cmp.Or(r.src, discovery.SourceFeed)), st.TailInterval()
+			} else if st.ContractsAreTail {
+				every = st.TailInterval()
+			}
+			if rd.LastReadAt != nil {
+				at := rd.LastReadAt.Add(every).UTC()
+				if rd.Scan.Started() {
+					at = now.UTC()
+				}
+				rep.NextDueAt = &at
+			}
+		})
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"maps"
@@ -48,6 +49,56 @@ func (r *sweepRun) newTally(log *zap.Logger) tally {
 
 func (t *tally) ok() bool { return !t.spent && t.failed == nil && t.stop == nil }
 
+// verify gives each candidate its outcome: the listing alone decides a
+// call that failed, came too early or is still pending; the rest are
+// fetched together (VerifyMany: one tx/multiple request for as many as its
+// URL holds). A txid named twice (two agents' pages) is fetched once and
+// counts once.
+func (r *sweepRun) verify(ctx context.Context, cands []hiro.Entry) []competition.Outcome {
+	outs := make([]competition.Outcome, len(cands))
+	var ids []string
+	var at []int
+	for i, e := range cands {
+		if o, decided := r.verifier.RejectListed(ctx, e); decided {
+			outs[i] = o
+		} else if e.TxStatus == hiro.StatusPending {
+			outs[i] = competition.Outcome{TxID: e.TxID, Status: competition.StatusPending}
+		} else {
+			ids, at = append(ids, e.TxID), append(at, i)
+		}
+	}
+	first := map[string]bool{}
+	for k, o := range r.verifier.VerifyMany(ctx, ids, competition.SourceSweep) {
+		if first[ids[k]] {
+			o.Requests = 0
+			if o.Status == competition.StatusInserted {
+				o.Status, o.Swap = competition.StatusAlreadyKnown, nil
+			}
+		}
+		first[ids[k]], outs[at[k]] = true, o
+	}
+	return outs
+}
+
+// settleAll settles a page's outcomes in order, counting each settled one
+// with counted; false when one could not be settled: the page is looked at
+// again, and what the rest did (rows inserted, requests sent) is counted.
+func (t *tally) settleAll(ctx context.Context, cands []hiro.Entry, outs []competition.Outcome, hint bool, counted func(int, competition.Outcome)) bool {
+	for i, o := range outs {
+		if !t.settle(ctx, cands[i].SenderAddress, o, hint) {
+			for _, o := range outs[i+1:] {
+				t.res.Requests += o.Requests
+				if o.Status == competition.StatusInserted {
+					t.count(o)
+				}
+			}
+			return false
+		}
+		counted(i, o)
+	}
+	return true
+}
+
 // settle decides what an outcome means and records it, the one place a
 // verdict of the sweep is settled: true to go on. The budget, a refusal,
 // the database or a key Hiro rejects end the work before the transaction
@@ -63,21 +114,20 @@ func (t *tally) settle(ctx context.Context, sender string, o competition.Outcome
 		t.log.Warn("sweep.ledger_write_failed", zap.String("txid", o.TxID), zap.Error(o.LedgerErr))
 	}
 	retry := o.Status == competition.StatusRejected && !o.Reason.Final()
+	class := fault.ClassOf(o.Err)
 	switch {
-	case retry && o.Reason == competition.ReasonDBUnavailable:
-		t.countRejection(o)
-		t.stop = &fault.Error{Class: pacer.ClassTransport, Op: "sweep " + sender, Err: o.Err}
+	case retry && o.Reason == competition.ReasonTxFetchFailed && (class == pacer.ClassRateLimit || class == pacer.ClassPermanent):
+		t.upstreamError(o.Err, "verify "+o.TxID)
 		return false
-	case retry && o.Reason == competition.ReasonTxFetchFailed:
-		switch fault.ClassOf(o.Err) {
-		case pacer.ClassRateLimit, pacer.ClassPermanent:
-			t.upstreamError(o.Err, "verify "+o.TxID)
-			return false
-		case pacer.ClassTransport:
-			t.countRejection(o)
-			t.stop = o.Err
-			return false
+	case retry && (o.Reason == competition.ReasonDBUnavailable || o.Reason == competition.ReasonTxFetchFailed && class == pacer.ClassTransport):
+		t.res.Found++
+		t.res.Rejected++
+		t.res.RejectionReasons[string(o.Reason)]++
+		t.stop = o.Err
+		if o.Reason == competition.ReasonDBUnavailable {
+			t.stop = &fault.Error{Class: pacer.ClassTransport, Op: "sweep " + sender, Err: o.Err}
 		}
+		return false
 	}
 	if retry || o.Status == competition.StatusPending {
 		if err := a.Store.RecordPending(ctx, o.TxID, sender); err != nil {
@@ -91,14 +141,6 @@ func (t *tally) settle(ctx context.Context, sender string, o competition.Outcome
 		}
 	}
 	return true
-}
-
-// countRejection counts an outcome that ends the run, so its result says
-// why.
-func (t *tally) countRejection(o competition.Outcome) {
-	t.res.Found++
-	t.res.Rejected++
-	t.res.RejectionReasons[string(o.Reason)]++
 }
 
 // count adds one outcome to the counts.
@@ -173,33 +215,33 @@ func (r *sweepRun) absorb(t *tally) {
 // attempt after a crash loses and duplicates nothing.
 type visit struct {
 	tally
-	agent store.AgentIngest
+	row store.AgentIngest
 	// swaps are the times of the allowlisted calls seen for the first
-	// time (the swap rate's input).
-	swaps []time.Time
-	// seen are the txids the listing's pass handled, so pending
-	// transactions it settled are not fetched again.
-	seen map[string]bool
-	// listed is true once one page was read.
+	// time (the swap rate's input); seen the txids the listing handled,
+	// so pending ones it settled are not fetched again.
+	swaps  []time.Time
+	seen   map[string]bool
 	listed bool
-	// pre are the outcomes of the page's calls verified together, by
-	// txid, before the page is walked (prefetch, or visitBatch for the
-	// first page). first is the first page, read with the batch's.
-	pre   map[string]competition.Outcome
-	first *firstPage
 }
 
-// firstPage is a visit's first listing page as visitBatch read it.
-type firstPage struct {
-	page hiro.TxPage
-	err  error
+// listing is one page of a visit: its allowlisted calls above where the
+// walk ends (again: at or below the cursor, within the reorg margin),
+// their outcomes once verified, the newest position it showed, and
+// whether the walk ends with it.
+type listing struct {
+	next  hiro.PageToken
+	cands []hiro.Entry
+	again []bool
+	outs  []competition.Outcome
+	top   *hiro.Position
+	end   bool
+	err   error
 }
 
-// visitBatch visits a batch of agents (the plan's Visit step). It reads
-// their first listing pages concurrently, then verifies the allowlisted
-// calls of all those pages together rather than a request for each agent
-// with a call, and then each visit walks on with those outcomes. Its
-// error is the database's (none: a visit's ends the run through stop).
+// visitBatch visits a batch of agents (the plan's Visit step): their first
+// pages read concurrently and the calls on all of them verified together,
+// then each visit walks on alone. Its error is the database's (none: a
+// visit's ends the run through stop).
 func (r *sweepRun) visitBatch(ctx context.Context, due []store.AgentIngest) error {
 	r.mu.Lock()
 	before := r.res
@@ -207,74 +249,50 @@ func (r *sweepRun) visitBatch(ctx context.Context, due []store.AgentIngest) erro
 		r.visited = append(r.visited, agent.Address)
 	}
 	r.mu.Unlock()
-	vs := make([]*visit, len(due))
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(sweepConcurrency)
-	for i, agent := range due {
-		vs[i] = &visit{tally: r.newTally(r.log.With(zap.String("agent", agent.Address))), agent: agent, seen: map[string]bool{}}
-		g.Go(func() error {
-			page, err := r.hiro.ListTransactions(gctx, agent.Address, agent.VisitFrom)
-			r.setSource(readerAgents, page.Endpoint)
-			vs[i].first = &firstPage{page: page, err: err}
-			return nil
-		})
-	}
-	_ = g.Wait()
-	start := r.verifier.CompetitionStart.Unix()
-	var ids []string
-	owner := map[string]*visit{}
-	for _, v := range vs {
-		if v.first.err != nil {
-			continue
+	vs, firsts := make([]*visit, len(due)), make([]*listing, len(due))
+	concurrently := func(f func(i int, ctx context.Context)) {
+		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(sweepConcurrency)
+		for i := range vs {
+			g.Go(func() error { f(i, gctx); return nil })
 		}
-		for _, id := range v.prefetchIDs(v.first.page.Entries, v.agent.Cursor, start) {
-			if _, dup := owner[id]; !dup {
-				owner[id] = v
-				ids = append(ids, id)
-			}
-		}
+		_ = g.Wait()
 	}
-	if len(ids) >= 2 { // one is as cheap alone: its visit verifies it as it walks
-		for _, v := range vs {
-			if v.first.err == nil {
-				v.pre = map[string]competition.Outcome{}
-			}
-		}
-		for i, o := range r.verifier.VerifyMany(ctx, ids, competition.SourceSweep) {
-			owner[ids[i]].pre[ids[i]] = o
-		}
+	concurrently(func(i int, ctx context.Context) {
+		vs[i] = &visit{tally: r.newTally(r.log.With(zap.String("agent", due[i].Address))), row: due[i], seen: map[string]bool{}}
+		firsts[i] = vs[i].list(ctx, due[i].VisitFrom)
+	})
+	var all []hiro.Entry
+	for _, l := range firsts {
+		all = append(all, l.cands...)
 	}
-	g, gctx = errgroup.WithContext(ctx)
-	g.SetLimit(sweepConcurrency)
-	for _, v := range vs {
-		g.Go(func() error {
-			v.walk(gctx)
-			return nil
-		})
+	outs := r.verify(ctx, all)
+	for _, l := range firsts {
+		l.outs, outs = outs[:len(l.cands)], outs[len(l.cands):]
 	}
-	_ = g.Wait()
+	concurrently(func(i int, ctx context.Context) { vs[i].walk(ctx, firsts[i]) })
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	r.lastVisit = r.a.now()
-	rep := r.reader(readerAgents)
-	rep.Requests += r.res.Requests - before.Requests
-	rep.Pages += r.res.Scanned - before.Scanned
-	rep.Candidates += r.res.Found - before.Found
-	r.res.Readers[readerAgents] = rep
+	after := r.res
+	r.mu.Unlock()
+	r.report(readerAgents, func(rep *pacer.ReaderReport) {
+		rep.Requests += after.Requests - before.Requests
+		rep.Pages += after.Scanned - before.Scanned
+		rep.Candidates += after.Found - before.Found
+	})
 	return nil
 }
 
-// walk carries one agent's visit out and saves how far it got.
-func (v *visit) walk(ctx context.Context) {
+// walk carries one agent's visit out from its first page and saves how
+// far it got.
+func (v *visit) walk(ctx context.Context, first *listing) {
 	r := v.run
-	started := r.a.now()
-	row := v.agent
-	resumed := row.VisitFrom != ""
-	complete := v.pass(ctx, &row)
+	started, resumed := r.a.now(), v.row.VisitFrom != ""
+	complete := v.pass(ctx, first)
 	if complete && resumed && v.ok() {
 		// A visit cut short went on from where it stopped; with that range
 		// done, a fresh pass reads what arrived meanwhile.
-		complete = v.pass(ctx, &row)
+		complete = v.pass(ctx, nil)
 	}
 	if complete && v.ok() {
 		v.recheckPending(ctx)
@@ -282,9 +300,8 @@ func (v *visit) walk(ctx context.Context) {
 	if v.res.Requests == 0 && !v.listed && v.failed == nil && v.stop == nil && v.spent {
 		return // the budget stopped it before its first request: nothing changed
 	}
-	now := r.a.now()
-	pol := r.cfg.AfterVisit(row.Agent, ingest.Visit{At: now, Complete: complete, Failed: v.failed != nil && !v.spent, Swaps: v.swaps}, r.alloc)
-	row.Agent = pol
+	now, row := r.a.now(), v.row
+	row.Agent = r.cfg.AfterVisit(row.Agent, ingest.Visit{At: now, Complete: complete, Failed: v.failed != nil && !v.spent, Swaps: v.swaps}, r.alloc)
 	row.Status, row.LastError = store.IngestOK, ""
 	if v.failed != nil {
 		row.Status, row.LastError = store.IngestError, v.failed.Error()
@@ -298,171 +315,104 @@ func (v *visit) walk(ctx context.Context) {
 	if err == nil && !saved {
 		v.log.Info("sweep.visit_superseded")
 	}
-	r.a.Metrics.ObserveVisit(string(pol.Tier), v.res.Found)
+	r.a.Metrics.ObserveVisit(string(row.Tier), v.res.Found)
 	if v.listed {
 		v.res.Scanned++
 	}
 	r.absorb(&v.tally)
 }
 
-// pass pages from row.VisitFrom (newest when empty) down to the cursor.
-// It leaves row.VisitFrom and row.VisitTop where it stopped, or, when it
-// reached the cursor, the cursor advanced and the visit state cleared.
-func (v *visit) pass(ctx context.Context, row *store.AgentIngest) (complete bool) {
-	a := v.run.a
+// pass pages from row.VisitFrom (newest when empty; first is that page,
+// already read and verified) down to the cursor. It leaves row.VisitFrom
+// and row.VisitTop where it stopped, or, when it reached the cursor, the
+// cursor advanced and the visit state cleared.
+func (v *visit) pass(ctx context.Context, first *listing) (complete bool) {
+	row := &v.row
 	from, top := row.VisitFrom, row.VisitTop
-	start := v.run.verifier.CompetitionStart.Unix()
 	for {
-		var page hiro.TxPage
-		var err error
-		if f := v.first; f != nil {
-			page, err, v.first = f.page, f.err, nil // read from row.VisitFrom by visitBatch
-		} else {
-			page, err = v.run.hiro.ListTransactions(ctx, row.Address, from)
-			v.run.setSource(readerAgents, page.Endpoint)
+		l := first
+		first = nil
+		if l == nil {
+			if l = v.list(ctx, from); l.err == nil {
+				l.outs = v.run.verify(ctx, l.cands)
+			}
 		}
-		v.res.Requests += page.Requests
-		if err != nil {
-			v.upstreamError(err, "list")
+		if l.err != nil {
+			v.upstreamError(l.err, "list")
 			row.VisitFrom, row.VisitTop = from, top
 			return false
 		}
-		v.listed = true
-		reached := false
-		if v.pre == nil {
-			v.prefetch(ctx, page.Entries, row.Cursor, start)
+		if l.top != nil && (top == nil || l.top.Compare(*top) > 0) {
+			top = l.top
 		}
-		for _, e := range page.Entries {
-			again, end := reach(e, row.Cursor, start)
-			if end {
-				reached = true
-				break
+		if !v.settleAll(ctx, l.cands, l.outs, false, func(i int, o competition.Outcome) {
+			e := l.cands[i]
+			if l.again[i] && o.Status != competition.StatusInserted {
+				return // looked at again within the reorg margin: counts only if new
 			}
-			if !e.Mined() && v.knownRejection(ctx, e) {
-				// Dropped from the mempool and judged before: listings
-				// show it until Hiro forgets it; it counted once.
-				v.seen[e.TxID] = true
-				continue
+			v.count(o)
+			if t := competition.SwapTime(e.BlockTime, e.BurnBlockTime); !l.again[i] && e.Mined() && t > 0 {
+				v.swaps = append(v.swaps, time.Unix(t, 0))
 			}
-			if e.Mined() && e.Canonical && !again && (top == nil || e.Position().Compare(*top) > 0) {
-				p := e.Position()
-				top = &p
-			}
-			if !competition.Found(e, a.Catalog) {
-				continue
-			}
-			if !v.entry(ctx, e, again) {
-				v.flushPrefetched()
-				row.VisitFrom, row.VisitTop = from, top
-				return false
-			}
+		}) {
+			row.VisitFrom, row.VisitTop = from, top // not looked at yet: on from this page next time
+			return false
 		}
-		v.flushPrefetched()
 		recordProgress(ctx, v.run.progress())
-		if reached || page.Next == "" {
+		if l.end {
 			if top != nil && (row.Cursor == nil || top.Compare(*row.Cursor) > 0) {
 				row.Cursor = top
 			}
 			row.VisitFrom, row.VisitTop = "", nil
 			return true
 		}
-		from = page.Next
+		from = l.next
 	}
 }
 
-// entry handles one allowlisted call of the listing; false ends the visit.
-// A call seen again (again: below the cursor, within reorgDepth) counts
-// only if it turns out new.
-func (v *visit) entry(ctx context.Context, e hiro.Entry, again bool) bool {
-	v.seen[e.TxID] = true
-	var o competition.Outcome
-	switch listed, decided := v.run.verifier.RejectListed(ctx, e); {
-	case decided:
-		o = listed
-	case e.TxStatus == hiro.StatusPending:
-		// The listing says it all; a detail request would say the same.
-		o = competition.Outcome{TxID: e.TxID, Status: competition.StatusPending}
-	default:
-		if pre, ok := v.pre[e.TxID]; ok {
-			o = pre
-			delete(v.pre, e.TxID)
-		} else {
-			o = v.run.verifier.Verify(ctx, e.TxID, competition.SourceSweep)
+// list reads one page of the agent's transactions from from and picks its
+// allowlisted calls above where the walk ends: more than reorgDepth blocks
+// below the cursor, or before the competition's start (older transactions
+// are older still). A dropped call already judged is passed over: listings
+// show it until Hiro forgets it, and it counted once.
+func (v *visit) list(ctx context.Context, from hiro.PageToken) *listing {
+	page, err := v.run.hiro.ListTransactions(ctx, v.row.Address, from)
+	v.run.report(readerAgents, func(rep *pacer.ReaderReport) { rep.Source = cmp.Or(page.Endpoint, rep.Source) })
+	v.res.Requests += page.Requests
+	l := &listing{next: page.Next, end: page.Next == "", err: err}
+	if err != nil {
+		return l
+	}
+	v.listed = true
+	cursor, start := v.row.Cursor, v.run.verifier.CompetitionStart.Unix()
+	for _, e := range page.Entries {
+		again := false
+		if e.Mined() {
+			p := e.Position()
+			if cursor != nil && p.Compare(*cursor) <= 0 {
+				if e.BlockHeight < cursor.BlockHeight-reorgDepth {
+					l.end = true
+					break
+				}
+				again = true
+			}
+			if t := competition.SwapTime(e.BlockTime, e.BurnBlockTime); t > 0 && t < start {
+				l.end = true
+				break
+			}
+			if e.Canonical && !again && (l.top == nil || p.Compare(*l.top) > 0) {
+				l.top = &p
+			}
+		} else if v.knownRejection(ctx, e) {
+			v.seen[e.TxID] = true
+			continue
+		}
+		if competition.Found(e, v.run.a.Catalog) {
+			v.seen[e.TxID] = true
+			l.cands, l.again = append(l.cands, e), append(l.again, again)
 		}
 	}
-	if !v.settle(ctx, e.SenderAddress, o, false) {
-		return false // not looked at yet: the visit goes on from this page next time
-	}
-	if again && o.Status != competition.StatusInserted {
-		return true
-	}
-	v.count(o)
-	if t := competition.SwapTime(e.BlockTime, e.BurnBlockTime); !again && e.Mined() && t > 0 {
-		v.swaps = append(v.swaps, time.Unix(t, 0))
-	}
-	return true
-}
-
-// flushPrefetched counts what the prefetch did that the walk did not
-// reach (it stopped first): the rows it inserted and the requests it sent.
-// The rest is looked at again by the next visit.
-func (v *visit) flushPrefetched() {
-	for _, id := range slices.Sorted(maps.Keys(v.pre)) {
-		o := v.pre[id]
-		v.res.Requests += o.Requests
-		if o.Status == competition.StatusInserted {
-			v.count(o)
-		}
-	}
-	v.pre = nil
-}
-
-// prefetch verifies together (one batched request where Hiro allows it)
-// the page's allowlisted calls that the walk will verify one by one. The
-// walk then takes their outcomes in its order, settling each as before.
-func (v *visit) prefetch(ctx context.Context, entries []hiro.Entry, cursor *hiro.Position, start int64) {
-	ids := v.prefetchIDs(entries, cursor, start)
-	if len(ids) < 2 {
-		return // one is as cheap alone
-	}
-	v.pre = map[string]competition.Outcome{}
-	for i, o := range v.run.verifier.VerifyMany(ctx, ids, competition.SourceSweep) {
-		v.pre[ids[i]] = o
-	}
-}
-
-// prefetchIDs are the page's calls above where the walk stops (the
-// cursor, less the reorg margin, or the competition's start) that the
-// listing alone does not decide.
-func (v *visit) prefetchIDs(entries []hiro.Entry, cursor *hiro.Position, start int64) []string {
-	var ids []string
-	for _, e := range entries {
-		if _, end := reach(e, cursor, start); end {
-			break
-		}
-		if competition.Found(e, v.run.a.Catalog) && v.run.verifier.NeedsDetail(e) {
-			ids = append(ids, e.TxID)
-		}
-	}
-	return ids
-}
-
-// reach says where a listing entry stands for a visit: at or below the
-// cursor but within reach of a reorg (again: looked at quietly), or where
-// the visit ends (more than reorgDepth blocks below the cursor, or before
-// the competition's start: older transactions are older still).
-func reach(e hiro.Entry, cursor *hiro.Position, start int64) (again, end bool) {
-	if !e.Mined() {
-		return false, false
-	}
-	if cursor != nil && e.Position().Compare(*cursor) <= 0 {
-		if e.BlockHeight < cursor.BlockHeight-reorgDepth {
-			return false, true
-		}
-		again = true
-	}
-	t := competition.SwapTime(e.BlockTime, e.BurnBlockTime)
-	return again, t > 0 && t < start
+	return l
 }
 
 // knownRejection reports whether an entry not mined (dropped) already has
@@ -479,20 +429,22 @@ func (v *visit) knownRejection(ctx context.Context, e hiro.Entry) bool {
 // recheckPending looks again at the agent's pending transactions that the
 // listing did not settle (a listing without the mempool, or one gone).
 func (v *visit) recheckPending(ctx context.Context) {
-	txids, err := v.run.a.Store.PendingTxs(ctx, v.agent.Address, pendingPerVisit)
+	txids, err := v.run.a.Store.PendingTxs(ctx, v.row.Address, pendingPerVisit)
 	if err != nil {
-		v.stop = &fault.Error{Class: pacer.ClassTransport, Op: "sweep " + v.agent.Address, Err: err}
+		v.stop = &fault.Error{Class: pacer.ClassTransport, Op: "sweep " + v.row.Address, Err: err}
 		return
 	}
+	var ids []string
 	for _, txid := range txids {
-		if v.seen[txid] {
-			continue
+		if !v.seen[txid] {
+			ids = append(ids, txid)
 		}
-		o := v.run.verifier.Verify(ctx, txid, competition.SourceSweep)
+	}
+	for _, o := range v.run.verifier.VerifyMany(ctx, ids, competition.SourceSweep) {
 		if o.Status == competition.StatusInserted || o.Status == competition.StatusRejected && o.Reason.Final() {
 			v.count(o)
 		}
-		if !v.settle(ctx, v.agent.Address, o, false) {
+		if !v.settle(ctx, v.row.Address, o, false) {
 			return
 		}
 	}
