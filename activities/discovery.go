@@ -3,6 +3,7 @@ package activities
 import (
 	"cmp"
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -68,6 +69,13 @@ type traffic struct {
 	readCost float64
 }
 
+// do runs f on the traffic, alone.
+func (t *traffic) do(f func(t *traffic)) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	f(t)
+}
+
 // readers fills the run's readers into s: the tail (the feed, or its
 // probe while the contracts' lists are the tail; none once Hiro has
 // switched the feed off) and each allowlisted contract's list, once the
@@ -96,9 +104,9 @@ func (r *sweepRun) readers(ctx context.Context, s *discovery.Run) error {
 	if !r.hiro.Sunset(hiro.EndpointFeed) {
 		t := plan(tail, discovery.ReaderTail)
 		if s.ContractsAreTail {
-			r.a.traffic.mu.Lock()
-			t = discovery.Reader{Name: discovery.ReaderTail, LastRead: r.a.traffic.probeAt, Held: t.Held}
-			r.a.traffic.mu.Unlock()
+			r.a.traffic.do(func(tr *traffic) {
+				t = discovery.Reader{Name: discovery.ReaderTail, LastRead: tr.probeAt, Held: t.Held}
+			})
 		}
 		s.Tail = &t
 	}
@@ -135,21 +143,11 @@ func (r *sweepRun) source(contracts int, rate float64) discovery.Source {
 	return t.source
 }
 
-// onContract reports whether a contract is on the allowlist.
-func (r *sweepRun) onContract() func(string) bool {
-	set := map[string]bool{}
-	for _, c := range allowlistedContracts(r.a) {
-		set[c] = true
-	}
-	return func(id string) bool { return set[id] }
-}
-
 // observeFeed records a feed page's traffic at the run's clock.
 func (r *sweepRun) observeFeed(page hiro.FeedPage) {
-	t := &r.a.traffic
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.t.ObserveFeed(page.Total, page.Entries, r.onContract(), r.a.now())
+	r.a.traffic.do(func(t *traffic) {
+		t.t.ObserveFeed(page.Total, page.Entries, func(id string) bool { return slices.Contains(allowlistedContracts(r.a), id) }, r.a.now())
+	})
 }
 
 // filter is the candidates' filter: a registered agent's allowlisted
@@ -170,9 +168,7 @@ func (r *sweepRun) readTail(ctx context.Context) error {
 		return err
 	}
 	if r.src == discovery.SourceContracts {
-		r.a.traffic.mu.Lock()
-		r.a.traffic.probeAt = r.a.now()
-		r.a.traffic.mu.Unlock()
+		r.a.traffic.do(func(t *traffic) { t.probeAt = r.a.now() })
 		t := r.newTally(r.log.With(zap.String("reader", rd.Name)))
 		page, err := r.hiro.Feed(ctx, hiro.TxTypeContractCall, 0)
 		t.res.Requests += page.Requests
@@ -299,9 +295,7 @@ func (r *sweepRun) read(ctx context.Context, rd store.Reader, scan *discovery.Sc
 		for _, o := range outs {
 			details += o.Requests
 		}
-		r.a.traffic.mu.Lock()
-		r.a.traffic.t.ObserveDetails(details, r.a.now())
-		r.a.traffic.mu.Unlock()
+		r.a.traffic.do(func(t *traffic) { t.t.ObserveDetails(details, r.a.now()) })
 		if !t.settleAll(ctx, cands, outs, true, func(_ int, o competition.Outcome) { t.count(o) }) {
 			break // not settled: the page is read again next time
 		}
@@ -324,9 +318,7 @@ func (r *sweepRun) read(ctx context.Context, rd store.Reader, scan *discovery.Sc
 	}
 	r.mu.Unlock()
 	if cost > 0 {
-		r.a.traffic.mu.Lock()
-		r.a.traffic.readCost = cost
-		r.a.traffic.mu.Unlock()
+		r.a.traffic.do(func(t *traffic) { t.readCost = cost })
 	}
 	if scan.Done() {
 		rd.Position = scan.Position()

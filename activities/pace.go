@@ -89,7 +89,7 @@ func endPace(c *pacing.Controller, in *pacer.PaceInput, run pacer.Run, err error
 	case successes+run.UpstreamFailed > 0:
 		c.Observe(now, successes, run.UpstreamFailed)
 	case err != nil:
-		c.Record(now, errorClass(err))
+		c.Record(now, errorClassOf(err))
 	}
 	raw, jerr := json.Marshal(c)
 	if jerr != nil {
@@ -97,15 +97,6 @@ func endPace(c *pacing.Controller, in *pacer.PaceInput, run pacer.Run, err error
 	}
 	return &pacer.Pace{State: raw, Cadence: in.Cadence, Every: pacer.Duration(c.Decide(now).Interval),
 		Status: pacing.StatusOf(now, c, time.Duration(run.DurationMs)*time.Millisecond, pacing.DefaultCost())}
-}
-
-// errorClass is the class an activity error carries (transport when none).
-func errorClass(err error) pacer.ErrorClass {
-	var appErr *temporal.ApplicationError
-	if errors.As(err, &appErr) {
-		return pacer.ErrorClass(appErr.Type())
-	}
-	return pacer.ClassTransport
 }
 
 // withResult is err carrying res as its details, so that the workflow

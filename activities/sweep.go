@@ -98,9 +98,7 @@ func (a *Activities) sweep(ctx context.Context, in pacer.SweepInput) (res pacer.
 	r := &sweepRun{a: a, log: a.Logger.With(zap.String("task", pacer.TaskSweep)), in: in, cfg: a.Ingest.WithDefaults(),
 		dc: a.Discovery.WithDefaults(), started: started, lastVisit: started, lane: budget.LaneSweep, hiro: a.Hiro, verifier: a.Verifier,
 		held: map[string]bool{}}
-	a.traffic.mu.Lock()
-	r.readCost = a.traffic.readCost // what the last run's whole read cost
-	a.traffic.mu.Unlock()
+	a.traffic.do(func(t *traffic) { r.readCost = t.readCost }) // what the last run's whole read cost
 	if in.Occurrence.Manual && a.ManualHiro != nil && a.ManualVerifier != nil {
 		r.lane, r.hiro, r.verifier = budget.LaneManual, a.ManualHiro, a.ManualVerifier
 	}
@@ -108,8 +106,8 @@ func (a *Activities) sweep(ctx context.Context, in pacer.SweepInput) (res pacer.
 		Discovery: string(r.dc.Mode)}
 	var prog sweepProgress
 	if activity.HasHeartbeatDetails(ctx) && activity.GetHeartbeatDetails(ctx, &prog) == nil {
-		r.res = prog.Result
-		r.res.RejectionReasons = competition.RejectionReasons(toReasons(r.res.RejectionReasons))
+		r.res, r.res.RejectionReasons = prog.Result, competition.RejectionReasons(nil)
+		maps.Copy(r.res.RejectionReasons, prog.Result.RejectionReasons)
 		r.log.Info("sweep.resumed", zap.Int("scanned", r.res.Scanned))
 	}
 	defer keepHeartbeating(ctx, r.progress)()
@@ -191,7 +189,7 @@ func (r *sweepRun) state(ctx context.Context) (discovery.Run, []store.AgentInges
 }
 
 // budget is the run's lane's snapshot of the shared budget, on the run's
-// clock.
+// clock; what the budget has left goes in the result as it stands.
 func (r *sweepRun) budget(ctx context.Context, now time.Time, readCost float64) discovery.Budget {
 	b := discovery.Budget{ReadCost: readCost}
 	if r.a.Budget == nil {
@@ -203,6 +201,15 @@ func (r *sweepRun) budget(ctx context.Context, now time.Time, readCost float64) 
 		return b
 	}
 	cfg, shift := r.a.Budget.Config(), now.Sub(dbNow)
+	minute, month := st.Remaining(cfg, dbNow)
+	r.mu.Lock()
+	m := int(min(minute, math.MaxInt32))
+	r.res.MinuteRemaining, r.res.MonthRemaining = &m, nil
+	if month != nil {
+		n := int(min(*month, math.MaxInt32))
+		r.res.MonthRemaining = &n
+	}
+	r.mu.Unlock()
 	n, at, why := st.Room(cfg, r.lane, dbNow)
 	b.Known, b.Room, b.Why, b.WindowEnd = true, n, why, st.WindowEnd.Add(shift)
 	if !at.IsZero() {
@@ -236,7 +243,6 @@ func (r *sweepRun) fail(class pacer.ErrorClass, msg string) (pacer.SweepResult, 
 // finish reports where the due set and the readers stand, why the run
 // stopped and when the next is due: the plan's last step says.
 func (r *sweepRun) finish(ctx context.Context, st discovery.Run, step discovery.Step) (pacer.SweepResult, error) {
-	r.noteBudget(ctx)
 	if r.dc.Mode == discovery.ModeTail {
 		if err := r.reportReaders(ctx, st); err != nil {
 			return r.fail(pacer.ClassTransport, "report the readers: "+err.Error())
@@ -300,27 +306,6 @@ func (r *sweepRun) finish(ctx context.Context, st discovery.Run, step discovery.
 	return *res, nil
 }
 
-// noteBudget reports what the shared budget has left.
-func (r *sweepRun) noteBudget(ctx context.Context) {
-	if r.a.Budget == nil {
-		return
-	}
-	st, now, err := r.a.Budget.Snapshot(ctx)
-	if err != nil {
-		r.log.Warn("sweep.budget_unreadable", zap.Error(err))
-		return
-	}
-	minute, month := st.Remaining(r.a.Budget.Config(), now)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	m := int(min(minute, math.MaxInt32))
-	r.res.MinuteRemaining = &m
-	if month != nil {
-		n := int(min(*month, math.MaxInt32))
-		r.res.MonthRemaining = &n
-	}
-}
-
 // allocationCache keeps the optimal policy's last solution for
 // ingest.AllocationTTL.
 type allocationCache struct {
@@ -337,24 +322,14 @@ func (a *Activities) allocation(ctx context.Context, cfg ingest.Config, lane bud
 	if cfg.Policy != ingest.PolicyOptimal || a.Budget == nil {
 		return ingest.Allocation{}, nil
 	}
-	if lane != budget.LaneSweep {
-		return a.solve(ctx, cfg, lane, now)
-	}
 	c := &a.plan
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.at.IsZero() && c.cfg == cfg && now.Sub(c.at) < ingest.AllocationTTL {
-		return c.alloc, nil
+	if lane == budget.LaneSweep {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if !c.at.IsZero() && c.cfg == cfg && now.Sub(c.at) < ingest.AllocationTTL {
+			return c.alloc, nil
+		}
 	}
-	alloc, err := a.solve(ctx, cfg, lane, now)
-	if err != nil {
-		return alloc, err
-	}
-	c.at, c.cfg, c.alloc = now, cfg, alloc
-	return alloc, nil
-}
-
-func (a *Activities) solve(ctx context.Context, cfg ingest.Config, lane budget.Lane, now time.Time) (ingest.Allocation, error) {
 	rates, err := a.Store.SwapRates(ctx, now)
 	if err != nil {
 		return ingest.Allocation{}, err
@@ -363,20 +338,15 @@ func (a *Activities) solve(ctx context.Context, cfg ingest.Config, lane budget.L
 	if err != nil {
 		return ingest.Allocation{}, err
 	}
-	perDay := st.Rate(a.Budget.Config(), lane, dbNow) * 24 * 60
 	swaps := 0.0
 	for _, r := range rates {
 		swaps += r
 	}
-	return cfg.Allocate(rates, ingest.VisitBudget(perDay, swaps)), nil
-}
-
-func toReasons(m map[string]int) map[competition.Reason]int {
-	out := make(map[competition.Reason]int, len(m))
-	for k, v := range m {
-		out[competition.Reason(k)] = v
+	alloc := cfg.Allocate(rates, ingest.VisitBudget(st.Rate(a.Budget.Config(), lane, dbNow)*24*60, swaps))
+	if lane == budget.LaneSweep {
+		c.at, c.cfg, c.alloc = now, cfg, alloc
 	}
-	return out
+	return alloc, nil
 }
 
 // successes is what the pacing controller counts as this run's successful
