@@ -150,13 +150,6 @@ func (r *sweepRun) observeFeed(page hiro.FeedPage) {
 	})
 }
 
-// filter is the candidates' filter: a registered agent's allowlisted
-// call.
-func (r *sweepRun) filter(ctx context.Context) (discovery.Filter, error) {
-	agents, err := r.a.Store.AgentAddresses(ctx)
-	return discovery.Filter{Agent: func(s string) bool { return agents[s] }, Allowed: r.a.Catalog.Allowed}, err
-}
-
 // readTail is the plan's ReadTail step: the chain's confirmed contract
 // calls down to the tail's position, or, while the contracts' lists are
 // the tail, one page of the feed that keeps its volume observed (the
@@ -247,10 +240,12 @@ type pager func(ctx context.Context, s *discovery.Scan) ([]hiro.Entry, discovery
 // is held: it goes on from its scan at the next run. An error is the
 // database's.
 func (r *sweepRun) read(ctx context.Context, rd store.Reader, scan *discovery.Scan, next pager) error {
-	f, err := r.filter(ctx)
+	agents, err := r.a.Store.AgentAddresses(ctx)
 	if err != nil {
 		return err
 	}
+	// A candidate is a registered agent's allowlisted call.
+	f := discovery.Filter{Agent: func(s string) bool { return agents[s] }, Allowed: r.a.Catalog.Allowed}
 	began := r.a.now()
 	t := r.newTally(r.log.With(zap.String("reader", rd.Name)))
 	defer r.absorb(&t)
@@ -309,16 +304,9 @@ func (r *sweepRun) read(ctx context.Context, rd store.Reader, scan *discovery.Sc
 		}
 	}
 	now := r.a.now()
-	r.mu.Lock()
 	r.held[rd.Name] = !scan.Done()
-	var cost float64
 	if scan.Done() && rd.Name == discovery.ReaderTail {
-		cost = float64(max(t.res.Requests, 1))
-		r.readCost = cost
-	}
-	r.mu.Unlock()
-	if cost > 0 {
-		r.a.traffic.do(func(t *traffic) { t.readCost = cost })
+		r.a.traffic.do(func(tr *traffic) { tr.readCost = float64(max(t.res.Requests, 1)) })
 	}
 	if scan.Done() {
 		rd.Position = scan.Position()

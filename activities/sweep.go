@@ -74,6 +74,15 @@ type sweepRun struct {
 	hiro     *hiro.Client
 	verifier *competition.Verifier
 
+	// visited are the agents visited in this run, lastVisit when the
+	// last batch ended; held the readers that stopped short in it; src
+	// where the tail reads in it. Only the run's loop touches them.
+	visited   []string
+	lastVisit time.Time
+	held      map[string]bool
+	src       discovery.Source
+
+	// mu guards the rest, for the concurrent visits and the heartbeat.
 	mu  sync.Mutex
 	res pacer.SweepResult
 	// stop ends the run: the database is gone, or Hiro refuses for good.
@@ -81,15 +90,6 @@ type sweepRun struct {
 	// lastErr is the last upstream error of a visit, the run's class if
 	// no visit succeeded.
 	lastErr error
-	// visited are the agents visited in this run, lastVisit when the
-	// last batch ended; held the readers that stopped short in it; src
-	// where the tail reads in it; readCost what the tail's last whole
-	// read cost (in this run or an earlier one).
-	visited   []string
-	lastVisit time.Time
-	held      map[string]bool
-	src       discovery.Source
-	readCost  float64
 }
 
 func (a *Activities) sweep(ctx context.Context, in pacer.SweepInput) (res pacer.SweepResult, err error) {
@@ -98,7 +98,6 @@ func (a *Activities) sweep(ctx context.Context, in pacer.SweepInput) (res pacer.
 	r := &sweepRun{a: a, log: a.Logger.With(zap.String("task", pacer.TaskSweep)), in: in, cfg: a.Ingest.WithDefaults(),
 		dc: a.Discovery.WithDefaults(), started: started, lastVisit: started, lane: budget.LaneSweep, hiro: a.Hiro, verifier: a.Verifier,
 		held: map[string]bool{}}
-	a.traffic.do(func(t *traffic) { r.readCost = t.readCost }) // what the last run's whole read cost
 	if in.Occurrence.Manual && a.ManualHiro != nil && a.ManualVerifier != nil {
 		r.lane, r.hiro, r.verifier = budget.LaneManual, a.ManualHiro, a.ManualVerifier
 	}
@@ -164,23 +163,22 @@ func (r *sweepRun) state(ctx context.Context) (discovery.Run, []store.AgentInges
 		s.MaxWait = hb / 2 // the heartbeats, sent on progress, keep coming
 	}
 	r.mu.Lock()
-	s.Spent, s.Budget.ReadCost, s.LastVisit = r.res.Requests, r.readCost, r.lastVisit
-	visited := r.visited
+	s.Spent = r.res.Requests
 	r.mu.Unlock()
-	s.Budget = r.budget(ctx, now, s.Budget.ReadCost)
+	s.Budget, s.LastVisit = r.budget(ctx, now), r.lastVisit
 	if r.dc.Mode == discovery.ModeTail {
 		s.Linger = r.started.Add(min(r.dc.Linger, sweepRunCap))
 		if err := r.readers(ctx, &s); err != nil {
 			return s, nil, err
 		}
 	}
-	due, err := r.a.Store.HintedAgents(ctx, now, discovery.VisitBatch, visited)
+	due, err := r.a.Store.HintedAgents(ctx, now, discovery.VisitBatch, r.visited)
 	if err != nil {
 		return s, nil, err
 	}
 	s.Agents.Hinted = len(due)
 	if len(due) == 0 {
-		if due, err = r.a.Store.DueAgents(ctx, r.cfg, now, discovery.VisitBatch, visited); err != nil {
+		if due, err = r.a.Store.DueAgents(ctx, r.cfg, now, discovery.VisitBatch, r.visited); err != nil {
 			return s, nil, err
 		}
 		s.Agents.Due = len(due)
@@ -190,8 +188,9 @@ func (r *sweepRun) state(ctx context.Context) (discovery.Run, []store.AgentInges
 
 // budget is the run's lane's snapshot of the shared budget, on the run's
 // clock; what the budget has left goes in the result as it stands.
-func (r *sweepRun) budget(ctx context.Context, now time.Time, readCost float64) discovery.Budget {
-	b := discovery.Budget{ReadCost: readCost}
+func (r *sweepRun) budget(ctx context.Context, now time.Time) discovery.Budget {
+	var b discovery.Budget
+	r.a.traffic.do(func(t *traffic) { b.ReadCost = t.readCost }) // what the tail's last whole read cost, in any run
 	if r.a.Budget == nil {
 		return b
 	}

@@ -125,16 +125,9 @@ func (a *Activities) refreshTenero(ctx context.Context, in pacer.TeneroInput) (r
 					return res, runError(pacer.ClassTransport, "store check: "+err.Error(), res)
 				}
 			}
-			if fault.IsUpstreamFailure(class) {
-				res.UpstreamFailed++
-			}
-			if class == pacer.ClassRateLimit {
-				res.Rejected++
-			}
+			countUpstream(&res.Run, class)
 			switch {
-			case class == pacer.ClassRateLimit:
-				stopClass, stopMsg = class, err.Error()
-			case class == pacer.ClassPermanent:
+			case class == pacer.ClassRateLimit, class == pacer.ClassPermanent:
 				stopClass, stopMsg = class, err.Error()
 			case fault.IsUpstreamFailure(class):
 				if streak++; streak >= maxUpstreamStreak {

@@ -245,10 +245,10 @@ type listing struct {
 func (r *sweepRun) visitBatch(ctx context.Context, due []store.AgentIngest) error {
 	r.mu.Lock()
 	before := r.res
+	r.mu.Unlock()
 	for _, agent := range due {
 		r.visited = append(r.visited, agent.Address)
 	}
-	r.mu.Unlock()
 	vs, firsts := make([]*visit, len(due)), make([]*listing, len(due))
 	concurrently := func(f func(i int, ctx context.Context)) {
 		g, gctx := errgroup.WithContext(ctx)
@@ -271,8 +271,8 @@ func (r *sweepRun) visitBatch(ctx context.Context, due []store.AgentIngest) erro
 		l.outs, outs = outs[:len(l.cands)], outs[len(l.cands):]
 	}
 	concurrently(func(i int, ctx context.Context) { vs[i].walk(ctx, firsts[i]) })
-	r.mu.Lock()
 	r.lastVisit = r.a.now()
+	r.mu.Lock()
 	after := r.res
 	r.mu.Unlock()
 	r.report(readerAgents, func(rep *pacer.ReaderReport) {
