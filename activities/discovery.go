@@ -49,18 +49,16 @@ func (c DiscoveryConfig) WithDefaults() DiscoveryConfig {
 	return c
 }
 
-// reconcileMaxPages bounds one contract reader's scan: the reconciler is
-// the last reader, so it goes on across runs (its scan is kept) rather
-// than give a range up; the bound only keeps a list that never ends from
-// running for ever.
+// reconcileMaxPages bounds one contract reader's scan only against a list
+// that never ends: the reconciler is the last reader, so its scan goes on
+// across runs rather than give a range up.
 const reconcileMaxPages = 1 << 20
 
-// traffic is what the sweep's runs observed of the chain (in memory: a
-// restart observes again, reading the feed meanwhile): the volumes that
-// say where the tail reads (discovery.PlanSource), where it read last, and
-// when the feed's probe last read while the contracts' lists are the tail,
-// and what the tail's last whole read cost (the next run's first read
-// waits for that much room, discovery.Plan).
+// traffic is what the sweep's runs observed of the chain, in memory (a
+// restart observes again): the volumes that say where the tail reads
+// (discovery.PlanSource), where it read last, when the feed's probe read
+// while the contracts' lists are the tail, and what the tail's last whole
+// read cost (discovery.Plan's ReadCost).
 type traffic struct {
 	mu       sync.Mutex
 	t        discovery.Traffic
@@ -375,11 +373,9 @@ func (r *sweepRun) reportReaders(ctx context.Context, st discovery.Run) error {
 				rep.Position = rd.Position.String()
 			}
 			rep.LagSeconds, rep.Gaps = rd.HeadLagSeconds, int(rd.Gaps)
-			every := st.ReconcileEvery
+			every := st.ContractEvery()
 			if rd.Name == discovery.ReaderTail {
 				rep.Source, every = string(cmp.Or(r.src, discovery.SourceFeed)), st.TailInterval()
-			} else if st.ContractsAreTail {
-				every = st.TailInterval()
 			}
 			if rd.LastReadAt != nil {
 				at := rd.LastReadAt.Add(every).UTC()

@@ -296,12 +296,7 @@ func (r *sweepRun) finish(ctx context.Context, st discovery.Run, step discovery.
 		r.log.Warn("sweep.stopped", zap.String("class", string(class)), zap.Error(stop), zap.Int("scanned", res.Scanned))
 		return *res, runError(class, res.Error, *res)
 	}
-	r.log.Info("sweep.summary", zap.Int("scanned", res.Scanned), zap.Int("found", res.Found),
-		zap.Int("inserted", res.Inserted), zap.Int("alreadyKnown", res.AlreadyKnown), zap.Int("pending", res.Pending),
-		zap.Int("rejected", res.Rejected), zap.Any("rejectionReasons", res.RejectionReasons),
-		zap.Int("hiroErrors", res.HiroErrors), zap.Int("requests", res.Requests), zap.String("stoppedBy", res.StoppedBy),
-		zap.String("reason", res.Reason), zap.Int("agentsDue", res.AgentsDue),
-		zap.Float64("lagSeconds", res.LagSeconds), zap.Timep("nextDueAt", res.NextDueAt), zap.Int64("durationMs", res.DurationMs))
+	r.log.Info("sweep.summary", zap.Any("result", *res))
 	return *res, nil
 }
 
