@@ -115,15 +115,15 @@ func keepLog(t *testing.T, out *syncBuffer) {
 // service's discovery engine) for a world of agents and volume strangers'
 // calls a day on the keyed plan of 450 requests a minute, as make bench
 // computes it.
-func chainBenchFigure(agents, volume int) bench.ChainResult {
+func chainBenchFigure(agents, volume int) bench.Result {
 	var keyed bench.Budget
 	for _, b := range bench.Budgets {
 		if b.PerMinute == benchPacerPerMinute && b.Month == 0 {
 			keyed = b
 		}
 	}
-	rep := bench.RunChain(bench.DiscoveryEngine, bench.ChainOptions{Sizes: []int{agents}, Volumes: []int{volume},
-		Budgets: []bench.Budget{keyed}, Horizon: 48 * time.Hour})
+	rep := bench.RunChain(bench.ChainOptions{Sizes: []int{agents}, Volumes: []int{volume},
+		Budgets: []bench.Budget{keyed}, Horizon: 48 * time.Hour, Tail: bench.Tail})
 	return rep.Results[0]
 }
 

@@ -75,6 +75,21 @@ func BenchAllowed(contractID, function string) bool {
 	return slices.Contains(benchPairs, pair{contractID, function})
 }
 
+// reconcileContracts is how many allowlisted contracts have their own
+// list, each read from the reconciler's cursor.
+func reconcileContracts() int {
+	seen := map[string]bool{}
+	for _, p := range benchPairs {
+		seen[p.contract] = true
+	}
+	return len(seen)
+}
+
+// onContract reports whether a contract is allowlisted (has a pair).
+func onContract(id string) bool {
+	return slices.ContainsFunc(benchPairs, func(p pair) bool { return p.contract == id })
+}
+
 // AgentAddress is the address of agent i, as the per-agent simulation
 // names it.
 func AgentAddress(i int) string { return fmt.Sprintf("SP%06d", i) }
@@ -161,9 +176,6 @@ func (c *Chain) Visible(now time.Time) int {
 func blockIndex(start, t time.Time) int {
 	return int(simulator.BlockOf(t).Sub(start) / simulator.BlockPeriod)
 }
-
-// BlockTime is when a transaction at t is mined: its block's time.
-func BlockTime(t time.Time) time.Time { return simulator.BlockOf(t) }
 
 // Feed is the feed's page at offset (limit entries) as Hiro answers it at
 // now, and the feed's total then.

@@ -1,8 +1,11 @@
 package bench
 
 import (
-	"sync"
+	"fmt"
 	"time"
+
+	"github.com/pacer-dev/pacer/internal/ingest"
+	pbench "github.com/pacer-dev/pacer/internal/pacing/bench"
 )
 
 // Budgets are the three plans of the issue: keyless, keyed, and keyed with
@@ -27,11 +30,16 @@ const (
 	tail        = 7 * time.Hour
 )
 
-// Sizes are the worlds' agent counts.
-var Sizes = []int{1_000, 10_000}
+// Sizes are the agents mode's worlds; ChainSizes and ChainVolumes the
+// chain benchmark's agent counts and calls a day.
+var (
+	Sizes        = []int{1_000, 10_000}
+	ChainSizes   = []int{1_000, 10_000, 100_000}
+	ChainVolumes = []int{10_000, 40_000, 200_000}
+)
 
-// RunAll runs every world on every budget under every strategy, the
-// independent simulations in parallel.
+// RunAll runs the agents mode in every world on every budget under tiers
+// and optimal, the independent simulations two at a time.
 func RunAll() Report {
 	began := time.Now()
 	rep := Report{Budgets: Budgets}
@@ -55,7 +63,7 @@ func RunAll() Report {
 	}
 	results := make([][]Result, len(jobs))
 	comparisons := make([]Comparison, len(jobs))
-	twoAtATime(len(jobs), func(i int) { results[i], comparisons[i] = compare(jobs[i].w, jobs[i].b) })
+	pbench.TwoAtATime(len(jobs), func(i int) { results[i], comparisons[i] = compare(jobs[i].w, jobs[i].b) })
 	for i := range jobs {
 		rep.Results = append(rep.Results, results[i]...)
 		rep.Comparisons = append(rep.Comparisons, comparisons[i])
@@ -64,16 +72,15 @@ func RunAll() Report {
 	return rep
 }
 
-// compare runs the round robin, tiers and optimal in w on b, and optimal
-// again at tiers' cost and at 0.65× of it when tiers leaves budget unused.
+// compare runs tiers and optimal in w on b, and optimal again at tiers'
+// cost and at 0.65× of it when tiers leaves budget unused.
 func compare(w *World, b Budget) ([]Result, Comparison) {
 	from, to := w.Start.Add(warmup), w.End.Add(-tail)
-	rr := Simulate(w, b, Strategy{Name: "round robin (today)", Kind: KindRoundRobin}, from, to)
-	tiers := Simulate(w, b, Strategy{Name: "tiers", Kind: KindTiers}, from, to)
-	opt := Simulate(w, b, Strategy{Name: "optimal", Kind: KindOptimal}, from, to)
-	out := []Result{rr, tiers, opt}
+	tiers := Simulate(w, nil, b, Strategy{Name: "tiers", Policy: ingest.PolicyTiers}, from, to)
+	opt := Simulate(w, nil, b, Strategy{Name: "optimal", Policy: ingest.PolicyOptimal}, from, to)
+	out := []Result{tiers, opt}
 	c := Comparison{World: w.Name, Budget: b.Name,
-		TimeRatio: ratio(opt.All.Mean, tiers.All.Mean), CostRatio: float64(opt.Requests) / float64(tiers.Requests)}
+		TimeRatio: ratio(opt.All.Mean, tiers.All.Mean), CostRatio: opt.PerDay("") / tiers.PerDay("")}
 
 	// The sweep's share of a minute, and what the staleness floor and the
 	// swaps' own detail requests need of it.
@@ -81,26 +88,24 @@ func compare(w *World, b Budget) ([]Result, Comparison) {
 	if b.Month > 0 {
 		capacity = min(capacity, float64(b.Month)/w.End.Sub(w.Start).Hours()*24)
 	}
-	floor := float64(len(w.Agents)) * float64(24*time.Hour) / float64(optCap())
+	cfg := ingest.DefaultConfig()
+	floor := float64(len(w.Agents)) * float64(24*time.Hour) / float64(cfg.StalenessCap())
 	c.Need, c.Capacity = floor+w.SwapsPerDay(), capacity
 	c.Feasible = capacity >= c.Need
 
-	if tiers.RequestsPerDay() < 0.9*capacity {
+	if tiers.PerDay("") < 0.9*capacity {
 		// Tiers leaves budget unused: compare at its cost, and find the
 		// time optimal reaches at 0.65× of it.
 		equal := atCost(w, b, "optimal at tiers' cost", tiers, 1, from, to)
 		low := atCost(w, b, "optimal at 0.65× tiers' cost", tiers, 0.65, from, to)
 		out = append(out, equal, low)
-		c.TimeRatio, c.CostRatio = ratio(equal.All.Mean, tiers.All.Mean), float64(equal.Requests)/float64(tiers.Requests)
+		c.TimeRatio, c.CostRatio = ratio(equal.All.Mean, tiers.All.Mean), equal.PerDay("")/tiers.PerDay("")
 		c.HasLowCost = true
-		c.LowTimeRatio, c.LowCostRatio = ratio(low.All.Mean, tiers.All.Mean), float64(low.Requests)/float64(tiers.Requests)
+		c.LowTimeRatio, c.LowCostRatio = ratio(low.All.Mean, tiers.All.Mean), low.PerDay("")/tiers.PerDay("")
 	}
-	maxStale := optMaxStaleness()
 	c.MaxGapOK = true
-	for _, r := range out[1:] {
-		if r.MaxGap > maxStale {
-			c.MaxGapOK = false
-		}
+	for _, r := range out {
+		c.MaxGapOK = c.MaxGapOK && r.MaxGap <= cfg.MaxStaleness
 	}
 	return out, c
 }
@@ -112,12 +117,13 @@ func compare(w *World, b Budget) ([]Result, Comparison) {
 // attempt spent.
 func atCost(w *World, b Budget, name string, tiers Result, share float64, from, to time.Time) Result {
 	details := float64(tiers.Found) / tiers.Days
-	target := share * tiers.RequestsPerDay()
+	target := share * tiers.PerDay("")
 	visits := target - details
-	r := Simulate(w, b, Strategy{Name: name, Kind: KindOptimal, VisitsPerDay: visits}, from, to)
-	if spent := r.RequestsPerDay() - details; spent > 0 {
-		visits *= (target - details) / spent
-		r = Simulate(w, b, Strategy{Name: name, Kind: KindOptimal, VisitsPerDay: visits}, from, to)
+	s := Strategy{Name: name, Policy: ingest.PolicyOptimal, VisitsPerDay: visits}
+	r := Simulate(w, nil, b, s, from, to)
+	if spent := r.PerDay("") - details; spent > 0 {
+		s.VisitsPerDay *= (target - details) / spent
+		r = Simulate(w, nil, b, s, from, to)
 	}
 	return r
 }
@@ -129,17 +135,63 @@ func ratio(a, b time.Duration) float64 {
 	return float64(a) / float64(b)
 }
 
-// twoAtATime runs f(0) … f(n-1), two at a time (the box has two cores),
-// and returns when all are done.
-func twoAtATime(n int, f func(i int)) {
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 2)
-	for i := range n {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			f(i)
-		})
+// ChainOptions shape a chain benchmark run.
+type ChainOptions struct {
+	Sizes, Volumes []int
+	Budgets        []Budget
+	// Horizon is the minute plans' run (default 2 days); the month plan
+	// runs a calendar month unless ShortMonth.
+	Horizon    time.Duration
+	ShortMonth bool
+	// PerAgentUpTo also runs per-agent optimal, once per world and budget
+	// (it does not read the chain, so its figures hold for every volume),
+	// in worlds of at most this many agents (0: none): its cost grows
+	// with the agents, which is the point.
+	PerAgentUpTo int
+	// Tail is the tail's strategy (a what-if may set its Batch).
+	Tail Strategy
+}
+
+// RunChain runs the tail (and per-agent optimal) over every size, volume
+// and budget, two simulations at a time.
+func RunChain(o ChainOptions) Report {
+	began := time.Now()
+	if o.Horizon <= 0 {
+		o.Horizon = 48 * time.Hour
 	}
-	wg.Wait()
+	var jobs []func() []Result
+	for i, n := range o.Sizes {
+		name := fmt.Sprintf("%d agents", n)
+		for _, b := range o.Budgets {
+			end := start.Add(o.Horizon)
+			if b.Month > 0 && !o.ShortMonth {
+				end = start.AddDate(0, 1, 0)
+			}
+			from, to := start.Add(min(warmup, o.Horizon/4)), end.Add(-min(tail, o.Horizon/4))
+			seed := uint64(100 + i)
+			if n <= o.PerAgentUpTo {
+				jobs = append(jobs, func() []Result {
+					w := NewWorld(name, n, seed, start, end)
+					return []Result{Simulate(w, nil, b, Strategy{Name: "per-agent optimal", Policy: ingest.PolicyOptimal}, from, to)}
+				})
+			}
+			for _, v := range o.Volumes {
+				jobs = append(jobs, func() []Result {
+					w := NewWorld(name, n, seed, start, end)
+					c := NewChain(w, v, seed^uint64(v))
+					if c == nil {
+						return nil // the agents alone make more calls than v a day
+					}
+					return []Result{Simulate(w, c, b, o.Tail, from, to)}
+				})
+			}
+		}
+	}
+	results := make([][]Result, len(jobs))
+	pbench.TwoAtATime(len(jobs), func(i int) { results[i] = jobs[i]() })
+	rep := Report{Budgets: o.Budgets, Took: time.Since(began)}
+	for _, r := range results {
+		rep.Results = append(rep.Results, r...)
+	}
+	return rep
 }

@@ -1,17 +1,18 @@
 package bench
 
 import (
+	"cmp"
 	"container/heap"
-	"encoding/json"
-	"fmt"
-	"math"
 	"slices"
+	"sort"
 	"time"
 
 	"github.com/pacer-dev/pacer"
 	"github.com/pacer-dev/pacer/internal/budget"
 	"github.com/pacer-dev/pacer/internal/discovery"
+	"github.com/pacer-dev/pacer/internal/hiro"
 	"github.com/pacer-dev/pacer/internal/ingest"
+	pbench "github.com/pacer-dev/pacer/internal/pacing/bench"
 	simulator "github.com/pacer-dev/pacer/internal/sim"
 )
 
@@ -24,64 +25,411 @@ type Budget struct {
 	Month      int64
 }
 
-// Strategy kinds.
-const (
-	KindRoundRobin = "round robin"
-	KindTiers      = "tiers"
-	KindOptimal    = "optimal"
-)
-
-// Strategy is how the sweep is run.
+// Strategy is how the sweep discovers: the tail reading the chain for
+// every agent (no Policy), or the agents mode's visits under Policy.
 type Strategy struct {
-	Name string
-	Kind string
+	Name   string
+	Policy ingest.Policy
 	// VisitsPerDay, when set, is the optimal allocation's visit budget
 	// instead of the one the Hiro budget gives: to compare with tiers at
 	// a given cost.
 	VisitsPerDay float64
+	// FeedOnly keeps the tail on the feed whatever discovery.PlanSource
+	// says (a what-if: the feed at the month's pace).
+	FeedOnly bool
+	// Batch is how many transactions one tx/multiple request asks for
+	// (0: hiro.MaxBatch, as the service does; more is a what-if).
+	Batch int
 }
 
-// Timing of the simulation.
+// Tail is the service's discovery engine reading the chain's tail.
+var Tail = Strategy{Name: "tail (discovery engine)"}
+
+// Readers, as the results split requests.
 const (
-	// requestTime is how long one Hiro request takes.
-	requestTime = 100 * time.Millisecond
-	// sweepEvery is PACER_SWEEP_EVERY: the workflow never starts a sweep
-	// sooner than this after the last one started.
-	sweepEvery = time.Minute
-	// pageSize is Hiro's list page; rrNewest and rrPage are today's sweep:
-	// the 25 newest transactions of 100 agents every 15 minutes.
-	pageSize = 50
-	rrNewest = 25
-	rrPage   = 100
-	rrEvery  = 15 * time.Minute
-	// runCap and maxWait are the activity's.
-	runCap  = 4 * time.Minute
-	maxWait = 2 * time.Second
-	// heartbeatThrottle is what the SDK lets through with the sweep's
-	// 2-minute heartbeat timeout: one heartbeat per 0.8 × 2 min.
+	ReaderTail       = "tail"
+	ReaderReconciler = "reconciler"
+	ReaderDetails    = "details"
+	ReaderVisits     = "visits"
+)
+
+// Timing of the simulation: a Hiro request takes requestTime; the
+// workflow never starts a sweep sooner than sweepEvery after the last one
+// started (PACER_SWEEP_EVERY); a run lasts at most runCap, reads for
+// runLinger (internal/cli: sweepEvery less half a TailEvery) and waits at
+// most runMaxWait at once (half the activity's heartbeat timeout); a
+// request waits at most maxWait for the budget; a visit lists pages of
+// pageSize; the SDK lets one heartbeat through per heartbeatThrottle.
+const (
+	TailEvery         = discovery.DefaultTailEvery
+	ReconcileEvery    = discovery.DefaultReconcileEvery
+	requestTime       = 100 * time.Millisecond
+	sweepEvery        = time.Minute
+	runCap            = 4 * time.Minute
+	runLinger         = sweepEvery - TailEvery/2
+	runMaxWait        = time.Minute
+	maxWait           = 2 * time.Second
+	pageSize          = 50
 	heartbeatThrottle = 96 * time.Second
 )
 
-// agent is one agent's simulated state: the policy's view (ingest.Agent,
-// updated by the policy's own AfterVisit) and how far its transactions have
-// been processed.
+// readerContracts is the allowlisted contracts' lists as one reader of
+// the plan: the benchmark reads them a round of pages at a time
+// (reconcile), every list's page of a round together.
+const readerContracts = discovery.ContractPrefix + "*"
+
+// sim is one strategy in one world on one budget: the sweep's runs, each
+// step discovery.Plan's answer to the state the sweep activity builds
+// (activities/sweep.go's state), carried out in virtual time. On a chain
+// the tail reads it for every agent; without one the agents are visited
+// (PACER_DISCOVERY=agents), in the policy's due order.
+type sim struct {
+	w   *World
+	c   *Chain
+	b   Budget
+	s   Strategy
+	cfg ingest.Config
+	// bcfg and st are pacer's budget (budget.State, as the sweep takes
+	// from it) in front of Hiro (up: the benchmarks' one upstream model).
+	bcfg    budget.Config
+	st      budget.State
+	up      *pbench.Upstream
+	refused int64
+	// found[agent][tx] is when the swap's row appeared; byTail whether
+	// the tail's walk handed it out (first or after the reconciler).
+	found    [][]time.Time
+	byTail   [][]bool
+	requests map[string]int
+	runs     int
+	actions  float64
+	lastRes  pacer.SweepResult
+	// lastVisit is when the run's last visit batch ended (or it began).
+	lastVisit time.Time
+
+	// The tail: its filter, position and walk under way.
+	filter discovery.Filter
+	pos    *discovery.Position
+	scan   *discovery.Scan
+	// recAt is the contracts' readers' cursor: the ordinal below which
+	// they have read every contract's list. recEnd is where the round
+	// under way ends (0: none), recPaid how many of its contracts' pages
+	// are read, recTo the head the read under way goes to (0: none).
+	recAt, recEnd, recPaid, recTo int
+	// traffic and source are the sweep's observation of the chain and
+	// where the tail reads (discovery.PlanSource, once a run).
+	traffic discovery.Traffic
+	source  discovery.Source
+	// tailRead, recRead and probeAt are when the feed's walk, the
+	// contracts' lists and the feed's probe last read in full; readCost
+	// what the feed's last whole read cost (kept across runs, as the sweep).
+	tailRead, recRead, probeAt time.Time
+	readCost                   float64
+	// listsTime is the time the tail spent on the contracts' lists,
+	// decided when the source was last decided.
+	listsTime time.Duration
+	decided   time.Time
+	gaps      int
+
+	// The agents and their due set, as the store's query orders it
+	// (ingest.Config.Less): future by next_run_at, due by the policy's
+	// order, aging by when a due agent turns critical, critical by its
+	// last visit.
+	agents                       []*agent
+	future, due, aging, critical *agentHeap
+	alloc                        ingest.Allocation
+	allocAt                      time.Time
+}
+
+// Simulate runs s in w (on c when s is the tail) on b and measures the
+// swaps mined in [from, to).
+func Simulate(w *World, c *Chain, b Budget, s Strategy, from, to time.Time) Result {
+	x := &sim{w: w, b: b, s: s, cfg: ingest.DefaultConfig(), requests: map[string]int{}, bcfg: budget.Config{PerMinute: b.PerMinute},
+		up: pbench.NewUpstream(pbench.Hidden{Phases: []pbench.Phase{{PerMinute: int(b.Documented)}}, PerMonth: int(b.Month)}, int(b.Documented), start)}
+	agents := map[string]bool{}
+	for i, a := range w.Agents {
+		agents[AgentAddress(i)] = true
+		x.found = append(x.found, make([]time.Time, len(a.Txs)))
+		x.byTail = append(x.byTail, make([]bool, len(a.Txs)))
+	}
+	if s.Policy != "" {
+		x.cfg.Policy = s.Policy
+		x.initAgents()
+	} else {
+		x.c, x.recAt, x.decided = c, c.Visible(w.Start), w.Start
+		x.filter = discovery.Filter{Agent: func(a string) bool { return agents[a] }, Allowed: BenchAllowed}
+	}
+	for now := w.Start; now.Before(w.End); {
+		began := now
+		next := x.run(&now)
+		x.runs++
+		now = later(next, began.Add(sweepEvery), now)
+	}
+	return x.result(from, to)
+}
+
+// run is one sweep run from *now: where the tail reads (or the optimal
+// allocation), then the plan's steps until it stops. It returns when the
+// next run is due.
+func (x *sim) run(now *time.Time) time.Time {
+	began, held, worked, visited := *now, map[string]bool{}, false, 0
+	x.lastVisit = began
+	if x.c != nil {
+		x.decideSource(began)
+	} else if x.cfg.Policy == ingest.PolicyOptimal && (x.allocAt.IsZero() || began.Sub(x.allocAt) >= ingest.AllocationTTL) {
+		x.alloc, x.allocAt = x.allocate(began), began
+	}
+	defer func() { x.actions += runActions(now.Sub(began), worked) }()
+	for now.Before(x.w.End) {
+		st := x.state(*now, began, held)
+		step := discovery.Plan(st)
+		worked = worked || step.Kind != discovery.Wait && step.Kind != discovery.Stop
+		switch step.Kind {
+		case discovery.Stop:
+			next := cmp.Or(step.Until, now.Add(discovery.NextRunCap))
+			x.lastRes = pacer.SweepResult{Run: pacer.Run{StartedAt: began, DurationMs: now.Sub(began).Milliseconds()},
+				Scanned: visited, AgentsDue: st.Agents.Due, NextDueAt: &next}
+			return next
+		case discovery.Wait:
+			*now = step.Until
+		case discovery.ReadTail:
+			held[ReaderTail] = !x.readTail(now)
+		case discovery.ReadContract:
+			if held[step.Reader] = !x.reconcile(now, x.onLists()); !held[step.Reader] {
+				x.recRead = *now
+			}
+		case discovery.Visit:
+			visited += x.visitBatch(now, step.Agents)
+		}
+	}
+	return *now
+}
+
+// state is the plan's input at now, built as the sweep activity builds
+// it: the lane's budget; the agents due, or the tail (the feed's walk, or
+// its probe while the lists are the tail) and the contracts' lists once
+// the tail has begun.
+func (x *sim) state(now, began time.Time, held map[string]bool) discovery.Run {
+	s := discovery.Run{Now: now, TailEvery: TailEvery, ReconcileEvery: ReconcileEvery, LastVisit: x.lastVisit,
+		Linger: began, Cap: began.Add(runCap), MaxWait: runMaxWait}
+	n, at, why := x.st.Room(x.bcfg, budget.LaneSweep, now)
+	s.Budget = discovery.Budget{Known: true, Room: n, RoomAt: at, Why: why, WindowEnd: x.st.WindowEnd,
+		Rate: x.st.Rate(x.bcfg, budget.LaneSweep, now), ReadCost: x.readCost}
+	if x.c == nil {
+		x.promote(now)
+		s.Agents.Due = x.due.len() // the critical agents are in it too
+		if a := x.future.peek(); a != nil {
+			s.Agents.Next = a.NextRunAt
+		}
+		return s
+	}
+	s.Linger, s.ContractsAreTail = began.Add(runLinger), x.onLists()
+	tail := discovery.Reader{Name: ReaderTail, LastRead: x.tailRead, Scanning: x.scan != nil, Held: held[ReaderTail]}
+	if s.ContractsAreTail {
+		tail = discovery.Reader{Name: ReaderTail, LastRead: x.probeAt, Held: held[ReaderTail]}
+	}
+	s.Tail = &tail
+	if x.pos != nil || s.ContractsAreTail {
+		s.Contracts = []discovery.Reader{{Name: readerContracts, LastRead: x.recRead, Scanning: x.recTo != 0,
+			Held: held[readerContracts]}}
+	}
+	return s
+}
+
+// take asks pacer's budget for one request for reader, waiting at most
+// maxWait, and sends it: Hiro answers and the budget observes. False when
+// the budget would make it wait longer, Hiro refused, or the horizon is
+// over (its month's figures stay its own).
+func (x *sim) take(now *time.Time, reader string) bool {
+	if !now.Before(x.w.End) {
+		return false
+	}
+	for {
+		d := x.st.Take(x.bcfg, budget.LaneSweep, 1, *now)
+		if d.OK {
+			break
+		}
+		if d.RetryIn > maxWait {
+			return false
+		}
+		*now = now.Add(d.RetryIn)
+	}
+	x.requests[reader]++
+	a := x.up.Take(*now)
+	if !a.Allowed {
+		x.refused++
+	}
+	*now = now.Add(requestTime)
+	x.st.Observe(x.bcfg, budget.LaneSweep, a.Obs, *now)
+	return a.Allowed
+}
+
+// onLists reports whether the contracts' lists are where the tail reads.
+func (x *sim) onLists() bool { return x.source == discovery.SourceContracts }
+
+// decideSource is the run's choice of where the tail reads, as the
+// sweep's source: discovery.PlanSource at the lane's rate.
+func (x *sim) decideSource(now time.Time) {
+	if x.onLists() {
+		x.listsTime += now.Sub(x.decided)
+	}
+	x.decided = now
+	if !x.s.FeedOnly {
+		x.source = discovery.PlanSource(cmp.Or(x.source, discovery.SourceFeed), x.traffic, reconcileContracts(),
+			TailEvery, x.st.Rate(x.bcfg, budget.LaneSweep, now))
+	}
+}
+
+// readTail is the plan's ReadTail step: the feed's walk, or its probe
+// while the lists are the tail. It reports whether the read is whole.
+func (x *sim) readTail(now *time.Time) bool {
+	if x.onLists() {
+		x.probe(now)
+		return true
+	}
+	spent := x.requests[ReaderTail] + x.requests[ReaderDetails]
+	done := x.walk(now)
+	if done {
+		x.tailRead, x.readCost = *now, float64(max(x.requests[ReaderTail]+x.requests[ReaderDetails]-spent, 1))
+	}
+	return done
+}
+
+// walk reads the feed down to the tail's position, verifying the
+// candidates of each page before committing it; a budget stop leaves the
+// walk to go on at the next run. It reports whether the walk is done (the
+// sweep observes a read's cost then).
+func (x *sim) walk(now *time.Time) bool {
+	if x.scan == nil {
+		x.scan = discovery.NewScan(discovery.ScanConfig{From: x.pos}, discovery.State{})
+	}
+	for !x.scan.Done() && x.take(now, ReaderTail) {
+		entries, total := x.c.Feed(*now, x.scan.NextOffset(), hiro.MaxLimit)
+		x.traffic.ObserveFeed(total, entries, onContract, *now)
+		var batch, seen [][2]int
+		for _, e := range x.scan.AddFeed(entries, total).Fresh {
+			if !x.filter.Candidate(e) {
+				continue
+			}
+			if a, t, ok := x.c.AgentTx(Ordinal(e)); ok {
+				seen = append(seen, [2]int{a, t})
+				if x.found[a][t].IsZero() {
+					batch = append(batch, [2]int{a, t})
+				}
+			}
+		}
+		if !x.fetch(now, batch) {
+			break // not settled: the page is read again
+		}
+		for _, s := range seen {
+			x.byTail[s[0]][s[1]] = true
+		}
+		x.scan.Commit()
+	}
+	if !x.scan.Done() {
+		return false
+	}
+	if x.scan.Gap() != nil {
+		x.gaps++
+	}
+	x.pos, x.scan = x.scan.Position(), nil
+	return true
+}
+
+// probe reads the feed's newest page when the plan says (every
+// ReconcileEvery) while the tail reads the contracts' lists: what keeps
+// the feed's volume observed, so that the tail goes back to it when it fits.
+func (x *sim) probe(now *time.Time) {
+	if x.take(now, ReaderTail) {
+		x.probeAt = *now
+		entries, total := x.c.Feed(*now, 0, hiro.MaxLimit)
+		x.traffic.ObserveFeed(total, entries, onContract, *now)
+	}
+}
+
+// fetch reads the details of swaps in batches and records their rows;
+// false when the budget stopped it before every one was read.
+func (x *sim) fetch(now *time.Time, swaps [][2]int) bool {
+	batch := cmp.Or(x.s.Batch, hiro.MaxBatch)
+	for i := 0; i < len(swaps); i += batch {
+		if !x.take(now, ReaderDetails) {
+			return false
+		}
+		x.traffic.ObserveDetails(1, *now)
+		for _, s := range swaps[i:min(i+batch, len(swaps))] {
+			if x.found[s[0]][s[1]].IsZero() {
+				x.found[s[0]][s[1]] = *now
+			}
+		}
+	}
+	return true
+}
+
+// reconcile reads every allowlisted contract's list from the contracts'
+// readers' cursor to the head, a page of 50 of every contract at a time
+// (at least one each, to learn there is nothing new), and fetches the
+// details of any swap not found yet. It moves its cursor a round of pages
+// at a time, oldest first: the engine walks each list newest first and
+// resumes where a budget stop left it, which costs the same requests.
+// primary is the tail reading the lists at its cadence (its pages are the
+// tail's, what it finds is not missed); otherwise it is the reconciler.
+// It reports whether it reached the head; a read the budget cut short
+// goes on to the head it began with (as a scan goes on down to its
+// position), the head's news left to the next read.
+func (x *sim) reconcile(now *time.Time, primary bool) bool {
+	if x.recTo == 0 {
+		x.recTo = x.c.Visible(*now)
+	}
+	head, k, reader := x.recTo, reconcileContracts(), ReaderReconciler
+	if primary {
+		reader = ReaderTail
+	}
+	for first := true; first || x.recAt < head; first = false {
+		if x.recEnd == 0 {
+			end := x.recAt + sort.Search(head-x.recAt, func(n int) bool {
+				return x.c.AllowedIn(x.recAt, x.recAt+n+1) >= k*hiro.MaxLimit
+			}) + 1
+			x.recEnd, x.recPaid = min(end, head), 0
+		}
+		// Each contract's reader keeps its own place: a budget stop
+		// part way through a round loses none of the pages paid.
+		for ; x.recPaid < k; x.recPaid++ {
+			if !x.take(now, reader) {
+				return false
+			}
+		}
+		var missing [][2]int
+		refs := x.c.AgentsIn(x.recAt, x.recEnd)
+		for _, ref := range refs {
+			if x.w.Agents[ref.agent].Txs[ref.tx].Swap && x.found[ref.agent][ref.tx].IsZero() {
+				missing = append(missing, [2]int{int(ref.agent), int(ref.tx)})
+			}
+		}
+		if !x.fetch(now, missing) {
+			return false
+		}
+		for _, ref := range refs {
+			x.byTail[ref.agent][ref.tx] = x.byTail[ref.agent][ref.tx] || primary
+		}
+		x.recAt, x.recEnd = x.recEnd, 0
+	}
+	x.recTo = 0
+	return true
+}
+
+// agent is one agent's state in the agents mode: the policy's view
+// (ingest.Agent, updated by the policy's own AfterVisit) and how far its
+// transactions have been processed.
 type agent struct {
 	ingest.Agent
+	i    int
 	spec *AgentSpec
 	// cursor: Txs[:cursor] are processed. A visit cut short leaves
 	// Txs[cursor:resumeHi] to process (newest first) before cursor may
 	// move to resumeTop.
-	cursor              int
-	resumeHi, resumeTop int
-	found               []time.Time // when each swap's row appeared (zero: not yet)
+	cursor, resumeHi, resumeTop int
 	// seen are the swaps the current visit saw first (the rate's input).
 	seen   []time.Time
-	visits int
 	maxGap time.Duration
-	// rrLast is the round robin's last visit; missedFrom says that
-	// Txs[:missedFrom] were passed over by it for good.
-	rrLast     time.Time
-	missedFrom int
 	// pos is where the agent sits in each heap of the due set (-1: not).
 	pos [4]int
 	// critAt is when the agent turns critical (ingest.Config.Critical);
@@ -121,164 +469,23 @@ func (x *sim) keys(a ingest.Agent) (due, critical orderKey) {
 	return due, critical
 }
 
-// hiroSide is pacer's budget (internal/budget, as the sweep takes from it)
-// in front of Hiro's quota (internal/sim's model of it), which answers with
-// the headers pacer reads.
-type hiroSide struct {
-	bcfg    budget.Config
-	st      budget.State
-	quota   simulator.Quota
-	refused int64
-}
-
-func newHiroSide(b Budget) hiroSide {
-	return hiroSide{bcfg: budget.Config{PerMinute: b.PerMinute},
-		quota: simulator.Quota{Limits: simulator.Limits{PerMinute: int(b.Documented), PerMonth: int(b.Month)}}}
-}
-
-// send asks the budget for one request at *now, waiting at most wait for
-// it, and sends it: Hiro answers and the budget observes. ok is false when
-// the budget would make it wait longer (retryIn says how long) or Hiro
-// refused.
-func (h *hiroSide) send(now *time.Time, wait time.Duration) (ok bool, retryIn time.Duration) {
-	for {
-		d := h.st.Take(h.bcfg, budget.LaneSweep, 1, *now)
-		if d.OK {
-			break
-		}
-		if d.RetryIn > wait {
-			return false, d.RetryIn
-		}
-		*now = now.Add(d.RetryIn)
-	}
-	a := h.quota.Take(*now, 1)
-	o := a.Observation(h.quota.Limits, *now, 1)
-	if !a.Allowed {
-		h.refused++
-	}
-	*now = now.Add(requestTime)
-	h.st.Observe(h.bcfg, budget.LaneSweep, o, *now)
-	return a.Allowed, 0
-}
-
-// month is the month's figures of a result: whether the plan has a month
-// quota, what is left of it, and when it first ran dry.
-func (h *hiroSide) month() (bool, int64, *time.Time) {
-	return h.quota.Limits.HasMonth(), int64(h.quota.MonthLeft()), h.quota.DryAt
-}
-
-// sim is one strategy in one world on one budget.
-type sim struct {
-	w   *World
-	b   Budget
-	s   Strategy
-	cfg ingest.Config
-	hiroSide
-	agents   []*agent
-	measure  [2]time.Time // swaps mined in [from, to) are measured
-	requests int
-	visits   int
-	runs     int
-	actions  float64
-	lastRes  pacer.SweepResult
-
-	// The due set, as the store's query orders it (ingest.Config.Less):
-	// future by next_run_at, due by the policy's order, aging by when a
-	// due agent turns critical, critical by its last visit.
-	future, due, aging, critical *agentHeap
-	alloc                        ingest.Allocation
-	allocAt                      time.Time
-}
-
-// Simulate runs s in w on b and measures the swaps mined in [from, to).
-func Simulate(w *World, b Budget, s Strategy, from, to time.Time) Result {
-	x := &sim{w: w, b: b, s: s, cfg: ingest.DefaultConfig(), measure: [2]time.Time{from, to},
-		hiroSide: newHiroSide(b)}
-	if s.Kind == KindTiers {
-		x.cfg.Policy = ingest.PolicyTiers
-	}
-	x.init()
-	if s.Kind == KindRoundRobin {
-		x.roundRobin()
-	} else {
-		x.perAgent()
-	}
-	return x.result()
-}
-
-// init gives every agent its state: never visited, due at the start.
-func (x *sim) init() {
-	for i := range x.w.Agents {
-		spec := &x.w.Agents[i]
-		a := &agent{spec: spec, resumeHi: -1, found: make([]time.Time, len(spec.Txs)), pos: [4]int{-1, -1, -1, -1}}
-		a.Address = fmt.Sprintf("SP%06d", i)
-		a.Tier = ingest.Cold
-		a.NextRunAt = x.w.Start
-		x.agents = append(x.agents, a)
-	}
-}
-
-// take sends one request at *now, as hiroSide.send, and counts it.
-func (x *sim) take(now *time.Time, wait time.Duration) (ok bool, retryIn time.Duration) {
-	ok, retryIn = x.send(now, wait)
-	if retryIn == 0 {
-		x.requests++ // sent
-	}
-	return ok, retryIn
-}
-
-// roundRobin is today's sweep: every 15 minutes, the next 100 agents, the
-// 25 newest transactions of each, a detail request for each swap among them
-// not yet known; it waits for the budget, as the old Wait did.
-func (x *sim) roundRobin() {
-	next := 0
-	for start := x.w.Start; start.Before(x.w.End); start = start.Add(rrEvery) {
-		now := start
-		for range min(rrPage, len(x.agents)) {
-			a := x.agents[next]
-			next = (next + 1) % len(x.agents)
-			x.take(&now, math.MaxInt64)
-			x.visit(a, now)
-			top := a.top(now)
-			for i := top - 1; i >= max(0, top-rrNewest); i-- {
-				if a.spec.Txs[i].Swap && a.found[i].IsZero() {
-					x.take(&now, math.MaxInt64)
-					a.found[i] = now
-				}
-			}
-			a.missedFrom = max(a.missedFrom, top-rrNewest)
-		}
-		x.runs++
-		x.actions += runActions(now.Sub(start), true)
-		if now.After(start.Add(rrEvery)) {
-			// A run longer than the cadence delays the next.
-			start = now.Truncate(time.Second).Add(-rrEvery)
-		}
-	}
-}
-
-// perAgent runs the per-agent sweep: the workflow wakes it at the result's
-// NextDueAt, never sooner than sweepEvery after the last start.
-func (x *sim) perAgent() {
+// initAgents gives every agent its state (never visited, due at the
+// start) and the due set its heaps: the policy's own order
+// (ingest.Config.Less) among agents not critical, and among critical
+// ones, by keys computed once per agent (TestKeysAreTheDueOrder holds
+// them to Less).
+func (x *sim) initAgents() {
 	x.future = &agentHeap{id: 0, less: func(a, b *agent) bool {
-		if c := a.NextRunAt.Compare(b.NextRunAt); c != 0 {
-			return c < 0
-		}
-		return a.Address < b.Address
+		return cmp.Or(a.NextRunAt.Compare(b.NextRunAt), cmp.Compare(a.Address, b.Address)) < 0
 	}}
-	// The policy's own order (ingest.Config.Less) among agents not
-	// critical, and among critical ones, by keys computed once per agent
-	// (TestKeysAreTheDueOrder holds them to Less).
 	x.due = &agentHeap{id: 1, less: func(a, b *agent) bool { return a.key.less(b.key) }}
 	x.critical = &agentHeap{id: 2, less: func(a, b *agent) bool { return a.critKey.less(b.critKey) }}
 	x.aging = &agentHeap{id: 3, less: func(a, b *agent) bool { return a.critAt.Before(b.critAt) }}
-	for _, a := range x.agents {
+	for i := range x.w.Agents {
+		a := &agent{i: i, spec: &x.w.Agents[i], resumeHi: -1, pos: [4]int{-1, -1, -1, -1}}
+		a.Address, a.Tier, a.NextRunAt = AgentAddress(i), ingest.Cold, x.w.Start
+		x.agents = append(x.agents, a)
 		x.future.push(a)
-	}
-	for start := x.w.Start; start.Before(x.w.End); {
-		end, nextDue := x.run(start)
-		x.runs++
-		start = later(start.Add(sweepEvery), nextDue, end)
 	}
 }
 
@@ -301,67 +508,27 @@ func (x *sim) promote(now time.Time) {
 	}
 }
 
-// next takes the next agent to visit, in the due order, out of the due set.
-func (x *sim) next() *agent {
-	a := x.critical.peek()
-	if a == nil {
-		a = x.due.peek()
-	}
-	if a != nil {
+// visitBatch is the plan's Visit step: the next n agents in the due
+// order, one after another, until the budget stops one. It returns how
+// many it visited.
+func (x *sim) visitBatch(now *time.Time, n int) int {
+	defer func() { x.lastVisit = *now }()
+	for i := range n {
+		a := x.critical.peek()
+		if a == nil {
+			a = x.due.peek()
+		}
+		if a == nil {
+			return i
+		}
 		x.critical.remove(a)
 		x.due.remove(a)
 		x.aging.remove(a)
-	}
-	return a
-}
-
-// run is one sweep run from start: it returns when it ended and the
-// NextDueAt it reports.
-func (x *sim) run(start time.Time) (end, nextDue time.Time) {
-	now := start
-	if x.cfg.Policy == ingest.PolicyOptimal && (x.allocAt.IsZero() || now.Sub(x.allocAt) >= ingest.AllocationTTL) {
-		x.alloc, x.allocAt = x.allocate(now), now
-	}
-	var budgetAt *time.Time
-	visited := 0
-	for now.Sub(start) < runCap {
-		x.promote(now)
-		a := x.next()
-		if a == nil {
-			break
-		}
-		at, stopped := x.perAgentVisit(a, &now)
-		visited++
-		if stopped {
-			budgetAt = &at
-			break
+		if !x.visit(a, now) {
+			return i + 1
 		}
 	}
-	x.actions += runActions(now.Sub(start), visited > 0)
-	x.promote(now)
-	dueLeft := x.due.len() // the critical agents are in it too
-	earliest := &now
-	if dueLeft == 0 {
-		earliest = nil
-		if a := x.future.peek(); a != nil {
-			earliest = &a.NextRunAt
-		}
-	}
-	// When the next run is due, as the sweep's plan says it.
-	next := discovery.Run{Now: now, Agents: discovery.Agents{Due: dueLeft}}
-	if earliest != nil && dueLeft == 0 {
-		next.Agents.Next = *earliest
-	}
-	if budgetAt != nil && dueLeft > 0 {
-		next.Budget = discovery.Budget{Known: true, RoomAt: *budgetAt} // they wait for the budget
-	}
-	nextDue = now.Add(discovery.NextRunCap)
-	if at := discovery.NextRun(next); !at.IsZero() {
-		nextDue = at
-	}
-	x.lastRes = pacer.SweepResult{Run: pacer.Run{StartedAt: start, DurationMs: now.Sub(start).Milliseconds()},
-		Scanned: visited, AgentsDue: dueLeft, NextDueAt: &nextDue}
-	return now, nextDue
+	return n
 }
 
 // allocate solves the optimal policy as the activity does: every agent's
@@ -381,99 +548,66 @@ func (x *sim) allocate(now time.Time) ingest.Allocation {
 	return x.cfg.Allocate(rates, ingest.VisitBudget(perDay, swaps))
 }
 
-// perAgentVisit visits a: it pages back to the agent's cursor, newest
-// first, a list request per page of 50 and a detail request per swap, and
-// stops when the budget says so. stopped reports a budget stop, at the time
-// the budget has room again.
-func (x *sim) perAgentVisit(a *agent, now *time.Time) (at time.Time, stopped bool) {
+// visit visits a: it pages back to the agent's cursor, newest first, a
+// list request per page of 50 and a detail request per swap, and reports
+// whether it went through before the budget stopped it.
+func (x *sim) visit(a *agent, now *time.Time) bool {
 	complete := true
 	if a.resumeHi >= 0 {
-		if complete, at = x.pass(a, now, a.resumeHi); complete {
+		if complete = x.pass(a, now, a.resumeHi); complete {
 			a.cursor, a.resumeHi = a.resumeTop, -1
 		}
 	}
 	if complete {
-		top := a.top(*now)
-		if complete, at = x.pass(a, now, top); complete {
+		top, _ := slices.BinarySearchFunc(a.spec.Txs, *now, func(t Tx, now time.Time) int {
+			return cmp.Or(simulator.BlockOf(t.At).Compare(now), -1) // mined by now
+		})
+		if complete = x.pass(a, now, top); complete {
 			a.cursor = top
 		} else if a.resumeHi >= 0 {
 			a.resumeTop = top
 		}
 	}
-	x.visit(a, *now)
+	prev := x.w.Start
+	if a.LastVisitAt != nil {
+		prev = *a.LastVisitAt
+	}
+	a.maxGap = max(a.maxGap, now.Sub(prev))
 	a.Agent = x.cfg.AfterVisit(a.Agent, ingest.Visit{At: *now, Complete: complete, Swaps: a.seen}, x.alloc)
 	a.seen = a.seen[:0]
 	x.future.push(a)
-	return at, !complete
+	return complete
 }
 
-// pass processes Txs[cursor:hi] newest first; complete is false when the
-// budget stopped it (resumeHi then says where it goes on).
-func (x *sim) pass(a *agent, now *time.Time, hi int) (complete bool, retryAt time.Time) {
+// pass processes Txs[cursor:hi] newest first; false when the budget
+// stopped it (resumeHi then says where it goes on).
+func (x *sim) pass(a *agent, now *time.Time, hi int) bool {
 	for i, n := hi-1, 0; ; n++ {
-		if n%pageSize == 0 {
-			if ok, wait := x.take(now, maxWait); !ok {
-				a.resumeHi = i + 1
-				return false, now.Add(wait)
-			}
+		if n%pageSize == 0 && !x.take(now, ReaderVisits) {
+			a.resumeHi = i + 1
+			return false
 		}
 		if i < a.cursor {
-			return true, time.Time{}
+			return true
 		}
-		if a.spec.Txs[i].Swap && a.found[i].IsZero() {
-			if ok, wait := x.take(now, maxWait); !ok {
+		if a.spec.Txs[i].Swap && x.found[a.i][i].IsZero() {
+			if !x.take(now, ReaderVisits) {
 				a.resumeHi = i + 1
-				return false, now.Add(wait)
+				return false
 			}
-			a.found[i] = *now
+			x.found[a.i][i] = *now
 			a.seen = append(a.seen, a.spec.Txs[i].At)
 		}
 		i--
 	}
 }
 
-// visit records a visit's time for the staleness figure.
-func (x *sim) visit(a *agent, now time.Time) {
-	prev := x.w.Start
-	if a.visits > 0 && a.LastVisitAt != nil {
-		prev = *a.LastVisitAt
-	}
-	if x.s.Kind == KindRoundRobin {
-		if a.visits > 0 {
-			prev = a.rrLast
-		}
-		a.rrLast = now
-	}
-	a.maxGap = max(a.maxGap, now.Sub(prev))
-	a.visits++
-	x.visits++
-}
-
-// top is how many of a's transactions are mined by now.
-func (a *agent) top(now time.Time) int {
-	n, _ := slices.BinarySearchFunc(a.spec.Txs, now, func(t Tx, now time.Time) int {
-		if t.At.After(now) {
-			return 1
-		}
-		return -1
-	})
-	return n
-}
-
-func (x *sim) tierCounts() map[string]int {
-	out := map[string]int{}
-	for _, a := range x.agents {
-		out[string(a.Tier)]++
-	}
-	return out
-}
-
 // runActions prices one run in Temporal actions: its activity, the timer
-// that woke it, and its heartbeats (the first at once when it visits
-// anyone, then one per throttle window).
-func runActions(d time.Duration, visited bool) float64 {
+// that woke it, and its heartbeats (the first at once when it works, then
+// one per throttle window).
+func runActions(d time.Duration, worked bool) float64 {
 	n := 2.0
-	if visited {
+	if worked {
 		n += 1 + float64(d/heartbeatThrottle)
 	}
 	return n
@@ -516,6 +650,8 @@ func (h *agentHeap) Pop() any {
 }
 
 func (h *agentHeap) push(a *agent) { heap.Push(h, a) }
+func (h *agentHeap) len() int      { return len(h.entries) }
+func (h *agentHeap) pop() *agent   { return heap.Pop(h).(*agent) }
 
 func (h *agentHeap) peek() *agent {
 	if len(h.entries) == 0 {
@@ -524,33 +660,9 @@ func (h *agentHeap) peek() *agent {
 	return h.entries[0]
 }
 
-func (h *agentHeap) pop() *agent {
-	if len(h.entries) == 0 {
-		return nil
-	}
-	return heap.Pop(h).(*agent)
-}
-
 // remove takes a out of the heap if it is in it.
 func (h *agentHeap) remove(a *agent) {
 	if i := a.pos[h.id]; i >= 0 {
 		heap.Remove(h, i)
 	}
 }
-
-func (h *agentHeap) len() int { return len(h.entries) }
-
-// carriedBytes is the size of what the workflow keeps of a sweep run: its
-// result document, whatever the number of agents.
-func carriedBytes(r pacer.SweepResult) int {
-	r.RejectionReasons = map[string]int{}
-	b, err := json.Marshal(r)
-	if err != nil {
-		return -1
-	}
-	return len(b)
-}
-
-// optCap and optMaxStaleness are the default policy's staleness bounds.
-func optCap() time.Duration          { return ingest.DefaultConfig().StalenessCap() }
-func optMaxStaleness() time.Duration { return ingest.DefaultConfig().MaxStaleness }

@@ -1,18 +1,15 @@
-// Package bench is the discovery benchmark (`make bench`, section
-// "discovery"): how soon each swap's row exists after the swap is mined,
-// what it costs in Hiro requests and Temporal actions, and whether any swap
-// is lost, for today's round-robin sweep and the per-agent sweep under the
-// tiers and optimal policies, in worlds of 1,000 and 10,000 agents and on
-// three Hiro budgets. It runs in virtual time, with no clock and no
-// randomness but a seeded generator, and drives the code the sweep runs:
-// ingest (the policies, the due order, the allocation) and budget (the
-// shared Hiro budget), so the figures are those of the production policy.
-//
-// The chain benchmark (chain.go, tail.go, chainreport.go; issue 18) puts
-// the same agents on a chain that carries strangers' traffic too and reads
-// it once for every agent: the tail walks the feed through the discovery
-// engine's scan (Engine), the reconciler reads the allowlisted contracts'
-// lists, and details come in batches; per-agent optimal runs beside it.
+// Package bench is the discovery benchmarks (`make bench`, sections
+// "discovery" and "chain"): how soon each swap's row exists after the
+// swap is mined, what it costs in Hiro requests and Temporal actions, and
+// whether any swap is lost. Every sweep run is discovery.Plan's steps, as
+// the service runs them: the agents mode's visits under the tiers and
+// optimal policies (ingest: the policies, the due order, the allocation),
+// or the tail reading the chain (Chain) for every agent through the
+// discovery engine's scan, filter and choice of source, with the
+// reconciler reading the allowlisted contracts' lists. Hiro is the
+// benchmarks' one upstream model (pacing/bench.Upstream) behind pacer's
+// budget (budget.State). It runs in virtual time, with no clock and no
+// randomness but a seeded generator.
 package bench
 
 import (
@@ -100,28 +97,6 @@ func poisson(rng *rand.Rand, rate float64, start, end time.Time, swap bool) []Tx
 		}
 		out = append(out, Tx{At: at, Swap: swap})
 	}
-}
-
-// Swaps counts the world's swaps mined in [from, to).
-func (w *World) Swaps(from, to time.Time) int {
-	n := 0
-	for _, a := range w.Agents {
-		for _, tx := range a.Txs {
-			if tx.Swap && !tx.At.Before(from) && tx.At.Before(to) {
-				n++
-			}
-		}
-	}
-	return n
-}
-
-// ClassCounts is how many agents each class has.
-func (w *World) ClassCounts() map[ingest.Tier]int {
-	out := map[ingest.Tier]int{}
-	for _, a := range w.Agents {
-		out[a.Class]++
-	}
-	return out
 }
 
 // SwapsPerDay is the world's true swap rate.

@@ -89,17 +89,17 @@ func TestUpstream(t *testing.T) {
 			for _, p := range tt.give.Phases {
 				documented = max(documented, p.PerMinute)
 			}
-			u := newUpstream(tt.give, documented, start)
+			u := NewUpstream(tt.give, documented, start)
 			var ok []bool
 			var minute []int
 			for _, at := range tt.giveAt {
-				a := u.take(start.Add(at))
+				a := u.Take(start.Add(at))
 				ok = append(ok, a.Allowed)
 				minute = append(minute, a.MinuteRemaining)
 			}
 			require.Equal(t, tt.wantOK, ok)
 			require.Equal(t, tt.wantMinute, minute)
-			require.Equal(t, tt.wantMonthAt, u.quota.MonthLeft())
+			require.Equal(t, tt.wantMonthAt, u.Quota.MonthLeft())
 		})
 	}
 }

@@ -2,17 +2,8 @@ package bench
 
 import (
 	"fmt"
-	"io"
 	"time"
 )
-
-// Goal is one of the "done when" goals, checked against a run.
-type Goal struct {
-	Scenario string
-	Goal     string
-	Got      string
-	Met      bool
-}
 
 // Goals checks pacer's figures against the goals: in the crawl scenarios at
 // least 95% of the hidden capacity, at most 1% rejected, re-converged within
@@ -30,12 +21,12 @@ func Goals(outcomes []Outcome) []Goal {
 		name := o.Scenario.Name
 		if o.Scenario.Crawl {
 			goals = append(goals,
-				Goal{Scenario: name, Goal: "capacity used ≥ 95%", Got: pct(p.CapacityUsed), Met: p.CapacityUsed >= 0.95},
-				Goal{Scenario: name, Goal: "rejected ≤ 1%", Got: pct(p.Rejected), Met: p.Rejected <= 0.01})
+				Goal{Scenario: name, Goal: "capacity used ≥ 95%", Got: Pct(p.CapacityUsed), Met: p.CapacityUsed >= 0.95},
+				Goal{Scenario: name, Goal: "rejected ≤ 1%", Got: Pct(p.Rejected), Met: p.Rejected <= 0.01})
 			for _, s := range p.Steps {
-				g := Goal{Scenario: name, Goal: fmt.Sprintf("re-converges ≤ 2m after the step at %s", human(s.At)), Got: "never"}
+				g := Goal{Scenario: name, Goal: fmt.Sprintf("re-converges ≤ 2m after the step at %s", Human(s.At)), Got: "never"}
 				if s.Converged {
-					g.Got, g.Met = human(s.After), s.After <= 2*time.Minute
+					g.Got, g.Met = Human(s.After), s.After <= 2*time.Minute
 				}
 				goals = append(goals, g)
 			}
@@ -47,29 +38,29 @@ func Goals(outcomes []Outcome) []Goal {
 		if name == "storm" {
 			// The storm's end is its last step.
 			s := p.Steps[len(p.Steps)-1]
-			g := Goal{Scenario: name, Goal: fmt.Sprintf("recovers ≤ 2m after the storm ends at %s", human(s.At)), Got: "never"}
+			g := Goal{Scenario: name, Goal: fmt.Sprintf("recovers ≤ 2m after the storm ends at %s", Human(s.At)), Got: "never"}
 			if s.Converged {
-				g.Got, g.Met = human(s.After), s.After <= 2*time.Minute
+				g.Got, g.Met = Human(s.After), s.After <= 2*time.Minute
 			}
 			goals = append(goals, g)
 		}
 		if p.HasMonth && name != "default" {
 			g := Goal{Scenario: name, Goal: "month quota never exhausted early", Got: fmt.Sprintf("%d left at the month's end, never refused", p.MonthLeft), Met: true}
 			if p.DryAfter != nil {
-				g.Got, g.Met = "dry after "+human(*p.DryAfter), false
+				g.Got, g.Met = "dry after "+Human(*p.DryAfter), false
 			}
 			goals = append(goals, g)
 		}
 		if hourly := find(o.Results, "fixed cron 1h"); hourly != nil && p.HasStaleness {
 			x := float64(hourly.StaleP99) / float64(max(p.StaleP99, time.Minute))
 			goals = append(goals, Goal{Scenario: name, Goal: "staleness p99 ≥ 2× better than the hourly refresh",
-				Got: fmt.Sprintf("%s vs %s (÷%s)", human(p.StaleP99), human(hourly.StaleP99), plain(x)), Met: x >= 2})
+				Got: fmt.Sprintf("%s vs %s (÷%s)", Human(p.StaleP99), Human(hourly.StaleP99), plain(x)), Met: x >= 2})
 		}
 		if name == "default" {
 			x := p.ActionsPerDay / p.FloorPerDay
 			goals = append(goals, Goal{Scenario: name,
 				Goal: "Temporal actions a day ≤ 1.1× the floor (a timer per wake-up, an activity a run, its heartbeats)",
-				Got:  fmt.Sprintf("%s vs %s (×%.3f)", count(p.ActionsPerDay), count(p.FloorPerDay), x), Met: x <= 1.1})
+				Got:  fmt.Sprintf("%s vs %s (×%.3f)", Count(p.ActionsPerDay), Count(p.FloorPerDay), x), Met: x <= 1.1})
 		}
 	}
 	return goals
@@ -82,17 +73,4 @@ func find(rs []Result, strategy string) *Result {
 		}
 	}
 	return nil
-}
-
-// WriteGoals writes the goals as a Markdown table.
-func WriteGoals(w io.Writer, goals []Goal) {
-	fmt.Fprintln(w, "| scenario | goal (pacer) | got | met |")
-	fmt.Fprintln(w, "|---|---|---|---|")
-	for _, g := range goals {
-		met := "yes"
-		if !g.Met {
-			met = "**no**"
-		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", g.Scenario, g.Goal, g.Got, met)
-	}
 }

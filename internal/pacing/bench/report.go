@@ -155,9 +155,9 @@ func measure(sims []*taskSim, cost pacing.Cost) Result {
 			r.StaleP50, r.StaleP99 = staleness(s)
 		}
 		if s.task.Hidden.PerMonth > 0 && !r.HasMonth {
-			r.HasMonth, r.MonthLeft = true, s.up.quota.MonthLeft()
-			if s.up.quota.DryAt != nil {
-				d := s.up.quota.DryAt.Sub(s.start)
+			r.HasMonth, r.MonthLeft = true, s.up.Quota.MonthLeft()
+			if s.up.Quota.DryAt != nil {
+				d := s.up.Quota.DryAt.Sub(s.start)
 				r.DryAfter = &d
 			}
 		}
@@ -285,51 +285,35 @@ func sum(v []int) int {
 
 // WriteTables writes one Markdown table per scenario.
 func WriteTables(w io.Writer, outcomes []Outcome) {
+	cols := []string{"strategy", ">capacity used", ">rejected", ">re-converge", ">staleness p50 / p99", ">month left",
+		">actions/day", ">events/tick (per day)", "vs baseline"}
 	for _, o := range outcomes {
 		fmt.Fprintf(w, "### %s\n\n%s.\n\n", o.Scenario.Name, o.Scenario.About)
-		fmt.Fprintln(w, "| strategy | capacity used | rejected | re-converge | staleness p50 / p99 | month left | actions/day | events/tick (per day) | vs baseline |")
-		fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|---|")
-		base := baseline(o.Results)
-		for _, r := range o.Results {
-			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %d (%s) | %s |\n",
-				r.Strategy, pct(r.CapacityUsed), pct(r.Rejected), reconverge(r.Steps), stale(r), month(r),
-				count(r.ActionsPerDay), r.EventsPerTick, count(r.EventsPerDay), versus(r, base))
+		var rows [][]string
+		var base *Result
+		for i, r := range o.Results {
+			if r.Baseline && base == nil {
+				base = &o.Results[i]
+			}
+			rows = append(rows, []string{r.Strategy, Pct(r.CapacityUsed), Pct(r.Rejected), reconverge(r.Steps), stale(r), month(r),
+				Count(r.ActionsPerDay), fmt.Sprintf("%d (%s)", r.EventsPerTick, Count(r.EventsPerDay)), versus(r, base)})
 		}
-		if notes := finishNotes(o.Results); notes != "" {
-			fmt.Fprintf(w, "\n%s\n", notes)
-		}
+		WriteTable(w, cols, rows)
+		notes := []string{finishNotes(o.Results), "", perTaskNotes(o.Results)}
 		if o.Scenario.Blip {
 			parts := make([]string, len(o.Results))
 			for i, r := range o.Results {
 				parts[i] = fmt.Sprintf("%s %d", r.Strategy, r.ReducedRuns)
 			}
-			fmt.Fprintf(w, "\nRuns at a reduced pace after the bad run (of the runs the cadence has room for until the horizon, those not on time or not in full): %s.\n",
-				strings.Join(parts, ", "))
+			notes[1] = "Runs at a reduced pace after the bad run (of the runs the cadence has room for until the horizon, those not on time or not in full): " +
+				strings.Join(parts, ", ") + "."
 		}
-		if notes := perTaskNotes(o.Results); notes != "" {
-			fmt.Fprintf(w, "\n%s\n", notes)
-		}
-		fmt.Fprintln(w)
-	}
-}
-
-func baseline(rs []Result) *Result {
-	for i := range rs {
-		if rs[i].Baseline {
-			return &rs[i]
+		for _, n := range notes {
+			if n != "" {
+				fmt.Fprintf(w, "%s\n\n", n)
+			}
 		}
 	}
-	return nil
-}
-
-func pct(v float64) string {
-	switch {
-	case v == 0:
-		return "0%"
-	case v < 0.001:
-		return "<0.1%"
-	}
-	return fmt.Sprintf("%.1f%%", v*100)
 }
 
 func reconverge(steps []Step) string {
@@ -340,7 +324,7 @@ func reconverge(steps []Step) string {
 	for i, s := range steps {
 		parts[i] = "never"
 		if s.Converged {
-			parts[i] = human(s.After)
+			parts[i] = Human(s.After)
 		}
 	}
 	return strings.Join(parts, " / ")
@@ -350,15 +334,15 @@ func stale(r Result) string {
 	if !r.HasStaleness {
 		return "—"
 	}
-	return human(r.StaleP50) + " / " + human(r.StaleP99)
+	return Human(r.StaleP50) + " / " + Human(r.StaleP99)
 }
 
 func month(r Result) string {
-	if !r.HasMonth {
+	switch {
+	case !r.HasMonth:
 		return "—"
-	}
-	if r.DryAfter != nil {
-		return fmt.Sprintf("%d (dry after %s)", r.MonthLeft, human(*r.DryAfter))
+	case r.DryAfter != nil:
+		return fmt.Sprintf("%d (dry after %s)", r.MonthLeft, Human(*r.DryAfter))
 	}
 	return fmt.Sprintf("%d", r.MonthLeft)
 }
@@ -366,52 +350,23 @@ func month(r Result) string {
 // versus compares a result with the baseline's: how much more capacity, how
 // much fresher (p99), how many times the actions.
 func versus(r Result, base *Result) string {
-	if base == nil {
+	switch {
+	case base == nil:
 		return ""
-	}
-	if r.Baseline && r.Strategy == base.Strategy {
+	case r.Baseline && r.Strategy == base.Strategy:
 		return "baseline"
+	}
+	ratio := func(v, base float64) string {
+		if base == 0 {
+			return "—"
+		}
+		return "×" + plain(v/base)
 	}
 	parts := []string{"capacity " + ratio(r.CapacityUsed, base.CapacityUsed)}
 	if r.HasStaleness && base.HasStaleness {
 		parts = append(parts, "p99 staleness ÷"+plain(float64(base.StaleP99)/float64(max(r.StaleP99, time.Minute))))
 	}
-	parts = append(parts, "actions "+ratio(r.ActionsPerDay, base.ActionsPerDay))
-	return strings.Join(parts, ", ")
-}
-
-func ratio(v, base float64) string {
-	if base == 0 {
-		return "—"
-	}
-	return "×" + plain(v/base)
-}
-
-func plain(v float64) string {
-	if v >= 10 {
-		return fmt.Sprintf("%.0f", v)
-	}
-	return fmt.Sprintf("%.2f", v)
-}
-
-func count(v float64) string {
-	if v >= 100 {
-		return fmt.Sprintf("%.0f", v)
-	}
-	return fmt.Sprintf("%.1f", v)
-}
-
-// human prints a duration to the precision a reader needs.
-func human(d time.Duration) string {
-	switch {
-	case d >= 48*time.Hour:
-		return fmt.Sprintf("%.1fd", d.Hours()/24)
-	case d >= time.Hour:
-		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
-	case d >= time.Minute || d == 0:
-		return fmt.Sprintf("%dm", int(d.Minutes()))
-	}
-	return fmt.Sprintf("%ds", int(d.Seconds()))
+	return strings.Join(append(parts, "actions "+ratio(r.ActionsPerDay, base.ActionsPerDay)), ", ")
 }
 
 func perTaskNotes(rs []Result) string {
@@ -422,9 +377,9 @@ func perTaskNotes(rs []Result) string {
 		}
 		split := make([]string, len(r.PerTask))
 		for i, t := range r.PerTask {
-			split[i] = fmt.Sprintf("%s %s", t.Task, count(t.ActionsPerDay))
+			split[i] = fmt.Sprintf("%s %s", t.Task, Count(t.ActionsPerDay))
 		}
-		split = append(split, "timers "+count(r.TimersPerDay))
+		split = append(split, "timers "+Count(r.TimersPerDay))
 		parts = append(parts, fmt.Sprintf("%s: %s", r.Strategy, strings.Join(split, " + ")))
 	}
 	if len(parts) == 0 {
@@ -437,7 +392,7 @@ func finishNotes(rs []Result) string {
 	var done, open []string
 	for _, r := range rs {
 		if r.FinishedAfter != nil {
-			done = append(done, fmt.Sprintf("%s %s", r.Strategy, human(*r.FinishedAfter)))
+			done = append(done, fmt.Sprintf("%s %s", r.Strategy, Human(*r.FinishedAfter)))
 		} else {
 			open = append(open, r.Strategy)
 		}

@@ -14,7 +14,7 @@ type runResult struct {
 	failed int
 	// lastAnswer is the last response's headers; answered is false for a
 	// run that sent nothing.
-	lastAnswer answer
+	lastAnswer Answer
 	answered   bool
 }
 
@@ -23,7 +23,7 @@ type runResult struct {
 type taskSim struct {
 	task       Task
 	start, end time.Time
-	up         *upstream
+	up         *Upstream
 
 	requests, ok, rejected, failed int
 	// okPerMinute and rejectedPerMinute are indexed by whole minutes since
@@ -44,7 +44,7 @@ type taskSim struct {
 func newTaskSim(t Task, start time.Time, horizon time.Duration) *taskSim {
 	minutes := int(horizon / time.Minute)
 	s := &taskSim{
-		task: t, start: start, end: start.Add(horizon), up: newUpstream(t.Hidden, t.Documented, start),
+		task: t, start: start, end: start.Add(horizon), up: NewUpstream(t.Hidden, t.Documented, start),
 		okPerMinute: make([]int, minutes), rejectedPerMinute: make([]int, minutes),
 	}
 	if t.Work.Kind == Prices {
@@ -143,14 +143,14 @@ func (s *taskSim) execute(at time.Time, p plan) runResult {
 		if p.budget != nil && !p.budget.take(t) {
 			break // the budget stops the run, as it stops an activity
 		}
-		a := s.up.take(t)
+		a := s.up.Take(t)
 		answered := t.Add(s.task.Latency)
 		r.requests++
 		t = answered
 		if p.budget != nil {
-			p.budget.observe(a.obs, answered)
+			p.budget.observe(a.Obs, answered)
 		}
-		if a.failed {
+		if a.Failed {
 			r.failed++
 			if streak++; p.stopAfterFailures > 0 && streak >= p.stopAfterFailures {
 				break

@@ -40,52 +40,56 @@ func (h Hidden) at(d time.Duration) Phase {
 	return p
 }
 
-// answer is the upstream's reply to one request: internal/sim's, and the
+// Answer is the upstream's reply to one request: internal/sim's, and the
 // headers pacer reads of it.
-type answer struct {
+type Answer struct {
 	sim.Answer
-	// failed is a 503: no headers, no quota spent, not a rate limit.
-	failed   bool
+	// Failed is a 503: no headers, no quota spent, not a rate limit.
+	Failed   bool
 	hasMonth bool
-	obs      budget.Observation
+	Obs      budget.Observation
 }
 
 // spent says a header shows a window spent: what makes pacer's activities
 // stop a run and defer the task.
-func (a answer) spent() bool {
+func (a Answer) spent() bool {
 	return a.MinuteRemaining <= 0 || a.monthSpent()
 }
 
-func (a answer) monthSpent() bool { return a.hasMonth && a.MonthRemaining <= 0 }
+func (a Answer) monthSpent() bool { return a.hasMonth && a.MonthRemaining <= 0 }
 
-// upstream is a task's upstream: internal/sim's Quota (fixed minute windows
+// Upstream is the benchmarks' one model of an upstream (this package's
+// tasks', and Hiro in internal/ingest/bench): internal/sim's Quota (fixed minute windows
 // on the minute, a calendar month, a neighbour who spends at the start of
 // every minute we are active in, refused requests that cost nothing) under
 // the scenario's phases, which it advertises as the documented limit.
-type upstream struct {
+type Upstream struct {
 	hidden     Hidden
 	documented int
 	start      time.Time
-	quota      sim.Quota
+	Quota      sim.Quota
 	// served counts requests during server-error storms, to spread the
 	// failures evenly.
 	served int
 }
 
-func newUpstream(h Hidden, documented int, start time.Time) *upstream {
-	return &upstream{hidden: h, documented: documented, start: start}
+// NewUpstream is an upstream that documents documented a minute and
+// enforces h from start.
+func NewUpstream(h Hidden, documented int, start time.Time) *Upstream {
+	return &Upstream{hidden: h, documented: documented, start: start}
 }
 
-func (u *upstream) take(now time.Time) answer {
+// Take sends one request at now.
+func (u *Upstream) Take(now time.Time) Answer {
 	p := u.hidden.at(now.Sub(u.start))
 	if p.Failing > 0 {
 		u.served++
 		if u.served*p.Failing%100 < p.Failing {
-			return answer{failed: true, obs: budget.Observation{Status: http.StatusServiceUnavailable}}
+			return Answer{Failed: true, Obs: budget.Observation{Status: http.StatusServiceUnavailable}}
 		}
 	}
-	u.quota.Limits = sim.Limits{PerMinute: u.documented, HiddenPerMinute: p.PerMinute, NoisyPerMinute: p.Noisy,
+	u.Quota.Limits = sim.Limits{PerMinute: u.documented, HiddenPerMinute: p.PerMinute, NoisyPerMinute: p.Noisy,
 		PerMonth: u.hidden.PerMonth}
-	a := u.quota.Take(now, 1)
-	return answer{Answer: a, hasMonth: u.quota.Limits.HasMonth(), obs: a.Observation(u.quota.Limits, now, 1)}
+	a := u.Quota.Take(now, 1)
+	return Answer{Answer: a, hasMonth: u.Quota.Limits.HasMonth(), Obs: a.Observation(u.Quota.Limits, now, 1)}
 }

@@ -35,41 +35,38 @@ func main() {
 	if *section == "all" || *section == "pacing" {
 		outcomes := bench.RunAll()
 		bench.WriteTables(os.Stdout, outcomes)
-		fmt.Println("### Goals")
-		fmt.Println()
+		fmt.Print("### Goals\n\n")
 		bench.WriteGoals(os.Stdout, bench.Goals(outcomes))
-		fmt.Println()
 	}
 	if *section == "all" || *section == "discovery" {
-		discovery.RunAll().Write(os.Stdout)
+		discovery.RunAll().WriteAgents(os.Stdout)
 	}
 	if *section == "all" || *section == "chain" {
 		// Issue 18: the service's discovery engine reading the chain's
 		// tail, beside per-agent optimal, at every size, volume and plan.
-		o, budgets, err := chainOptions(*agents, *volumes, *plans, *perAgentUpTo)
-		o.DetailBatch = *detailBatch
-		if o.DetailBatch > 0 {
-			fmt.Printf("What-if: %d transactions per tx/multiple request (the service asks hiro.MaxBatch).\n\n", o.DetailBatch)
-		}
+		o, err := chainOptions(*agents, *volumes, *plans, *perAgentUpTo)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			os.Exit(2)
 		}
-		discovery.RunChain(discovery.DiscoveryEngine, o).Write(os.Stdout, budgets)
+		if o.Tail.Batch = *detailBatch; o.Tail.Batch > 0 {
+			fmt.Printf("What-if: %d transactions per tx/multiple request (the service asks hiro.MaxBatch).\n\n", o.Tail.Batch)
+		}
+		discovery.RunChain(o).WriteChain(os.Stdout)
 	}
 }
 
 // chainOptions is the chain benchmark's matrix: every size, volume and
 // plan unless the flags pick some (one world alone runs in seconds).
-func chainOptions(agents, volumes, plans string, perAgentUpTo int) (discovery.ChainOptions, []discovery.Budget, error) {
+func chainOptions(agents, volumes, plans string, perAgentUpTo int) (discovery.ChainOptions, error) {
 	o := discovery.ChainOptions{Sizes: discovery.ChainSizes, Volumes: discovery.ChainVolumes,
-		Budgets: discovery.Budgets, Horizon: 48 * time.Hour, PerAgent: perAgentUpTo > 0, PerAgentUpTo: perAgentUpTo}
+		Budgets: discovery.Budgets, Horizon: 48 * time.Hour, PerAgentUpTo: perAgentUpTo, Tail: discovery.Tail}
 	var err error
 	if o.Sizes, err = ints(agents, o.Sizes); err != nil {
-		return o, nil, fmt.Errorf("-agents: %w", err)
+		return o, fmt.Errorf("-agents: %w", err)
 	}
 	if o.Volumes, err = ints(volumes, o.Volumes); err != nil {
-		return o, nil, fmt.Errorf("-volumes: %w", err)
+		return o, fmt.Errorf("-volumes: %w", err)
 	}
 	if plans != "" {
 		byName := map[string]discovery.Budget{"keyless": discovery.Budgets[0], "keyed": discovery.Budgets[1], "month": discovery.Budgets[2]}
@@ -77,12 +74,12 @@ func chainOptions(agents, volumes, plans string, perAgentUpTo int) (discovery.Ch
 		for _, p := range strings.Split(plans, ",") {
 			b, ok := byName[strings.TrimSpace(p)]
 			if !ok {
-				return o, nil, fmt.Errorf("-plans: %q is not keyless, keyed or month", p)
+				return o, fmt.Errorf("-plans: %q is not keyless, keyed or month", p)
 			}
 			o.Budgets = append(o.Budgets, b)
 		}
 	}
-	return o, o.Budgets, nil
+	return o, nil
 }
 
 // ints reads a comma-separated list of positive integers ("" is def).
