@@ -68,9 +68,9 @@ func cmpBy(less, greater bool) int {
 }
 
 // TestSmallWorldGoals runs a small world for two days on the keyless
-// budget: tiers and optimal find every swap, nobody waits past
+// budget: tiers and optimal find every swap, none later than
 // PACER_MAX_STALENESS, the budget keeps under Hiro's limit, and optimal is
-// faster than tiers (the full comparison is make bench).
+// faster than tiers.
 func TestSmallWorldGoals(t *testing.T) {
 	t.Parallel()
 	w := NewWorld("small", 200, 7, start, start.Add(48*time.Hour))
@@ -82,10 +82,9 @@ func TestSmallWorldGoals(t *testing.T) {
 		results[p] = r
 		require.Positive(t, r.All.N, p)
 		require.Zero(t, r.NeverFound, p)
-		require.LessOrEqual(t, r.MaxGap, ingest.DefaultMaxStaleness, p)
+		require.LessOrEqual(t, r.All.Max, ingest.DefaultMaxStaleness, p)
 		require.LessOrEqual(t, r.PerDay(""), float64(b.PerMinute)*24*60, p)
 		require.Zero(t, r.Refused, "%s: the budget kept under Hiro's limit", p)
-		require.Positive(t, r.CarriedBytes)
 	}
 	require.Less(t, results[ingest.PolicyOptimal].All.Mean, results[ingest.PolicyTiers].All.Mean)
 }
@@ -103,6 +102,5 @@ func TestBusyAgentLosesNothing(t *testing.T) {
 	}
 	opt := Simulate(w, nil, Budgets[1], Strategy{Name: "optimal", Policy: ingest.PolicyOptimal}, w.Start.Add(time.Hour), w.End.Add(-tail))
 	require.Zero(t, opt.NeverFound)
-	require.Equal(t, opt.All.N, opt.ByClass[ingest.Hot].N+opt.ByClass[ingest.Warm].N+opt.ByClass[ingest.Cold].N)
 	require.LessOrEqual(t, opt.All.Max, ingest.DefaultMaxStaleness)
 }

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -31,28 +30,20 @@ type Result struct {
 	// ReaderDetails; the agents' visits under ReaderVisits).
 	Requests map[string]int
 	// All is the delay from a swap's block to its row, over the measured
-	// swaps found; ByClass per agent class.
-	All     Delays
-	ByClass map[ingest.Tier]Delays
-	// Found counts every swap whose row exists at the end.
-	Found int
+	// swaps found.
+	All Delays
 	// Missed are measured swaps the tail's walk never handed out (found
 	// only by the reconciler); NeverFound have no row at the end.
 	Missed, NeverFound, Gaps int
-	// MaxGap is the longest any agent went without a visit (agents mode).
-	MaxGap time.Duration
 	// OnLists is the share of the time the tail read the allowlisted
 	// contracts' lists rather than the feed.
 	OnLists float64
 	// MonthLeft is the month quota left at the end; DryAt when the month
 	// refused a request; Refused counts 429s.
-	HasMonth      bool
-	MonthLeft     int64
-	DryAt         *time.Time
-	Refused       int64
-	ActionsPerDay float64
-	// CarriedBytes is the size of the result the workflow keeps of a run.
-	CarriedBytes int
+	HasMonth  bool
+	MonthLeft int64
+	DryAt     *time.Time
+	Refused   int64
 }
 
 // PerDay is a reader's requests a day (all readers for "").
@@ -68,54 +59,31 @@ func (r Result) PerDay(reader string) float64 {
 
 func (x *sim) result(from, to time.Time) Result {
 	r := Result{World: x.w.Name, Budget: x.b.Name, Strategy: x.s.Name, Policy: x.s.Policy, Days: x.w.End.Sub(x.w.Start).Hours() / 24,
-		Requests: x.requests, Gaps: x.gaps, Refused: x.refused, ByClass: map[ingest.Tier]Delays{}}
-	byClass := map[ingest.Tier][]time.Duration{}
+		Requests: x.requests, Gaps: x.gaps, Refused: x.refused}
 	var all []time.Duration
 	for i, a := range x.w.Agents {
 		for j, tx := range a.Txs {
-			at := x.found[i][j]
-			if tx.Swap && !at.IsZero() {
-				r.Found++
-			}
-			switch {
+			switch at := x.found[i][j]; {
 			case !tx.Swap || tx.At.Before(from) || !tx.At.Before(to):
 			case at.IsZero():
 				r.NeverFound++
 			default:
-				d := at.Sub(simulator.BlockOf(tx.At)) // from its block's time (SPEC §5.0 "Times")
-				byClass[a.Class], all = append(byClass[a.Class], d), append(all, d)
+				all = append(all, at.Sub(simulator.BlockOf(tx.At))) // from its block's time (SPEC §5.0 "Times")
 				if x.c != nil && !x.byTail[i][j] {
 					r.Missed++
 				}
 			}
 		}
 	}
-	for c, ds := range byClass {
-		r.ByClass[c] = delays(ds)
-	}
 	r.All = delays(all)
 	r.HasMonth, r.MonthLeft, r.DryAt = x.up.Quota.Limits.HasMonth(), int64(x.up.Quota.MonthLeft()), x.up.Quota.DryAt
-	r.ActionsPerDay = x.actions / r.Days
 	if x.c != nil {
 		r.Volume = x.c.Volume
 		if x.onLists() {
 			x.listsTime += x.w.End.Sub(x.decided)
 		}
 		r.OnLists = x.listsTime.Hours() / 24 / max(r.Days, 1e-9)
-		return r
 	}
-	x.lastRes.Tiers = map[string]int{}
-	for _, a := range x.agents {
-		x.lastRes.Tiers[string(a.Tier)]++
-		last := x.w.Start
-		if a.LastVisitAt != nil {
-			last = *a.LastVisitAt
-		}
-		r.MaxGap = max(r.MaxGap, a.maxGap, x.w.End.Sub(last))
-	}
-	// What the workflow keeps of a run: its result document.
-	b, _ := json.Marshal(x.lastRes)
-	r.CarriedBytes = len(b)
 	return r
 }
 
@@ -132,37 +100,11 @@ func delays(ds []time.Duration) Delays {
 	return Delays{N: len(ds), Mean: time.Duration(sum / float64(len(ds)) * float64(time.Second)), P99: p, Max: ds[len(ds)-1]}
 }
 
-// Comparison is optimal against tiers in one world on one budget.
-type Comparison struct {
-	World, Budget string
-	// TimeRatio is optimal's mean delay over tiers' at CostRatio (optimal's
-	// requests over tiers'); with HasLowCost, LowTimeRatio is optimal's
-	// with a visit budget that makes its cost LowCostRatio of tiers'.
-	TimeRatio, CostRatio       float64
-	HasLowCost                 bool
-	LowTimeRatio, LowCostRatio float64
-	// Feasible says the budget can visit every agent within the staleness
-	// cap: Capacity (requests a day) covers Need (every agent once per
-	// cap, and every swap's detail request); MaxGapOK that no agent waited
-	// past MaxStaleness.
-	Feasible, MaxGapOK bool
-	Need, Capacity     float64
-}
-
-// Met reports whether optimal beat tiers by the goal: ≤ 0.65× the time at
-// equal cost, or the same time at ≤ 0.65× the cost.
-func (c Comparison) Met() bool {
-	return (c.TimeRatio <= 0.65 && c.CostRatio <= 1.02) || (c.HasLowCost && c.LowTimeRatio <= 1 && c.LowCostRatio <= 0.67)
-}
-
-// Report is a benchmark's figures: the agents mode's (RunAll) or the
-// chain's (RunChain).
+// Report is the chain benchmark's figures.
 type Report struct {
-	Worlds      []*World
-	Budgets     []Budget
-	Results     []Result
-	Comparisons []Comparison
-	Took        time.Duration
+	Budgets []Budget
+	Results []Result
+	Took    time.Duration
 }
 
 func fmtMonth(r Result) string {
@@ -182,112 +124,10 @@ func fmtDelays(d Delays) string {
 	return pbench.Human(d.Mean) + " / " + pbench.Human(d.P99)
 }
 
-// WriteAgents prints the agents mode's report as Markdown.
-func (r Report) WriteAgents(w io.Writer) {
-	fmt.Fprint(w, "## Results: discovery\n\n")
-	for _, wd := range r.Worlds {
-		c := map[ingest.Tier]int{}
-		for _, a := range wd.Agents {
-			c[a.Class]++
-		}
-		fmt.Fprintf(w, "- **%s**: %d hot, %d warm, %d cold agents, %.0f swaps a day; %s to %s.\n", wd.Name,
-			c[ingest.Hot], c[ingest.Warm], c[ingest.Cold], wd.SwapsPerDay(), wd.Start.Format("2006-01-02"), wd.End.Format("2006-01-02"))
-	}
-	cols := []string{"world", "strategy", ">hot mean / p99", ">warm", ">cold", ">all swaps", ">Hiro req/day", ">req per swap",
-		">not found", ">longest wait", ">month left", ">actions/day"}
-	for _, b := range r.Budgets {
-		fmt.Fprintf(w, "\n### %s (Hiro %d/min, pacer configured %d/min, %d a month)\n\n", b.Name, b.Documented, b.PerMinute, b.Month)
-		var rows [][]string
-		for _, x := range r.Results {
-			if x.Budget == b.Name {
-				rows = append(rows, []string{x.World, x.Strategy, fmtDelays(x.ByClass[ingest.Hot]), fmtDelays(x.ByClass[ingest.Warm]),
-					fmtDelays(x.ByClass[ingest.Cold]), fmtDelays(x.All), fmt.Sprintf("%.0f", x.PerDay("")),
-					fmt.Sprintf("%.2f", x.PerDay("")*x.Days/float64(max(x.Found, 1))), fmt.Sprint(x.NeverFound),
-					pbench.Human(x.MaxGap), fmtMonth(x), fmt.Sprintf("%.0f", x.ActionsPerDay)})
-			}
-		}
-		pbench.WriteTable(w, cols, rows)
-		for _, c := range r.Comparisons {
-			if c.Budget != b.Name {
-				continue
-			}
-			fmt.Fprintf(w, "- %s: optimal's mean time is **%.2f×** tiers' at %.2f× its cost", c.World, c.TimeRatio, c.CostRatio)
-			if c.HasLowCost {
-				fmt.Fprintf(w, "; at %.2f× tiers' cost it is %.2f× tiers' time", c.LowCostRatio, c.LowTimeRatio)
-			}
-			verdict := map[bool]string{true: "goal met", false: "goal NOT met"}[c.Met()]
-			if !c.Feasible {
-				verdict = fmt.Sprintf("no policy can do better here: visiting every agent within PACER_MAX_STALENESS and fetching every swap needs %.0f requests a day, the budget gives %.0f", c.Need, c.Capacity)
-			}
-			fmt.Fprintf(w, " (%s).\n", verdict)
-		}
-	}
-	fmt.Fprint(w, "\n### Goals\n\n")
-	pbench.WriteGoals(w, r.agentGoals())
-	fmt.Fprintf(w, "(%d simulations in %s.)\n\n", len(r.Results), r.Took.Round(time.Second))
-}
-
-// agentGoals checks the agents mode's report against the discovery goals.
-func (r Report) agentGoals() []pbench.Goal {
-	queued, met, total := 0, 0, 0
-	var stale, dry []string
-	largest := map[string]int{}
-	for _, c := range r.Comparisons {
-		if c.Feasible {
-			total++
-			met += map[bool]int{true: 1}[c.Met()]
-			if !c.MaxGapOK {
-				stale = append(stale, c.World+" on "+c.Budget)
-			}
-		}
-	}
-	for _, x := range r.Results {
-		if c, ok := r.comparison(x.World, x.Budget); ok && c.Feasible {
-			queued += x.NeverFound
-		}
-		if x.HasMonth && (x.DryAt != nil || x.MonthLeft <= 0) {
-			dry = append(dry, x.World+" "+x.Strategy)
-		}
-		largest[x.World] = max(largest[x.World], x.CarriedBytes)
-	}
-	var detail []string
-	lo, hi := largest[r.Worlds[0].Name], largest[r.Worlds[len(r.Worlds)-1].Name]
-	for _, w := range r.Worlds {
-		detail = append(detail, fmt.Sprintf("%s: %d bytes", w.Name, largest[w.Name]))
-	}
-	const s = "discovery"
-	return []pbench.Goal{
-		{Scenario: s, Goal: "0 swaps without a row at the end, where the budget keeps PACER_MAX_STALENESS", Got: fmt.Sprint(queued), Met: queued == 0},
-		{Scenario: s, Goal: "optimal ≤ 0.65× tiers' mean time at equal cost, or tiers' time at ≤ 0.65× the cost",
-			Got: fmt.Sprintf("met in %d of the %d worlds and budgets where the budget can keep PACER_MAX_STALENESS", met, total), Met: met == total},
-		{Scenario: s, Goal: "no agent past PACER_MAX_STALENESS (where the budget can keep it)", Got: "exceeded in: " + orNone(stale), Met: len(stale) == 0},
-		{Scenario: s, Goal: "the month never runs dry", Got: "ran dry: " + orNone(dry), Met: len(dry) == 0},
-		// Ten times the agents may add a digit to a few counts, nothing more.
-		{Scenario: s, Goal: "the workflow's carried state does not grow with the number of agents",
-			Got: "the largest sweep result the workflow keeps: " + strings.Join(detail, ", "), Met: hi > 0 && hi-lo <= 16 && hi < 1024},
-	}
-}
-
-func (r Report) comparison(world, budget string) (Comparison, bool) {
-	for _, c := range r.Comparisons {
-		if c.World == world && c.Budget == budget {
-			return c, true
-		}
-	}
-	return Comparison{}, false
-}
-
-func orNone(s []string) string {
-	if len(s) == 0 {
-		return "none"
-	}
-	return strings.Join(s, "; ")
-}
-
 // WriteChain prints the chain benchmark's report as Markdown, one table
 // per budget.
 func (r Report) WriteChain(w io.Writer) {
-	fmt.Fprint(w, "## Results: the chain read once (tail) against per-agent optimal\n\n")
+	fmt.Fprint(w, "## Results: the chain read once (tail) against the agents mode (per-agent)\n\n")
 	cols := []string{"world", "strategy", ">chain volume", "tail reads", ">tail req/day", ">reconciler", ">details", ">visits",
 		">all req/day", ">mean / p99", ">worst", ">missed", ">never found", ">gaps", ">month left"}
 	for _, b := range r.Budgets {

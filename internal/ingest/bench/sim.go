@@ -7,7 +7,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/pacer-dev/pacer"
 	"github.com/pacer-dev/pacer/internal/budget"
 	"github.com/pacer-dev/pacer/internal/discovery"
 	"github.com/pacer-dev/pacer/internal/hiro"
@@ -30,10 +29,6 @@ type Budget struct {
 type Strategy struct {
 	Name   string
 	Policy ingest.Policy
-	// VisitsPerDay, when set, is the optimal allocation's visit budget
-	// instead of the one the Hiro budget gives: to compare with tiers at
-	// a given cost.
-	VisitsPerDay float64
 	// FeedOnly keeps the tail on the feed whatever discovery.PlanSource
 	// says (a what-if: the feed at the month's pace).
 	FeedOnly bool
@@ -59,18 +54,17 @@ const (
 // runLinger (internal/cli: sweepEvery less half a TailEvery) and waits at
 // most runMaxWait at once (half the activity's heartbeat timeout); a
 // request waits at most maxWait for the budget; a visit lists pages of
-// pageSize; the SDK lets one heartbeat through per heartbeatThrottle.
+// pageSize.
 const (
-	TailEvery         = discovery.DefaultTailEvery
-	ReconcileEvery    = discovery.DefaultReconcileEvery
-	requestTime       = 100 * time.Millisecond
-	sweepEvery        = time.Minute
-	runCap            = 4 * time.Minute
-	runLinger         = sweepEvery - TailEvery/2
-	runMaxWait        = time.Minute
-	maxWait           = 2 * time.Second
-	pageSize          = 50
-	heartbeatThrottle = 96 * time.Second
+	TailEvery      = discovery.DefaultTailEvery
+	ReconcileEvery = discovery.DefaultReconcileEvery
+	requestTime    = 100 * time.Millisecond
+	sweepEvery     = time.Minute
+	runCap         = 4 * time.Minute
+	runLinger      = sweepEvery - TailEvery/2
+	runMaxWait     = time.Minute
+	maxWait        = 2 * time.Second
+	pageSize       = 50
 )
 
 // readerContracts is the allowlisted contracts' lists as one reader of
@@ -100,9 +94,6 @@ type sim struct {
 	found    [][]time.Time
 	byTail   [][]bool
 	requests map[string]int
-	runs     int
-	actions  float64
-	lastRes  pacer.SweepResult
 	// lastVisit is when the run's last visit batch ended (or it began).
 	lastVisit time.Time
 
@@ -160,9 +151,7 @@ func Simulate(w *World, c *Chain, b Budget, s Strategy, from, to time.Time) Resu
 	}
 	for now := w.Start; now.Before(w.End); {
 		began := now
-		next := x.run(&now)
-		x.runs++
-		now = later(next, began.Add(sweepEvery), now)
+		now = later(x.run(&now), began.Add(sweepEvery), now)
 	}
 	return x.result(from, to)
 }
@@ -171,24 +160,18 @@ func Simulate(w *World, c *Chain, b Budget, s Strategy, from, to time.Time) Resu
 // allocation), then the plan's steps until it stops. It returns when the
 // next run is due.
 func (x *sim) run(now *time.Time) time.Time {
-	began, held, worked, visited := *now, map[string]bool{}, false, 0
+	began, held := *now, map[string]bool{}
 	x.lastVisit = began
 	if x.c != nil {
 		x.decideSource(began)
 	} else if x.cfg.Policy == ingest.PolicyOptimal && (x.allocAt.IsZero() || began.Sub(x.allocAt) >= ingest.AllocationTTL) {
 		x.alloc, x.allocAt = x.allocate(began), began
 	}
-	defer func() { x.actions += runActions(now.Sub(began), worked) }()
 	for now.Before(x.w.End) {
-		st := x.state(*now, began, held)
-		step := discovery.Plan(st)
-		worked = worked || step.Kind != discovery.Wait && step.Kind != discovery.Stop
+		step := discovery.Plan(x.state(*now, began, held))
 		switch step.Kind {
 		case discovery.Stop:
-			next := cmp.Or(step.Until, now.Add(discovery.NextRunCap))
-			x.lastRes = pacer.SweepResult{Run: pacer.Run{StartedAt: began, DurationMs: now.Sub(began).Milliseconds()},
-				Scanned: visited, AgentsDue: st.Agents.Due, NextDueAt: &next}
-			return next
+			return cmp.Or(step.Until, now.Add(discovery.NextRunCap))
 		case discovery.Wait:
 			*now = step.Until
 		case discovery.ReadTail:
@@ -198,7 +181,7 @@ func (x *sim) run(now *time.Time) time.Time {
 				x.recRead = *now
 			}
 		case discovery.Visit:
-			visited += x.visitBatch(now, step.Agents)
+			x.visitBatch(now, step.Agents)
 		}
 	}
 	return *now
@@ -428,8 +411,7 @@ type agent struct {
 	// move to resumeTop.
 	cursor, resumeHi, resumeTop int
 	// seen are the swaps the current visit saw first (the rate's input).
-	seen   []time.Time
-	maxGap time.Duration
+	seen []time.Time
 	// pos is where the agent sits in each heap of the due set (-1: not).
 	pos [4]int
 	// critAt is when the agent turns critical (ingest.Config.Critical);
@@ -509,26 +491,24 @@ func (x *sim) promote(now time.Time) {
 }
 
 // visitBatch is the plan's Visit step: the next n agents in the due
-// order, one after another, until the budget stops one. It returns how
-// many it visited.
-func (x *sim) visitBatch(now *time.Time, n int) int {
+// order, one after another, until the budget stops one.
+func (x *sim) visitBatch(now *time.Time, n int) {
 	defer func() { x.lastVisit = *now }()
-	for i := range n {
+	for range n {
 		a := x.critical.peek()
 		if a == nil {
 			a = x.due.peek()
 		}
 		if a == nil {
-			return i
+			return
 		}
 		x.critical.remove(a)
 		x.due.remove(a)
 		x.aging.remove(a)
 		if !x.visit(a, now) {
-			return i + 1
+			return
 		}
 	}
-	return n
 }
 
 // allocate solves the optimal policy as the activity does: every agent's
@@ -540,9 +520,6 @@ func (x *sim) allocate(now time.Time) ingest.Allocation {
 	for i, a := range x.agents {
 		rates[i] = a.RateAt(now)
 		swaps += rates[i]
-	}
-	if x.s.VisitsPerDay > 0 {
-		return x.cfg.Allocate(rates, x.s.VisitsPerDay)
 	}
 	perDay := x.st.Rate(x.bcfg, budget.LaneSweep, now) * 24 * 60
 	return x.cfg.Allocate(rates, ingest.VisitBudget(perDay, swaps))
@@ -568,11 +545,6 @@ func (x *sim) visit(a *agent, now *time.Time) bool {
 			a.resumeTop = top
 		}
 	}
-	prev := x.w.Start
-	if a.LastVisitAt != nil {
-		prev = *a.LastVisitAt
-	}
-	a.maxGap = max(a.maxGap, now.Sub(prev))
 	a.Agent = x.cfg.AfterVisit(a.Agent, ingest.Visit{At: *now, Complete: complete, Swaps: a.seen}, x.alloc)
 	a.seen = a.seen[:0]
 	x.future.push(a)
@@ -600,17 +572,6 @@ func (x *sim) pass(a *agent, now *time.Time, hi int) bool {
 		}
 		i--
 	}
-}
-
-// runActions prices one run in Temporal actions: its activity, the timer
-// that woke it, and its heartbeats (the first at once when it works, then
-// one per throttle window).
-func runActions(d time.Duration, worked bool) float64 {
-	n := 2.0
-	if worked {
-		n += 1 + float64(d/heartbeatThrottle)
-	}
-	return n
 }
 
 func later(ts ...time.Time) time.Time {

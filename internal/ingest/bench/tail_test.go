@@ -9,6 +9,7 @@ import (
 
 	"github.com/pacer-dev/pacer/internal/discovery"
 	"github.com/pacer-dev/pacer/internal/hiro"
+	"github.com/pacer-dev/pacer/internal/ingest"
 )
 
 // TestChainFeedShifts: the benchmark's feed is newest first, grows at the
@@ -90,7 +91,7 @@ func TestTailReadsTheListsWhenTheMonthBinds(t *testing.T) {
 func TestChainReportShape(t *testing.T) {
 	t.Parallel()
 	rep := RunChain(ChainOptions{Sizes: []int{200}, Volumes: []int{10_000}, Budgets: Budgets,
-		Horizon: 12 * time.Hour, ShortMonth: true, PerAgentUpTo: 200, Tail: Tail})
+		Horizon: 12 * time.Hour, ShortMonth: true, PerAgentUpTo: 200, PerAgent: []ingest.Policy{ingest.PolicyOptimal}, Tail: Tail})
 	require.Len(t, rep.Results, 2*len(Budgets))
 	if testing.Verbose() {
 		rep.WriteChain(os.Stdout)

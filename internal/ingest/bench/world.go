@@ -1,5 +1,5 @@
-// Package bench is the discovery benchmarks (`make bench`, sections
-// "discovery" and "chain"): how soon each swap's row exists after the
+// Package bench is the discovery benchmark (`make bench`, section
+// "chain"): how soon each swap's row exists after the
 // swap is mined, what it costs in Hiro requests and Temporal actions, and
 // whether any swap is lost. Every sweep run is discovery.Plan's steps, as
 // the service runs them: the agents mode's visits under the tiers and
@@ -97,15 +97,6 @@ func poisson(rng *rand.Rand, rate float64, start, end time.Time, swap bool) []Tx
 		}
 		out = append(out, Tx{At: at, Swap: swap})
 	}
-}
-
-// SwapsPerDay is the world's true swap rate.
-func (w *World) SwapsPerDay() float64 {
-	total := 0.0
-	for _, a := range w.Agents {
-		total += a.Rate
-	}
-	return total
 }
 
 // TxsPerDay is the agents' transactions a day over the world's horizon

@@ -36,27 +36,20 @@ type Result struct {
 	MonthLeft int
 	DryAfter  *time.Duration
 	// ActionsPerDay and EventsPerDay price the runs by pacing.Cost, with
-	// one timer per wake-up (TimersPerDay); FloorPerDay is what they cannot
-	// go below: a timer per wake-up, an activity a run and its heartbeats.
+	// one timer per wake-up; FloorPerDay is what they cannot go below: a
+	// timer per wake-up, an activity a run and its heartbeats.
 	// EventsPerTick is the history one run writes.
 	ActionsPerDay float64
 	FloorPerDay   float64
-	TimersPerDay  float64
 	EventsPerTick int
 	EventsPerDay  float64
 	// FinishedAfter is when a finite crawl was done.
 	FinishedAfter *time.Duration
-	// PerTask splits the actions of a scenario with several tasks.
-	PerTask []TaskActions
+	// PerTask splits the actions a day of a scenario with several tasks.
+	PerTask string
 	// ReducedRuns is what one bad run cost: the runs its cadence had room
 	// for after it that did not happen on time and in full.
 	ReducedRuns int
-}
-
-// TaskActions is one task's share of a result's actions.
-type TaskActions struct {
-	Task          string
-	ActionsPerDay float64
 }
 
 // Step is one change of the hidden limit and how long the strategy took to
@@ -172,11 +165,12 @@ func measure(sims []*taskSim, cost pacing.Cost) Result {
 	}
 	actions += float64(len(wakeups))
 	floor += float64(len(wakeups))
-	r.ActionsPerDay, r.FloorPerDay, r.TimersPerDay = actions/days, floor/days, float64(len(wakeups))/days
+	r.ActionsPerDay, r.FloorPerDay = actions/days, floor/days
 	if len(sims) > 1 {
 		for i, s := range sims {
-			r.PerTask = append(r.PerTask, TaskActions{Task: s.task.Name, ActionsPerDay: perTask[i] / days})
+			r.PerTask += fmt.Sprintf("%s %s + ", s.task.Name, Count(perTask[i]/days))
 		}
+		r.PerTask += "timers " + Count(float64(len(wakeups))/days)
 	}
 	r.EventsPerTick = cost.EventsPerRun
 	r.EventsPerDay = float64(r.Runs*cost.EventsPerRun) / days
@@ -372,15 +366,9 @@ func versus(r Result, base *Result) string {
 func perTaskNotes(rs []Result) string {
 	var parts []string
 	for _, r := range rs {
-		if len(r.PerTask) == 0 {
-			continue
+		if r.PerTask != "" {
+			parts = append(parts, r.Strategy+": "+r.PerTask)
 		}
-		split := make([]string, len(r.PerTask))
-		for i, t := range r.PerTask {
-			split[i] = fmt.Sprintf("%s %s", t.Task, Count(t.ActionsPerDay))
-		}
-		split = append(split, "timers "+Count(r.TimersPerDay))
-		parts = append(parts, fmt.Sprintf("%s: %s", r.Strategy, strings.Join(split, " + ")))
 	}
 	if len(parts) == 0 {
 		return ""

@@ -54,7 +54,7 @@ func newTaskSim(t Task, start time.Time, horizon time.Duration) *taskSim {
 }
 
 // simulate runs the strategy until the horizon or the end of the work.
-func (s *taskSim) simulate(st strategy) {
+func (s *taskSim) simulate(st *runner) {
 	now := s.start
 	for s.finishedAt == nil {
 		at, p, ok := st.next(now, s.end)
@@ -76,31 +76,10 @@ func (s *taskSim) items(at time.Time, p plan) []int {
 	if n <= 0 || (w.Kind != Crawl && n > w.Items) {
 		n = w.Items
 	}
-	switch w.Kind {
-	case Crawl:
-		if w.Items > 0 {
-			n = min(n, w.Items-s.done)
-		}
-		out := make([]int, n)
-		for i := range out {
-			out[i] = -1
-		}
-		return out
-	case Walk:
-		out := make([]int, n)
-		for i := range out {
-			out[i] = (s.cursor + i) % w.Items
-		}
-		return out
+	if w.Kind == Crawl && w.Items > 0 {
+		n = min(n, w.Items-s.done)
 	}
-	switch p.order {
-	case roundRobin:
-		out := make([]int, n)
-		for i := range out {
-			out[i] = (s.cursor + i) % w.Items
-		}
-		return out
-	case byPriority:
+	if w.Kind == Prices && p.order == byPriority {
 		// The activity's own choice: the static base, then the tail by
 		// staleness × weight from each token's last successful check.
 		checked := make([]*time.Time, w.Items)
@@ -115,7 +94,14 @@ func (s *taskSim) items(at time.Time, p plan) []int {
 	}
 	out := make([]int, n)
 	for i := range out {
-		out[i] = i
+		switch {
+		case w.Kind == Crawl:
+			out[i] = -1
+		case w.Kind == Walk || p.order == roundRobin:
+			out[i] = (s.cursor + i) % w.Items
+		default:
+			out[i] = i
+		}
 	}
 	return out
 }

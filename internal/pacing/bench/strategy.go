@@ -3,6 +3,7 @@ package bench
 import (
 	"cmp"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/pacer-dev/pacer/internal/budget"
@@ -15,15 +16,7 @@ type Strategy struct {
 	Name string
 	// Baseline marks the fixed cron the others are compared with.
 	Baseline bool
-	build    func(t Task, start time.Time) strategy
-}
-
-// strategy plans runs and hears how they went.
-type strategy interface {
-	// next is when the next run starts (not before now) and what it does;
-	// false when the strategy has nothing left to run before until.
-	next(now, until time.Time) (time.Time, plan, bool)
-	finished(r runResult)
+	build    func(t Task, start time.Time) *runner
 }
 
 // order is how a run chooses its items.
@@ -56,16 +49,88 @@ type plan struct {
 	budget *shared
 }
 
+// runner plans a task's runs and hears how they went: every `every`
+// start to start (a run that overran its cadence is followed at once, as
+// an overdue cron job is), or at the interval its controller decides; with
+// a budget, when the budget has room too.
+type runner struct {
+	start time.Time
+	last  *time.Time
+	every time.Duration
+	plan  plan
+	ctrl  *pacing.Controller
+	d     pacing.Decision
+	// budget, size and nextRunAfter are pacer's: the shared budget, the
+	// most items a run can use (0: any number), and SPEC §3's back-off
+	// after a spent quota (5 minutes for the minute, a day for the month;
+	// pacing is there to never meet it).
+	budget       *shared
+	size         int
+	nextRunAfter time.Time
+}
+
+// next is when the next run starts (not before now) and what it does;
+// false when there is nothing left to run before until.
+func (r *runner) next(now, until time.Time) (time.Time, plan, bool) {
+	at := r.start
+	if r.ctrl != nil {
+		r.every, r.plan.n = r.d.Interval, r.d.Batch
+	}
+	if r.last != nil {
+		at = r.last.Add(r.every)
+	}
+	at = latest(at, now)
+	if r.budget == nil {
+		return at, r.plan, true
+	}
+	want := r.plan.n
+	if r.size > 0 {
+		want = min(want, r.size)
+	}
+	at, ok := r.budget.ready(latest(at, r.nextRunAfter), until, want)
+	// A batch the month cuts is Pick's choice; the window is Take's to
+	// enforce request by request (what it holds is learned again from each
+	// window's first answer).
+	p := r.plan
+	p.n = min(want, r.budget.monthRoom(at))
+	return at, p, ok
+}
+
+func (r *runner) finished(res runResult) {
+	r.last = &res.start
+	if a := res.lastAnswer; r.budget != nil && res.answered {
+		switch {
+		case a.monthSpent():
+			r.nextRunAfter = res.end.Add(fault.MonthQuotaBackoff)
+		case !a.Allowed || a.spent():
+			r.nextRunAfter = res.end.Add(fault.MinuteQuotaBackoff)
+		}
+	}
+	if r.ctrl != nil {
+		r.ctrl.Observe(res.end, res.ok, res.rejected+res.failed)
+		r.d = r.ctrl.Decide(res.end)
+	}
+}
+
+// controlled is a runner whose batch and interval cfg's controller decides.
+func controlled(cfg pacing.ControllerConfig, start time.Time, p plan) *runner {
+	c, err := pacing.NewController(cfg)
+	if err != nil {
+		panic(err) // the scenarios are fixed: a bad one is a bug here
+	}
+	return &runner{start: start, ctrl: c, d: c.Decide(start), plan: p}
+}
+
 // FixedCron is the old behaviour: every `every` (0: the task's own cadence)
 // every item, or a fixed page of a crawl, at a fixed spacing that keeps to
 // the documented limit; it reads no header and does not stop for a 429.
 func FixedCron(every time.Duration) Strategy {
 	name := "fixed cron"
 	if every > 0 {
-		name = fmt.Sprintf("fixed cron %s", shortDuration(every))
+		name = fmt.Sprintf("fixed cron %s", strings.TrimSuffix(strings.TrimSuffix(every.String(), "0s"), "0m"))
 	}
-	return Strategy{Name: name, Baseline: true, build: func(t Task, start time.Time) strategy {
-		return &periodic{start: start, every: cmp.Or(every, t.CronEvery),
+	return Strategy{Name: name, Baseline: true, build: func(t Task, start time.Time) *runner {
+		return &runner{start: start, every: cmp.Or(every, t.CronEvery),
 			plan: plan{n: t.CronPage, spacing: time.Minute / time.Duration(t.Documented), order: inOrder}}
 	}}
 }
@@ -74,64 +139,19 @@ func FixedCron(every time.Duration) Strategy {
 // whatever the upstream answers: a static token bucket (no burst) at the
 // documented limit, run as one activity a minute.
 func TokenBucket() Strategy {
-	return Strategy{Name: "token bucket", build: func(t Task, start time.Time) strategy {
-		return &periodic{start: start, every: time.Minute,
+	return Strategy{Name: "token bucket", build: func(t Task, start time.Time) *runner {
+		return &runner{start: start, every: time.Minute,
 			plan: plan{n: t.Documented, spacing: time.Minute / time.Duration(t.Documented), order: roundRobin}}
 	}}
 }
-
-// periodic runs the same plan every `every`, start to start.
-type periodic struct {
-	start time.Time
-	last  *time.Time
-	every time.Duration
-	plan  plan
-}
-
-func (p *periodic) next(now, _ time.Time) (time.Time, plan, bool) {
-	at := p.start
-	if p.last != nil {
-		at = p.last.Add(p.every)
-	}
-	// A run that overran its cadence is followed at once, as an overdue
-	// cron job is.
-	return latest(at, now), p.plan, true
-}
-
-func (p *periodic) finished(r runResult) { p.last = &r.start }
 
 // Seed is the seed's tiered controller as written: pacing.Controller alone.
 // Batch and interval follow the success rate; it reads no header, knows no
 // month, sends a batch back to back and does not stop it for a 429.
 func Seed() Strategy {
-	return Strategy{Name: "tiered seed", build: func(t Task, start time.Time) strategy {
-		c, err := pacing.NewController(t.Pacing)
-		if err != nil {
-			panic(err) // the scenarios are fixed: a bad one is a bug here
-		}
-		return &seed{start: start, ctrl: c, d: c.Decide(start)}
+	return Strategy{Name: "tiered seed", build: func(t Task, start time.Time) *runner {
+		return controlled(t.Pacing, start, plan{order: inOrder})
 	}}
-}
-
-type seed struct {
-	start time.Time
-	last  *time.Time
-	ctrl  *pacing.Controller
-	d     pacing.Decision
-}
-
-func (s *seed) next(now, _ time.Time) (time.Time, plan, bool) {
-	at := s.start
-	if s.last != nil {
-		at = s.last.Add(s.d.Interval)
-	}
-	return latest(at, now), plan{n: s.d.Batch, order: inOrder}, true
-}
-
-func (s *seed) finished(r runResult) {
-	s.last = &r.start
-	s.ctrl.Observe(r.end, r.ok, r.rejected+r.failed)
-	s.d = s.ctrl.Decide(r.end)
 }
 
 // Pacer is the controller and the budget together: pacing.Controller
@@ -144,23 +164,19 @@ func (s *seed) finished(r runResult) {
 // the work), spends on the items Pick chooses, and stops when the budget
 // refuses or a header says a window is spent.
 func Pacer() Strategy {
-	return Strategy{Name: "pacer", build: func(t Task, start time.Time) strategy {
+	return Strategy{Name: "pacer", build: func(t Task, start time.Time) *runner {
 		cfg := t.Pacing
 		cfg.Judge = pacing.JudgeRuns // as the activities run it
-		c, err := pacing.NewController(cfg)
-		if err != nil {
-			panic(err)
-		}
-		order := inOrder
+		// The window's reserve for the fast lane is one request (the
+		// activities' minute reserve) on these plans of 10–100 a minute.
+		b := &shared{cfg: budget.Config{PerMinute: int64(t.Documented), FastReserve: 0.01}}
+		p := plan{order: inOrder, budget: b, stopOnQuota: true, stopAtRemaining: 1, stopAfterFailures: 5}
 		if t.Work.Kind == Prices {
-			order = byPriority
+			p.order = byPriority
 		}
-		return &pacerStrategy{
-			start: start, ctrl: c, d: c.Decide(start), order: order, size: t.Work.Items,
-			// The window's reserve for the fast lane is one request (the
-			// activities' minute reserve) on these plans of 10–100 a minute.
-			budget: &shared{cfg: budget.Config{PerMinute: int64(t.Documented), FastReserve: 0.01}},
-		}
+		r := controlled(cfg, start, p)
+		r.budget, r.size = b, t.Work.Items
+		return r
 	}}
 }
 
@@ -207,64 +223,9 @@ func (b *shared) monthRoom(at time.Time) int {
 	return int(n)
 }
 
-type pacerStrategy struct {
-	start time.Time
-	last  *time.Time
-	// nextRunAfter is SPEC §3's back-off after a spent quota: 5 minutes for
-	// the minute, a day for the month. Pacing is there to never meet it.
-	nextRunAfter time.Time
-	ctrl         *pacing.Controller
-	budget       *shared
-	d            pacing.Decision
-	order        order
-	// size is how many items one run can use at most (0: any number).
-	size int
-}
-
-func (p *pacerStrategy) next(now, until time.Time) (time.Time, plan, bool) {
-	want := p.d.Batch
-	if p.size > 0 {
-		want = min(want, p.size)
-	}
-	at := p.start
-	if p.last != nil {
-		at = p.last.Add(p.d.Interval)
-	}
-	at, ok := p.budget.ready(latest(latest(at, now), p.nextRunAfter), until, want)
-	// A batch the month cuts is Pick's choice; the window is Take's to
-	// enforce request by request (what it holds is learned again from each
-	// window's first answer).
-	return at, plan{n: min(want, p.budget.monthRoom(at)), order: p.order, budget: p.budget, stopOnQuota: true, stopAtRemaining: 1, stopAfterFailures: 5}, ok
-}
-
-func (p *pacerStrategy) finished(r runResult) {
-	p.last = &r.start
-	if a := r.lastAnswer; r.answered {
-		switch {
-		case a.monthSpent():
-			p.nextRunAfter = r.end.Add(fault.MonthQuotaBackoff)
-		case !a.Allowed || a.spent():
-			p.nextRunAfter = r.end.Add(fault.MinuteQuotaBackoff)
-		}
-	}
-	p.ctrl.Observe(r.end, r.ok, r.rejected+r.failed)
-	p.d = p.ctrl.Decide(r.end)
-}
-
 func latest(a, b time.Time) time.Time {
 	if b.After(a) {
 		return b
 	}
 	return a
-}
-
-// shortDuration prints 5m0s as 5m and 1h0m0s as 1h.
-func shortDuration(d time.Duration) string {
-	switch {
-	case d%time.Hour == 0:
-		return fmt.Sprintf("%dh", d/time.Hour)
-	case d%time.Minute == 0:
-		return fmt.Sprintf("%dm", d/time.Minute)
-	}
-	return d.String()
 }

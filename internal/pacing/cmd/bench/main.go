@@ -1,9 +1,10 @@
 // Command bench prints pacer's benchmarks (`make bench`) as Markdown on
 // stdout: every scenario of internal/pacing/bench with its strategies side
-// by side, then pacer's pacing goals, then the discovery benchmark of
-// internal/ingest/bench (how soon the sweep finds each swap, per policy,
-// world and Hiro budget) with its goals. Both run in virtual time and need
-// nothing running; the output is the same on every run.
+// by side, then pacer's pacing goals, then the chain benchmark of
+// internal/ingest/bench (how soon the sweep finds each swap, the tail
+// beside the agents mode, per world, chain volume and Hiro budget) with its
+// goals. Both run in virtual time and need nothing running; the output is
+// the same on every run but for its time.
 package main
 
 import (
@@ -14,22 +15,23 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pacer-dev/pacer/internal/ingest"
 	discovery "github.com/pacer-dev/pacer/internal/ingest/bench"
 	"github.com/pacer-dev/pacer/internal/pacing/bench"
 )
 
 func main() {
-	section := flag.String("section", "all", "which benchmark to run: all, pacing, discovery or chain")
+	section := flag.String("section", "all", "which benchmark to run: all, pacing or chain")
 	agents := flag.String("agents", "", "chain: the worlds' agent counts, comma-separated (default 1000,10000,100000)")
 	volumes := flag.String("volumes", "", "chain: the chain volumes, contract calls a day, comma-separated (default 10000,40000,200000)")
 	plans := flag.String("plans", "", "chain: the Hiro plans, comma-separated among keyless, keyed, month (default all three)")
 	detailBatch := flag.Int("detail-batch", 0, "chain: a what-if: transactions per tx/multiple request (default hiro.MaxBatch, what the service asks)")
-	perAgentUpTo := flag.Int("per-agent-up-to", 100_000, "chain: run per-agent optimal in worlds of at most this many agents (0: none)")
+	perAgentUpTo := flag.Int("per-agent-up-to", 100_000, "chain: run the agents mode (tiers, optimal) in worlds of at most this many agents (0: none)")
 	flag.Parse()
 	switch *section {
-	case "all", "pacing", "discovery", "chain":
+	case "all", "pacing", "chain":
 	default:
-		fmt.Fprintf(os.Stderr, "bench: -section %q must be all, pacing, discovery or chain\n", *section)
+		fmt.Fprintf(os.Stderr, "bench: -section %q must be all, pacing or chain\n", *section)
 		os.Exit(2)
 	}
 	if *section == "all" || *section == "pacing" {
@@ -37,9 +39,6 @@ func main() {
 		bench.WriteTables(os.Stdout, outcomes)
 		fmt.Print("### Goals\n\n")
 		bench.WriteGoals(os.Stdout, bench.Goals(outcomes))
-	}
-	if *section == "all" || *section == "discovery" {
-		discovery.RunAll().WriteAgents(os.Stdout)
 	}
 	if *section == "all" || *section == "chain" {
 		// Issue 18: the service's discovery engine reading the chain's
@@ -60,7 +59,8 @@ func main() {
 // plan unless the flags pick some (one world alone runs in seconds).
 func chainOptions(agents, volumes, plans string, perAgentUpTo int) (discovery.ChainOptions, error) {
 	o := discovery.ChainOptions{Sizes: discovery.ChainSizes, Volumes: discovery.ChainVolumes,
-		Budgets: discovery.Budgets, Horizon: 48 * time.Hour, PerAgentUpTo: perAgentUpTo, Tail: discovery.Tail}
+		Budgets: discovery.Budgets, Horizon: 48 * time.Hour, Tail: discovery.Tail,
+		PerAgentUpTo: perAgentUpTo, PerAgent: []ingest.Policy{ingest.PolicyTiers, ingest.PolicyOptimal}}
 	var err error
 	if o.Sizes, err = ints(agents, o.Sizes); err != nil {
 		return o, fmt.Errorf("-agents: %w", err)
