@@ -483,6 +483,31 @@ func (s strangerSeq) tx(r int) *worldTx {
 	return s.c.materialize(ref.d, false, ref.i, s.days[ref.d].calls[ref.i])
 }
 
+// StrangerBlocks is the strangers' traffic without a world, for the
+// discovery benchmark's chain (internal/ingest/bench), which renders its
+// entries compactly itself: how many calls strangers have mined in each
+// block from the one at from (BlockOf(from)) to the one at to (those mined before to), at volume
+// calls a day from seed (no losing forks), as a world's chain draws them.
+func StrangerBlocks(seed int64, volume int, from, to time.Time) []uint32 {
+	out := make([]uint32, int(BlockOf(to).Sub(BlockOf(from))/BlockPeriod)+1)
+	if volume <= 0 {
+		return out
+	}
+	c := newChain(seed, ChainConfig{Volume: volume, ForkShare: -1}, from, worldTokens{}, catalog.Default())
+	for d, day := range c.upTo(to) {
+		for _, call := range day.calls {
+			if at := c.at(d, call); !at.Before(from) && at.Before(to) {
+				out[BlockOf(at).Sub(BlockOf(from))/BlockPeriod]++
+			}
+		}
+	}
+	return out
+}
+
+// Mix is the simulator's bit mixer (splitmix64's finaliser), for the
+// benchmarks' chain to draw its strangers' senders and calls from.
+func Mix(x uint64) uint64 { return mix(x) }
+
 // StrangerCalls is how many contract calls strangers have had mined by at
 // (losing forks included), so a test can hold the chain to its volume.
 func (w *World) StrangerCalls(at time.Time) int {

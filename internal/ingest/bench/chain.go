@@ -3,7 +3,6 @@ package bench
 import (
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"slices"
 	"sort"
 	"strconv"
@@ -15,7 +14,8 @@ import (
 
 // Chain is the whole chain around a World's agents, for the discovery
 // benchmark's readers (SPEC §5.0): Volume contract calls a day, every
-// transaction of the agents and strangers' calls for the rest, in the
+// transaction of the agents and strangers' calls for the rest (the
+// simulator's own traffic, sim.StrangerBlocks), in the
 // simulator's blocks (sim.BlockOf: 4 s apart, a transaction in the first
 // block at or after it), as the feed (/extended/v1/tx?type=contract_call) lists them
 // newest first at any moment. Agents' transactions come first in their
@@ -26,9 +26,8 @@ import (
 // entries are: an entry is rendered when a page is read.
 type Chain struct {
 	W *World
-	// Volume is the chain's contract calls a day, the agents' included;
-	// Strangers the strangers' share of it.
-	Volume, Strangers int
+	// Volume is the chain's contract calls a day, the agents' included.
+	Volume int
 	// cum[k] is how many entries are in the blocks before block k of the
 	// horizon (block 0 is at its start, block k BlockPeriod×k later).
 	cum []uint32
@@ -98,24 +97,13 @@ func AgentAddress(i int) string { return fmt.Sprintf("SP%06d", i) }
 // Poisson process, from seed) into blocks, volume calls a day in all; nil
 // when the agents alone make more than volume.
 func NewChain(w *World, volume int, seed uint64) *Chain {
-	secs := int(w.End.Sub(w.Start) / time.Second)
-	blocks := int(w.End.Sub(w.Start)/simulator.BlockPeriod) + 1
 	strangers := volume - int(math.Round(w.TxsPerDay()))
 	if strangers < 0 {
 		return nil
 	}
-	counts := make([]uint32, blocks)
-	rng := rand.New(rand.NewPCG(seed, seed^0xc4a1))
-	if strangers > 0 {
-		perSec := float64(strangers) / 86400
-		for t := 0.0; ; {
-			t += rng.ExpFloat64() / perSec
-			if t >= float64(secs) {
-				break
-			}
-			counts[blockIndex(w.Start, w.Start.Add(time.Duration(t*float64(time.Second))))]++
-		}
-	}
+	// The strangers' calls are the simulator's own traffic (sim's chain).
+	counts := simulator.StrangerBlocks(int64(seed), strangers, w.Start, w.End)
+	blocks := len(counts)
 	// Agents' transactions, by block; they take the first indexes of
 	// their block.
 	type placed struct {
@@ -126,7 +114,7 @@ func NewChain(w *World, volume int, seed uint64) *Chain {
 	for i, a := range w.Agents {
 		for j, tx := range a.Txs {
 			if !tx.At.Before(w.Start) && tx.At.Before(w.End) {
-				agents = append(agents, placed{blockIndex(w.Start, tx.At), agentTxRef{int32(i), int32(j)}})
+				agents = append(agents, placed{int(simulator.BlockOf(tx.At).Sub(w.Start) / simulator.BlockPeriod), agentTxRef{int32(i), int32(j)}})
 			}
 		}
 	}
@@ -135,7 +123,7 @@ func NewChain(w *World, volume int, seed uint64) *Chain {
 	for _, p := range agents {
 		agentsIn[p.sec]++
 	}
-	c := &Chain{W: w, Volume: volume, Strangers: strangers, cum: make([]uint32, blocks+1)}
+	c := &Chain{W: w, Volume: volume, cum: make([]uint32, blocks+1)}
 	for s := range blocks {
 		c.cum[s+1] = c.cum[s] + counts[s] + agentsIn[s]
 	}
@@ -169,12 +157,6 @@ func (c *Chain) Visible(now time.Time) int {
 		s = 0
 	}
 	return int(c.cum[min(s, len(c.cum)-1)])
-}
-
-// blockIndex is the number, from the block at start, of the block a
-// transaction at t is mined in.
-func blockIndex(start, t time.Time) int {
-	return int(simulator.BlockOf(t).Sub(start) / simulator.BlockPeriod)
 }
 
 // Feed is the feed's page at offset (limit entries) as Hiro answers it at
@@ -213,7 +195,7 @@ func (c *Chain) Entry(g int) hiro.Entry {
 		return e
 	}
 	// A stranger: its sender and call drawn from its ordinal.
-	h := mixBits(uint64(g))
+	h := simulator.Mix(uint64(g))
 	e.SenderAddress = fmt.Sprintf("ST%06d", h%50_000)
 	call := otherCall
 	if float64(h>>32)/(1<<32) < strangerAllowedShare {
@@ -267,11 +249,4 @@ func (c *Chain) agentSpan(lo, hi int) (a, b int) {
 	a = sort.Search(len(c.agentOrd), func(i int) bool { return int(c.agentOrd[i]) >= lo })
 	b = sort.Search(len(c.agentOrd), func(i int) bool { return int(c.agentOrd[i]) >= hi })
 	return a, max(a, b)
-}
-
-func mixBits(x uint64) uint64 {
-	x += 0x9e3779b97f4a7c15
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
-	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
-	return x ^ (x >> 31)
 }
