@@ -11,49 +11,38 @@ import (
 	"github.com/pacer-dev/pacer/internal/ingest"
 )
 
-// TestKeysAreTheDueOrder holds the simulation's precomputed order keys to
-// the policy's own order (ingest.Config.Less), among agents not critical
-// and among critical ones, under both policies.
-func TestKeysAreTheDueOrder(t *testing.T) {
+// TestDueSetIsTheDueOrder: the simulation's due set hands out the agents
+// due at a moment in the policy's own order (ingest.Config.Less, which the
+// store's query follows), critical ones first, under both policies.
+func TestDueSetIsTheDueOrder(t *testing.T) {
 	t.Parallel()
-	rng := rand.New(rand.NewPCG(1, 2))
+	now := start.Add(48 * time.Hour)
 	tiers := []ingest.Tier{ingest.Hot, ingest.Warm, ingest.Cold}
-	var agents []ingest.Agent
-	for i := range 300 {
-		a := ingest.Agent{Address: string(rune('a'+i%26)) + time.Duration(i).String(), Tier: tiers[rng.IntN(3)],
-			NextRunAt: start.Add(time.Duration(rng.IntN(30)) * time.Minute)}
-		if rng.IntN(5) > 0 {
-			v := start.Add(-time.Duration(rng.IntN(600)) * time.Minute)
-			a.LastVisitAt = &v
-		}
-		agents = append(agents, a)
-	}
-	farPast, farFuture := time.Time{}, time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, policy := range []ingest.Policy{ingest.PolicyOptimal, ingest.PolicyTiers} {
-		x := &sim{cfg: ingest.DefaultConfig()}
+		rng := rand.New(rand.NewPCG(1, 2))
+		x := &sim{cfg: ingest.DefaultConfig(), w: &World{}}
 		x.cfg.Policy = policy
-		for _, tc := range []struct {
-			now      time.Time
-			critical bool
-		}{{farPast, false}, {farFuture, true}} {
-			pool := agents
-			if !tc.critical {
-				// Never-visited agents are critical at any time.
-				pool = slices.DeleteFunc(slices.Clone(agents), func(a ingest.Agent) bool { return a.LastVisitAt == nil })
+		x.initAgents()
+		var want []ingest.Agent
+		for i := range 300 {
+			a := &agent{pos: [4]int{-1, -1, -1, -1}}
+			a.Address, a.Tier = string(rune('a'+i%26))+time.Duration(i).String(), tiers[rng.IntN(3)]
+			a.NextRunAt = now.Add(-time.Duration(rng.IntN(30)) * time.Minute)
+			if rng.IntN(5) > 0 { // visited, some past the staleness cap
+				v := now.Add(-time.Duration(rng.IntN(600)) * time.Minute)
+				a.LastVisitAt = &v
 			}
-			byLess := slices.Clone(pool)
-			slices.SortStableFunc(byLess, func(a, b ingest.Agent) int { return cmpBy(x.cfg.Less(a, b, tc.now), x.cfg.Less(b, a, tc.now)) })
-			byKey := slices.Clone(pool)
-			slices.SortStableFunc(byKey, func(a, b ingest.Agent) int {
-				ka, ca := x.keys(a)
-				kb, cb := x.keys(b)
-				if tc.critical {
-					ka, kb = ca, cb
-				}
-				return cmpBy(ka.less(kb), kb.less(ka))
-			})
-			require.Equal(t, byLess, byKey, "policy %s, critical %v", policy, tc.critical)
+			x.future.push(a)
+			want = append(want, a.Agent)
 		}
+		x.future.push(&agent{Agent: ingest.Agent{Address: "later", NextRunAt: now.Add(time.Minute)}, pos: [4]int{-1, -1, -1, -1}})
+		slices.SortFunc(want, func(a, b ingest.Agent) int { return cmpBy(x.cfg.Less(a, b, now), x.cfg.Less(b, a, now)) })
+		x.promote(now)
+		var got []ingest.Agent
+		for a := x.next(); a != nil; a = x.next() {
+			got = append(got, a.Agent)
+		}
+		require.Equal(t, want, got, "policy %s", policy)
 	}
 }
 

@@ -38,11 +38,11 @@ type Result struct {
 	// OnLists is the share of the time the tail read the allowlisted
 	// contracts' lists rather than the feed.
 	OnLists float64
-	// MonthLeft is the month quota left at the end; DryAt when the month
-	// refused a request; Refused counts 429s.
+	// MonthLeft is the month quota left at the end; DryAfter when the
+	// month first refused a request; Refused counts 429s.
 	HasMonth  bool
-	MonthLeft int64
-	DryAt     *time.Time
+	MonthLeft int
+	DryAfter  *time.Duration
 	Refused   int64
 }
 
@@ -76,7 +76,11 @@ func (x *sim) result(from, to time.Time) Result {
 		}
 	}
 	r.All = delays(all)
-	r.HasMonth, r.MonthLeft, r.DryAt = x.up.Quota.Limits.HasMonth(), int64(x.up.Quota.MonthLeft()), x.up.Quota.DryAt
+	r.HasMonth, r.MonthLeft = x.up.Quota.Limits.HasMonth(), x.up.Quota.MonthLeft()
+	if dry := x.up.Quota.DryAt; dry != nil {
+		d := dry.Sub(x.w.Start)
+		r.DryAfter = &d
+	}
 	if x.c != nil {
 		r.Volume = x.c.Volume
 		if x.onLists() {
@@ -107,16 +111,6 @@ type Report struct {
 	Took    time.Duration
 }
 
-func fmtMonth(r Result) string {
-	switch {
-	case !r.HasMonth:
-		return "—"
-	case r.DryAt != nil:
-		return fmt.Sprintf("%d (dry %s)", r.MonthLeft, r.DryAt.Format("Jan 2 15:04"))
-	}
-	return fmt.Sprintf("%d", r.MonthLeft)
-}
-
 func fmtDelays(d Delays) string {
 	if d.N == 0 {
 		return "—"
@@ -144,7 +138,7 @@ func (r Report) WriteChain(w io.Writer) {
 			rows = append(rows, []string{x.World, x.Strategy, vol, src, fmt.Sprintf("%.0f", x.PerDay(ReaderTail)),
 				fmt.Sprintf("%.0f", x.PerDay(ReaderReconciler)), fmt.Sprintf("%.0f", x.PerDay(ReaderDetails)),
 				fmt.Sprintf("%.0f", x.PerDay(ReaderVisits)), fmt.Sprintf("%.0f", x.PerDay("")), fmtDelays(x.All),
-				pbench.Human(x.All.Max), fmt.Sprint(x.Missed), fmt.Sprint(x.NeverFound), fmt.Sprint(x.Gaps), fmtMonth(x)})
+				pbench.Human(x.All.Max), fmt.Sprint(x.Missed), fmt.Sprint(x.NeverFound), fmt.Sprint(x.Gaps), pbench.Month(x.HasMonth, x.MonthLeft, x.DryAfter)})
 		}
 		pbench.WriteTable(w, cols, rows)
 	}
@@ -175,16 +169,8 @@ func (r Report) chainGoals() []pbench.Goal {
 	// details are paid: every reader together costs the month's pace, at
 	// every size, and that is what is compared there.
 	var out []pbench.Goal
-	type span struct{ lo, hi float64 }
-	spreads := map[string]*span{}
-	spread := func(key string, v float64) {
-		s := spreads[key]
-		if s == nil {
-			s = &span{math.Inf(1), 0}
-			spreads[key] = s
-		}
-		s.lo, s.hi = math.Min(s.lo, v), math.Max(s.hi, v)
-	}
+	spreads := map[string][]float64{}
+	spread := func(key string, v float64) { spreads[key] = append(spreads[key], v) }
 	for _, x := range r.Results {
 		if x.Volume == 0 {
 			continue
@@ -205,14 +191,13 @@ func (r Report) chainGoals() []pbench.Goal {
 		if x.HasMonth {
 			out = append(out, pbench.Goal{Scenario: "chain", Goal: fmt.Sprintf("the month-capped plan, %s, %d a day: 0 never found, p99 ≤ 5 min, never dry", x.World, x.Volume),
 				Got: fmt.Sprintf("%d never found, p99 %s, month left %d", x.NeverFound, pbench.Human(x.All.P99), x.MonthLeft),
-				Met: x.NeverFound == 0 && x.All.P99 <= 5*time.Minute && x.DryAt == nil && x.MonthLeft > 0})
+				Met: x.NeverFound == 0 && x.All.P99 <= 5*time.Minute && x.DryAfter == nil && x.MonthLeft > 0})
 		}
 	}
 	worst := map[string]float64{}
-	for key, s := range spreads {
-		kind := strings.Fields(key)[0]
-		if s.lo > 0 {
-			worst[kind] = math.Max(worst[kind], s.hi/s.lo-1)
+	for key, v := range spreads {
+		if kind := strings.Fields(key)[0]; slices.Min(v) > 0 {
+			worst[kind] = math.Max(worst[kind], slices.Max(v)/slices.Min(v)-1)
 		}
 	}
 	return append([]pbench.Goal{{Scenario: "chain", Goal: "cost independent of agents: the tail's requests a day differ by ≤ 10% across sizes at one chain volume",

@@ -151,7 +151,8 @@ func Simulate(w *World, c *Chain, b Budget, s Strategy, from, to time.Time) Resu
 	}
 	for now := w.Start; now.Before(w.End); {
 		began := now
-		now = later(x.run(&now), began.Add(sweepEvery), now)
+		next := x.run(&now) // not before the run ends, nor sweepEvery after it began
+		now = pbench.Latest(next, began.Add(sweepEvery), now)
 	}
 	return x.result(from, to)
 }
@@ -414,54 +415,21 @@ type agent struct {
 	seen []time.Time
 	// pos is where the agent sits in each heap of the due set (-1: not).
 	pos [4]int
-	// critAt is when the agent turns critical (ingest.Config.Critical);
-	// key and critKey are its place in the due order before and after.
-	critAt       time.Time
-	key, critKey orderKey
-}
-
-// orderKey is a place in the due order, as ingest.Config.Less orders: the
-// wait (critical agents only), the tier's rank (tiers only), the due time
-// and the address.
-type orderKey struct {
-	wait, rank, next int64
-	addr             string
-}
-
-func (k orderKey) less(o orderKey) bool {
-	switch {
-	case k.wait != o.wait:
-		return k.wait < o.wait
-	case k.rank != o.rank:
-		return k.rank < o.rank
-	case k.next != o.next:
-		return k.next < o.next
-	}
-	return k.addr < o.addr
-}
-
-// keys are a's places among agents not critical and among critical ones.
-func (x *sim) keys(a ingest.Agent) (due, critical orderKey) {
-	due = orderKey{next: a.NextRunAt.UnixNano(), addr: a.Address}
-	if x.cfg.Policy == ingest.PolicyTiers {
-		due.rank = int64(a.Tier.Rank())
-	}
-	critical = due
-	critical.wait = a.WaitingSince().UnixNano()
-	return due, critical
+	// critAt is when the agent turns critical (ingest.Config.Critical).
+	critAt time.Time
 }
 
 // initAgents gives every agent its state (never visited, due at the
-// start) and the due set its heaps: the policy's own order
-// (ingest.Config.Less) among agents not critical, and among critical
-// ones, by keys computed once per agent (TestKeysAreTheDueOrder holds
-// them to Less).
+// start) and the due set its heaps, in the policy's own order
+// (ingest.Config.Less, which the store's query follows) among agents not
+// critical (as at the dawn of time) and among critical ones (as at its
+// end); an agent's place changes only when it is visited, out of them.
 func (x *sim) initAgents() {
 	x.future = &agentHeap{id: 0, less: func(a, b *agent) bool {
 		return cmp.Or(a.NextRunAt.Compare(b.NextRunAt), cmp.Compare(a.Address, b.Address)) < 0
 	}}
-	x.due = &agentHeap{id: 1, less: func(a, b *agent) bool { return a.key.less(b.key) }}
-	x.critical = &agentHeap{id: 2, less: func(a, b *agent) bool { return a.critKey.less(b.critKey) }}
+	x.due = &agentHeap{id: 1, less: func(a, b *agent) bool { return x.cfg.Less(a.Agent, b.Agent, time.Time{}) }}
+	x.critical = &agentHeap{id: 2, less: func(a, b *agent) bool { return x.cfg.Less(a.Agent, b.Agent, endOfTime) }}
 	x.aging = &agentHeap{id: 3, less: func(a, b *agent) bool { return a.critAt.Before(b.critAt) }}
 	for i := range x.w.Agents {
 		a := &agent{i: i, spec: &x.w.Agents[i], resumeHi: -1, pos: [4]int{-1, -1, -1, -1}}
@@ -476,7 +444,6 @@ func (x *sim) initAgents() {
 func (x *sim) promote(now time.Time) {
 	for a := x.future.peek(); a != nil && !a.NextRunAt.After(now); a = x.future.peek() {
 		x.future.pop()
-		a.key, a.critKey = x.keys(a.Agent)
 		x.due.push(a)
 		a.critAt = a.NextRunAt // never visited: critical at once
 		if a.LastVisitAt != nil {
@@ -490,22 +457,27 @@ func (x *sim) promote(now time.Time) {
 	}
 }
 
+// endOfTime is when every agent is critical.
+var endOfTime = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// next takes the next agent to visit, in the due order, out of the due
+// set (nil: none is due).
+func (x *sim) next() *agent {
+	a := cmp.Or(x.critical.peek(), x.due.peek())
+	if a != nil {
+		x.critical.remove(a)
+		x.due.remove(a)
+		x.aging.remove(a)
+	}
+	return a
+}
+
 // visitBatch is the plan's Visit step: the next n agents in the due
 // order, one after another, until the budget stops one.
 func (x *sim) visitBatch(now *time.Time, n int) {
 	defer func() { x.lastVisit = *now }()
 	for range n {
-		a := x.critical.peek()
-		if a == nil {
-			a = x.due.peek()
-		}
-		if a == nil {
-			return
-		}
-		x.critical.remove(a)
-		x.due.remove(a)
-		x.aging.remove(a)
-		if !x.visit(a, now) {
+		if a := x.next(); a == nil || !x.visit(a, now) {
 			return
 		}
 	}
@@ -572,16 +544,6 @@ func (x *sim) pass(a *agent, now *time.Time, hi int) bool {
 		}
 		i--
 	}
-}
-
-func later(ts ...time.Time) time.Time {
-	out := ts[0]
-	for _, t := range ts[1:] {
-		if t.After(out) {
-			out = t
-		}
-	}
-	return out
 }
 
 // agentHeap is a heap of agents that knows where each agent sits, so an

@@ -78,7 +78,7 @@ func TestTailReadsTheListsWhenTheMonthBinds(t *testing.T) {
 	require.Positive(t, r.All.N)
 	require.Zero(t, r.NeverFound, "%+v", r)
 	require.LessOrEqual(t, r.All.P99, 5*time.Minute, "%+v", r)
-	require.Nil(t, r.DryAt)
+	require.Nil(t, r.DryAfter)
 
 	feed := Tail
 	feed.FeedOnly = true

@@ -17,8 +17,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"time"
-
-	"github.com/pacer-dev/pacer/internal/ingest"
 )
 
 // Tx is one transaction of an agent: a swap (an allowlisted call) or any
@@ -28,13 +26,10 @@ type Tx struct {
 	Swap bool
 }
 
-// AgentSpec is one simulated agent: its activity class, its true swap rate
-// and its transactions over the horizon, oldest first.
+// AgentSpec is one simulated agent: its transactions over the horizon,
+// oldest first.
 type AgentSpec struct {
-	Class ingest.Tier
-	// Rate is swaps a day.
-	Rate float64
-	Txs  []Tx
+	Txs []Tx
 }
 
 // World is a population of agents over a horizon.
@@ -45,18 +40,11 @@ type World struct {
 }
 
 // Class mix and swap rates (a day, log-uniform within each class): hot
-// agents trade every day, warm ones most weeks, cold ones now and then.
+// agents (5%) trade every day, warm ones (15%) most weeks, cold ones now
+// and then.
 // Other transactions (transfers, deploys, calls off the allowlist) come at
 // half an agent's swap rate plus one every 50 days.
-var classes = []struct {
-	class  ingest.Tier
-	share  float64
-	lo, hi float64
-}{
-	{ingest.Hot, 0.05, 2, 60},
-	{ingest.Warm, 0.15, 0.2, 2},
-	{ingest.Cold, 0.80, 0.005, 0.1},
-}
+var classes = []struct{ share, lo, hi float64 }{{0.05, 2, 60}, {0.15, 0.2, 2}, {0.80, 0.005, 0.1}}
 
 const otherBase = 0.02 // other transactions a day, on top of half the swap rate
 
@@ -75,13 +63,11 @@ func NewWorld(name string, n int, seed uint64, start, end time.Time) *World {
 			}
 		}
 		rate := math.Exp(math.Log(c.lo) + rng.Float64()*(math.Log(c.hi)-math.Log(c.lo)))
-		a := AgentSpec{Class: c.class, Rate: rate}
-		a.Txs = append(poisson(rng, rate, start, end, true), poisson(rng, rate/2+otherBase, start, end, false)...)
+		a := AgentSpec{Txs: append(poisson(rng, rate, start, end, true), poisson(rng, rate/2+otherBase, start, end, false)...)}
 		slices.SortFunc(a.Txs, func(x, y Tx) int { return x.At.Compare(y.At) })
 		w.Agents = append(w.Agents, a)
 	}
-	// Shuffle so that the classes are not in address order (the round
-	// robin walks addresses).
+	// Shuffle so that the classes are not in address order.
 	rng.Shuffle(len(w.Agents), func(i, j int) { w.Agents[i], w.Agents[j] = w.Agents[j], w.Agents[i] })
 	return w
 }

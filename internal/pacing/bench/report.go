@@ -289,7 +289,7 @@ func WriteTables(w io.Writer, outcomes []Outcome) {
 			if r.Baseline && base == nil {
 				base = &o.Results[i]
 			}
-			rows = append(rows, []string{r.Strategy, Pct(r.CapacityUsed), Pct(r.Rejected), reconverge(r.Steps), stale(r), month(r),
+			rows = append(rows, []string{r.Strategy, Pct(r.CapacityUsed), Pct(r.Rejected), reconverge(r.Steps), stale(r), Month(r.HasMonth, r.MonthLeft, r.DryAfter),
 				Count(r.ActionsPerDay), fmt.Sprintf("%d (%s)", r.EventsPerTick, Count(r.EventsPerDay)), versus(r, base)})
 		}
 		WriteTable(w, cols, rows)
@@ -331,14 +331,15 @@ func stale(r Result) string {
 	return Human(r.StaleP50) + " / " + Human(r.StaleP99)
 }
 
-func month(r Result) string {
+// Month is a month quota left at the end, and when it ran dry (nil: never).
+func Month(has bool, left int, dryAfter *time.Duration) string {
 	switch {
-	case !r.HasMonth:
+	case !has:
 		return "—"
-	case r.DryAfter != nil:
-		return fmt.Sprintf("%d (dry after %s)", r.MonthLeft, Human(*r.DryAfter))
+	case dryAfter != nil:
+		return fmt.Sprintf("%d (dry after %s)", left, Human(*dryAfter))
 	}
-	return fmt.Sprintf("%d", r.MonthLeft)
+	return fmt.Sprintf("%d", left)
 }
 
 // versus compares a result with the baseline's: how much more capacity, how

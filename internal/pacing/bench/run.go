@@ -121,7 +121,7 @@ func (s *taskSim) execute(at time.Time, p plan) runResult {
 	streak := 0 // server errors in a row
 	for i, item := range items {
 		if p.spacing > 0 {
-			t = latest(t, at.Add(time.Duration(i)*p.spacing))
+			t = Latest(t, at.Add(time.Duration(i)*p.spacing))
 		}
 		if !t.Before(s.end) {
 			break // the horizon cuts a run short: the next month is not ours to count

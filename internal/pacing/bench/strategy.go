@@ -3,6 +3,7 @@ package bench
 import (
 	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -79,7 +80,7 @@ func (r *runner) next(now, until time.Time) (time.Time, plan, bool) {
 	if r.last != nil {
 		at = r.last.Add(r.every)
 	}
-	at = latest(at, now)
+	at = Latest(at, now)
 	if r.budget == nil {
 		return at, r.plan, true
 	}
@@ -87,7 +88,7 @@ func (r *runner) next(now, until time.Time) (time.Time, plan, bool) {
 	if r.size > 0 {
 		want = min(want, r.size)
 	}
-	at, ok := r.budget.ready(latest(at, r.nextRunAfter), until, want)
+	at, ok := r.budget.ready(Latest(at, r.nextRunAfter), until, want)
 	// A batch the month cuts is Pick's choice; the window is Take's to
 	// enforce request by request (what it holds is learned again from each
 	// window's first answer).
@@ -202,7 +203,7 @@ func (b *shared) ready(at, until time.Time, want int) (time.Time, bool) {
 	for at.Before(until) {
 		n, retryAt, _ := b.st.Room(b.cfg, budget.LaneSweep, at)
 		if n == 0 {
-			at = latest(retryAt, at.Add(time.Second))
+			at = Latest(retryAt, at.Add(time.Second))
 			continue
 		}
 		window := b.st.MinuteCapacity(b.cfg, at) - 1 // less the fast lane's reserve
@@ -223,9 +224,7 @@ func (b *shared) monthRoom(at time.Time) int {
 	return int(n)
 }
 
-func latest(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
+// Latest is the latest of ts.
+func Latest(ts ...time.Time) time.Time {
+	return slices.MaxFunc(ts, time.Time.Compare)
 }
