@@ -46,16 +46,7 @@ const defaultBusyWindow = 10 * time.Minute
 
 // makeFeatures adds what f asks for; a busy swap is an ordinary route.
 func (g *generator) makeFeatures(f Features) {
-	var carriers []string
-	busy := ""
-	for _, a := range g.agents {
-		switch g.roles[a.STXAddress] {
-		case roleGenesis:
-			carriers = append(carriers, a.STXAddress)
-		case roleBusy:
-			busy = a.STXAddress
-		}
-	}
+	carriers, busy := g.withRole(roleGenesis), g.withRole(roleBusy)[0]
 	// The single transactions go to the ordinary genesis agents in turn, in
 	// the hour before the present.
 	next := 0

@@ -316,12 +316,7 @@ func (g *generator) makeOrdinaryTxs() {
 // makeSpecialTxs spreads the special cases over the ordinary genesis agents,
 // round robin, skipping agents whose list is full.
 func (g *generator) makeSpecialTxs() {
-	var carriers []string
-	for _, a := range g.agents {
-		if g.roles[a.STXAddress] == roleGenesis {
-			carriers = append(carriers, a.STXAddress)
-		}
-	}
+	carriers := g.withRole(roleGenesis)
 	g.rng.Shuffle(len(carriers), func(i, j int) { carriers[i], carriers[j] = carriers[j], carriers[i] })
 	next := 0
 	for _, c := range specialCases {
@@ -336,6 +331,17 @@ func (g *generator) makeSpecialTxs() {
 			}
 		}
 	}
+}
+
+// withRole is the addresses of the agents of role r, in generation order.
+func (g *generator) withRole(r role) []string {
+	var out []string
+	for _, a := range g.agents {
+		if g.roles[a.STXAddress] == r {
+			out = append(out, a.STXAddress)
+		}
+	}
+	return out
 }
 
 // add keeps tx unless a list it would join is full.
