@@ -132,22 +132,13 @@ type injector struct {
 	faults Faults
 }
 
-type bodyFault int
-
-const (
-	bodyIntact bodyFault = iota
-	bodyTruncated
-	bodyWrongType
-	bodyHuge
-)
-
 // fate is what the dice decided for one request.
 type fate struct {
 	delay      time.Duration
 	status     int // 0: let the handler answer
 	retryAfter int64
-	body       bodyFault
-	hugeBytes  int
+	// rewrite spoils the handler's body; nil leaves it intact.
+	rewrite func([]byte) []byte
 }
 
 // roll decides one request's fate. The dice are rolled in a fixed order and
@@ -174,11 +165,12 @@ func (in *injector) roll(r *http.Request) fate {
 	case hit(f.ServerError):
 		out.status = []int{http.StatusInternalServerError, http.StatusBadGateway, http.StatusServiceUnavailable}[in.rng.IntN(3)]
 	case hit(f.Truncated):
-		out.body = bodyTruncated
+		out.rewrite = func(body []byte) []byte { return body[:len(body)/2] }
 	case hit(f.WrongType):
-		out.body = bodyWrongType
+		out.rewrite = wrongType
 	case hit(f.Huge):
-		out.body, out.hugeBytes = bodyHuge, cmp.Or(f.HugeBytes, defaultHugeBytes)
+		n := cmp.Or(f.HugeBytes, defaultHugeBytes)
+		out.rewrite = func(body []byte) []byte { return pad(body, n) }
 	}
 	return out
 }
@@ -200,24 +192,15 @@ func (s *Server) inject(next http.Handler) http.Handler {
 		case f.status != 0:
 			writeError(w, f.status, http.StatusText(f.status))
 			return
-		case f.body == bodyIntact:
+		case f.rewrite == nil:
 			next.ServeHTTP(w, r)
 			return
 		}
 		buf := &recorder{ResponseWriter: w, held: new(bytes.Buffer)}
 		next.ServeHTTP(buf, r)
-		body := buf.held.Bytes()
-		switch f.body {
-		case bodyTruncated:
-			body = body[:len(body)/2]
-		case bodyWrongType:
-			body = wrongType(body)
-		case bodyHuge:
-			body = pad(body, f.hugeBytes)
-		}
 		w.Header().Del("Content-Length")
 		w.WriteHeader(cmp.Or(buf.status, http.StatusOK))
-		_, _ = w.Write(body)
+		_, _ = w.Write(f.rewrite(buf.held.Bytes()))
 	})
 }
 
