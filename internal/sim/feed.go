@@ -154,13 +154,13 @@ func (m merged) rankAt(p position) int {
 }
 
 // listOf is a list at at of the agents' transactions among txs that exist
-// then: those not yet mined on top, newest received first, then the mined
-// ones by position, newest first.
-func listOf(txs []*worldTx, at time.Time) merged {
+// then and keep accepts (nil: all): those not yet mined on top, newest
+// received first, then the mined ones by position, newest first.
+func listOf(txs []*worldTx, at time.Time, keep func(*worldTx) bool) merged {
 	m := merged{at: at}
 	for _, tx := range txs {
 		switch {
-		case !tx.exists(at):
+		case !tx.exists(at) || keep != nil && !keep(tx):
 		case inMempool(tx.statusAt(at)):
 			m.top = append(m.top, tx)
 		default:
@@ -179,11 +179,8 @@ func listOf(txs []*worldTx, at time.Time) merged {
 func (w *World) chainList(contract string, at time.Time, keep func(*worldTx) bool) merged {
 	w.mu.Lock()
 	w.generateAll(at)
-	txs := slices.DeleteFunc(slices.Clone(w.txs), func(tx *worldTx) bool {
-		return !keep(tx) || tx.fork && w.chain.cfg.CanonicalOnly
-	})
+	m := listOf(w.txs, at, func(tx *worldTx) bool { return keep(tx) && !(tx.fork && w.chain.cfg.CanonicalOnly) })
 	w.mu.Unlock()
-	m := listOf(txs, at)
 	m.s = w.chain.seq(contract, at)
 	return m
 }

@@ -309,7 +309,7 @@ func (w *World) listed(principal string, at time.Time) merged {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.generate(principal, at)
-	return listOf(w.lists[principal], at)
+	return listOf(w.lists[principal], at, nil)
 }
 
 // tx returns the transaction with txid (0x + lower-case hex), if it exists
