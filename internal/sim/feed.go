@@ -242,18 +242,11 @@ func writeList(w http.ResponseWriter, m merged, limit, offset int) {
 	writeJSON(w, http.StatusOK, txListJSON{Limit: limit, Offset: offset, Total: m.total(), Results: results})
 }
 
-// multipleFound and multipleMissing are the two shapes of a tx/multiple
-// entry.
-type multipleFound struct {
-	Found  bool   `json:"found"`
-	Result txJSON `json:"result"`
-}
-
-type multipleMissing struct {
+// multipleJSON is a tx/multiple entry: a transaction found, or the id
+// asked for ({"tx_id": …}).
+type multipleJSON struct {
 	Found  bool `json:"found"`
-	Result struct {
-		TxID string `json:"tx_id"`
-	} `json:"result"`
+	Result any  `json:"result"`
 }
 
 var prefixedTxid = regexp.MustCompile(`^0x[0-9a-fA-F]{64}$`)
@@ -291,7 +284,7 @@ func (s *Server) hiroTxMultiple(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := s.now()
-	out := make(map[string]any, len(ids))
+	out := make(map[string]multipleJSON, len(ids))
 	for _, id := range ids {
 		txid := strings.ToLower(id)
 		tx, ok := s.hiro.world.tx(txid, now)
@@ -302,12 +295,10 @@ func (s *Server) hiroTxMultiple(w http.ResponseWriter, r *http.Request) {
 		// A losing fork's transaction is not canonical and not in the
 		// mempool: not found here, though /tx/ serves it.
 		if !ok || tx.fork {
-			var miss multipleMissing
-			miss.Result.TxID = id
-			out[id] = miss
+			out[id] = multipleJSON{Result: map[string]string{"tx_id": id}}
 			continue
 		}
-		out[txid] = multipleFound{Found: true, Result: tx.render(now, eventWindow{offset: offset, limit: limit})}
+		out[txid] = multipleJSON{Found: true, Result: tx.render(now, eventWindow{offset: offset, limit: limit})}
 		s.trace.served(traceMultiple, false, txid)
 	}
 	writeJSON(w, http.StatusOK, out)

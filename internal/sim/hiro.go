@@ -107,9 +107,7 @@ func (c HiroConfig) withDefaults(origin time.Time) HiroConfig {
 type hiroSim struct {
 	world *World
 	plans
-	sunset bool
-	noV3   bool
-	costs  map[string]int
+	cfg HiroConfig
 }
 
 // newHiroSim builds the world of seed from the Tenero world's tokens, so the
@@ -125,11 +123,9 @@ func newHiroSim(seed int64, cfg HiroConfig, s *Server) *hiroSim {
 		return fallbackPrice(t)
 	}
 	return &hiroSim{
-		world:  newWorld(seed, cfg, s.Tokens(), price),
-		plans:  newPlans(cfg.Anonymous, cfg.Keyed, cfg.APIKeys),
-		sunset: cfg.Sunset,
-		noV3:   cfg.NoV3,
-		costs:  cfg.Costs,
+		world: newWorld(seed, cfg, s.Tokens(), price),
+		plans: newPlans(cfg.Anonymous, cfg.Keyed, cfg.APIKeys),
+		cfg:   cfg,
 	}
 }
 
@@ -202,7 +198,7 @@ var SunsetRoutes = []string{HiroAddressTransactionsRoute, HiroTxRoute, HiroTxLis
 // on, else h with the deprecation warning.
 func (s *Server) deprecated(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if s.hiro.sunset {
+		if s.hiro.cfg.Sunset {
 			writeJSON(w, http.StatusGone, struct {
 				Error   string `json:"error"`
 				Message string `json:"message"`
@@ -407,7 +403,7 @@ type v3Contract struct {
 // hiroPrincipalTransactions serves the current cursor endpoint: mined,
 // canonical transactions only, newest first by position, limit at most 50.
 func (s *Server) hiroPrincipalTransactions(w http.ResponseWriter, r *http.Request) {
-	if s.hiro.noV3 {
+	if s.hiro.cfg.NoV3 {
 		notFound(w, r)
 		return
 	}
@@ -518,7 +514,7 @@ const (
 // to keyed callers only. With a hidden limit the plan's limit is what the
 // headers advertise, and ratelimit-remaining what is really left.
 func (s *Server) hiroLimitFor(route string, next http.Handler) http.Handler {
-	cost := max(s.hiro.costs[route], 1)
+	cost := max(s.hiro.cfg.Costs[route], 1)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		now := s.now()
 		plan, d, ok := s.hiro.take(r, now, cost)

@@ -298,18 +298,14 @@ func (p *pusher) send(ctx context.Context, d *delivery, copyOf string) {
 	rec := d.rec
 	rec.Copy = copyOf
 	rec.SentAt = time.Now()
+	failed := func() bool { return rec.Status == 0 || rec.Status == http.StatusTooManyRequests || rec.Status >= 500 }
 	for attempt := 1; ; attempt++ {
-		rec.Status, rec.Answer, rec.Err = 0, nil, ""
 		status, answer, err := p.post(ctx, d.body)
+		rec.Status, rec.Answer, rec.Err = status, answer, ""
 		if err != nil {
 			rec.Err = err.Error()
-		} else {
-			rec.Status, rec.Answer = status, answer
 		}
-		if err == nil && status != http.StatusTooManyRequests && status < 500 || attempt >= p.cfg.Attempts || ctx.Err() != nil {
-			break
-		}
-		if p.sleep(ctx, time.Second) != nil {
+		if !failed() || attempt >= p.cfg.Attempts || ctx.Err() != nil || p.sleep(ctx, time.Second) != nil {
 			break
 		}
 	}
@@ -320,7 +316,7 @@ func (p *pusher) send(ctx context.Context, d *delivery, copyOf string) {
 		p.stats.Sent++
 		p.stats.ByStatus[rec.Status]++
 	}
-	if rec.Status == 0 || rec.Status == http.StatusTooManyRequests || rec.Status >= 500 {
+	if failed() {
 		p.stats.Failed++
 	}
 	switch copyOf {
