@@ -220,26 +220,19 @@ func (s *Server) hiroTxList(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	now := s.now()
-	m := s.hiro.world.feed(types, now)
-	if s.trace.on.Load() {
-		var ids []string
-		for _, tx := range m.page(offset, limit) {
-			ids = append(ids, tx.TxID)
-		}
-		s.trace.served(traceFeed, offset == 0, ids...)
-	}
-	writeList(w, m, limit, offset)
+	s.trace.served(traceFeed, offset == 0, writeList(w, s.hiro.world.feed(types, now), limit, offset)...)
 }
 
-// writeList answers a page of a list; list results never carry events,
-// event_count still tells how many.
-func writeList(w http.ResponseWriter, m merged, limit, offset int) {
+// writeList answers a page of a list, and returns it; list results never
+// carry events, event_count still tells how many.
+func writeList(w http.ResponseWriter, m merged, limit, offset int) []*worldTx {
 	page := m.page(offset, limit)
 	results := make([]txJSON, len(page))
 	for i, tx := range page {
 		results[i] = tx.render(m.at, eventWindow{})
 	}
 	writeJSON(w, http.StatusOK, txListJSON{Limit: limit, Offset: offset, Total: m.total(), Results: results})
+	return page
 }
 
 // multipleJSON is a tx/multiple entry: a transaction found, or the id
@@ -299,7 +292,7 @@ func (s *Server) hiroTxMultiple(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		out[txid] = multipleJSON{Found: true, Result: tx.render(now, eventWindow{offset: offset, limit: limit})}
-		s.trace.served(traceMultiple, false, txid)
+		s.trace.served(traceMultiple, false, tx)
 	}
 	writeJSON(w, http.StatusOK, out)
 }

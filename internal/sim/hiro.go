@@ -324,7 +324,7 @@ func (s *Server) hiroTx(w http.ResponseWriter, r *http.Request) {
 		}{"could not find transaction by ID", "could not find transaction by ID " + txid})
 		return
 	}
-	s.trace.served(traceDetail, false, txid)
+	s.trace.served(traceDetail, false, tx)
 	writeJSON(w, http.StatusOK, tx.render(now, eventWindow{offset: offset, limit: limit}))
 }
 

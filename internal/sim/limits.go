@@ -174,10 +174,8 @@ func (q *Quota) perMonth() int {
 
 // roll moves the windows to the ones holding now.
 func (q *Quota) roll(now time.Time) {
-	now = now.UTC()
 	l := q.Limits
-	month := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
-	if !month.Equal(q.monthStart) {
+	if month, _ := budget.MonthOf(now); !month.Equal(q.monthStart) {
 		used := 0
 		if q.monthStart.IsZero() {
 			used = min(max(l.MonthUsed, 0), q.perMonth())

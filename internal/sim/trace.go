@@ -43,8 +43,9 @@ func (s *Server) Traced() Trace {
 		Heads: append([]time.Time(nil), s.trace.tr.Heads...)}
 }
 
-// served notes txids served by one of the trace's maps (pick chooses it).
-func (t *tracer) served(pick func(*Trace) map[string]time.Time, head bool, txids ...string) {
+// served notes transactions served by one of the trace's maps (pick
+// chooses it).
+func (t *tracer) served(pick func(*Trace) map[string]time.Time, head bool, txs ...*worldTx) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !t.on.Load() {
@@ -55,9 +56,9 @@ func (t *tracer) served(pick func(*Trace) map[string]time.Time, head bool, txids
 		t.tr.Heads = append(t.tr.Heads, now)
 	}
 	m := pick(&t.tr)
-	for _, id := range txids {
-		if _, ok := m[id]; !ok {
-			m[id] = now
+	for _, tx := range txs {
+		if _, ok := m[tx.TxID]; !ok {
+			m[tx.TxID] = now
 		}
 	}
 }
