@@ -184,11 +184,7 @@ func (s *stream) day(d int) []*worldTx {
 	// (the day before numbers its own block's swaps).
 	block := func(t time.Time) time.Time { return later(blockFloor(t), blockCeil(from)) }
 	var times []time.Time
-	for t := 0.0; ; {
-		t += g.rng.ExpFloat64() / s.rate // in days
-		if t >= 1 {
-			break
-		}
+	for t := g.rng.ExpFloat64() / s.rate; t < 1; t += g.rng.ExpFloat64() / s.rate { // in days
 		times = append(times, block(from.Add(time.Duration(t*float64(24*time.Hour)))))
 	}
 	if s.busy {
