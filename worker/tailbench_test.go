@@ -123,7 +123,7 @@ func chainBenchFigure(agents, volume int) bench.Result {
 		}
 	}
 	rep := bench.RunChain(bench.ChainOptions{Sizes: []int{agents}, Volumes: []int{volume},
-		Budgets: []bench.Budget{keyed}, Horizon: 48 * time.Hour, Tail: bench.Tail})
+		Budgets: []bench.Budget{keyed}, Horizon: 48 * time.Hour, Tails: []bench.Strategy{bench.Tail}})
 	return rep.Results[0]
 }
 

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/pacer-dev/pacer/internal/catalog"
 	"github.com/pacer-dev/pacer/internal/hiro"
 	simulator "github.com/pacer-dev/pacer/internal/sim"
 )
@@ -26,6 +27,7 @@ import (
 // entries are: an entry is rendered when a page is read.
 type Chain struct {
 	W *World
+	A *Allowlist
 	// Volume is the chain's contract calls a day, the agents' included.
 	Volume int
 	// cum[k] is how many entries are in the blocks before block k of the
@@ -42,6 +44,10 @@ type Chain struct {
 // agentTxRef is an agent's transaction: World.Agents[agent].Txs[tx].
 type agentTxRef struct{ agent, tx int32 }
 
+func call(p catalog.Pair) *hiro.ContractCall {
+	return &hiro.ContractCall{ContractID: p.ContractID, FunctionName: p.Function}
+}
+
 // Shares of strangers' calls on the allowlisted pairs; the rest go
 // elsewhere (SPEC §8's world: a third swap through the DEXes that count).
 const strangerAllowedShare = 0.33
@@ -49,45 +55,50 @@ const strangerAllowedShare = 0.33
 // chainHeight0 is the block height of the horizon's first block.
 const chainHeight0 = 1_000_000
 
-// Allowlisted pairs of the benchmark's chain: agents' swaps go through
-// them; strangers call them and other contracts.
-var (
-	benchPairs = []pair{
-		{"SM1.xyk-core", "swap-x-for-y"},
-		{"SM1.xyk-core", "swap-y-for-x"},
-		{"SM1.stableswap-core", "swap-x-for-y"},
-		{"SP2.univ2-router", "swap-exact-tokens-for-tokens"},
-		{"SM1.router-multihop", "swap-helper-b"},
-		{"SP3.dlmm-core", "swap-x-for-y"},
+// Allowlist is a chain's allowlisted pairs: agents' swaps go through
+// them; strangers call them (strangerAllowedShare of their calls) and
+// other contracts. The tail's filter, the feed's share on the lists and
+// the contracts' readers (one list each) are the allowlist's.
+type Allowlist struct {
+	Name      string
+	pairs     []catalog.Pair
+	contracts map[string]bool
+}
+
+// NewAllowlist is the allowlist of pairs.
+func NewAllowlist(name string, pairs []catalog.Pair) *Allowlist {
+	a := &Allowlist{Name: name, pairs: pairs, contracts: map[string]bool{}}
+	for _, p := range pairs {
+		a.contracts[p.ContractID] = true
 	}
-	otherCall = pair{"SP9.token-transfer", "transfer"}
+	return a
+}
+
+// Allowlists: the benchmark's own 6 pairs on 5 contracts, and the
+// service's (internal/catalog: 139 pairs on 40 contracts).
+var (
+	BenchAllowlist = NewAllowlist("bench", []catalog.Pair{
+		{ContractID: "SM1.xyk-core", Function: "swap-x-for-y"},
+		{ContractID: "SM1.xyk-core", Function: "swap-y-for-x"},
+		{ContractID: "SM1.stableswap-core", Function: "swap-x-for-y"},
+		{ContractID: "SP2.univ2-router", Function: "swap-exact-tokens-for-tokens"},
+		{ContractID: "SM1.router-multihop", Function: "swap-helper-b"},
+		{ContractID: "SP3.dlmm-core", Function: "swap-x-for-y"},
+	})
+	ServiceAllowlist = NewAllowlist("service", catalog.Default().Pairs())
+	otherCall        = catalog.Pair{ContractID: "SP9.token-transfer", Function: "transfer"}
 )
 
-type pair struct{ contract, function string }
-
-func (p pair) call() *hiro.ContractCall {
-	return &hiro.ContractCall{ContractID: p.contract, FunctionName: p.function}
+// Allowed reports whether a (contract, function) pair counts.
+func (a *Allowlist) Allowed(contractID, function string) bool {
+	return slices.Contains(a.pairs, catalog.Pair{ContractID: contractID, Function: function})
 }
 
-// BenchAllowed reports whether a (contract, function) pair counts.
-func BenchAllowed(contractID, function string) bool {
-	return slices.Contains(benchPairs, pair{contractID, function})
-}
+// Contracts is how many allowlisted contracts have their own list.
+func (a *Allowlist) Contracts() int { return len(a.contracts) }
 
-// reconcileContracts is how many allowlisted contracts have their own
-// list, each read from the reconciler's cursor.
-func reconcileContracts() int {
-	seen := map[string]bool{}
-	for _, p := range benchPairs {
-		seen[p.contract] = true
-	}
-	return len(seen)
-}
-
-// onContract reports whether a contract is allowlisted (has a pair).
-func onContract(id string) bool {
-	return slices.ContainsFunc(benchPairs, func(p pair) bool { return p.contract == id })
-}
+// OnContract reports whether a contract is allowlisted (has a pair).
+func (a *Allowlist) OnContract(id string) bool { return a.contracts[id] }
 
 // AgentAddress is the address of agent i, as the per-agent simulation
 // names it.
@@ -96,7 +107,7 @@ func AgentAddress(i int) string { return fmt.Sprintf("SP%06d", i) }
 // NewChain lays the agents' transactions of w and strangers' calls (a
 // Poisson process, from seed) into blocks, volume calls a day in all; nil
 // when the agents alone make more than volume.
-func NewChain(w *World, volume int, seed uint64) *Chain {
+func NewChain(w *World, a *Allowlist, volume int, seed uint64) *Chain {
 	strangers := volume - int(math.Round(w.TxsPerDay()))
 	if strangers < 0 {
 		return nil
@@ -123,7 +134,7 @@ func NewChain(w *World, volume int, seed uint64) *Chain {
 	for _, p := range agents {
 		agentsIn[p.sec]++
 	}
-	c := &Chain{W: w, Volume: volume, cum: make([]uint32, blocks+1)}
+	c := &Chain{W: w, A: a, Volume: volume, cum: make([]uint32, blocks+1)}
 	for s := range blocks {
 		c.cum[s+1] = c.cum[s] + counts[s] + agentsIn[s]
 	}
@@ -187,21 +198,21 @@ func (c *Chain) Entry(g int) hiro.Entry {
 	if i, ok := slices.BinarySearch(c.agentOrd, uint32(g)); ok {
 		ref := c.agentRef[i]
 		e.SenderAddress = AgentAddress(int(ref.agent))
-		call := otherCall
+		p := otherCall
 		if c.W.Agents[ref.agent].Txs[ref.tx].Swap {
-			call = benchPairs[int(ref.tx)%len(benchPairs)]
+			p = c.A.pairs[int(ref.tx)%len(c.A.pairs)]
 		}
-		e.ContractCall = call.call()
+		e.ContractCall = call(p)
 		return e
 	}
 	// A stranger: its sender and call drawn from its ordinal.
 	h := simulator.Mix(uint64(g))
 	e.SenderAddress = fmt.Sprintf("ST%06d", h%50_000)
-	call := otherCall
+	p := otherCall
 	if float64(h>>32)/(1<<32) < strangerAllowedShare {
-		call = benchPairs[(h>>8)%uint64(len(benchPairs))]
+		p = c.A.pairs[(h>>8)%uint64(len(c.A.pairs))]
 	}
-	e.ContractCall = call.call()
+	e.ContractCall = call(p)
 	return e
 }
 

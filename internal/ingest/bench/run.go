@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 
@@ -50,8 +51,9 @@ type ChainOptions struct {
 	// which is the point.
 	PerAgentUpTo int
 	PerAgent     []ingest.Policy
-	// Tail is the tail's strategy (a what-if may set its Batch).
-	Tail Strategy
+	// Tails are the tail's strategies, each on a chain of its allowlist
+	// (a what-if may set their Batch).
+	Tails []Strategy
 }
 
 // RunChain runs the tail (and per-agent optimal) over every size, volume
@@ -80,14 +82,16 @@ func RunChain(o ChainOptions) Report {
 				}
 			}
 			for _, v := range o.Volumes {
-				jobs = append(jobs, func() []Result {
-					w := NewWorld(name, n, seed, start, end)
-					c := NewChain(w, v, seed^uint64(v))
-					if c == nil {
-						return nil // the agents alone make more calls than v a day
-					}
-					return []Result{Simulate(w, c, b, o.Tail, from, to)}
-				})
+				for _, s := range o.Tails {
+					jobs = append(jobs, func() []Result {
+						w := NewWorld(name, n, seed, start, end)
+						c := NewChain(w, cmp.Or(s.Allowlist, BenchAllowlist), v, seed^uint64(v))
+						if c == nil {
+							return nil // the agents alone make more calls than v a day
+						}
+						return []Result{Simulate(w, c, b, s, from, to)}
+					})
+				}
 			}
 		}
 	}

@@ -35,10 +35,16 @@ type Strategy struct {
 	// Batch is how many transactions one tx/multiple request asks for
 	// (0: hiro.MaxBatch, as the service does; more is a what-if).
 	Batch int
+	// Allowlist is the tail's chain's (nil: BenchAllowlist).
+	Allowlist *Allowlist
 }
 
-// Tail is the service's discovery engine reading the chain's tail.
-var Tail = Strategy{Name: "tail (discovery engine)"}
+// Tail is the service's discovery engine reading the chain's tail, on
+// the benchmark's allowlist; ServiceTail on the service's own.
+var (
+	Tail        = Strategy{Name: "tail (discovery engine)"}
+	ServiceTail = Strategy{Name: "tail, the service's allowlist", Allowlist: ServiceAllowlist}
+)
 
 // Readers, as the results split requests.
 const (
@@ -147,7 +153,7 @@ func Simulate(w *World, c *Chain, b Budget, s Strategy, from, to time.Time) Resu
 		x.initAgents()
 	} else {
 		x.c, x.recAt, x.decided = c, c.Visible(w.Start), w.Start
-		x.filter = discovery.Filter{Agent: func(a string) bool { return agents[a] }, Allowed: BenchAllowed}
+		x.filter = discovery.Filter{Agent: func(a string) bool { return agents[a] }, Allowed: c.A.Allowed}
 	}
 	for now := w.Start; now.Before(w.End); {
 		began := now
@@ -258,7 +264,7 @@ func (x *sim) decideSource(now time.Time) {
 	}
 	x.decided = now
 	if !x.s.FeedOnly {
-		x.source = discovery.PlanSource(cmp.Or(x.source, discovery.SourceFeed), x.traffic, reconcileContracts(),
+		x.source = discovery.PlanSource(cmp.Or(x.source, discovery.SourceFeed), x.traffic, x.c.A.Contracts(),
 			TailEvery, x.st.Rate(x.bcfg, budget.LaneSweep, now))
 	}
 }
@@ -288,7 +294,7 @@ func (x *sim) walk(now *time.Time) bool {
 	}
 	for !x.scan.Done() && x.take(now, ReaderTail) {
 		entries, total := x.c.Feed(*now, x.scan.NextOffset(), hiro.MaxLimit)
-		x.traffic.ObserveFeed(total, entries, onContract, *now)
+		x.traffic.ObserveFeed(total, entries, x.c.A.OnContract, *now)
 		var batch, seen [][2]int
 		for _, e := range x.scan.AddFeed(entries, total).Fresh {
 			if !x.filter.Candidate(e) {
@@ -326,7 +332,7 @@ func (x *sim) probe(now *time.Time) {
 	if x.take(now, ReaderTail) {
 		x.probeAt = *now
 		entries, total := x.c.Feed(*now, 0, hiro.MaxLimit)
-		x.traffic.ObserveFeed(total, entries, onContract, *now)
+		x.traffic.ObserveFeed(total, entries, x.c.A.OnContract, *now)
 	}
 }
 
@@ -363,7 +369,7 @@ func (x *sim) reconcile(now *time.Time, primary bool) bool {
 	if x.recTo == 0 {
 		x.recTo = x.c.Visible(*now)
 	}
-	head, k, reader := x.recTo, reconcileContracts(), ReaderReconciler
+	head, k, reader := x.recTo, x.c.A.Contracts(), ReaderReconciler
 	if primary {
 		reader = ReaderTail
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/pacer-dev/pacer/internal/catalog"
 	"github.com/pacer-dev/pacer/internal/discovery"
 	"github.com/pacer-dev/pacer/internal/hiro"
 	"github.com/pacer-dev/pacer/internal/ingest"
@@ -18,7 +19,7 @@ import (
 func TestChainFeedShifts(t *testing.T) {
 	t.Parallel()
 	w := NewWorld("small", 300, 3, start, start.Add(24*time.Hour))
-	c := NewChain(w, 200_000, 3)
+	c := NewChain(w, BenchAllowlist, 200_000, 3)
 	at := start.Add(6 * time.Hour)
 	page, total := c.Feed(at, 0, hiro.MaxLimit)
 	require.Len(t, page, hiro.MaxLimit)
@@ -36,7 +37,7 @@ func TestChainFeedShifts(t *testing.T) {
 	// among them; a chain quieter than the agents alone is none.
 	require.InEpsilon(t, 200_000, float64(c.Visible(w.End)), 0.03)
 	require.InEpsilon(t, 200_000-len(c.agentOrd), float64(c.Visible(w.End)-len(c.agentOrd)), 0.03)
-	require.Nil(t, NewChain(w, len(c.agentOrd)/2, 3))
+	require.Nil(t, NewChain(w, BenchAllowlist, len(c.agentOrd)/2, 3))
 	// Every agent transaction renders as its agent's.
 	for k := 0; k < len(c.agentOrd); k += 97 {
 		e := c.Entry(int(c.agentOrd[k]))
@@ -52,7 +53,7 @@ func TestTailFindsEverySwap(t *testing.T) {
 	tailCost := map[int]float64{}
 	for _, n := range []int{1_000, 10_000} {
 		w := NewWorld("w", n, 5, start, start.Add(24*time.Hour))
-		r := Simulate(w, NewChain(w, 40_000, 5), Budgets[0], Tail, start.Add(time.Hour), w.End.Add(-time.Hour))
+		r := Simulate(w, NewChain(w, BenchAllowlist, 40_000, 5), Budgets[0], Tail, start.Add(time.Hour), w.End.Add(-time.Hour))
 		require.Positive(t, r.All.N)
 		require.Zero(t, r.NeverFound, "%d agents", n)
 		require.Zero(t, r.Missed, "%d agents: the reconciler found nothing the tail had not", n)
@@ -71,7 +72,7 @@ func TestTailFindsEverySwap(t *testing.T) {
 func TestTailReadsTheListsWhenTheMonthBinds(t *testing.T) {
 	t.Parallel()
 	w := NewWorld("w", 1_000, 5, start, start.Add(24*time.Hour))
-	c := NewChain(w, 200_000, 5)
+	c := NewChain(w, BenchAllowlist, 200_000, 5)
 	from, to := start.Add(3*time.Hour), w.End.Add(-time.Hour)
 	r := Simulate(w, c, Budgets[2], Tail, from, to)
 	require.Greater(t, r.OnLists, 0.9, "%+v", r)
@@ -91,9 +92,34 @@ func TestTailReadsTheListsWhenTheMonthBinds(t *testing.T) {
 func TestChainReportShape(t *testing.T) {
 	t.Parallel()
 	rep := RunChain(ChainOptions{Sizes: []int{200}, Volumes: []int{10_000}, Budgets: Budgets,
-		Horizon: 12 * time.Hour, ShortMonth: true, PerAgentUpTo: 200, PerAgent: []ingest.Policy{ingest.PolicyOptimal}, Tail: Tail})
+		Horizon: 12 * time.Hour, ShortMonth: true, PerAgentUpTo: 200, PerAgent: []ingest.Policy{ingest.PolicyOptimal}, Tails: []Strategy{Tail}})
 	require.Len(t, rep.Results, 2*len(Budgets))
 	if testing.Verbose() {
 		rep.WriteChain(os.Stdout)
 	}
+}
+
+// TestServiceAllowlistIsTheCatalog: the chain on the service's allowlist
+// lays the agents' swaps on the catalog's pairs and its contracts' readers
+// are the catalog's contracts.
+func TestServiceAllowlistIsTheCatalog(t *testing.T) {
+	t.Parallel()
+	cat := catalog.Default()
+	contracts := map[string]bool{}
+	for _, p := range cat.Pairs() {
+		contracts[p.ContractID] = true
+	}
+	require.Equal(t, len(contracts), ServiceAllowlist.Contracts())
+	w := NewWorld("small", 300, 3, start, start.Add(24*time.Hour))
+	c := NewChain(w, ServiceAllowlist, 40_000, 3)
+	swaps := 0
+	for k, ref := range c.agentRef {
+		e := c.Entry(int(c.agentOrd[k]))
+		swap := w.Agents[ref.agent].Txs[ref.tx].Swap
+		require.Equal(t, swap, cat.Allowed(e.ContractCall.ContractID, e.ContractCall.FunctionName))
+		if swap {
+			swaps++
+		}
+	}
+	require.Positive(t, swaps)
 }

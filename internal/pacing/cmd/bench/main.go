@@ -48,8 +48,11 @@ func main() {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			os.Exit(2)
 		}
-		if o.Tail.Batch = *detailBatch; o.Tail.Batch > 0 {
-			fmt.Printf("What-if: %d transactions per tx/multiple request (the service asks hiro.MaxBatch).\n\n", o.Tail.Batch)
+		for i := range o.Tails {
+			o.Tails[i].Batch = *detailBatch
+		}
+		if *detailBatch > 0 {
+			fmt.Printf("What-if: %d transactions per tx/multiple request (the service asks hiro.MaxBatch).\n\n", *detailBatch)
 		}
 		discovery.RunChain(o).WriteChain(os.Stdout)
 	}
@@ -59,7 +62,7 @@ func main() {
 // plan unless the flags pick some (one world alone runs in seconds).
 func chainOptions(agents, volumes, plans string, perAgentUpTo int) (discovery.ChainOptions, error) {
 	o := discovery.ChainOptions{Sizes: discovery.ChainSizes, Volumes: discovery.ChainVolumes,
-		Budgets: discovery.Budgets, Horizon: 48 * time.Hour, Tail: discovery.Tail,
+		Budgets: discovery.Budgets, Horizon: 48 * time.Hour, Tails: []discovery.Strategy{discovery.Tail, discovery.ServiceTail},
 		PerAgentUpTo: perAgentUpTo, PerAgent: []ingest.Policy{ingest.PolicyTiers, ingest.PolicyOptimal}}
 	var err error
 	if o.Sizes, err = ints(agents, o.Sizes); err != nil {
