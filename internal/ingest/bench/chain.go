@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/pacer-dev/pacer/internal/catalog"
@@ -138,8 +139,7 @@ func NewChain(w *World, a *Allowlist, volume int, seed uint64) *Chain {
 	for s := range blocks {
 		c.cum[s+1] = c.cum[s] + counts[s] + agentsIn[s]
 	}
-	c.agentOrd = make([]uint32, len(agents))
-	c.agentRef = make([]agentTxRef, len(agents))
+	c.swapsBefore = make([]uint32, len(agents)+1)
 	k := 0
 	for i, p := range agents {
 		if i > 0 && agents[i-1].sec == p.sec {
@@ -147,11 +147,8 @@ func NewChain(w *World, a *Allowlist, volume int, seed uint64) *Chain {
 		} else {
 			k = 0
 		}
-		c.agentOrd[i] = c.cum[p.sec] + uint32(k)
-		c.agentRef[i] = p.ref
-	}
-	c.swapsBefore = make([]uint32, len(agents)+1)
-	for i, p := range agents {
+		c.agentOrd = append(c.agentOrd, c.cum[p.sec]+uint32(k))
+		c.agentRef = append(c.agentRef, p.ref)
 		c.swapsBefore[i+1] = c.swapsBefore[i]
 		if w.Agents[p.ref.agent].Txs[p.ref.tx].Swap {
 			c.swapsBefore[i+1]++
@@ -216,26 +213,18 @@ func (c *Chain) Entry(g int) hiro.Entry {
 	return e
 }
 
-// AgentTx returns the agent's transaction an entry of ordinal g is, if it
-// is one.
-func (c *Chain) AgentTx(g int) (agent, tx int, ok bool) {
+// AgentTx returns the agent's transaction a rendered entry is, if it is
+// one (its txid is its ordinal).
+func (c *Chain) AgentTx(e hiro.Entry) (agent, tx int, ok bool) {
+	g, err := strconv.ParseUint(strings.TrimPrefix(e.TxID, "0x"), 16, 32)
+	if err != nil {
+		return 0, 0, false
+	}
 	i, ok := slices.BinarySearch(c.agentOrd, uint32(g))
 	if !ok {
 		return 0, 0, false
 	}
 	return int(c.agentRef[i].agent), int(c.agentRef[i].tx), true
-}
-
-// Ordinal is the ordinal of a rendered entry.
-func Ordinal(e hiro.Entry) int {
-	if len(e.TxID) < 16 {
-		return -1
-	}
-	g, err := strconv.ParseUint(e.TxID[len(e.TxID)-16:], 16, 64)
-	if err != nil {
-		return -1
-	}
-	return int(g)
 }
 
 // AllowedIn counts the entries of ordinals [lo, hi) on the allowlisted

@@ -38,12 +38,9 @@ type Result struct {
 	// OnLists is the share of the time the tail read the allowlisted
 	// contracts' lists rather than the feed.
 	OnLists float64
-	// MonthLeft is the month quota left at the end; DryAfter when the
-	// month first refused a request; Refused counts 429s.
-	HasMonth  bool
-	MonthLeft int
-	DryAfter  *time.Duration
-	Refused   int64
+	// Month is the month quota at the end; Refused counts 429s.
+	pbench.Month
+	Refused int64
 }
 
 // PerDay is a reader's requests a day (all readers for "").
@@ -76,11 +73,7 @@ func (x *sim) result(from, to time.Time) Result {
 		}
 	}
 	r.All = delays(all)
-	r.HasMonth, r.MonthLeft = x.up.Quota.Limits.HasMonth(), x.up.Quota.MonthLeft()
-	if dry := x.up.Quota.DryAt; dry != nil {
-		d := dry.Sub(x.w.Start)
-		r.DryAfter = &d
-	}
+	r.Month = x.up.Month()
 	if x.c != nil {
 		r.Volume = x.c.Volume
 		if x.onLists() {
@@ -138,7 +131,7 @@ func (r Report) WriteChain(w io.Writer) {
 			rows = append(rows, []string{x.World, x.Strategy, vol, src, fmt.Sprintf("%.0f", x.PerDay(ReaderTail)),
 				fmt.Sprintf("%.0f", x.PerDay(ReaderReconciler)), fmt.Sprintf("%.0f", x.PerDay(ReaderDetails)),
 				fmt.Sprintf("%.0f", x.PerDay(ReaderVisits)), fmt.Sprintf("%.0f", x.PerDay("")), fmtDelays(x.All),
-				pbench.Human(x.All.Max), fmt.Sprint(x.Missed), fmt.Sprint(x.NeverFound), fmt.Sprint(x.Gaps), pbench.Month(x.HasMonth, x.MonthLeft, x.DryAfter)})
+				pbench.Human(x.All.Max), fmt.Sprint(x.Missed), fmt.Sprint(x.NeverFound), fmt.Sprint(x.Gaps), x.Month.Cell()})
 		}
 		pbench.WriteTable(w, cols, rows)
 	}

@@ -300,7 +300,7 @@ func (x *sim) walk(now *time.Time) bool {
 			if !x.filter.Candidate(e) {
 				continue
 			}
-			if a, t, ok := x.c.AgentTx(Ordinal(e)); ok {
+			if a, t, ok := x.c.AgentTx(e); ok {
 				seen = append(seen, [2]int{a, t})
 				if x.found[a][t].IsZero() {
 					batch = append(batch, [2]int{a, t})

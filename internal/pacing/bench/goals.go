@@ -24,25 +24,15 @@ func Goals(outcomes []Outcome) []Goal {
 				Goal{Scenario: name, Goal: "capacity used ≥ 95%", Got: Pct(p.CapacityUsed), Met: p.CapacityUsed >= 0.95},
 				Goal{Scenario: name, Goal: "rejected ≤ 1%", Got: Pct(p.Rejected), Met: p.Rejected <= 0.01})
 			for _, s := range p.Steps {
-				g := Goal{Scenario: name, Goal: fmt.Sprintf("re-converges ≤ 2m after the step at %s", Human(s.At)), Got: "never"}
-				if s.Converged {
-					g.Got, g.Met = Human(s.After), s.After <= 2*time.Minute
-				}
-				goals = append(goals, g)
+				goals = append(goals, s.goal(name, "re-converges ≤ 2m after the step at %s"))
 			}
 		}
 		if o.Scenario.Blip {
 			goals = append(goals, Goal{Scenario: name, Goal: "one bad run costs ≤ 2 runs at a reduced pace (SPEC §3.3)",
 				Got: fmt.Sprintf("%d", p.ReducedRuns), Met: p.ReducedRuns <= 2})
 		}
-		if name == "storm" {
-			// The storm's end is its last step.
-			s := p.Steps[len(p.Steps)-1]
-			g := Goal{Scenario: name, Goal: fmt.Sprintf("recovers ≤ 2m after the storm ends at %s", Human(s.At)), Got: "never"}
-			if s.Converged {
-				g.Got, g.Met = Human(s.After), s.After <= 2*time.Minute
-			}
-			goals = append(goals, g)
+		if name == "storm" { // the storm's end is its last step
+			goals = append(goals, p.Steps[len(p.Steps)-1].goal(name, "recovers ≤ 2m after the storm ends at %s"))
 		}
 		if p.HasMonth && name != "default" {
 			g := Goal{Scenario: name, Goal: "month quota never exhausted early", Got: fmt.Sprintf("%d left at the month's end, never refused", p.MonthLeft), Met: true}
@@ -64,6 +54,16 @@ func Goals(outcomes []Outcome) []Goal {
 		}
 	}
 	return goals
+}
+
+// goal is a step's re-convergence within 2 minutes, as goal (its format
+// takes the step's time) says.
+func (s Step) goal(scenario, goal string) Goal {
+	g := Goal{Scenario: scenario, Goal: fmt.Sprintf(goal, Human(s.At)), Got: "never"}
+	if s.Converged {
+		g.Got, g.Met = Human(s.After), s.After <= 2*time.Minute
+	}
+	return g
 }
 
 func find(rs []Result, strategy string) *Result {

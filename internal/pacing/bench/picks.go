@@ -31,11 +31,11 @@ func StarterPicks(horizon time.Duration) []PricePick {
 		}
 	}
 	task := sc.Tasks[0]
-	s := newTaskSim(task, sc.Start, horizon)
+	s := newTaskSim(task, start, horizon)
 	var picks []PricePick
 	s.onPick = func(at time.Time, checked []*time.Time, n int, picked []int) {
 		picks = append(picks, PricePick{At: at, Checked: checked, Static: task.Work.Static, N: n, Picked: slices.Clone(picked)})
 	}
-	s.simulate(Pacer().build(task, sc.Start))
+	s.simulate(Pacer().build(task, start))
 	return picks
 }

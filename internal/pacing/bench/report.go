@@ -30,11 +30,9 @@ type Result struct {
 	// every token; HasStaleness is false without a prices task.
 	HasStaleness       bool
 	StaleP50, StaleP99 time.Duration
-	// MonthLeft is the month quota left at the horizon (the month's end in
-	// the month scenario); DryAfter is when it first refused us, if it did.
-	HasMonth  bool
-	MonthLeft int
-	DryAfter  *time.Duration
+	// Month is the month quota at the horizon (the month's end in the
+	// month scenario).
+	Month
 	// ActionsPerDay and EventsPerDay price the runs by pacing.Cost, with
 	// one timer per wake-up; FloorPerDay is what they cannot go below: a
 	// timer per wake-up, an activity a run and its heartbeats.
@@ -70,12 +68,15 @@ type Outcome struct {
 
 // Run simulates every strategy of a scenario.
 func Run(sc Scenario) Outcome {
-	out := Outcome{Scenario: sc}
-	for _, st := range sc.Strategies {
+	out, strategies := Outcome{Scenario: sc}, sc.Strategies
+	if strategies == nil {
+		strategies = []Strategy{FixedCron(0), TokenBucket(), Seed(), Pacer()}
+	}
+	for _, st := range strategies {
 		sims := make([]*taskSim, len(sc.Tasks))
 		for i, t := range sc.Tasks {
-			sims[i] = newTaskSim(t, sc.Start, sc.Duration)
-			sims[i].simulate(st.build(t, sc.Start))
+			sims[i] = newTaskSim(t, start, sc.Duration)
+			sims[i].simulate(st.build(t, start))
 		}
 		r := measure(sims, pacing.DefaultCost())
 		r.Strategy, r.Baseline = st.Name, st.Baseline
@@ -104,32 +105,30 @@ func measure(sims []*taskSim, cost pacing.Cost) Result {
 	var floor float64
 	wakeups := map[int64]bool{}
 	for i, s := range sims {
-		r.Requests += s.requests
-		r.Rejected += float64(s.rejected)
 		r.Runs += len(s.runs)
 		minutes := len(s.okPerMinute)
 		if s.finishedAt != nil {
 			minutes = min(minutes, int((s.finishedAt.Sub(s.start)+time.Minute-1)/time.Minute))
 		}
 		span := time.Duration(minutes) * time.Minute
-		c := 0.0
+		// A walk does a fixed round of work; the capacity it leaves unused
+		// is not a goal, so it does not count.
+		c, walk := 0.0, s.task.Work.Kind == Walk
 		for m := range minutes {
 			p := s.task.Hidden.at(time.Duration(m) * time.Minute)
-			c += float64(p.PerMinute - p.Noisy)
-			used += float64(s.okPerMinute[m])
+			if !walk {
+				c += float64(p.PerMinute - p.Noisy)
+				used += float64(s.okPerMinute[m])
+			}
 		}
 		if pm := s.task.Hidden.PerMonth; pm > 0 {
 			monthStart, monthEnd := budget.MonthOf(s.start)
 			c = min(c, float64(pm)*float64(span)/float64(monthEnd.Sub(monthStart)))
 		}
-		// A walk does a fixed round of work; the capacity it leaves unused
-		// is not a goal, so it does not count.
-		if s.task.Work.Kind != Walk {
-			capacity += c
-		} else {
-			used -= float64(sum(s.okPerMinute[:minutes]))
-		}
+		capacity += c
 		for _, run := range s.runs {
+			r.Requests += run.requests
+			r.Rejected += float64(run.rejected)
 			hb := cost.Heartbeats(run.end.Sub(run.start))
 			perTask[i] += float64(1 + hb)
 			floor += float64(1 + hb)
@@ -148,11 +147,7 @@ func measure(sims []*taskSim, cost pacing.Cost) Result {
 			r.StaleP50, r.StaleP99 = staleness(s)
 		}
 		if s.task.Hidden.PerMonth > 0 && !r.HasMonth {
-			r.HasMonth, r.MonthLeft = true, s.up.Quota.MonthLeft()
-			if s.up.Quota.DryAt != nil {
-				d := s.up.Quota.DryAt.Sub(s.start)
-				r.DryAfter = &d
-			}
+			r.Month = s.up.Month()
 		}
 	}
 	r.Steps = steps(sims[0])
@@ -269,14 +264,6 @@ func (s *taskSim) onTarget(m int) bool {
 	return s.okPerMinute[m]*10 >= c*9 && s.rejectedPerMinute[m]*100 <= c
 }
 
-func sum(v []int) int {
-	n := 0
-	for _, x := range v {
-		n += x
-	}
-	return n
-}
-
 // WriteTables writes one Markdown table per scenario.
 func WriteTables(w io.Writer, outcomes []Outcome) {
 	cols := []string{"strategy", ">capacity used", ">rejected", ">re-converge", ">staleness p50 / p99", ">month left",
@@ -289,19 +276,25 @@ func WriteTables(w io.Writer, outcomes []Outcome) {
 			if r.Baseline && base == nil {
 				base = &o.Results[i]
 			}
-			rows = append(rows, []string{r.Strategy, Pct(r.CapacityUsed), Pct(r.Rejected), reconverge(r.Steps), stale(r), Month(r.HasMonth, r.MonthLeft, r.DryAfter),
+			rows = append(rows, []string{r.Strategy, Pct(r.CapacityUsed), Pct(r.Rejected), reconverge(r.Steps), stale(r), r.Month.Cell(),
 				Count(r.ActionsPerDay), fmt.Sprintf("%d (%s)", r.EventsPerTick, Count(r.EventsPerDay)), versus(r, base)})
 		}
 		WriteTable(w, cols, rows)
-		notes := []string{finishNotes(o.Results), "", perTaskNotes(o.Results)}
-		if o.Scenario.Blip {
-			parts := make([]string, len(o.Results))
-			for i, r := range o.Results {
-				parts[i] = fmt.Sprintf("%s %d", r.Strategy, r.ReducedRuns)
+		rs := o.Results
+		notes := []string{note("Crawl done after: ", ", ", rs, func(r Result) (string, bool) {
+			if r.FinishedAfter == nil {
+				return "", false
 			}
-			notes[1] = "Runs at a reduced pace after the bad run (of the runs the cadence has room for until the horizon, those not on time or not in full): " +
-				strings.Join(parts, ", ") + "."
+			return " " + Human(*r.FinishedAfter), true
+		})}
+		if notes[0] != "" {
+			notes[0] += note(" Not done within the horizon: ", ", ", rs, func(r Result) (string, bool) { return "", r.FinishedAfter == nil })
 		}
+		if o.Scenario.Blip {
+			notes = append(notes, note("Runs at a reduced pace after the bad run (of the runs the cadence has room for until the horizon, those not on time or not in full): ",
+				", ", rs, func(r Result) (string, bool) { return fmt.Sprintf(" %d", r.ReducedRuns), true }))
+		}
+		notes = append(notes, note("Actions/day by task: ", "; ", rs, func(r Result) (string, bool) { return ": " + r.PerTask, r.PerTask != "" }))
 		for _, n := range notes {
 			if n != "" {
 				fmt.Fprintf(w, "%s\n\n", n)
@@ -331,17 +324,6 @@ func stale(r Result) string {
 	return Human(r.StaleP50) + " / " + Human(r.StaleP99)
 }
 
-// Month is a month quota left at the end, and when it ran dry (nil: never).
-func Month(has bool, left int, dryAfter *time.Duration) string {
-	switch {
-	case !has:
-		return "—"
-	case dryAfter != nil:
-		return fmt.Sprintf("%d (dry after %s)", left, Human(*dryAfter))
-	}
-	return fmt.Sprintf("%d", left)
-}
-
 // versus compares a result with the baseline's: how much more capacity, how
 // much fresher (p99), how many times the actions.
 func versus(r Result, base *Result) string {
@@ -364,34 +346,17 @@ func versus(r Result, base *Result) string {
 	return strings.Join(append(parts, "actions "+ratio(r.ActionsPerDay, base.ActionsPerDay)), ", ")
 }
 
-func perTaskNotes(rs []Result) string {
+// note is lead, then the strategies that have a part, each with it,
+// joined by sep ("" when none has).
+func note(lead, sep string, rs []Result, part func(Result) (string, bool)) string {
 	var parts []string
 	for _, r := range rs {
-		if r.PerTask != "" {
-			parts = append(parts, r.Strategy+": "+r.PerTask)
+		if p, ok := part(r); ok {
+			parts = append(parts, r.Strategy+p)
 		}
 	}
 	if len(parts) == 0 {
 		return ""
 	}
-	return "Actions/day by task: " + strings.Join(parts, "; ") + "."
-}
-
-func finishNotes(rs []Result) string {
-	var done, open []string
-	for _, r := range rs {
-		if r.FinishedAfter != nil {
-			done = append(done, fmt.Sprintf("%s %s", r.Strategy, Human(*r.FinishedAfter)))
-		} else {
-			open = append(open, r.Strategy)
-		}
-	}
-	if len(done) == 0 {
-		return ""
-	}
-	note := "Crawl done after: " + strings.Join(done, ", ") + "."
-	if len(open) > 0 {
-		note += " Not done within the horizon: " + strings.Join(open, ", ") + "."
-	}
-	return note
+	return lead + strings.Join(parts, sep) + "."
 }

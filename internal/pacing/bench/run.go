@@ -3,6 +3,7 @@ package bench
 import (
 	"time"
 
+	"github.com/pacer-dev/pacer/internal/budget"
 	"github.com/pacer-dev/pacer/internal/pacing"
 )
 
@@ -25,7 +26,6 @@ type taskSim struct {
 	start, end time.Time
 	up         *Upstream
 
-	requests, ok, rejected, failed int
 	// okPerMinute and rejectedPerMinute are indexed by whole minutes since
 	// the start, by when the request reached the upstream.
 	okPerMinute, rejectedPerMinute []int
@@ -57,11 +57,11 @@ func newTaskSim(t Task, start time.Time, horizon time.Duration) *taskSim {
 func (s *taskSim) simulate(st *runner) {
 	now := s.start
 	for s.finishedAt == nil {
-		at, p, ok := st.next(now, s.end)
+		at, n, ok := st.next(now, s.end)
 		if !ok || !at.Before(s.end) {
 			return
 		}
-		r := s.execute(at, p)
+		r := s.execute(at, st, n)
 		s.runs = append(s.runs, r)
 		st.finished(r)
 		now = r.end
@@ -70,16 +70,15 @@ func (s *taskSim) simulate(st *runner) {
 
 // items chooses the run's items: indexes into the work's list, or -1 for an
 // anonymous crawl item.
-func (s *taskSim) items(at time.Time, p plan) []int {
+func (s *taskSim) items(at time.Time, o order, n int) []int {
 	w := s.task.Work
-	n := p.n
 	if n <= 0 || (w.Kind != Crawl && n > w.Items) {
 		n = w.Items
 	}
 	if w.Kind == Crawl && w.Items > 0 {
 		n = min(n, w.Items-s.done)
 	}
-	if w.Kind == Prices && p.order == byPriority {
+	if w.Kind == Prices && o == byPriority {
 		// The activity's own choice: the static base, then the tail by
 		// staleness × weight from each token's last successful check.
 		checked := make([]*time.Time, w.Items)
@@ -97,7 +96,7 @@ func (s *taskSim) items(at time.Time, p plan) []int {
 		switch {
 		case w.Kind == Crawl:
 			out[i] = -1
-		case w.Kind == Walk || p.order == roundRobin:
+		case w.Kind == Walk || o == roundRobin:
 			out[i] = (s.cursor + i) % w.Items
 		default:
 			out[i] = i
@@ -113,10 +112,10 @@ func (s *taskSim) lastRefresh(i int) *time.Time {
 	return nil
 }
 
-// execute sends the run's requests one after another.
-func (s *taskSim) execute(at time.Time, p plan) runResult {
+// execute sends the run's n requests one after another.
+func (s *taskSim) execute(at time.Time, p *runner, n int) runResult {
 	r := runResult{start: at, end: at}
-	items := s.items(at, p)
+	items := s.items(at, p.order, n)
 	t := at
 	streak := 0 // server errors in a row
 	for i, item := range items {
@@ -126,7 +125,7 @@ func (s *taskSim) execute(at time.Time, p plan) runResult {
 		if !t.Before(s.end) {
 			break // the horizon cuts a run short: the next month is not ours to count
 		}
-		if p.budget != nil && !p.budget.take(t) {
+		if p.budget != nil && !p.budget.st.Take(p.budget.cfg, budget.LaneSweep, 1, t).OK {
 			break // the budget stops the run, as it stops an activity
 		}
 		a := s.up.Take(t)
@@ -134,11 +133,11 @@ func (s *taskSim) execute(at time.Time, p plan) runResult {
 		r.requests++
 		t = answered
 		if p.budget != nil {
-			p.budget.observe(a.Obs, answered)
+			p.budget.st.Observe(p.budget.cfg, budget.LaneSweep, a.Obs, answered)
 		}
 		if a.Failed {
 			r.failed++
-			if streak++; p.stopAfterFailures > 0 && streak >= p.stopAfterFailures {
+			if streak++; p.budget != nil && streak >= stopAfterFailures {
 				break
 			}
 			continue
@@ -162,15 +161,11 @@ func (s *taskSim) execute(at time.Time, p plan) runResult {
 		if s.finishedAt != nil {
 			break
 		}
-		if p.stopOnQuota && (!a.Allowed || a.spent() || a.MinuteRemaining <= p.stopAtRemaining) {
+		if p.budget != nil && (!a.Allowed || a.spent() || a.MinuteRemaining <= 1) {
 			break
 		}
 	}
 	r.end = t
-	s.requests += r.requests
-	s.ok += r.ok
-	s.rejected += r.rejected
-	s.failed += r.failed
 	if w := s.task.Work; w.Kind == Walk {
 		s.cursor = (s.cursor + r.ok) % w.Items
 	} else if w.Kind == Prices && p.order == roundRobin {

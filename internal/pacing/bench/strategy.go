@@ -33,23 +33,6 @@ const (
 	byPriority
 )
 
-// plan is one run's work.
-type plan struct {
-	n int
-	// spacing is a fixed gap between request starts; 0 sends the next
-	// request when the previous answer is in.
-	spacing time.Duration
-	// stopOnQuota ends the run on a 429, when a header says a window is
-	// spent or down to stopAtRemaining, and stopAfterFailures after that many
-	// server errors in a row, as pacer's activities do.
-	stopOnQuota       bool
-	stopAtRemaining   int
-	stopAfterFailures int
-	order             order
-	// budget, when set, takes every request and observes every answer.
-	budget *shared
-}
-
 // runner plans a task's runs and hears how they went: every `every`
 // start to start (a run that overran its cadence is followed at once, as
 // an overdue cron job is), or at the interval its controller decides; with
@@ -58,33 +41,44 @@ type runner struct {
 	start time.Time
 	last  *time.Time
 	every time.Duration
-	plan  plan
-	ctrl  *pacing.Controller
-	d     pacing.Decision
-	// budget, size and nextRunAfter are pacer's: the shared budget, the
-	// most items a run can use (0: any number), and SPEC §3's back-off
-	// after a spent quota (5 minutes for the minute, a day for the month;
-	// pacing is there to never meet it).
+	// n is a run's items (0: every one), order how it chooses them and
+	// spacing a fixed gap between request starts (0: the next request
+	// when the previous answer is in).
+	n       int
+	order   order
+	spacing time.Duration
+	ctrl    *pacing.Controller
+	d       pacing.Decision
+	// budget, size and nextRunAfter are pacer's: the shared budget, which
+	// takes every request and observes every answer (a run stops on a
+	// 429, when a header says a window is spent or down to its last
+	// request, and after stopAfterFailures server errors in a row, as
+	// pacer's activities do), the most items a run can use (0: any
+	// number), and SPEC §3's back-off after a spent quota (5 minutes for
+	// the minute, a day for the month; pacing is there to never meet it).
 	budget       *shared
 	size         int
 	nextRunAfter time.Time
 }
 
-// next is when the next run starts (not before now) and what it does;
-// false when there is nothing left to run before until.
-func (r *runner) next(now, until time.Time) (time.Time, plan, bool) {
+// stopAfterFailures is how many server errors in a row stop pacer's run.
+const stopAfterFailures = 5
+
+// next is when the next run starts (not before now) and its items; false
+// when there is nothing left to run before until.
+func (r *runner) next(now, until time.Time) (time.Time, int, bool) {
 	at := r.start
 	if r.ctrl != nil {
-		r.every, r.plan.n = r.d.Interval, r.d.Batch
+		r.every, r.n = r.d.Interval, r.d.Batch
 	}
 	if r.last != nil {
 		at = r.last.Add(r.every)
 	}
 	at = Latest(at, now)
 	if r.budget == nil {
-		return at, r.plan, true
+		return at, r.n, true
 	}
-	want := r.plan.n
+	want := r.n
 	if r.size > 0 {
 		want = min(want, r.size)
 	}
@@ -92,9 +86,7 @@ func (r *runner) next(now, until time.Time) (time.Time, plan, bool) {
 	// A batch the month cuts is Pick's choice; the window is Take's to
 	// enforce request by request (what it holds is learned again from each
 	// window's first answer).
-	p := r.plan
-	p.n = min(want, r.budget.monthRoom(at))
-	return at, p, ok
+	return at, min(want, r.budget.monthRoom(at)), ok
 }
 
 func (r *runner) finished(res runResult) {
@@ -114,12 +106,12 @@ func (r *runner) finished(res runResult) {
 }
 
 // controlled is a runner whose batch and interval cfg's controller decides.
-func controlled(cfg pacing.ControllerConfig, start time.Time, p plan) *runner {
+func controlled(cfg pacing.ControllerConfig, start time.Time, o order) *runner {
 	c, err := pacing.NewController(cfg)
 	if err != nil {
 		panic(err) // the scenarios are fixed: a bad one is a bug here
 	}
-	return &runner{start: start, ctrl: c, d: c.Decide(start), plan: p}
+	return &runner{start: start, ctrl: c, d: c.Decide(start), order: o}
 }
 
 // FixedCron is the old behaviour: every `every` (0: the task's own cadence)
@@ -131,8 +123,7 @@ func FixedCron(every time.Duration) Strategy {
 		name = fmt.Sprintf("fixed cron %s", strings.TrimSuffix(strings.TrimSuffix(every.String(), "0s"), "0m"))
 	}
 	return Strategy{Name: name, Baseline: true, build: func(t Task, start time.Time) *runner {
-		return &runner{start: start, every: cmp.Or(every, t.CronEvery),
-			plan: plan{n: t.CronPage, spacing: time.Minute / time.Duration(t.Documented), order: inOrder}}
+		return &runner{start: start, every: cmp.Or(every, t.CronEvery), n: t.CronPage, spacing: time.Minute / time.Duration(t.Documented)}
 	}}
 }
 
@@ -141,8 +132,7 @@ func FixedCron(every time.Duration) Strategy {
 // documented limit, run as one activity a minute.
 func TokenBucket() Strategy {
 	return Strategy{Name: "token bucket", build: func(t Task, start time.Time) *runner {
-		return &runner{start: start, every: time.Minute,
-			plan: plan{n: t.Documented, spacing: time.Minute / time.Duration(t.Documented), order: roundRobin}}
+		return &runner{start: start, every: time.Minute, n: t.Documented, spacing: time.Minute / time.Duration(t.Documented), order: roundRobin}
 	}}
 }
 
@@ -151,7 +141,7 @@ func TokenBucket() Strategy {
 // month, sends a batch back to back and does not stop it for a 429.
 func Seed() Strategy {
 	return Strategy{Name: "tiered seed", build: func(t Task, start time.Time) *runner {
-		return controlled(t.Pacing, start, plan{order: inOrder})
+		return controlled(t.Pacing, start, inOrder)
 	}}
 }
 
@@ -170,13 +160,12 @@ func Pacer() Strategy {
 		cfg.Judge = pacing.JudgeRuns // as the activities run it
 		// The window's reserve for the fast lane is one request (the
 		// activities' minute reserve) on these plans of 10–100 a minute.
-		b := &shared{cfg: budget.Config{PerMinute: int64(t.Documented), FastReserve: 0.01}}
-		p := plan{order: inOrder, budget: b, stopOnQuota: true, stopAtRemaining: 1, stopAfterFailures: 5}
+		o := inOrder
 		if t.Work.Kind == Prices {
-			p.order = byPriority
+			o = byPriority
 		}
-		r := controlled(cfg, start, p)
-		r.budget, r.size = b, t.Work.Items
+		r := controlled(cfg, start, o)
+		r.budget, r.size = &shared{cfg: budget.Config{PerMinute: int64(t.Documented), FastReserve: 0.01}}, t.Work.Items
 		return r
 	}}
 }
@@ -186,12 +175,6 @@ func Pacer() Strategy {
 type shared struct {
 	cfg budget.Config
 	st  budget.State
-}
-
-func (b *shared) take(at time.Time) bool { return b.st.Take(b.cfg, budget.LaneSweep, 1, at).OK }
-
-func (b *shared) observe(o budget.Observation, at time.Time) {
-	b.st.Observe(b.cfg, budget.LaneSweep, o, at)
 }
 
 // ready is the earliest moment from at when the budget has room for a run

@@ -4,8 +4,9 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // The one writer of the benchmarks' tables and goals: the pacing bench's
@@ -89,14 +90,10 @@ func plain(v float64) string {
 // TwoAtATime runs f(0) … f(n-1), two at a time (the box has two cores),
 // and returns when all are done.
 func TwoAtATime(n int, f func(i int)) {
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 2)
+	var g errgroup.Group
+	g.SetLimit(2)
 	for i := range n {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			f(i)
-		})
+		g.Go(func() error { f(i); return nil })
 	}
-	wg.Wait()
+	_ = g.Wait() // f returns no error
 }

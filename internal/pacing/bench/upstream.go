@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"fmt"
 	"net/http"
 	"time"
 
@@ -92,4 +93,33 @@ func (u *Upstream) Take(now time.Time) Answer {
 		PerMonth: u.hidden.PerMonth}
 	a := u.Quota.Take(now, 1)
 	return Answer{Answer: a, hasMonth: u.Quota.Limits.HasMonth(), Obs: a.Observation(u.Quota.Limits, now, 1)}
+}
+
+// Month is a month quota at a run's end: whether there is one, what is
+// left, and when it first refused (nil: never).
+type Month struct {
+	HasMonth  bool
+	MonthLeft int
+	DryAfter  *time.Duration
+}
+
+// Month is the upstream's month quota now.
+func (u *Upstream) Month() Month {
+	m := Month{HasMonth: u.Quota.Limits.HasMonth(), MonthLeft: u.Quota.MonthLeft()}
+	if dry := u.Quota.DryAt; dry != nil {
+		d := dry.Sub(u.start)
+		m.DryAfter = &d
+	}
+	return m
+}
+
+// Cell is the month as a table shows it.
+func (m Month) Cell() string {
+	switch {
+	case !m.HasMonth:
+		return "—"
+	case m.DryAfter != nil:
+		return fmt.Sprintf("%d (dry after %s)", m.MonthLeft, Human(*m.DryAfter))
+	}
+	return fmt.Sprintf("%d", m.MonthLeft)
 }

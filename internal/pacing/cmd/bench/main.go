@@ -21,12 +21,29 @@ import (
 )
 
 func main() {
+	// Issue 18: the service's discovery engine reading the chain's tail
+	// (on the benchmark's allowlist and the service's), beside the agents
+	// mode, at every size, volume and plan unless the flags pick some (one
+	// world alone runs in seconds).
+	o := discovery.ChainOptions{Sizes: discovery.ChainSizes, Volumes: discovery.ChainVolumes,
+		Budgets: discovery.Budgets, Horizon: 48 * time.Hour, Tails: []discovery.Strategy{discovery.Tail, discovery.ServiceTail},
+		PerAgent: []ingest.Policy{ingest.PolicyTiers, ingest.PolicyOptimal}}
 	section := flag.String("section", "all", "which benchmark to run: all, pacing or chain")
-	agents := flag.String("agents", "", "chain: the worlds' agent counts, comma-separated (default 1000,10000,100000)")
-	volumes := flag.String("volumes", "", "chain: the chain volumes, contract calls a day, comma-separated (default 10000,40000,200000)")
-	plans := flag.String("plans", "", "chain: the Hiro plans, comma-separated among keyless, keyed, month (default all three)")
+	flag.Func("agents", "chain: the worlds' agent counts, comma-separated (default 1000,10000,100000)", ints(&o.Sizes))
+	flag.Func("volumes", "chain: the chain volumes, contract calls a day, comma-separated (default 10000,40000,200000)", ints(&o.Volumes))
+	flag.Func("plans", "chain: the Hiro plans, comma-separated among keyless, keyed, month (default all three)", func(s string) error {
+		o.Budgets = nil
+		for _, p := range strings.Split(s, ",") {
+			i := map[string]int{"keyless": 1, "keyed": 2, "month": 3}[strings.TrimSpace(p)]
+			if i == 0 {
+				return fmt.Errorf("%q is not keyless, keyed or month", p)
+			}
+			o.Budgets = append(o.Budgets, discovery.Budgets[i-1])
+		}
+		return nil
+	})
 	detailBatch := flag.Int("detail-batch", 0, "chain: a what-if: transactions per tx/multiple request (default hiro.MaxBatch, what the service asks)")
-	perAgentUpTo := flag.Int("per-agent-up-to", 100_000, "chain: run the agents mode (tiers, optimal) in worlds of at most this many agents (0: none)")
+	flag.IntVar(&o.PerAgentUpTo, "per-agent-up-to", 100_000, "chain: run the agents mode (tiers, optimal) in worlds of at most this many agents (0: none)")
 	flag.Parse()
 	switch *section {
 	case "all", "pacing", "chain":
@@ -41,13 +58,6 @@ func main() {
 		bench.WriteGoals(os.Stdout, bench.Goals(outcomes))
 	}
 	if *section == "all" || *section == "chain" {
-		// Issue 18: the service's discovery engine reading the chain's
-		// tail, beside per-agent optimal, at every size, volume and plan.
-		o, err := chainOptions(*agents, *volumes, *plans, *perAgentUpTo)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "bench:", err)
-			os.Exit(2)
-		}
 		for i := range o.Tails {
 			o.Tails[i].Batch = *detailBatch
 		}
@@ -58,45 +68,17 @@ func main() {
 	}
 }
 
-// chainOptions is the chain benchmark's matrix: every size, volume and
-// plan unless the flags pick some (one world alone runs in seconds).
-func chainOptions(agents, volumes, plans string, perAgentUpTo int) (discovery.ChainOptions, error) {
-	o := discovery.ChainOptions{Sizes: discovery.ChainSizes, Volumes: discovery.ChainVolumes,
-		Budgets: discovery.Budgets, Horizon: 48 * time.Hour, Tails: []discovery.Strategy{discovery.Tail, discovery.ServiceTail},
-		PerAgentUpTo: perAgentUpTo, PerAgent: []ingest.Policy{ingest.PolicyTiers, ingest.PolicyOptimal}}
-	var err error
-	if o.Sizes, err = ints(agents, o.Sizes); err != nil {
-		return o, fmt.Errorf("-agents: %w", err)
-	}
-	if o.Volumes, err = ints(volumes, o.Volumes); err != nil {
-		return o, fmt.Errorf("-volumes: %w", err)
-	}
-	if plans != "" {
-		byName := map[string]discovery.Budget{"keyless": discovery.Budgets[0], "keyed": discovery.Budgets[1], "month": discovery.Budgets[2]}
-		o.Budgets = nil
-		for _, p := range strings.Split(plans, ",") {
-			b, ok := byName[strings.TrimSpace(p)]
-			if !ok {
-				return o, fmt.Errorf("-plans: %q is not keyless, keyed or month", p)
+// ints sets *out to a comma-separated list of positive integers.
+func ints(out *[]int) func(string) error {
+	return func(s string) error {
+		*out = nil
+		for _, f := range strings.Split(s, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(strings.ReplaceAll(f, "_", "")))
+			if err != nil || n <= 0 {
+				return fmt.Errorf("%q is not a positive integer", f)
 			}
-			o.Budgets = append(o.Budgets, b)
+			*out = append(*out, n)
 		}
+		return nil
 	}
-	return o, nil
-}
-
-// ints reads a comma-separated list of positive integers ("" is def).
-func ints(s string, def []int) ([]int, error) {
-	if s == "" {
-		return def, nil
-	}
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(strings.ReplaceAll(f, "_", "")))
-		if err != nil || n <= 0 {
-			return nil, fmt.Errorf("%q is not a positive integer", f)
-		}
-		out = append(out, n)
-	}
-	return out, nil
 }
