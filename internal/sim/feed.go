@@ -231,15 +231,8 @@ func writeList(w http.ResponseWriter, m merged, limit, offset int) []*worldTx {
 	for i, tx := range page {
 		results[i] = tx.render(m.at, eventWindow{})
 	}
-	writeJSON(w, http.StatusOK, txListJSON{Limit: limit, Offset: offset, Total: m.total(), Results: results})
+	writeJSON(w, http.StatusOK, doc{"limit": limit, "offset": offset, "total": m.total(), "results": results})
 	return page
-}
-
-// multipleJSON is a tx/multiple entry: a transaction found, or the id
-// asked for ({"tx_id": …}).
-type multipleJSON struct {
-	Found  bool `json:"found"`
-	Result any  `json:"result"`
 }
 
 var prefixedTxid = regexp.MustCompile(`^0x[0-9a-fA-F]{64}$`)
@@ -277,7 +270,8 @@ func (s *Server) hiroTxMultiple(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := s.now()
-	out := make(map[string]multipleJSON, len(ids))
+	// An entry is a transaction found, or the id asked for ({"tx_id": …}).
+	out := make(doc, len(ids))
 	for _, id := range ids {
 		txid := strings.ToLower(id)
 		tx, ok := s.hiro.world.tx(txid, now)
@@ -288,10 +282,10 @@ func (s *Server) hiroTxMultiple(w http.ResponseWriter, r *http.Request) {
 		// A losing fork's transaction is not canonical and not in the
 		// mempool: not found here, though /tx/ serves it.
 		if !ok || tx.fork {
-			out[id] = multipleJSON{Result: map[string]string{"tx_id": id}}
+			out[id] = doc{"found": false, "result": doc{"tx_id": id}}
 			continue
 		}
-		out[txid] = multipleJSON{Found: true, Result: tx.render(now, eventWindow{offset: offset, limit: limit})}
+		out[txid] = doc{"found": true, "result": tx.render(now, eventWindow{offset: offset, limit: limit})}
 		s.trace.served(traceMultiple, false, tx)
 	}
 	writeJSON(w, http.StatusOK, out)

@@ -168,10 +168,7 @@ func (s *Server) worldDoc() any {
 // measurement for a test that runs the simulator out of process.
 func (s *Server) swapsDoc() any {
 	now := s.now()
-	return struct {
-		Now   time.Time  `json:"now"`
-		Swaps []SwapTime `json:"swaps"`
-	}{now.UTC(), s.hiro.world.SwapTimes(now)}
+	return doc{"now": now.UTC(), "swaps": s.hiro.world.SwapTimes(now)}
 }
 
 // Hiro's list page size: the default and the most it accepts (SPEC §9).
@@ -199,10 +196,7 @@ var SunsetRoutes = []string{HiroAddressTransactionsRoute, HiroTxRoute, HiroTxLis
 func (s *Server) deprecated(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if s.hiro.cfg.Sunset {
-			writeJSON(w, http.StatusGone, struct {
-				Error   string `json:"error"`
-				Message string `json:"message"`
-			}{"Gone", "This endpoint has been disabled. " + deprecatedMessage})
+			writeJSON(w, http.StatusGone, doc{"error": "Gone", "message": "This endpoint has been disabled. " + deprecatedMessage})
 			return
 		}
 		w.Header().Set("Warning", deprecationWarning)
@@ -219,13 +213,6 @@ var principalPattern = regexp.MustCompile(`^S[PMTN][0-9A-HJKMNP-TV-Z]{26,41}(\.[
 
 // txidPattern is a transaction id with or without its 0x.
 var txidPattern = regexp.MustCompile(`^(0x)?[0-9a-fA-F]{64}$`)
-
-type txListJSON struct {
-	Limit   int      `json:"limit"`
-	Offset  int      `json:"offset"`
-	Total   int      `json:"total"`
-	Results []txJSON `json:"results"`
-}
 
 // hiroAddressTransactions serves an address's transactions, newest first.
 // Unlike Hiro, which lists mempool transactions on a separate endpoint, the
@@ -318,10 +305,7 @@ func (s *Server) hiroTx(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !ok {
-		writeJSON(w, http.StatusNotFound, struct {
-			Error   string `json:"error"`
-			Message string `json:"message"`
-		}{"could not find transaction by ID", "could not find transaction by ID " + txid})
+		writeJSON(w, http.StatusNotFound, doc{"error": "could not find transaction by ID", "message": "could not find transaction by ID " + txid})
 		return
 	}
 	s.trace.served(traceDetail, false, tx)
@@ -334,71 +318,6 @@ func (s *Server) hiroTx(w http.ResponseWriter, r *http.Request) {
 const anchoredSequence = 2147483647
 
 var v3CursorPattern = regexp.MustCompile(`^([0-9]{1,19}):([0-9]{1,19}):([0-9]{1,19})$`)
-
-// v3PageJSON is a page of /extended/v3/principals/{principal}/transactions.
-type v3PageJSON struct {
-	Limit   int          `json:"limit"`
-	Total   int          `json:"total"`
-	Cursor  v3CursorJSON `json:"cursor"`
-	Results []v3ItemJSON `json:"results"`
-}
-
-type v3CursorJSON struct {
-	Next     *string `json:"next"`
-	Previous *string `json:"previous"`
-	Current  *string `json:"current"`
-}
-
-type v3ItemJSON struct {
-	Transaction        v3TxJSON        `json:"transaction"`
-	Involvement        string          `json:"involvement"`
-	BalanceChanges     map[string]any  `json:"balance_changes"`
-	AffectedAssetTypes map[string]bool `json:"affected_asset_types"`
-}
-
-type v3TxJSON struct {
-	TxID    string `json:"tx_id"`
-	Sender  v3Who  `json:"sender"`
-	Sponsor *v3Who `json:"sponsor"`
-	FeeRate string `json:"fee_rate"`
-	Block   struct {
-		Height    int64  `json:"height"`
-		Hash      string `json:"hash"`
-		IndexHash string `json:"index_hash"`
-		Time      int64  `json:"time"`
-		TxIndex   int64  `json:"tx_index"`
-	} `json:"block"`
-	BitcoinBlock struct {
-		Height int64 `json:"height"`
-		Time   int64 `json:"time"`
-	} `json:"bitcoin_block"`
-	Status        string          `json:"status"`
-	Type          string          `json:"type"`
-	ContractCall  *v3ContractCall `json:"contract_call,omitempty"`
-	TokenTransfer *v3Transfer     `json:"token_transfer,omitempty"`
-	SmartContract *v3Contract     `json:"smart_contract,omitempty"`
-}
-
-type v3Who struct {
-	Address string `json:"address"`
-	Nonce   int    `json:"nonce"`
-}
-
-type v3ContractCall struct {
-	ContractID   string `json:"contract_id"`
-	FunctionName string `json:"function_name"`
-}
-
-type v3Transfer struct {
-	Recipient string  `json:"recipient"`
-	Amount    string  `json:"amount"`
-	Memo      *string `json:"memo"`
-}
-
-type v3Contract struct {
-	ClarityVersion *int   `json:"clarity_version"`
-	ContractID     string `json:"contract_id"`
-}
 
 // hiroPrincipalTransactions serves the current cursor endpoint: mined,
 // canonical transactions only, newest first by position, limit at most 50.
@@ -437,14 +356,13 @@ func (s *Server) hiroPrincipalTransactions(w http.ResponseWriter, r *http.Reques
 	}
 	// Strangers' calls on a losing fork are passed over here (the total
 	// still counts them: they are a few in a thousand).
-	body := v3PageJSON{Limit: limit, Total: m.mined(), Results: []v3ItemJSON{}}
-	k := start
-	for len(body.Results) < limit && k < m.mined() {
-		batch := m.page(k, limit-len(body.Results))
+	results, k := []doc{}, start
+	for len(results) < limit && k < m.mined() {
+		batch := m.page(k, limit-len(results))
 		k += len(batch)
 		for _, tx := range batch {
 			if !tx.fork {
-				body.Results = append(body.Results, tx.renderV3(principal, now))
+				results = append(results, tx.renderV3(principal, now))
 			}
 		}
 	}
@@ -457,42 +375,42 @@ func (s *Server) hiroPrincipalTransactions(w http.ResponseWriter, r *http.Reques
 		c := fmt.Sprintf("%d:%d:%d", p.height, anchoredSequence, p.index)
 		return &c
 	}
-	body.Cursor.Current = cursorOf(start)
-	body.Cursor.Next = cursorOf(k)
+	var previous *string
 	if start > 0 {
-		body.Cursor.Previous = cursorOf(max(0, start-limit))
+		previous = cursorOf(max(0, start-limit))
 	}
-	writeJSON(w, http.StatusOK, body)
+	writeJSON(w, http.StatusOK, doc{"limit": limit, "total": m.mined(), "results": results,
+		"cursor": doc{"next": cursorOf(k), "previous": previous, "current": cursorOf(start)}})
 }
 
 // renderV3 is a mined transaction as the v3 summaries show it: its v1
 // rendering, reshaped.
-func (tx *worldTx) renderV3(principal string, at time.Time) v3ItemJSON {
+func (tx *worldTx) renderV3(principal string, at time.Time) doc {
 	v1 := tx.render(at, eventWindow{})
-	var t v3TxJSON
-	t.TxID, t.Sender, t.FeeRate = v1.TxID, v3Who{Address: v1.SenderAddress, Nonce: v1.Nonce}, v1.FeeRate
-	t.Block.Height, t.Block.Hash, t.Block.IndexHash = v1.BlockHeight, v1.BlockHash, blockHash(^v1.BlockHeight)
-	t.Block.Time, t.Block.TxIndex = v1.BlockTime, v1.TxIndex
-	t.BitcoinBlock.Height, t.BitcoinBlock.Time = v1.BurnBlockHeight, v1.BurnBlockTime
-	t.Status, t.Type = tx.status, tx.txType
+	t := doc{
+		"tx_id": v1.TxID, "sender": doc{"address": v1.SenderAddress, "nonce": v1.Nonce}, "sponsor": nil, "fee_rate": v1.FeeRate,
+		"block": doc{"height": v1.BlockHeight, "hash": v1.BlockHash, "index_hash": blockHash(^v1.BlockHeight),
+			"time": v1.BlockTime, "tx_index": v1.TxIndex},
+		"bitcoin_block": doc{"height": v1.BurnBlockHeight, "time": v1.BurnBlockTime},
+		"status":        tx.status, "type": tx.txType,
+	}
 	switch {
 	case tx.call != nil:
-		t.ContractCall = &v3ContractCall{ContractID: tx.call.ContractID, FunctionName: tx.call.FunctionName}
+		t["contract_call"] = doc{"contract_id": tx.call.ContractID, "function_name": tx.call.FunctionName}
 	case tx.transfer != nil:
-		t.TokenTransfer = &v3Transfer{Recipient: tx.transfer.RecipientAddress, Amount: tx.transfer.Amount}
+		t["token_transfer"] = doc{"recipient": tx.transfer.RecipientAddress, "amount": tx.transfer.Amount, "memo": nil}
 	case tx.deploy != nil:
-		v := tx.deploy.ClarityVersion
-		t.SmartContract = &v3Contract{ClarityVersion: &v, ContractID: tx.deploy.ContractID}
+		t["smart_contract"] = doc{"clarity_version": tx.deploy.ClarityVersion, "contract_id": tx.deploy.ContractID}
 	}
 	involvement := "affected"
 	if principal == tx.Sender {
 		involvement = "sender"
 	}
-	return v3ItemJSON{
-		Transaction:        t,
-		Involvement:        involvement,
-		BalanceChanges:     map[string]any{"stx": map[string]string{}},
-		AffectedAssetTypes: map[string]bool{"stx": true, "ft": tx.call != nil, "nft": false},
+	return doc{
+		"transaction":          t,
+		"involvement":          involvement,
+		"balance_changes":      doc{"stx": doc{}},
+		"affected_asset_types": doc{"stx": true, "ft": tx.call != nil, "nft": false},
 	}
 }
 

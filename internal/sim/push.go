@@ -215,11 +215,7 @@ func (s *Server) PushRecords() []PushRecord {
 // pushDoc is GET /_sim/push: the stats and the last 100 records.
 func (s *Server) pushDoc() any {
 	recs := s.PushRecords()
-	return struct {
-		URL     string       `json:"url"`
-		Stats   PushStats    `json:"stats"`
-		Records []PushRecord `json:"records"`
-	}{s.push.cfg.URL, s.PushStats(), recs[max(0, len(recs)-100):]}
+	return doc{"url": s.push.cfg.URL, "stats": s.PushStats(), "records": recs[max(0, len(recs)-100):]}
 }
 
 // step delivers what happened since the last step: rollbacks and blocks
@@ -442,23 +438,19 @@ func (p *pusher) build(e *event) *delivery {
 	p.seq++
 	seq := p.seq
 	p.mu.Unlock()
-	d := &delivery{rec: PushRecord{Seq: seq, Kind: PushApply, Height: e.height}}
-	payload := hookPayload{
-		Event:     hookEvent{Rollback: []hookBlock{}, Chain: "stacks", Network: "mainnet"},
-		Chainhook: hookMeta{Name: "pacer-sim", UUID: "5e3d0000-0000-4000-8000-000000000001"},
-	}
-	b := hookBlockOf(e.height, blockHash(e.height), e.at, e.txs)
+	d := &delivery{rec: PushRecord{Seq: seq, Kind: PushApply, Height: e.height, Hash: blockHash(e.height), Timestamp: e.at.Unix()}}
+	var apply, rollback []doc
 	if r := e.rollback; r != nil {
 		d.rec.Kind, d.reorg = PushRollback, true
+		d.rec.Hash, d.rec.Timestamp = r.Hash, e.txs[0].minedAt().Unix()
 		// As Chainhooks reports a reorg: the block that lost, then the one
 		// that won at its height (its transactions come back later, in a
 		// block of their own).
-		b = hookBlockOf(r.Height, r.Hash, e.txs[0].minedAt(), e.txs)
-		payload.Event.Rollback = []hookBlock{b}
-		payload.Event.Apply = []hookBlock{hookBlockOf(r.Height, competingHash(r.Height), r.RollbackAt, nil)}
+		rollback = []doc{hookBlockOf(r.Height, r.Hash, e.txs[0].minedAt(), e.txs)}
+		apply = []doc{hookBlockOf(r.Height, competingHash(r.Height), r.RollbackAt, nil)}
 		p.rollbackOf[r] = d
 	} else {
-		payload.Event.Apply = []hookBlock{b}
+		apply, rollback = []doc{hookBlockOf(e.height, d.rec.Hash, e.at, e.txs)}, []doc{}
 		for _, tx := range e.txs {
 			r := tx.reorg
 			if r == nil {
@@ -472,11 +464,13 @@ func (p *pusher) build(e *event) *delivery {
 			}
 		}
 	}
-	d.rec.Hash, d.rec.Timestamp = b.BlockIdentifier.Hash, b.Timestamp
 	for _, tx := range e.txs {
 		d.rec.TxIDs = append(d.rec.TxIDs, tx.TxID)
 	}
-	body, err := json.Marshal(payload)
+	body, err := json.Marshal(doc{
+		"event":     doc{"apply": apply, "rollback": rollback, "chain": "stacks", "network": "mainnet"},
+		"chainhook": doc{"name": "pacer-sim", "uuid": "5e3d0000-0000-4000-8000-000000000001"},
+	})
 	if err != nil {
 		panic(fmt.Sprintf("sim: encode delivery: %v", err)) // the simulator's own types always encode
 	}
@@ -484,123 +478,47 @@ func (p *pusher) build(e *event) *delivery {
 	return d
 }
 
-// The Chainhooks 2.0 delivery, as Hiro documents it: what pacer reads and
-// a little more, so that a reader that ignores unknown fields is tested
-// against them.
-
-type hookPayload struct {
-	Event     hookEvent `json:"event"`
-	Chainhook hookMeta  `json:"chainhook"`
-}
-
-type hookEvent struct {
-	Apply    []hookBlock `json:"apply"`
-	Rollback []hookBlock `json:"rollback"`
-	Chain    string      `json:"chain"`
-	Network  string      `json:"network"`
-}
-
-type hookMeta struct {
-	Name string `json:"name"`
-	UUID string `json:"uuid"`
-}
-
-type hookBlockID struct {
-	Index int64  `json:"index"`
-	Hash  string `json:"hash"`
-}
-
-type hookBlock struct {
-	Timestamp             int64       `json:"timestamp"`
-	BlockIdentifier       hookBlockID `json:"block_identifier"`
-	ParentBlockIdentifier hookBlockID `json:"parent_block_identifier"`
-	Transactions          []hookTx    `json:"transactions"`
-}
-
-type hookTx struct {
-	TransactionIdentifier struct {
-		Hash string `json:"hash"`
-	} `json:"transaction_identifier"`
-	Metadata   hookTxMeta `json:"metadata"`
-	Operations []hookOp   `json:"operations"`
-}
-
-type hookTxMeta struct {
-	Type                string       `json:"type"`
-	Nonce               int          `json:"nonce"`
-	Result              clarityValue `json:"result"`
-	Status              string       `json:"status"`
-	FeeRate             string       `json:"fee_rate"`
-	Position            hookPosition `json:"position"`
-	SenderAddress       string       `json:"sender_address"`
-	SponsorAddress      *string      `json:"sponsor_address"`
-	Canonical           bool         `json:"canonical"`
-	Sponsored           bool         `json:"sponsored"`
-	MicroblockCanonical bool         `json:"microblock_canonical"`
-	// The call's target, on every other transaction (nil: left out).
-	*hookCall
-}
-
-type hookPosition struct {
-	Index               int64   `json:"index"`
-	MicroblockIdentifer *string `json:"microblock_identifier"`
-}
-
-// hookCall is a contract call's target; its arguments leave out Hiro's
-// hex, as the simulator's /tx/ answers do.
-type hookCall struct {
-	ContractIdentifier string            `json:"contract_identifier"`
-	FunctionName       string            `json:"function_name"`
-	Args               []functionArgJSON `json:"args"`
-}
-
-type hookOp struct {
-	OperationIdentifier struct {
-		Index int `json:"index"`
-	} `json:"operation_identifier"`
-	Type    string `json:"type"`
-	Status  string `json:"status"`
-	Account struct {
-		Address string `json:"address"`
-	} `json:"account"`
-	Metadata hookCall `json:"metadata"`
-}
+// The Chainhooks 2.0 delivery is built as Hiro documents it: what pacer
+// reads and a little more, so that a reader that ignores unknown fields is
+// tested against them.
 
 // hookBlockOf is a block as a delivery shows it at its time at (a
 // re-applied transaction in its new block).
-func hookBlockOf(height int64, hash string, at time.Time, txs []*worldTx) hookBlock {
-	b := hookBlock{
-		Timestamp:             at.Unix(),
-		BlockIdentifier:       hookBlockID{Index: height, Hash: hash},
-		ParentBlockIdentifier: hookBlockID{Index: height - 1, Hash: blockHash(height - 1)},
-		Transactions:          make([]hookTx, 0, len(txs)),
-	}
+func hookBlockOf(height int64, hash string, at time.Time, txs []*worldTx) doc {
+	rendered := make([]doc, 0, len(txs))
 	for _, tx := range txs {
-		b.Transactions = append(b.Transactions, hookTxOf(tx, at))
+		rendered = append(rendered, hookTxOf(tx, at))
 	}
-	return b
+	return doc{
+		"timestamp":               at.Unix(),
+		"block_identifier":        doc{"index": height, "hash": hash},
+		"parent_block_identifier": doc{"index": height - 1, "hash": blockHash(height - 1)},
+		"transactions":            rendered,
+	}
 }
 
 // hookTxOf renders a contract call as a delivery carries it. Every other
 // one (by its place in the block) names its target only in its
-// contract_call operation, as some Chainhooks versions do.
-func hookTxOf(tx *worldTx, at time.Time) hookTx {
-	call := hookCall{ContractIdentifier: tx.call.ContractID, FunctionName: tx.call.FunctionName, Args: tx.call.FunctionArgs}
-	var h hookTx
-	h.TransactionIdentifier.Hash = tx.TxID
-	h.Metadata = hookTxMeta{
-		Type: txTypeContractCall, Nonce: tx.nonce, Result: tx.result, Status: tx.status,
-		FeeRate: fmt.Sprint(tx.feeRate), Position: hookPosition{Index: tx.position(at).index},
-		SenderAddress: tx.Sender, Canonical: true, MicroblockCanonical: true,
+// contract_call operation, as some Chainhooks versions do. The arguments
+// leave out Hiro's hex, as the simulator's /tx/ answers do.
+func hookTxOf(tx *worldTx, at time.Time) doc {
+	call := doc{"contract_identifier": tx.call.ContractID, "function_name": tx.call.FunctionName, "args": tx.call.FunctionArgs}
+	meta := doc{
+		"type": txTypeContractCall, "nonce": tx.nonce, "result": tx.result, "status": tx.status,
+		"fee_rate": fmt.Sprint(tx.feeRate), "position": doc{"index": tx.position(at).index, "microblock_identifier": nil},
+		"sender_address": tx.Sender, "sponsor_address": nil, "canonical": true, "sponsored": false, "microblock_canonical": true,
 	}
 	if tx.index%2 == 0 {
-		h.Metadata.hookCall = &call
+		maps.Copy(meta, call)
 	}
-	op := hookOp{Type: txTypeContractCall, Status: "success", Metadata: call}
+	status := "success"
 	if tx.status != statusSuccess {
-		op.Status = "failed"
+		status = "failed"
 	}
-	op.Account.Address = tx.Sender
-	h.Operations = []hookOp{op}
-	return h
+	return doc{
+		"transaction_identifier": doc{"hash": tx.TxID},
+		"metadata":               meta,
+		"operations": []doc{{"operation_identifier": doc{"index": 0}, "type": txTypeContractCall, "status": status,
+			"account": doc{"address": tx.Sender}, "metadata": call}},
+	}
 }

@@ -173,6 +173,11 @@ func notFound(w http.ResponseWriter, _ *http.Request) {
 	writeError(w, http.StatusNotFound, "no such route")
 }
 
+// doc is a JSON object written as a literal: an answer or a delivery
+// whose shape is the upstream's and that nothing in the simulator reads
+// back.
+type doc = map[string]any
+
 // writeJSON writes v as the whole answer. Encoding errors cannot happen for
 // the simulator's own types, and a failed write means the client left.
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -189,9 +194,5 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // writeError answers with a shape both clients can read: Tenero's
 // statusCode/message and Hiro's error.
 func writeError(w http.ResponseWriter, status int, msg string) {
-	writeJSON(w, status, struct {
-		StatusCode int    `json:"statusCode"`
-		Message    string `json:"message"`
-		Error      string `json:"error"`
-	}{status, msg, msg})
+	writeJSON(w, status, doc{"statusCode": status, "message": msg, "error": msg})
 }
