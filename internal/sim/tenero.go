@@ -294,25 +294,20 @@ func formatPrice(p float64) string {
 	return s
 }
 
-// teneroEnvelope is Tenero's wrapper around every answer.
-type teneroEnvelope struct {
-	StatusCode int    `json:"statusCode"`
-	Message    string `json:"message"`
-	Data       any    `json:"data"`
-}
-
-type teneroTokenData struct {
-	Address  string `json:"address"`
-	Symbol   string `json:"symbol"`
-	Name     string `json:"name"`
-	Decimals int    `json:"decimals"`
-	PriceUSD any    `json:"price_usd"`
+// writeTenero answers in Tenero's wrapper around every answer, in its
+// order.
+func writeTenero(w http.ResponseWriter, status int, msg string, data any) {
+	writeJSON(w, status, struct {
+		StatusCode int    `json:"statusCode"`
+		Message    string `json:"message"`
+		Data       any    `json:"data"`
+	}{status, msg, data})
 }
 
 func (s *Server) teneroToken(w http.ResponseWriter, r *http.Request) {
 	t, ok := s.tenero.byAddress[r.PathValue("address")]
 	if !ok || t.style == styleNotFound {
-		writeJSON(w, http.StatusNotFound, teneroEnvelope{StatusCode: http.StatusNotFound, Message: "Token not found"})
+		writeTenero(w, http.StatusNotFound, "Token not found", nil)
 		return
 	}
 	var price any
@@ -324,17 +319,8 @@ func (s *Server) teneroToken(w http.ResponseWriter, r *http.Request) {
 	case styleZero:
 		price = json.Number("0")
 	}
-	writeJSON(w, http.StatusOK, teneroEnvelope{
-		StatusCode: http.StatusOK,
-		Message:    "OK",
-		Data: teneroTokenData{
-			Address:  t.Address,
-			Symbol:   t.Symbol,
-			Name:     t.Name,
-			Decimals: t.Decimals,
-			PriceUSD: price,
-		},
-	})
+	writeTenero(w, http.StatusOK, "OK",
+		doc{"address": t.Address, "symbol": t.Symbol, "name": t.Name, "decimals": t.Decimals, "price_usd": price})
 }
 
 // Tenero's rate-limit headers.
@@ -350,7 +336,7 @@ func (s *Server) teneroLimit(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		plan, d, ok := s.tenero.take(r, s.now(), 1)
 		if !ok {
-			writeJSON(w, http.StatusUnauthorized, teneroEnvelope{StatusCode: http.StatusUnauthorized, Message: "Invalid API key"})
+			writeTenero(w, http.StatusUnauthorized, "Invalid API key", nil)
 			return
 		}
 		h := w.Header()
@@ -359,7 +345,7 @@ func (s *Server) teneroLimit(next http.Handler) http.Handler {
 		h.Set(headerType, plan.Type)
 		if !d.Allowed {
 			h.Set("Retry-After", strconv.FormatInt(retryAfterSeconds(d.RetryAfter), 10))
-			writeJSON(w, http.StatusTooManyRequests, teneroEnvelope{StatusCode: http.StatusTooManyRequests, Message: "Rate limit exceeded"})
+			writeTenero(w, http.StatusTooManyRequests, "Rate limit exceeded", nil)
 			return
 		}
 		next.ServeHTTP(w, r)
