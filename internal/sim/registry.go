@@ -17,19 +17,6 @@ const RegistryPath = "/registry/agents"
 
 const registryPageSize = 100
 
-type registryAgent struct {
-	STXAddress     string  `json:"stxAddress"`
-	BTCAddress     *string `json:"btcAddress"`
-	DisplayName    *string `json:"displayName"`
-	ERC8004AgentID *int64  `json:"erc8004AgentId"`
-	ClaimStatus    *string `json:"claimStatus"`
-}
-
-type registryPage struct {
-	Agents []registryAgent `json:"agents"`
-	Next   *string         `json:"next"`
-}
-
 func (s *Server) registry(w http.ResponseWriter, r *http.Request) {
 	page, err := queryInt(r.URL.Query(), "page", 0)
 	if err != nil {
@@ -37,30 +24,31 @@ func (s *Server) registry(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	agents := s.hiro.world.Agents()
-	out := registryPage{Agents: []registryAgent{}}
-	for i := page * registryPageSize; i < len(agents) && i < (page+1)*registryPageSize; i++ {
-		a := agents[i]
-		ra := registryAgent{STXAddress: a.STXAddress, ERC8004AgentID: a.ERC8004AgentID}
-		if a.BTCAddress != "" {
-			ra.BTCAddress = &a.BTCAddress
+	// An agent's empty fields are null, as the registry sends them.
+	null := func(s string) any {
+		if s == "" {
+			return nil
 		}
-		if a.DisplayName != "" {
-			ra.DisplayName = &a.DisplayName
-		}
-		if a.ClaimStatus != "" && a.BTCAddress != "" {
-			ra.ClaimStatus = &a.ClaimStatus
-		}
-		out.Agents = append(out.Agents, ra)
+		return s
 	}
+	list := []doc{}
+	for _, a := range agents[min(page*registryPageSize, len(agents)):min((page+1)*registryPageSize, len(agents))] {
+		claim := a.ClaimStatus
+		if a.BTCAddress == "" {
+			claim = ""
+		}
+		list = append(list, doc{"stxAddress": a.STXAddress, "btcAddress": null(a.BTCAddress), "displayName": null(a.DisplayName),
+			"erc8004AgentId": a.ERC8004AgentID, "claimStatus": null(claim)})
+	}
+	var next any
 	if (page+1)*registryPageSize < len(agents) {
 		scheme := "http"
 		if r.TLS != nil {
 			scheme = "https"
 		}
-		next := scheme + "://" + r.Host + RegistryPath + "?page=" + strconv.Itoa(page+1)
-		out.Next = &next
+		next = scheme + "://" + r.Host + RegistryPath + "?page=" + strconv.Itoa(page+1)
 	}
-	body, err := json.Marshal(out)
+	body, err := json.Marshal(doc{"agents": list, "next": next})
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "encode")
 		return
