@@ -25,7 +25,7 @@ func TestDueSetIsTheDueOrder(t *testing.T) {
 		x.initAgents()
 		var want []ingest.Agent
 		for i := range 300 {
-			a := &agent{pos: [4]int{-1, -1, -1, -1}}
+			a := &agent{}
 			a.Address, a.Tier = string(rune('a'+i%26))+time.Duration(i).String(), tiers[rng.IntN(3)]
 			a.NextRunAt = now.Add(-time.Duration(rng.IntN(30)) * time.Minute)
 			if rng.IntN(5) > 0 { // visited, some past the staleness cap
@@ -35,7 +35,7 @@ func TestDueSetIsTheDueOrder(t *testing.T) {
 			x.future.push(a)
 			want = append(want, a.Agent)
 		}
-		x.future.push(&agent{Agent: ingest.Agent{Address: "later", NextRunAt: now.Add(time.Minute)}, pos: [4]int{-1, -1, -1, -1}})
+		x.future.push(&agent{Agent: ingest.Agent{Address: "later", NextRunAt: now.Add(time.Minute)}})
 		slices.SortFunc(want, func(a, b ingest.Agent) int { return cmpBy(x.cfg.Less(a, b, now), x.cfg.Less(b, a, now)) })
 		x.promote(now)
 		var got []ingest.Agent

@@ -206,7 +206,7 @@ func (x *sim) state(now, began time.Time, held map[string]bool) discovery.Run {
 		Rate: x.st.Rate(x.bcfg, budget.LaneSweep, now), ReadCost: x.readCost}
 	if x.c == nil {
 		x.promote(now)
-		s.Agents.Due = x.due.len() // the critical agents are in it too
+		s.Agents.Due = x.due.Len() // the critical agents are in it too
 		if a := x.future.peek(); a != nil {
 			s.Agents.Next = a.NextRunAt
 		}
@@ -419,7 +419,8 @@ type agent struct {
 	cursor, resumeHi, resumeTop int
 	// seen are the swaps the current visit saw first (the rate's input).
 	seen []time.Time
-	// pos is where the agent sits in each heap of the due set (-1: not).
+	// pos is where the agent sits in each heap of the due set, from 1
+	// (0: not in it).
 	pos [4]int
 	// critAt is when the agent turns critical (ingest.Config.Critical).
 	critAt time.Time
@@ -438,7 +439,7 @@ func (x *sim) initAgents() {
 	x.critical = &agentHeap{id: 2, less: func(a, b *agent) bool { return x.cfg.Less(a.Agent, b.Agent, endOfTime) }}
 	x.aging = &agentHeap{id: 3, less: func(a, b *agent) bool { return a.critAt.Before(b.critAt) }}
 	for i := range x.w.Agents {
-		a := &agent{i: i, spec: &x.w.Agents[i], resumeHi: -1, pos: [4]int{-1, -1, -1, -1}}
+		a := &agent{i: i, spec: &x.w.Agents[i], resumeHi: -1}
 		a.Address, a.Tier, a.NextRunAt = AgentAddress(i), ingest.Cold, x.w.Start
 		x.agents = append(x.agents, a)
 		x.future.push(a)
@@ -449,7 +450,7 @@ func (x *sim) initAgents() {
 // that have waited their staleness cap into the critical set.
 func (x *sim) promote(now time.Time) {
 	for a := x.future.peek(); a != nil && !a.NextRunAt.After(now); a = x.future.peek() {
-		x.future.pop()
+		x.future.remove(a)
 		x.due.push(a)
 		a.critAt = a.NextRunAt // never visited: critical at once
 		if a.LastVisitAt != nil {
@@ -458,7 +459,7 @@ func (x *sim) promote(now time.Time) {
 		x.aging.push(a)
 	}
 	for a := x.aging.peek(); a != nil && x.cfg.Critical(a.Agent, now); a = x.aging.peek() {
-		x.aging.pop()
+		x.aging.remove(a)
 		x.critical.push(a)
 	}
 }
@@ -564,23 +565,21 @@ func (h *agentHeap) Len() int           { return len(h.entries) }
 func (h *agentHeap) Less(i, j int) bool { return h.less(h.entries[i], h.entries[j]) }
 func (h *agentHeap) Swap(i, j int) {
 	h.entries[i], h.entries[j] = h.entries[j], h.entries[i]
-	h.entries[i].pos[h.id], h.entries[j].pos[h.id] = i, j
+	h.entries[i].pos[h.id], h.entries[j].pos[h.id] = i+1, j+1
 }
 func (h *agentHeap) Push(v any) {
 	a := v.(*agent)
-	a.pos[h.id] = len(h.entries)
 	h.entries = append(h.entries, a)
+	a.pos[h.id] = len(h.entries)
 }
 func (h *agentHeap) Pop() any {
 	a := h.entries[len(h.entries)-1]
 	h.entries = h.entries[:len(h.entries)-1]
-	a.pos[h.id] = -1
+	a.pos[h.id] = 0
 	return a
 }
 
 func (h *agentHeap) push(a *agent) { heap.Push(h, a) }
-func (h *agentHeap) len() int      { return len(h.entries) }
-func (h *agentHeap) pop() *agent   { return heap.Pop(h).(*agent) }
 
 func (h *agentHeap) peek() *agent {
 	if len(h.entries) == 0 {
@@ -591,7 +590,7 @@ func (h *agentHeap) peek() *agent {
 
 // remove takes a out of the heap if it is in it.
 func (h *agentHeap) remove(a *agent) {
-	if i := a.pos[h.id]; i >= 0 {
-		heap.Remove(h, i)
+	if i := a.pos[h.id]; i > 0 {
+		heap.Remove(h, i-1)
 	}
 }
