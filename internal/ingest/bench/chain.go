@@ -215,16 +215,16 @@ func (c *Chain) Entry(g int) hiro.Entry {
 
 // AgentTx returns the agent's transaction a rendered entry is, if it is
 // one (its txid is its ordinal).
-func (c *Chain) AgentTx(e hiro.Entry) (agent, tx int, ok bool) {
+func (c *Chain) AgentTx(e hiro.Entry) (agentTxRef, bool) {
 	g, err := strconv.ParseUint(strings.TrimPrefix(e.TxID, "0x"), 16, 32)
 	if err != nil {
-		return 0, 0, false
+		return agentTxRef{}, false
 	}
 	i, ok := slices.BinarySearch(c.agentOrd, uint32(g))
 	if !ok {
-		return 0, 0, false
+		return agentTxRef{}, false
 	}
-	return int(c.agentRef[i].agent), int(c.agentRef[i].tx), true
+	return c.agentRef[i], true
 }
 
 // AllowedIn counts the entries of ordinals [lo, hi) on the allowlisted

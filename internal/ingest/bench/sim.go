@@ -295,23 +295,17 @@ func (x *sim) walk(now *time.Time) bool {
 	for !x.scan.Done() && x.take(now, ReaderTail) {
 		entries, total := x.c.Feed(*now, x.scan.NextOffset(), hiro.MaxLimit)
 		x.traffic.ObserveFeed(total, entries, x.c.A.OnContract, *now)
-		var batch, seen [][2]int
+		var seen []agentTxRef
 		for _, e := range x.scan.AddFeed(entries, total).Fresh {
-			if !x.filter.Candidate(e) {
-				continue
-			}
-			if a, t, ok := x.c.AgentTx(e); ok {
-				seen = append(seen, [2]int{a, t})
-				if x.found[a][t].IsZero() {
-					batch = append(batch, [2]int{a, t})
-				}
+			if ref, ok := x.c.AgentTx(e); ok && x.filter.Candidate(e) {
+				seen = append(seen, ref)
 			}
 		}
-		if !x.fetch(now, batch) {
+		if !x.fetch(now, seen) {
 			break // not settled: the page is read again
 		}
 		for _, s := range seen {
-			x.byTail[s[0]][s[1]] = true
+			x.byTail[s.agent][s.tx] = true
 		}
 		x.scan.Commit()
 	}
@@ -336,9 +330,16 @@ func (x *sim) probe(now *time.Time) {
 	}
 }
 
-// fetch reads the details of swaps in batches and records their rows;
-// false when the budget stopped it before every one was read.
-func (x *sim) fetch(now *time.Time, swaps [][2]int) bool {
+// fetch reads the details of the swaps among refs not found yet, in
+// batches, and records their rows; false when the budget stopped it
+// before every one was read.
+func (x *sim) fetch(now *time.Time, refs []agentTxRef) bool {
+	var swaps []agentTxRef
+	for _, r := range refs {
+		if x.w.Agents[r.agent].Txs[r.tx].Swap && x.found[r.agent][r.tx].IsZero() {
+			swaps = append(swaps, r)
+		}
+	}
 	batch := cmp.Or(x.s.Batch, hiro.MaxBatch)
 	for i := 0; i < len(swaps); i += batch {
 		if !x.take(now, ReaderDetails) {
@@ -346,9 +347,7 @@ func (x *sim) fetch(now *time.Time, swaps [][2]int) bool {
 		}
 		x.traffic.ObserveDetails(1, *now)
 		for _, s := range swaps[i:min(i+batch, len(swaps))] {
-			if x.found[s[0]][s[1]].IsZero() {
-				x.found[s[0]][s[1]] = *now
-			}
+			x.found[s.agent][s.tx] = *now
 		}
 	}
 	return true
@@ -387,14 +386,8 @@ func (x *sim) reconcile(now *time.Time, primary bool) bool {
 				return false
 			}
 		}
-		var missing [][2]int
 		refs := x.c.AgentsIn(x.recAt, x.recEnd)
-		for _, ref := range refs {
-			if x.w.Agents[ref.agent].Txs[ref.tx].Swap && x.found[ref.agent][ref.tx].IsZero() {
-				missing = append(missing, [2]int{int(ref.agent), int(ref.tx)})
-			}
-		}
-		if !x.fetch(now, missing) {
+		if !x.fetch(now, refs) {
 			return false
 		}
 		for _, ref := range refs {
