@@ -109,27 +109,24 @@ func AgentAddress(i int) string { return fmt.Sprintf("SP%06d", i) }
 // Poisson process, from seed) into blocks, volume calls a day in all; nil
 // when the agents alone make more than volume.
 func NewChain(w *World, a *Allowlist, volume int, seed uint64) *Chain {
-	strangers := volume - int(math.Round(w.TxsPerDay()))
+	type placed struct {
+		sec int // the block
+		ref agentTxRef
+	}
+	var agents []placed
+	for i, ag := range w.Agents {
+		for j, tx := range ag.Txs {
+			agents = append(agents, placed{int(simulator.BlockOf(tx.At).Sub(w.Start) / simulator.BlockPeriod), agentTxRef{int32(i), int32(j)}})
+		}
+	}
+	strangers := volume - int(math.Round(float64(len(agents))/(w.End.Sub(w.Start).Hours()/24)))
 	if strangers < 0 {
 		return nil
 	}
 	// The strangers' calls are the simulator's own traffic (sim's chain).
 	counts := simulator.StrangerBlocks(int64(seed), strangers, w.Start, w.End)
 	blocks := len(counts)
-	// Agents' transactions, by block; they take the first indexes of
-	// their block.
-	type placed struct {
-		sec int // the block
-		ref agentTxRef
-	}
-	var agents []placed
-	for i, a := range w.Agents {
-		for j, tx := range a.Txs {
-			if !tx.At.Before(w.Start) && tx.At.Before(w.End) {
-				agents = append(agents, placed{int(simulator.BlockOf(tx.At).Sub(w.Start) / simulator.BlockPeriod), agentTxRef{int32(i), int32(j)}})
-			}
-		}
-	}
+	// Agents' transactions, by block, take the first indexes of their block.
 	slices.SortStableFunc(agents, func(a, b placed) int { return a.sec - b.sec })
 	agentsIn := make([]uint32, blocks)
 	for _, p := range agents {

@@ -32,7 +32,8 @@ type AgentSpec struct {
 	Txs []Tx
 }
 
-// World is a population of agents over a horizon.
+// World is a population of agents over a horizon, every transaction in
+// it.
 type World struct {
 	Name       string
 	Start, End time.Time
@@ -83,18 +84,4 @@ func poisson(rng *rand.Rand, rate float64, start, end time.Time, swap bool) []Tx
 		}
 		out = append(out, Tx{At: at, Swap: swap})
 	}
-}
-
-// TxsPerDay is the agents' transactions a day over the world's horizon
-// (all of them contract calls on the chain: swaps and others).
-func (w *World) TxsPerDay() float64 {
-	n := 0
-	for _, a := range w.Agents {
-		for _, tx := range a.Txs {
-			if !tx.At.Before(w.Start) && tx.At.Before(w.End) {
-				n++
-			}
-		}
-	}
-	return float64(n) / (w.End.Sub(w.Start).Hours() / 24)
 }
