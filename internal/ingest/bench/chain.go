@@ -61,14 +61,13 @@ const chainHeight0 = 1_000_000
 // other contracts. The tail's filter, the feed's share on the lists and
 // the contracts' readers (one list each) are the allowlist's.
 type Allowlist struct {
-	Name      string
 	pairs     []catalog.Pair
 	contracts map[string]bool
 }
 
 // NewAllowlist is the allowlist of pairs.
-func NewAllowlist(name string, pairs []catalog.Pair) *Allowlist {
-	a := &Allowlist{Name: name, pairs: pairs, contracts: map[string]bool{}}
+func NewAllowlist(pairs []catalog.Pair) *Allowlist {
+	a := &Allowlist{pairs: pairs, contracts: map[string]bool{}}
 	for _, p := range pairs {
 		a.contracts[p.ContractID] = true
 	}
@@ -78,7 +77,7 @@ func NewAllowlist(name string, pairs []catalog.Pair) *Allowlist {
 // Allowlists: the benchmark's own 6 pairs on 5 contracts, and the
 // service's (internal/catalog: 139 pairs on 40 contracts).
 var (
-	BenchAllowlist = NewAllowlist("bench", []catalog.Pair{
+	BenchAllowlist = NewAllowlist([]catalog.Pair{
 		{ContractID: "SM1.xyk-core", Function: "swap-x-for-y"},
 		{ContractID: "SM1.xyk-core", Function: "swap-y-for-x"},
 		{ContractID: "SM1.stableswap-core", Function: "swap-x-for-y"},
@@ -86,7 +85,7 @@ var (
 		{ContractID: "SM1.router-multihop", Function: "swap-helper-b"},
 		{ContractID: "SP3.dlmm-core", Function: "swap-x-for-y"},
 	})
-	ServiceAllowlist = NewAllowlist("service", catalog.Default().Pairs())
+	ServiceAllowlist = NewAllowlist(catalog.Default().Pairs())
 	otherCall        = catalog.Pair{ContractID: "SP9.token-transfer", Function: "transfer"}
 )
 
