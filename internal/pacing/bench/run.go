@@ -82,8 +82,10 @@ func (s *taskSim) items(at time.Time, o order, n int) []int {
 		// The activity's own choice: the static base, then the tail by
 		// staleness × weight from each token's last successful check.
 		checked := make([]*time.Time, w.Items)
-		for i := range checked {
-			checked[i] = s.lastRefresh(i)
+		for i, r := range s.refreshedAt {
+			if len(r) > 0 {
+				checked[i] = &r[len(r)-1]
+			}
 		}
 		picked := pacing.PickTokens(at, checked, w.Static, n)
 		if s.onPick != nil {
@@ -103,13 +105,6 @@ func (s *taskSim) items(at time.Time, o order, n int) []int {
 		}
 	}
 	return out
-}
-
-func (s *taskSim) lastRefresh(i int) *time.Time {
-	if r := s.refreshedAt[i]; len(r) > 0 {
-		return &r[len(r)-1]
-	}
-	return nil
 }
 
 // execute sends the run's n requests one after another.
