@@ -132,35 +132,22 @@ func newHiroSim(seed int64, cfg HiroConfig, s *Server) *hiroSim {
 // World returns the world the Hiro simulation serves.
 func (s *Server) World() *World { return s.hiro.world }
 
-// worldJSON is GET /_sim/world: the whole world, for people poking at
-// `pacer sim`.
-type worldJSON struct {
-	CompetitionStart time.Time `json:"competitionStart"`
-	Origin           time.Time `json:"origin"`
-	Now              time.Time `json:"now"`
-	Agents           []Agent   `json:"agents"`
-	Claims           []Claim   `json:"claims"`
-	Transactions     []WorldTx `json:"transactions"`
-	// Outcomes are the verdicts at Now, keyed by txid.
-	Outcomes map[string]Outcome `json:"outcomes"`
-	// ChainVolume is strangers' calls a day; StrangerCalls how many have
-	// been mined by Now (they are not in Transactions).
-	ChainVolume   int `json:"chainVolume"`
-	StrangerCalls int `json:"strangerCalls"`
-}
-
+// worldDoc is GET /_sim/world: the whole world, for people poking at
+// `pacer sim`, with the verdicts now keyed by txid, and the strangers'
+// calls a day and how many have been mined by now (they are not among
+// the transactions).
 func (s *Server) worldDoc() any {
 	world, now := s.hiro.world, s.now()
-	return worldJSON{
-		CompetitionStart: world.CompetitionStart(),
-		Origin:           world.Origin(),
-		Now:              now.UTC(),
-		Agents:           world.Agents(),
-		Claims:           world.Claims(),
-		Transactions:     world.Transactions(),
-		Outcomes:         world.ExpectedOutcomes(now),
-		ChainVolume:      world.ChainVolume(),
-		StrangerCalls:    world.StrangerCalls(now),
+	return doc{
+		"competitionStart": world.CompetitionStart(),
+		"origin":           world.Origin(),
+		"now":              now.UTC(),
+		"agents":           world.Agents(),
+		"claims":           world.Claims(),
+		"transactions":     world.Transactions(),
+		"outcomes":         world.ExpectedOutcomes(now),
+		"chainVolume":      world.ChainVolume(),
+		"strangerCalls":    world.StrangerCalls(now),
 	}
 }
 
