@@ -279,7 +279,11 @@ func (s *Scan) add(entries []hiro.Entry, next string, total int) Page {
 		out.Reached = out.Reached || next == ""
 	} else {
 		st.Offset = s.st.Offset + max(len(entries)-1, 1)
-		if s.st.Total > 0 && total > s.st.Total {
+		// Growth that would make the next page all repeats is assumed to
+		// go on (pages read at a steady pace); less is left as repeats,
+		// since the next page is often read at once (a walk resumed in a
+		// later run): overshooting it costs a rewound page, a request.
+		if s.st.Total > 0 && total-s.st.Total >= PageSize-1 {
 			st.Offset += total - s.st.Total
 		}
 		st.Total = total

@@ -237,3 +237,35 @@ func TestDeepRemovalReadsBackToTheHead(t *testing.T) {
 	got = append(got, walk(t, c, s, 0)...)
 	require.Subset(t, got, ids(c, 1, 300))
 }
+
+// TestWalkAcrossRunsWastesNoPage: a walk too long for one run goes on in
+// the next, two pages a run, the feed growing between runs (27 entries)
+// but not between a run's pages. Growth guessed on from the last page
+// would start a run's second page past where the walk reached: a rewound
+// page, a request for nothing (35% of a month plan's feed pages).
+func TestWalkAcrossRunsWastesNoPage(t *testing.T) {
+	c := &chain{}
+	c.mine(1000)
+	from := PositionOf(c.entries[900])
+	before := int64(len(c.entries))
+	s := NewScan(ScanConfig{From: &from, MaxPages: 1000}, State{})
+	var got []string
+	rewound := 0
+	for page := 0; !s.Done(); page++ {
+		require.Less(t, page, 200, "the walk never ends")
+		if page%2 == 0 {
+			c.mine(27) // a new run
+		}
+		p := s.AddFeed(c.page(s.NextOffset()), len(c.entries))
+		if p.Rewound {
+			rewound++
+		}
+		for _, e := range p.Fresh {
+			got = append(got, e.TxID)
+		}
+		s.Commit()
+	}
+	require.Zero(t, rewound, "pages rewound")
+	require.Subset(t, got, ids(c, 100, before), "every entry from the walk's start handed out")
+	require.Len(t, got, len(slices.Compact(slices.Clone(got))), "no repeats")
+}
