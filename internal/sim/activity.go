@@ -58,7 +58,7 @@ func (g *generator) makeFeatures(f Features) {
 			g.txs = append(g.txs, g.swapTx(c, agent, g.manyEventsRoute(events), at))
 			return
 		}
-		g.txs = append(g.txs, g.caseTxAt(c, agent, at))
+		g.txs = append(g.txs, g.caseTx(c, agent, at))
 	}
 	for _, n := range f.ManyEvents {
 		single(CaseManyEvents, max(n, 4))
@@ -213,7 +213,7 @@ func (s *stream) day(d int) []*worldTx {
 		} else if p >= 0.02 {
 			c = CaseManyEvents
 		}
-		tx := g.caseTxAt(c, s.agent, at)
+		tx := g.caseTx(c, s.agent, at)
 		tx.index = int64(streamIndexBase + s.num*streamIndexSpan + k)
 		tx.nonce = d*100_000 + i
 		txs = append(txs, tx)

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer/internal/catalog"
-	"github.com/pacer-dev/pacer/internal/competition"
 )
 
 // The simulated chain carries everyone's traffic (SPEC §8): besides the
@@ -383,8 +382,6 @@ func (c *chain) materialize(d int, hidden bool, i int, call strangerCall) *world
 		tx.status = "abort_by_response"
 		tx.result = clarityErrUint(uint64(1 + rng.IntN(10)))
 	}
-	numberEvents(tx.events)
-	tx.Events = len(tx.events)
 	return tx
 }
 
@@ -527,36 +524,4 @@ func (w *World) StrangerCalls(at time.Time) int {
 		}
 	}
 	return n
-}
-
-// ChainVolume is the strangers' calls a day the world was built with (0
-// when there are none).
-func (w *World) ChainVolume() int { return max(w.chain.cfg.Volume, 0) }
-
-// SwapTime is when an agent's swap that must become a row was mined: the
-// start of its discovery delay.
-type SwapTime struct {
-	TxID   string `json:"txid"`
-	Sender string `json:"sender"`
-	// MinedAt is its block's time, the first time it was mined
-	// (burn_block_time). CanonicalAt is when it was last mined into the
-	// canonical chain: later than MinedAt only after a reorg re-applied it.
-	MinedAt     time.Time `json:"minedAt"`
-	CanonicalAt time.Time `json:"canonicalAt"`
-	Height      int64     `json:"height"`
-}
-
-// SwapTimes returns, in txid order, the mining times of the swaps
-// ExpectedSwaps(at) holds: the oracle's side of a discovery-delay
-// measurement (row time minus MinedAt).
-func (w *World) SwapTimes(at time.Time) []SwapTime {
-	var out []SwapTime
-	for _, tx := range w.existing(at) {
-		if o := w.verdict(tx, at); o.Found && o.Status == competition.StatusInserted {
-			out = append(out, SwapTime{TxID: tx.TxID, Sender: tx.Sender, MinedAt: tx.minedAt(),
-				CanonicalAt: tx.blockTime(at), Height: tx.position(at).height})
-		}
-	}
-	slices.SortFunc(out, func(a, b SwapTime) int { return strings.Compare(a.TxID, b.TxID) })
-	return out
 }

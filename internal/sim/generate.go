@@ -302,13 +302,13 @@ func (g *generator) makeOrdinaryTxs() {
 			if c == CaseSwap {
 				c = []TxCase{CaseSwap, CaseSwap, CaseSwap, CaseMultiHop, CaseMultiHop, CaseProvider}[g.rng.IntN(6)]
 			}
-			g.add(g.caseTx(c, a.STXAddress))
+			g.add(g.caseTx(c, a.STXAddress, g.when()))
 		}
 		if g.rng.IntN(2) == 0 {
-			g.add(g.caseTx(CaseTransfer, a.STXAddress))
+			g.add(g.caseTx(CaseTransfer, a.STXAddress, g.when()))
 		}
 		if g.rng.IntN(4) == 0 {
-			g.add(g.caseTx(CaseOffList, a.STXAddress))
+			g.add(g.caseTx(CaseOffList, a.STXAddress, g.when()))
 		}
 	}
 }
@@ -326,7 +326,7 @@ func (g *generator) makeSpecialTxs() {
 			}
 			agent := carriers[next%len(carriers)]
 			next++
-			if g.add(g.caseTx(c, agent)) {
+			if g.add(g.caseTx(c, agent, g.when())) {
 				break
 			}
 		}
@@ -371,15 +371,10 @@ func (g *generator) assignNonces() {
 	}
 }
 
-// caseTx builds one transaction of case c for agent. The agent is the
-// sender, except for CaseOutsider, where it is the one being paid.
-func (g *generator) caseTx(c TxCase, agent string) *worldTx {
-	return g.caseTxAt(c, agent, g.when())
-}
-
-// caseTxAt is caseTx at a chosen time (cases with a time of their own keep
-// it).
-func (g *generator) caseTxAt(c TxCase, agent string, at time.Time) *worldTx {
+// caseTx builds one transaction of case c for agent at at (cases with a
+// time of their own keep it). The agent is the sender, except for
+// CaseOutsider, where it is the one being paid.
+func (g *generator) caseTx(c TxCase, agent string, at time.Time) *worldTx {
 	switch c {
 	case CaseTransfer:
 		return g.transferTx(agent, at)
@@ -464,7 +459,6 @@ func (g *generator) caseTxAt(c TxCase, agent string, at time.Time) *worldTx {
 	case CaseFork:
 		tx.fork = true
 	}
-	numberEvents(tx.events)
 	tx.Events = len(tx.events)
 	return tx
 }
@@ -697,7 +691,6 @@ func (g *generator) swapTx(c TxCase, sender string, r route, at time.Time) *worl
 	tx.call = newContractCall(r.contract, r.function, args)
 	tx.ContractID, tx.FunctionName = r.contract, r.function
 	tx.events = b.events
-	numberEvents(tx.events)
 	tx.Events = len(tx.events)
 	tx.expect = &swapExpect{
 		tokenIn: first.ID, amountIn: paid.String(),
@@ -780,7 +773,6 @@ func (g *generator) transferTx(sender string, at time.Time) *worldTx {
 	tx.txType = "token_transfer"
 	tx.transfer = &tokenTransferJSON{RecipientAddress: to, Amount: amount, Memo: "0x"}
 	tx.events = []eventJSON{transferEvent(competition.TokenSTX, sender, to, amount)}
-	numberEvents(tx.events)
 	return tx
 }
 
@@ -820,7 +812,6 @@ func (g *generator) offListTx(sender string, at time.Time) *worldTx {
 		transferEvent(t.stx.ID, sender, pool, stx),
 		transferEvent(y.ID, sender, pool, other),
 	}
-	numberEvents(tx.events)
 	return tx
 }
 

@@ -146,7 +146,7 @@ func (s *Server) worldDoc() any {
 		"claims":           world.Claims(),
 		"transactions":     world.Transactions(),
 		"outcomes":         world.ExpectedOutcomes(now),
-		"chainVolume":      world.ChainVolume(),
+		"chainVolume":      max(world.chain.cfg.Volume, 0),
 		"strangerCalls":    world.StrangerCalls(now),
 	}
 }
@@ -575,12 +575,6 @@ func clarityErrUint(n uint64) clarityValue {
 	return clarityValue{Hex: fmt.Sprintf("0x0801%032x", n), Repr: fmt.Sprintf("(err u%d)", n)}
 }
 
-func numberEvents(events []eventJSON) {
-	for i := range events {
-		events[i].EventIndex = i
-	}
-}
-
 func newContractCall(contract, function string, args []functionArgJSON) *contractCallJSON {
 	params := make([]string, len(args))
 	for i, a := range args {
@@ -682,8 +676,8 @@ func (tx *worldTx) render(at time.Time, win eventWindow) txJSON {
 	}
 	from, to := min(win.offset, len(events)), min(win.offset+win.limit, len(events))
 	out.Events = make([]eventJSON, 0, to-from)
-	for _, e := range events[from:to] {
-		e.TxID = tx.TxID
+	for i, e := range events[from:to] {
+		e.EventIndex, e.TxID = from+i, tx.TxID
 		out.Events = append(out.Events, e)
 	}
 	return out

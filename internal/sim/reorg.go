@@ -5,8 +5,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/pacer-dev/pacer/internal/competition"
 )
 
 // Reorgs makes the world roll blocks back, as a Stacks fork does: each
@@ -99,10 +97,7 @@ func (w *World) makeReorgs(cfg Reorgs, txs []*worldTx, present time.Time) {
 		if spoilt[h] {
 			continue
 		}
-		if slices.ContainsFunc(b, func(tx *worldTx) bool {
-			o := w.verdict(tx, far)
-			return o.Found && o.Status == competition.StatusInserted
-		}) {
+		if slices.ContainsFunc(b, func(tx *worldTx) bool { return w.makesRow(tx, far) }) {
 			heights = append(heights, h)
 		}
 	}

@@ -196,13 +196,49 @@ func (w *World) ExpectedOutcomes(at time.Time) map[string]Outcome {
 // its route and the legs it made the agent pay and receive.
 func (w *World) ExpectedSwaps(at time.Time) []competition.Swap {
 	var swaps []competition.Swap
-	for _, tx := range w.existing(at) {
-		if o := w.verdict(tx, at); o.Found && o.Status == competition.StatusInserted {
-			swaps = append(swaps, tx.row())
-		}
+	for _, tx := range w.rows(at) {
+		swaps = append(swaps, tx.row())
 	}
-	slices.SortFunc(swaps, func(a, b competition.Swap) int { return strings.Compare(a.TxID, b.TxID) })
 	return swaps
+}
+
+// SwapTime is when an agent's swap that must become a row was mined: the
+// start of its discovery delay.
+type SwapTime struct {
+	TxID   string `json:"txid"`
+	Sender string `json:"sender"`
+	// MinedAt is its block's time, the first time it was mined
+	// (burn_block_time). CanonicalAt is when it was last mined into the
+	// canonical chain: later than MinedAt only after a reorg re-applied it.
+	MinedAt     time.Time `json:"minedAt"`
+	CanonicalAt time.Time `json:"canonicalAt"`
+	Height      int64     `json:"height"`
+}
+
+// SwapTimes returns, in txid order, the mining times of the swaps
+// ExpectedSwaps(at) holds: the oracle's side of a discovery-delay
+// measurement (row time minus MinedAt).
+func (w *World) SwapTimes(at time.Time) []SwapTime {
+	var out []SwapTime
+	for _, tx := range w.rows(at) {
+		out = append(out, SwapTime{TxID: tx.TxID, Sender: tx.Sender, MinedAt: tx.minedAt(),
+			CanonicalAt: tx.blockTime(at), Height: tx.position(at).height})
+	}
+	return out
+}
+
+// rows returns, in txid order, the transactions existing at at that a
+// correct sweep turns into rows.
+func (w *World) rows(at time.Time) []*worldTx {
+	out := slices.DeleteFunc(w.existing(at), func(tx *worldTx) bool { return !w.makesRow(tx, at) })
+	slices.SortFunc(out, func(a, b *worldTx) int { return strings.Compare(a.TxID, b.TxID) })
+	return out
+}
+
+// makesRow reports whether verifying tx at at inserts a row.
+func (w *World) makesRow(tx *worldTx, at time.Time) bool {
+	o := w.verdict(tx, at)
+	return o.Found && o.Status == competition.StatusInserted
 }
 
 // existing generates the world up to at and returns what exists then.
