@@ -30,6 +30,9 @@ import (
 	"github.com/pacer-dev/pacer/internal/webhook"
 )
 
+// DiscoveryConfig is how the sweep finds swaps (SPEC §5.0).
+type DiscoveryConfig = discovery.Config
+
 // Activities holds the dependencies of every activity.
 type Activities struct {
 	Store   *store.Store

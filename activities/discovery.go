@@ -17,38 +17,6 @@ import (
 	"github.com/pacer-dev/pacer/internal/store"
 )
 
-// DiscoveryConfig is how the sweep finds swaps (SPEC §5.0: PACER_DISCOVERY,
-// PACER_TAIL_EVERY, PACER_RECONCILE_EVERY, PACER_TAIL_MAX_PAGES).
-type DiscoveryConfig struct {
-	Mode           discovery.Mode
-	TailEvery      time.Duration
-	ReconcileEvery time.Duration
-	MaxPages       int
-	// Linger is how long one sweep run goes on reading the tail, every
-	// TailEvery (stretched by the budget), before it reports: the workflow
-	// starts a run at most every PACER_SWEEP_EVERY, and the tail reads
-	// more often than that. A run always reads once; 0 is once.
-	Linger time.Duration
-}
-
-// WithDefaults fills the zero fields; a zero Mode is discovery.ParseMode's
-// default (tail), as PACER_DISCOVERY's.
-func (c DiscoveryConfig) WithDefaults() DiscoveryConfig {
-	if c.Mode == "" {
-		c.Mode, _ = discovery.ParseMode("")
-	}
-	if c.TailEvery <= 0 {
-		c.TailEvery = discovery.DefaultTailEvery
-	}
-	if c.ReconcileEvery <= 0 {
-		c.ReconcileEvery = discovery.DefaultReconcileEvery
-	}
-	if c.MaxPages <= 0 {
-		c.MaxPages = discovery.DefaultMaxPages
-	}
-	return c
-}
-
 // reconcileMaxPages bounds one contract reader's scan only against a list
 // that never ends: the reconciler is the last reader, so its scan goes on
 // across runs rather than give a range up.

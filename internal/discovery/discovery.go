@@ -82,6 +82,38 @@ func ParseMode(s string) (Mode, error) {
 	return "", fmt.Errorf("discovery %q: want tail or agents", s)
 }
 
+// Config is how the sweep finds swaps (SPEC §5.0: PACER_DISCOVERY,
+// PACER_TAIL_EVERY, PACER_RECONCILE_EVERY, PACER_TAIL_MAX_PAGES).
+type Config struct {
+	Mode           Mode
+	TailEvery      time.Duration
+	ReconcileEvery time.Duration
+	MaxPages       int
+	// Linger is how long one sweep run goes on reading the tail, every
+	// TailEvery (stretched by the budget), before it reports: the workflow
+	// starts a run at most every PACER_SWEEP_EVERY, and the tail reads
+	// more often than that. A run always reads once; 0 is once.
+	Linger time.Duration
+}
+
+// WithDefaults fills the zero fields; a zero Mode is ParseMode's
+// default (tail), as PACER_DISCOVERY's.
+func (c Config) WithDefaults() Config {
+	if c.Mode == "" {
+		c.Mode, _ = ParseMode("")
+	}
+	if c.TailEvery <= 0 {
+		c.TailEvery = DefaultTailEvery
+	}
+	if c.ReconcileEvery <= 0 {
+		c.ReconcileEvery = DefaultReconcileEvery
+	}
+	if c.MaxPages <= 0 {
+		c.MaxPages = DefaultMaxPages
+	}
+	return c
+}
+
 // Position is a place in the chain, as a reader keeps it: a block height,
 // a transaction index and the transaction there (two forks can share a
 // height and index).

@@ -269,3 +269,12 @@ func TestWalkAcrossRunsWastesNoPage(t *testing.T) {
 	require.Subset(t, got, ids(c, 100, before), "every entry from the walk's start handed out")
 	require.Len(t, got, len(slices.Compact(slices.Clone(got))), "no repeats")
 }
+
+// The zero Config and an empty PACER_DISCOVERY mean the same mode.
+func TestConfigDefaultsAgreeWithParseMode(t *testing.T) {
+	mode, err := ParseMode("")
+	require.NoError(t, err)
+	c := Config{}.WithDefaults()
+	require.Equal(t, mode, c.Mode)
+	require.Equal(t, Config{Mode: ModeTail, TailEvery: DefaultTailEvery, ReconcileEvery: DefaultReconcileEvery, MaxPages: DefaultMaxPages}, c)
+}
