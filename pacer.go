@@ -62,6 +62,19 @@ type Run struct {
 // Meta gives generic code the run part of a result.
 func (r *Run) Meta() *Run { return r }
 
+// Count counts a failed call against the upstream when the failure was
+// the upstream's own (rate_limit, server_error, timeout; not an item
+// problem), and a rate_limit as a refusal too.
+func (r *Run) Count(class ErrorClass) {
+	switch class {
+	case ClassRateLimit:
+		r.Rejected++
+		r.UpstreamFailed++
+	case ClassServerError, ClassTimeout:
+		r.UpstreamFailed++
+	}
+}
+
 // Occurrence is the run key of one task run (SPEC §3.4): the task and the
 // nominal time the schedule gave it. The activity that runs it records it in
 // the task_runs ledger and is idempotent on it: a retried attempt, or a
@@ -237,6 +250,41 @@ type SweepResult struct {
 	Reason string `json:"reason,omitempty"`
 	// Pace is the run's pacing for the next (SPEC §3.8).
 	Pace *Pace `json:"pace,omitempty"`
+}
+
+// Add adds the counts of a piece of a run (an agent's visit, a reader's
+// read) to the run's.
+func (r *SweepResult) Add(v SweepResult) {
+	r.Scanned += v.Scanned
+	r.Found += v.Found
+	r.Inserted += v.Inserted
+	r.AlreadyKnown += v.AlreadyKnown
+	r.Pending += v.Pending
+	r.Rejected += v.Rejected
+	r.HiroErrors += v.HiroErrors
+	r.Requests += v.Requests
+	r.Run.Rejected += v.Run.Rejected
+	r.UpstreamFailed += v.UpstreamFailed
+	if r.RejectionReasons == nil && len(v.RejectionReasons) > 0 {
+		r.RejectionReasons = map[string]int{}
+	}
+	for k, n := range v.RejectionReasons {
+		r.RejectionReasons[k] += n
+	}
+}
+
+// Successes is what the pacing controller counts as the run's successful
+// work: agents visited and, in tail mode, the chain's pages read (a run
+// of the tail visits few agents or none, and must not read as all failure
+// when one detail fetch fails).
+func (r SweepResult) Successes() int {
+	n := r.Scanned
+	for name, rr := range r.Readers {
+		if name != "agents" {
+			n += rr.Pages
+		}
+	}
+	return n
 }
 
 // SweepResult.StoppedBy values other than the budget's windows.

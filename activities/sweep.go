@@ -54,7 +54,7 @@ func (a *Activities) Sweep(ctx context.Context, in pacer.SweepInput) (pacer.Swee
 		return ledgered(ctx, a, in.Occurrence, func(ctx context.Context) (pacer.SweepResult, error) {
 			return a.sweep(ctx, in)
 		})
-	}, func(r *pacer.SweepResult) (*pacer.Run, int, **pacer.Pace) { return &r.Run, successes(*r), &r.Pace })
+	}, func(r *pacer.SweepResult) (*pacer.Run, int, **pacer.Pace) { return &r.Run, r.Successes(), &r.Pace })
 }
 
 // sweepRun is one run: its configuration, its result (guarded for the
@@ -341,18 +341,4 @@ func (a *Activities) allocation(ctx context.Context, cfg ingest.Config, lane bud
 		c.at, c.cfg, c.alloc = now, cfg, alloc
 	}
 	return alloc, nil
-}
-
-// successes is what the pacing controller counts as this run's successful
-// work: agents visited and, in tail mode, the chain's pages read (a run
-// of the tail visits few agents or none, and must not read as all failure
-// when one detail fetch fails).
-func successes(r pacer.SweepResult) int {
-	n := r.Scanned
-	for name, rr := range r.Readers {
-		if name != "agents" {
-			n += rr.Pages
-		}
-	}
-	return n
 }

@@ -125,7 +125,7 @@ func (a *Activities) refreshTenero(ctx context.Context, in pacer.TeneroInput) (r
 					return res, runError(pacer.ClassTransport, "store check: "+err.Error(), res)
 				}
 			}
-			countUpstream(&res.Run, class)
+			res.Count(class)
 			switch {
 			case class == pacer.ClassRateLimit, class == pacer.ClassPermanent:
 				stopClass, stopMsg = class, err.Error()

@@ -4,8 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"maps"
-	"slices"
 	"time"
 
 	"go.uber.org/zap"
@@ -49,35 +47,9 @@ func (r *sweepRun) newTally(log *zap.Logger) tally {
 
 func (t *tally) ok() bool { return !t.spent && t.failed == nil && t.stop == nil }
 
-// verify gives each candidate its outcome: the listing alone decides a
-// call that failed, came too early or is still pending; the rest are
-// fetched together (VerifyMany: one tx/multiple request for as many as its
-// URL holds). A txid named twice (two agents' pages) is fetched once and
-// counts once.
+// verify gives each candidate its outcome (competition.VerifyEntries).
 func (r *sweepRun) verify(ctx context.Context, cands []hiro.Entry) []competition.Outcome {
-	outs := make([]competition.Outcome, len(cands))
-	var ids []string
-	var at []int
-	for i, e := range cands {
-		if o, decided := r.verifier.RejectListed(ctx, e); decided {
-			outs[i] = o
-		} else if e.TxStatus == hiro.StatusPending {
-			outs[i] = competition.Outcome{TxID: e.TxID, Status: competition.StatusPending}
-		} else {
-			ids, at = append(ids, e.TxID), append(at, i)
-		}
-	}
-	first := map[string]bool{}
-	for k, o := range r.verifier.VerifyMany(ctx, ids, competition.SourceSweep) {
-		if first[ids[k]] {
-			o.Requests = 0
-			if o.Status == competition.StatusInserted {
-				o.Status, o.Swap = competition.StatusAlreadyKnown, nil
-			}
-		}
-		first[ids[k]], outs[at[k]] = true, o
-	}
-	return outs
+	return r.verifier.VerifyEntries(ctx, cands, competition.SourceSweep)
 }
 
 // settleAll settles a page's outcomes in order, counting each settled one
@@ -146,7 +118,7 @@ func (t *tally) settle(ctx context.Context, sender string, o competition.Outcome
 // count adds one outcome to the counts.
 func (t *tally) count(o competition.Outcome) {
 	t.res.Found++
-	countUpstream(&t.res.Run, o.Class())
+	t.res.Count(o.Class())
 	switch o.Status {
 	case competition.StatusInserted:
 		t.res.Inserted++
@@ -175,7 +147,7 @@ func (t *tally) upstreamError(err error, what string) {
 		return
 	}
 	t.res.HiroErrors++
-	countUpstream(&t.res.Run, class)
+	t.res.Count(class)
 	var se *hiro.StatusError
 	if errors.As(err, &se) {
 		t.log.Warn("sweep.hiro_non_ok", zap.String("what", what), zap.Int("status", se.StatusCode), zap.Error(err))
@@ -198,7 +170,7 @@ func (t *tally) upstreamError(err error, what string) {
 func (r *sweepRun) absorb(t *tally) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	add(&r.res, t.res)
+	r.res.Add(t.res)
 	if t.failed != nil {
 		r.lastErr = t.failed
 	} else if t.refused != nil {
@@ -447,33 +419,5 @@ func (v *visit) recheckPending(ctx context.Context) {
 		if !v.settle(ctx, v.row.Address, o, false) {
 			return
 		}
-	}
-}
-
-// add adds a piece's counts to the run's.
-func add(to *pacer.SweepResult, v pacer.SweepResult) {
-	to.Scanned += v.Scanned
-	to.Found += v.Found
-	to.Inserted += v.Inserted
-	to.AlreadyKnown += v.AlreadyKnown
-	to.Pending += v.Pending
-	to.Rejected += v.Rejected
-	to.HiroErrors += v.HiroErrors
-	to.Requests += v.Requests
-	to.Run.Rejected += v.Run.Rejected
-	to.UpstreamFailed += v.UpstreamFailed
-	for _, k := range slices.Sorted(maps.Keys(v.RejectionReasons)) {
-		to.RejectionReasons[k] += v.RejectionReasons[k]
-	}
-}
-
-// countUpstream counts a failed call against the upstream when the failure
-// was the upstream's own (not an item problem).
-func countUpstream(run *pacer.Run, class pacer.ErrorClass) {
-	if fault.IsUpstreamFailure(class) {
-		run.UpstreamFailed++
-	}
-	if class == pacer.ClassRateLimit {
-		run.Rejected++
 	}
 }

@@ -59,3 +59,27 @@ func TestVerifyManyFetchesOnceInOneBatch(t *testing.T) {
 	require.Len(t, src.batches, 1, "the ledger answers a second pass")
 	require.Equal(t, StatusAlreadyKnown, again[0].Status)
 }
+
+// A listing's entries: the listing decides what it can, a pending one
+// waits, and the rest are fetched in one batch, a repeat once.
+func TestVerifyEntriesDecidesFromTheListingAndFetchesEachOnce(t *testing.T) {
+	t.Parallel()
+	ledger := &fakeLedger{agents: map[string]Agent{agentAddr: genesisAgent()}}
+	second, failed, pending := "0x"+strings.Repeat("b", 64), "0x"+strings.Repeat("d", 64), "0x"+strings.Repeat("e", 64)
+	src := &fakeBatch{fakeTxs: fakeTxs{tx: loadTx(t, "hiro-tx-stableswap-stx-ststx.json")}, known: map[string]bool{goodTxID: true, second: true}}
+	v := &Verifier{Ledger: ledger, Txs: src, Allowlist: loadAllowlist(t), CompetitionStart: compStart}
+	mined := func(id, status string) hiro.Entry {
+		return hiro.Entry{TxID: id, TxStatus: status, BlockHeight: 9, Canonical: true, BurnBlockTime: compStart.Unix() + 60}
+	}
+
+	got := v.VerifyEntries(t.Context(), []hiro.Entry{mined(goodTxID, hiro.StatusSuccess), mined(failed, "abort_by_response"),
+		{TxID: pending, TxStatus: hiro.StatusPending}, mined(goodTxID, hiro.StatusSuccess), mined(second, hiro.StatusSuccess)}, SourceSweep)
+
+	require.Equal(t, [][]string{{goodTxID, second}}, src.batches, "one batch, the repeat and the listing's verdicts left out")
+	require.Equal(t, StatusInserted, got[0].Status)
+	require.Equal(t, ReasonTxFailed, got[1].Reason, "decided from the listing")
+	require.Equal(t, StatusPending, got[2].Status)
+	require.Equal(t, StatusAlreadyKnown, got[3].Status, "a repeat counts once")
+	require.Zero(t, got[3].Requests)
+	require.Equal(t, StatusInserted, got[4].Status)
+}

@@ -540,15 +540,36 @@ func (v *Verifier) RejectListed(ctx context.Context, e hiro.Entry) (out Outcome,
 	return verdict, true
 }
 
-// NeedsDetail reports whether a listing entry goes to Verify: RejectListed
-// would not decide it and it is not pending. It has no side effects, so a
-// walk can gather such entries and verify them together (VerifyMany).
-func (v *Verifier) NeedsDetail(e hiro.Entry) bool {
-	if _, valid := normalizeTxID(e.TxID); !valid || e.TxStatus == hiro.StatusPending {
-		return false
+// VerifyEntries gives each entry of a listing its outcome: the listing
+// alone decides a call that failed, came too early or lies on a fork that
+// lost (RejectListed), and one still pending; the rest are verified
+// together (VerifyMany). A transaction listed twice (two agents' pages)
+// is fetched once and counts once: its repeats cost no request and find
+// it already known.
+func (v *Verifier) VerifyEntries(ctx context.Context, entries []hiro.Entry, source string) []Outcome {
+	outs := make([]Outcome, len(entries))
+	var ids []string
+	var at []int
+	for i, e := range entries {
+		if o, decided := v.RejectListed(ctx, e); decided {
+			outs[i] = o
+		} else if e.TxStatus == hiro.StatusPending {
+			outs[i] = Outcome{TxID: e.TxID, Status: StatusPending}
+		} else {
+			ids, at = append(ids, e.TxID), append(at, i)
+		}
 	}
-	_, decided := statusGates("", listingSummary("", e), v.CompetitionStart)
-	return !decided
+	first := map[string]bool{}
+	for k, o := range v.VerifyMany(ctx, ids, source) {
+		if first[ids[k]] {
+			o.Requests = 0
+			if o.Status == StatusInserted {
+				o.Status, o.Swap = StatusAlreadyKnown, nil
+			}
+		}
+		first[ids[k]], outs[at[k]] = true, o
+	}
+	return outs
 }
 
 // listingSummary is what a listing entry says of the status gates.
