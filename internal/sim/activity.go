@@ -182,7 +182,7 @@ func (s *stream) day(d int) []*worldTx {
 	from := s.dayStart(d)
 	// A swap is in the block of its moment, never in one before the day
 	// (the day before numbers its own block's swaps).
-	block := func(t time.Time) time.Time { return later(blockFloor(t), blockCeil(from)) }
+	block := func(t time.Time) time.Time { return later(blockFloor(t), BlockOf(from)) }
 	var times []time.Time
 	for t := g.rng.ExpFloat64() / s.rate; t < 1; t += g.rng.ExpFloat64() / s.rate { // in days
 		times = append(times, block(from.Add(time.Duration(t*float64(24*time.Hour)))))

@@ -35,20 +35,14 @@ type ChainConfig struct {
 	// were mined on a fork that lost: they show canonical false. 0 takes
 	// defaultForkShare; negative makes none.
 	ForkShare float64
-	// CanonicalOnly leaves losing-fork entries out of the feed and the
-	// contracts' lists, as the v9 server's list queries do (their SQL asks
-	// for canonical = true). By default they are shown with canonical
-	// false, the harder case for a reader, which must pass them over.
-	CanonicalOnly bool
-	// Strangers is how many distinct senders make the calls. Default 5,000.
-	Strangers int
 }
 
 const (
 	// DefaultChainVolume is strangers' contract calls a day (SPEC §8).
 	DefaultChainVolume = 40_000
 	defaultForkShare   = 0.001
-	defaultStrangers   = 5_000
+	// strangers is how many distinct senders make the calls.
+	strangers = 5_000
 	// strangerIndexBase numbers strangers' calls in their blocks above the
 	// fixed world's transactions and below the Activity streams', so that
 	// no two transactions share a position; maxStrangersPerBlock keeps
@@ -68,9 +62,6 @@ func (c ChainConfig) withDefaults() ChainConfig {
 		c.ForkShare = defaultForkShare
 	}
 	c.ForkShare = min(max(c.ForkShare, 0), 1)
-	if c.Strangers <= 0 {
-		c.Strangers = defaultStrangers
-	}
 	return c
 }
 
@@ -103,10 +94,8 @@ type chain struct {
 
 // chainDay is one day of strangers' calls.
 type chainDay struct {
-	// calls are the day's calls in the feed, by position (oldest first);
-	// hidden are those on losing forks when ChainConfig.CanonicalOnly
-	// keeps them out of it (still answered by id).
-	calls, hidden []strangerCall
+	// calls are the day's calls in the feed, by position (oldest first).
+	calls []strangerCall
 	// byContract lists, per contract, the indexes of its calls in calls.
 	byContract [][]int32
 }
@@ -132,53 +121,40 @@ func newChain(seed int64, cfg ChainConfig, from time.Time, tokens worldTokens, c
 		from:       from,
 		tokens:     tokens,
 		contractOf: map[string]int{},
-		mask:       mix(uint64(seed) ^ 0xc4a1),
-		check:      mix(uint64(seed) ^ 0xc4a2),
+		mask:       Mix(uint64(seed) ^ 0xc4a1),
+		check:      Mix(uint64(seed) ^ 0xc4a2),
 	}
-	contract := func(id string) int {
-		if i, ok := c.contractOf[id]; ok {
-			return i
+	kind := func(id, function string, swap bool, weight float64) {
+		if _, ok := c.contractOf[id]; !ok {
+			c.contractOf[id] = len(c.contracts)
+			c.contracts = append(c.contracts, id)
 		}
-		c.contracts = append(c.contracts, id)
-		c.contractOf[id] = len(c.contracts) - 1
-		return len(c.contracts) - 1
+		c.kinds = append(c.kinds, callKind{contract: c.contractOf[id], function: function, swap: swap, weight: weight})
 	}
 	// A third of the traffic swaps through the allowlisted pairs, a tenth
 	// does other business with the same contracts, and the rest goes
 	// elsewhere: other DEXes, stacking, tokens, names.
 	pairs := cat.Pairs()
-	for _, p := range pairs {
-		c.kinds = append(c.kinds, callKind{contract: contract(p.ContractID), function: p.Function, swap: true,
-			weight: 0.33 / float64(len(pairs))})
-	}
 	var allowContracts []string
 	for _, p := range pairs {
+		kind(p.ContractID, p.Function, true, 0.33/float64(len(pairs)))
 		if !slices.Contains(allowContracts, p.ContractID) {
 			allowContracts = append(allowContracts, p.ContractID)
 		}
 	}
 	for _, id := range allowContracts {
 		for _, fn := range []string{"add-liquidity", "withdraw-liquidity"} {
-			c.kinds = append(c.kinds, callKind{contract: contract(id), function: fn, weight: 0.10 / float64(2*len(allowContracts))})
+			kind(id, fn, false, 0.10/float64(2*len(allowContracts)))
 		}
 	}
-	others := []struct {
-		contract, function string
-		swap               bool
-		weight             float64
-	}{
-		{arkadikoSwap, "swap-x-for-y", true, 0.08},
-		{arkadikoSwap, "swap-y-for-x", true, 0.06},
-		{"SP000000000000000000002Q6VF78.pox-4", "delegate-stx", false, 0.05},
-		{"SP000000000000000000002Q6VF78.bns", "name-renewal", false, 0.02},
-		{"SP3K8BC0PPEVCV7NZ6QSRWPQ2JE9E5B6N3PA0KBR9.token-alex", "transfer", false, 0.16},
-		{"SP102V8P0F7JX67ARQ77WEA3D3CFB5XW39REDT0AM.amm-pool-v2-01", "swap-helper", true, 0.12},
-		{"SP2C2YFP12AJZB4MABJBAJ55XECVS7E4PMMZ89YZR.arkadiko-vaults-operations-v1-1", "open-vault", false, 0.04},
-		{"SP4SZE494VC2YC5JYG7AYFQ44F5Q4PYV7DVMDPBG.ststx-token", "transfer", false, 0.04},
-	}
-	for _, o := range others {
-		c.kinds = append(c.kinds, callKind{contract: contract(o.contract), function: o.function, swap: o.swap, weight: o.weight})
-	}
+	kind(arkadikoSwap, "swap-x-for-y", true, 0.08)
+	kind(arkadikoSwap, "swap-y-for-x", true, 0.06)
+	kind("SP000000000000000000002Q6VF78.pox-4", "delegate-stx", false, 0.05)
+	kind("SP000000000000000000002Q6VF78.bns", "name-renewal", false, 0.02)
+	kind("SP3K8BC0PPEVCV7NZ6QSRWPQ2JE9E5B6N3PA0KBR9.token-alex", "transfer", false, 0.16)
+	kind("SP102V8P0F7JX67ARQ77WEA3D3CFB5XW39REDT0AM.amm-pool-v2-01", "swap-helper", true, 0.12)
+	kind("SP2C2YFP12AJZB4MABJBAJ55XECVS7E4PMMZ89YZR.arkadiko-vaults-operations-v1-1", "open-vault", false, 0.04)
+	kind("SP4SZE494VC2YC5JYG7AYFQ44F5Q4PYV7DVMDPBG.ststx-token", "transfer", false, 0.04)
 	sum := 0.0
 	for _, k := range c.kinds {
 		sum += k.weight
@@ -207,7 +183,7 @@ func (c *chain) upTo(at time.Time) []*chainDay {
 // volume, each to a weighted (contract, function), from a sender skewed
 // towards the busiest (a few bots make much of a chain's traffic).
 func (c *chain) makeDay(d int) *chainDay {
-	rng := rand.New(rand.NewPCG(mix(c.seed^uint64(d)<<20), 0xc4a1))
+	rng := rand.New(rand.NewPCG(Mix(c.seed^uint64(d)<<20), 0xc4a1))
 	out := &chainDay{byContract: make([][]int32, len(c.contracts))}
 	rate := float64(c.cfg.Volume)
 	var lastSec uint32
@@ -215,7 +191,7 @@ func (c *chain) makeDay(d int) *chainDay {
 	// A call is mined in the block of its moment: the day's first block
 	// (the one before it is the day before's), then one every
 	// stacksBlockPeriod seconds.
-	first := uint32(blockCeil(c.dayStart(d)).Sub(c.dayStart(d)) / time.Second)
+	first := uint32(BlockOf(c.dayStart(d)).Sub(c.dayStart(d)) / time.Second)
 	for t := 0.0; ; {
 		t += rng.ExpFloat64() / rate
 		if t >= 1 {
@@ -223,7 +199,7 @@ func (c *chain) makeDay(d int) *chainDay {
 		}
 		sec := max(uint32(t*86400), first)
 		sec -= (sec - first) % stacksBlockPeriod
-		if sec == lastSec && (len(out.calls) > 0 || len(out.hidden) > 0) {
+		if sec == lastSec && len(out.calls) > 0 {
 			inBlock++
 		} else {
 			lastSec, inBlock = sec, 0
@@ -235,17 +211,13 @@ func (c *chain) makeDay(d int) *chainDay {
 			sec:    sec,
 			idx:    uint16(inBlock),
 			kind:   uint16(c.pickKind(rng.Float64())),
-			sender: uint32(min(rng.IntN(c.cfg.Strangers), rng.IntN(c.cfg.Strangers))),
+			sender: uint32(min(rng.IntN(strangers), rng.IntN(strangers))),
 		}
 		if rng.Float64() < strangerFailedShare {
 			call.flags |= flagFailed
 		}
 		if c.forkBlock(d, sec) {
 			call.flags |= flagFork
-			if c.cfg.CanonicalOnly {
-				out.hidden = append(out.hidden, call)
-				continue
-			}
 		}
 		k := c.kinds[call.kind].contract
 		out.byContract[k] = append(out.byContract[k], int32(len(out.calls)))
@@ -265,7 +237,7 @@ func (c *chain) forkBlock(d int, sec uint32) bool {
 	if c.cfg.ForkShare <= 0 {
 		return false
 	}
-	u := float64(mix(c.seed^0xf0c^uint64(d)<<24^uint64(sec))>>11) / (1 << 53)
+	u := float64(Mix(c.seed^0xf0c^uint64(d)<<24^uint64(sec))>>11) / (1 << 53)
 	return u < c.cfg.ForkShare
 }
 
@@ -278,17 +250,13 @@ func (c *chain) position(d int, call strangerCall) position {
 	return position{height: heightAt(c.at(d, call)), index: strangerIndexBase + int64(call.idx)}
 }
 
-// A stranger's txid carries its day, list and number, masked, and a check
-// word, so that an id finds its call without an index and an agent's
-// random id is never taken for one.
-func (c *chain) txid(d int, hidden bool, i int) string {
-	w0 := uint64(d)<<32 | uint64(i)
-	if hidden {
-		w0 |= 1 << 31
-	}
-	w0 ^= c.mask
-	w1 := mix(c.check ^ w0)
-	return fmt.Sprintf("0x%016x%016x%016x%016x", w0, w1, mix(w1), mix(w1^1))
+// A stranger's txid carries its day and number, masked, and a check word,
+// so that an id finds its call without an index and an agent's random id
+// is never taken for one.
+func (c *chain) txid(d, i int) string {
+	w0 := (uint64(d)<<32 | uint64(i)) ^ c.mask
+	w1 := Mix(c.check ^ w0)
+	return fmt.Sprintf("0x%016x%016x%016x%016x", w0, w1, Mix(w1), Mix(w1^1))
 }
 
 // lookup finds the call of txid (0x + lower-case hex) among the days
@@ -305,11 +273,11 @@ func (c *chain) lookup(txid string, at time.Time) (*worldTx, bool) {
 		}
 		words[i] = v
 	}
-	if mix(c.check^words[0]) != words[1] {
+	if Mix(c.check^words[0]) != words[1] {
 		return nil, false
 	}
 	raw := words[0] ^ c.mask
-	d, hidden, i := int(raw>>32), raw&(1<<31) != 0, int(raw&(1<<31-1))
+	d, i := int(raw>>32), int(raw&(1<<32-1))
 	c.mu.Lock()
 	days := c.upTo(at)
 	c.mu.Unlock()
@@ -317,16 +285,10 @@ func (c *chain) lookup(txid string, at time.Time) (*worldTx, bool) {
 		return nil, false
 	}
 	list := days[d].calls
-	if hidden {
-		list = days[d].hidden
-	}
-	if i >= len(list) || c.at(d, list[i]).After(at) {
+	if i >= len(list) || c.at(d, list[i]).After(at) || c.txid(d, i) != txid {
 		return nil, false
 	}
-	if c.txid(d, hidden, i) != txid {
-		return nil, false
-	}
-	return c.materialize(d, hidden, i, list[i]), true
+	return c.materialize(d, i, list[i]), true
 }
 
 // CaseStranger is a stranger's contract call, on an allowlisted contract or
@@ -337,19 +299,14 @@ const CaseStranger TxCase = "stranger"
 
 // materialize renders a call as a full transaction: everything not kept
 // compactly is drawn from its own seed, so it is the same every time.
-func (c *chain) materialize(d int, hidden bool, i int, call strangerCall) *worldTx {
-	txid := c.txid(d, hidden, i)
-	n := uint64(d)<<32 | uint64(i)
-	if hidden {
-		n |= 1 << 31
-	}
-	rng := rand.New(rand.NewPCG(mix(c.seed^n), c.mask))
+func (c *chain) materialize(d, i int, call strangerCall) *worldTx {
+	rng := rand.New(rand.NewPCG(Mix(c.seed^(uint64(d)<<32|uint64(i))), c.mask))
 	k := c.kinds[call.kind]
 	contract := c.contracts[k.contract]
 	sender := c.stranger(call.sender)
 	at := c.at(d, call)
 	tx := &worldTx{
-		WorldTx: WorldTx{TxID: txid, Case: CaseStranger, Sender: sender, ContractID: contract,
+		WorldTx: WorldTx{TxID: c.txid(d, i), Case: CaseStranger, Sender: sender, ContractID: contract,
 			FunctionName: k.function, ListedUnder: []string{}, AppearsAt: at},
 		status:  statusSuccess,
 		txType:  txTypeContractCall,
@@ -389,11 +346,11 @@ func (c *chain) materialize(d int, hidden bool, i int, call strangerCall) *world
 func (c *chain) stranger(n uint32) string {
 	var b strings.Builder
 	b.Grow(41)
-	h := mix(c.seed ^ 0x57a ^ uint64(n)<<16)
+	h := Mix(c.seed ^ 0x57a ^ uint64(n)<<16)
 	b.WriteString([]string{"SP", "SP", "SP", "SM"}[h%4])
 	for j := range 38 {
 		if j%12 == 0 {
-			h = mix(h ^ uint64(j))
+			h = Mix(h ^ uint64(j))
 		}
 		b.WriteByte(c32[h%32])
 		h /= 32
@@ -477,7 +434,7 @@ func (s strangerSeq) position(r int) position {
 
 func (s strangerSeq) tx(r int) *worldTx {
 	ref := s.ref(r)
-	return s.c.materialize(ref.d, false, ref.i, s.days[ref.d].calls[ref.i])
+	return s.c.materialize(ref.d, ref.i, s.days[ref.d].calls[ref.i])
 }
 
 // StrangerBlocks is the strangers' traffic without a world, for the
@@ -501,27 +458,6 @@ func StrangerBlocks(seed int64, volume int, from, to time.Time) []uint32 {
 	return out
 }
 
-// Mix is the simulator's bit mixer (splitmix64's finaliser), for the
-// benchmarks' chain to draw its strangers' senders and calls from.
-func Mix(x uint64) uint64 { return mix(x) }
-
 // StrangerCalls is how many contract calls strangers have had mined by at
 // (losing forks included), so a test can hold the chain to its volume.
-func (w *World) StrangerCalls(at time.Time) int {
-	c := w.chain
-	if !c.on() {
-		return 0
-	}
-	s := c.seq("", at)
-	n := s.total
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for d, dd := range s.days {
-		for _, call := range dd.hidden {
-			if !c.at(d, call).After(at) {
-				n++
-			}
-		}
-	}
-	return n
-}
+func (w *World) StrangerCalls(at time.Time) int { return w.chain.seq("", at).total }

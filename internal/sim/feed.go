@@ -35,8 +35,7 @@ const (
 //     microblock_sequence, tx_index, descending; mined transactions up to
 //     the chain tip only. Its SQL asks for canonical = true, so the v9
 //     server itself never lists a losing fork's transaction; the simulator
-//     shows them (canonical false) unless ChainConfig.CanonicalOnly, the
-//     harder case for a reader. List results carry `events: []`.
+//     shows them (canonical false), the harder case for a reader. List results carry `events: []`.
 //   - src/api/routes/v1/tx.ts, GET /multiple (get_tx_list_details):
 //     `tx_id` is an array (repeated or comma separated) with no maxItems
 //     in the schema: the only bound is the request line, which Node's
@@ -179,7 +178,7 @@ func listOf(txs []*worldTx, at time.Time, keep func(*worldTx) bool) merged {
 func (w *World) chainList(contract string, at time.Time, keep func(*worldTx) bool) merged {
 	w.mu.Lock()
 	w.generateAll(at)
-	m := listOf(w.txs, at, func(tx *worldTx) bool { return keep(tx) && !(tx.fork && w.chain.cfg.CanonicalOnly) })
+	m := listOf(w.txs, at, keep)
 	w.mu.Unlock()
 	m.s = w.chain.seq(contract, at)
 	return m
@@ -220,7 +219,7 @@ func (s *Server) hiroTxList(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	now := s.now()
-	s.trace.served(traceFeed, offset == 0, writeList(w, s.hiro.world.feed(types, now), limit, offset)...)
+	s.trace.served(&s.trace.tr.Feed, offset == 0, writeList(w, s.hiro.world.feed(types, now), limit, offset)...)
 }
 
 // writeList answers a page of a list, and returns it; list results never
@@ -286,7 +285,7 @@ func (s *Server) hiroTxMultiple(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		out[txid] = doc{"found": true, "result": tx.render(now, eventWindow{offset: offset, limit: limit})}
-		s.trace.served(traceMultiple, false, tx)
+		s.trace.served(&s.trace.tr.Multiple, false, tx)
 	}
 	writeJSON(w, http.StatusOK, out)
 }

@@ -389,7 +389,7 @@ func (g *generator) caseTx(c TxCase, agent string, at time.Time) *worldTx {
 			// tenure that holds the start (unless the start begins one):
 			// its burn block time is that of CaseAtStart's, and only the
 			// block times tell them apart.
-			g.tenureBefore, at = true, blockCeil(g.w.start).Add(-stacksBlockPeriod*time.Second)
+			g.tenureBefore, at = true, BlockOf(g.w.start).Add(-stacksBlockPeriod*time.Second)
 		}
 	case CaseAtStart:
 		at = g.w.start
@@ -427,7 +427,7 @@ func (g *generator) caseTx(c TxCase, agent string, at time.Time) *worldTx {
 		// Seen in the mempool a little before the present, or later; mined
 		// a few minutes after, never before the start so that it counts.
 		tx.AppearsAt = g.between(g.present.Add(-10*time.Minute), g.futureTo)
-		tx.SettlesAt = blockCeil(later(tx.AppearsAt.Add(time.Duration(2+g.rng.IntN(7))*time.Minute), g.w.start))
+		tx.SettlesAt = BlockOf(later(tx.AppearsAt.Add(time.Duration(2+g.rng.IntN(7))*time.Minute), g.w.start))
 	case CasePending:
 		tx.status = statusPending
 	case CaseFailed:
@@ -476,7 +476,7 @@ func (g *generator) when() time.Time {
 // after from when there is none.
 func (g *generator) between(from, to time.Time) time.Time {
 	const block = stacksBlockPeriod * time.Second
-	from = blockCeil(from)
+	from = BlockOf(from)
 	span := int64((to.Sub(from) + block - 1) / block)
 	if span <= 0 {
 		return from
@@ -824,7 +824,7 @@ func (g *generator) newTx(c TxCase, sender string, at time.Time) *worldTx {
 			Case:        c,
 			Sender:      sender,
 			ListedUnder: []string{sender},
-			AppearsAt:   blockCeil(at),
+			AppearsAt:   BlockOf(at),
 		},
 		status:  statusSuccess,
 		result:  clarityValue{Hex: "0x0703", Repr: "(ok true)"},

@@ -106,7 +106,7 @@ func (c HiroConfig) withDefaults(origin time.Time) HiroConfig {
 
 type hiroSim struct {
 	world *World
-	plans
+	*plans
 	cfg HiroConfig
 }
 
@@ -295,7 +295,7 @@ func (s *Server) hiroTx(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, doc{"error": "could not find transaction by ID", "message": "could not find transaction by ID " + txid})
 		return
 	}
-	s.trace.served(traceDetail, false, tx)
+	s.trace.served(&s.trace.tr.Detail, false, tx)
 	writeJSON(w, http.StatusOK, tx.render(now, eventWindow{offset: offset, limit: limit}))
 }
 
@@ -592,7 +592,7 @@ func newContractCall(contract, function string, args []functionArgJSON) *contrac
 // ten minutes, each beginning a Nakamoto tenure of Stacks blocks every
 // stacksBlockPeriod seconds (150 a tenure), so that a block's transactions
 // keep the order of their times. A mined transaction's time is its block's
-// (the generator puts every one on a block: blockCeil).
+// (the generator puts every one on a block: BlockOf).
 const (
 	heightEpoch       = 1_700_000_000
 	burnHeightAt      = 818_000
@@ -610,16 +610,13 @@ func heightAt(t time.Time) int64 {
 // (internal/ingest/bench) lays its blocks out as the simulator does.
 const BlockPeriod = stacksBlockPeriod * time.Second
 
-// BlockOf is the time of the block a transaction sent at t is mined in.
-func BlockOf(t time.Time) time.Time { return blockCeil(t) }
-
-// blockFloor is the time of the Stacks block slot holding t; blockCeil
-// the first block at or after t: when a transaction sent at t is mined.
+// blockFloor is the time of the Stacks block slot holding t; BlockOf the
+// first block at or after t: the block a transaction sent at t is mined in.
 func blockFloor(t time.Time) time.Time {
 	return time.Unix(heightEpoch+floorDiv(t.Unix()-heightEpoch, stacksBlockPeriod)*stacksBlockPeriod, 0).UTC()
 }
 
-func blockCeil(t time.Time) time.Time {
+func BlockOf(t time.Time) time.Time {
 	if f := blockFloor(t); f.Before(t) {
 		return f.Add(stacksBlockPeriod * time.Second)
 	}
@@ -688,5 +685,5 @@ func isoTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.00
 // blockHash is a stable hash for a block height.
 func blockHash(height int64) string {
 	h := uint64(height)
-	return fmt.Sprintf("0x%016x%016x%016x%016x", mix(h), mix(h^1), mix(h^2), mix(h^3))
+	return fmt.Sprintf("0x%016x%016x%016x%016x", Mix(h), Mix(h^1), Mix(h^2), Mix(h^3))
 }

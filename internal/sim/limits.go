@@ -51,32 +51,24 @@ func (l Limits) withDefaults(def Limits) Limits {
 	return l
 }
 
-// limiter keeps one Quota per caller (an IP, or an API key).
-type limiter struct {
-	limits  Limits
-	mu      sync.Mutex
-	buckets map[string]*Quota
-}
-
 // plans are an upstream's two plans and the API keys it accepts (any key
-// when none is set).
+// when none is set), with one Quota per caller: an IP on the anonymous
+// plan, an API key on the keyed one.
 type plans struct {
-	anonymous, keyed *limiter
+	anonymous, keyed Limits
 	apiKeys          []string
+	mu               sync.Mutex
+	quotas           map[string]*Quota // by "ip:…" or "key:…"
 }
 
-func newPlans(anonymous, keyed Limits, apiKeys []string) plans {
-	return plans{
-		anonymous: &limiter{limits: anonymous, buckets: map[string]*Quota{}},
-		keyed:     &limiter{limits: keyed, buckets: map[string]*Quota{}},
-		apiKeys:   apiKeys,
-	}
+func newPlans(anonymous, keyed Limits, apiKeys []string) *plans {
+	return &plans{anonymous: anonymous, keyed: keyed, apiKeys: apiKeys, quotas: map[string]*Quota{}}
 }
 
 // take spends cost units of the budget of the request's caller at now, if
 // that many are left: its API key's on the keyed plan, or its IP's on the
 // anonymous one. False for a key not accepted.
-func (p plans) take(r *http.Request, now time.Time, cost int) (Limits, Answer, bool) {
+func (p *plans) take(r *http.Request, now time.Time, cost int) (Limits, Answer, bool) {
 	l, caller := p.anonymous, "ip:"+r.RemoteAddr
 	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
 		caller = "ip:" + host
@@ -91,14 +83,14 @@ func (p plans) take(r *http.Request, now time.Time, cost int) (Limits, Answer, b
 		}
 		l, caller = p.keyed, "key:"+key
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	q, ok := l.buckets[caller]
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	q, ok := p.quotas[caller]
 	if !ok {
-		q = &Quota{Limits: l.limits}
-		l.buckets[caller] = q
+		q = &Quota{Limits: l}
+		p.quotas[caller] = q
 	}
-	return l.limits, q.Take(now, cost), true
+	return l, q.Take(now, cost), true
 }
 
 // Quota is one caller's windows of a plan: the one model of an upstream's

@@ -33,16 +33,13 @@ type PushConfig struct {
 	Secret string
 	// Drop, Duplicate, Reorder and Replay are the chances that a delivery
 	// is never sent, sent twice in a row, held back and sent after the
-	// next one, or sent once more ReplayAfter later. A reorg's deliveries
+	// next one, or sent once more replayAfter (5 s) later. A reorg's deliveries
 	// (the block that will be rolled back, the rollback, the block its
 	// transactions come back in) are never dropped, so a test can watch
 	// the rollback remove what the push brought; a rollback is
 	// always replayed once right after its re-apply, as a restarted
 	// Chainhooks node would.
 	Drop, Duplicate, Reorder, Replay float64
-	// ReplayAfter is how long after a delivery its replay comes, in ticks
-	// of Every. Default 5 s.
-	ReplayAfter time.Duration
 	// Every is how often the pusher looks for new blocks. Default 1 s.
 	Every time.Duration
 	// Attempts is how many times a delivery that got no answer, a 429 or
@@ -115,7 +112,9 @@ const (
 
 const (
 	defaultPushEvery   = time.Second
-	defaultReplayAfter = 5 * time.Second
+	// replayAfter is how long after a delivery its replay comes, in ticks
+	// of Every.
+	replayAfter = 5 * time.Second
 	defaultAttempts    = 3
 	// maxPushRecords bounds the records kept (a long `pacer dev` run);
 	// the stats count everything.
@@ -165,7 +164,6 @@ type replay struct {
 
 func newPusher(seed int64, cfg PushConfig, w *World, now func() time.Time, sleep func(context.Context, time.Duration) error) *pusher {
 	cfg.Every = cmp.Or(cfg.Every, defaultPushEvery)
-	cfg.ReplayAfter = cmp.Or(cfg.ReplayAfter, defaultReplayAfter)
 	cfg.Attempts = cmp.Or(cfg.Attempts, defaultAttempts)
 	if cfg.Client == nil {
 		cfg.Client = &http.Client{Timeout: 10 * time.Second}
@@ -273,7 +271,7 @@ func (p *pusher) deliver(ctx context.Context, d *delivery) {
 		return
 	}
 	if again < p.cfg.Replay {
-		p.replays = append(p.replays, replay{tick: p.tick + max(1, int(p.cfg.ReplayAfter/p.cfg.Every)), d: d})
+		p.replays = append(p.replays, replay{tick: p.tick + max(1, int(replayAfter/p.cfg.Every)), d: d})
 	}
 	if p.held == nil && reorder < p.cfg.Reorder {
 		p.held, p.heldAt = d, p.tick

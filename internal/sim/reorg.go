@@ -108,7 +108,7 @@ func (w *World) makeReorgs(cfg Reorgs, txs []*worldTx, present time.Time) {
 		block := blocks[h]
 		slices.SortFunc(block, func(a, b *worldTx) int { return strings.Compare(a.TxID, b.TxID) })
 		r := &Reorg{Height: h, Hash: blockHash(h), RollbackAt: block[0].minedAt().Add(rollbackAfter), txs: block}
-		r.ReapplyAt = blockCeil(r.RollbackAt.Add(reapplyAfter))
+		r.ReapplyAt = BlockOf(r.RollbackAt.Add(reapplyAfter))
 		r.NewHeight = heightAt(r.ReapplyAt)
 		r.NewHash = blockHash(r.NewHeight)
 		for _, tx := range block {

@@ -80,7 +80,7 @@ type teneroSim struct {
 	seed      uint64
 	tokens    []*simToken
 	byAddress map[string]*simToken
-	plans
+	*plans
 }
 
 // The tokens pacer always refreshes and the stablecoins it prices itself,
@@ -270,13 +270,14 @@ func floorDiv(a, b int64) int64 {
 
 // noise is a uniform value in [-1, 1) fixed by its arguments.
 func noise(seed, key uint64, level int, cell int64) float64 {
-	h := mix(seed ^ mix(key^mix(uint64(level)^mix(uint64(cell)))))
+	h := Mix(seed ^ Mix(key^Mix(uint64(level)^Mix(uint64(cell)))))
 	return float64(h>>11)/(1<<52) - 1
 }
 
-// mix is splitmix64's finaliser: cheap, and every input bit moves every
-// output bit, which is all value noise needs.
-func mix(x uint64) uint64 {
+// Mix is splitmix64's finaliser: cheap, and every input bit moves every
+// output bit, which is all value noise needs. The benchmarks' chain draws
+// its strangers' senders and calls from it too.
+func Mix(x uint64) uint64 {
 	x += 0x9e3779b97f4a7c15
 	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
 	x = (x ^ (x >> 27)) * 0x94d049bb133111eb

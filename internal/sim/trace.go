@@ -43,9 +43,9 @@ func (s *Server) Traced() Trace {
 		Heads: append([]time.Time(nil), s.trace.tr.Heads...)}
 }
 
-// served notes transactions served by one of the trace's maps (pick
-// chooses it).
-func (t *tracer) served(pick func(*Trace) map[string]time.Time, head bool, txs ...*worldTx) {
+// served notes transactions served in m, one of the trace's maps (the
+// field's address: TraceServed replaces the maps).
+func (t *tracer) served(m *map[string]time.Time, head bool, txs ...*worldTx) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !t.on.Load() {
@@ -55,14 +55,9 @@ func (t *tracer) served(pick func(*Trace) map[string]time.Time, head bool, txs .
 	if head {
 		t.tr.Heads = append(t.tr.Heads, now)
 	}
-	m := pick(&t.tr)
 	for _, tx := range txs {
-		if _, ok := m[tx.TxID]; !ok {
-			m[tx.TxID] = now
+		if _, ok := (*m)[tx.TxID]; !ok {
+			(*m)[tx.TxID] = now
 		}
 	}
 }
-
-func traceFeed(t *Trace) map[string]time.Time     { return t.Feed }
-func traceMultiple(t *Trace) map[string]time.Time { return t.Multiple }
-func traceDetail(t *Trace) map[string]time.Time   { return t.Detail }
