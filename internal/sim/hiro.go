@@ -610,12 +610,13 @@ func heightAt(t time.Time) int64 {
 // (internal/ingest/bench) lays its blocks out as the simulator does.
 const BlockPeriod = stacksBlockPeriod * time.Second
 
-// blockFloor is the time of the Stacks block slot holding t; BlockOf the
-// first block at or after t: the block a transaction sent at t is mined in.
+// blockFloor is the time of the Stacks block slot holding t.
 func blockFloor(t time.Time) time.Time {
 	return time.Unix(heightEpoch+floorDiv(t.Unix()-heightEpoch, stacksBlockPeriod)*stacksBlockPeriod, 0).UTC()
 }
 
+// BlockOf is the first block at or after t: the block a transaction sent
+// at t is mined in.
 func BlockOf(t time.Time) time.Time {
 	if f := blockFloor(t); f.Before(t) {
 		return f.Add(stacksBlockPeriod * time.Second)

@@ -111,11 +111,11 @@ const (
 )
 
 const (
-	defaultPushEvery   = time.Second
+	defaultPushEvery = time.Second
 	// replayAfter is how long after a delivery its replay comes, in ticks
 	// of Every.
-	replayAfter = 5 * time.Second
-	defaultAttempts    = 3
+	replayAfter     = 5 * time.Second
+	defaultAttempts = 3
 	// maxPushRecords bounds the records kept (a long `pacer dev` run);
 	// the stats count everything.
 	maxPushRecords = 20_000
