@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"cmp"
 	"math"
 	"slices"
 	"time"
@@ -12,11 +11,10 @@ import (
 // are not bound by its one-page lists.
 type Features struct {
 	// BusySwaps is how many swaps the world's busy agent makes in the
-	// BusyWindow after the present (Origin, or CompetitionStart if later):
-	// a burst between a visit at the present and the next one.
+	// busyWindow (10 minutes) after the present (Origin, or
+	// CompetitionStart if later): a burst between a visit at the present
+	// and the next one.
 	BusySwaps int
-	// BusyWindow defaults to 10 minutes.
-	BusyWindow time.Duration
 	// ManyEvents adds one swap per entry with that many events (at least
 	// 4), the agent's last leg coming last: past the first 20 Hiro serves
 	// unless asked for more.
@@ -39,10 +37,10 @@ type Features struct {
 //	sim.New(sim.Config{Seed: 11, Now: clock, Hiro: sim.HiroConfig{
 //		Origin: t0, Features: sim.SweepFeatures()}})
 func SweepFeatures() Features {
-	return Features{BusySwaps: 200, BusyWindow: 10 * time.Minute, ManyEvents: []int{30}, ThroughAgent: 1, Forks: 1}
+	return Features{BusySwaps: 200, ManyEvents: []int{30}, ThroughAgent: 1, Forks: 1}
 }
 
-const defaultBusyWindow = 10 * time.Minute
+const busyWindow = 10 * time.Minute
 
 // makeFeatures adds what f asks for; a busy swap is an ordinary route.
 func (g *generator) makeFeatures(f Features) {
@@ -69,9 +67,8 @@ func (g *generator) makeFeatures(f Features) {
 	for range f.Forks {
 		single(CaseFork, 0)
 	}
-	window := cmp.Or(f.BusyWindow, defaultBusyWindow)
 	for range f.BusySwaps {
-		at := g.between(g.present.Add(time.Second), g.present.Add(window+time.Second))
+		at := g.between(g.present.Add(time.Second), g.present.Add(busyWindow+time.Second))
 		r := g.singleRoute()
 		if g.rng.IntN(3) == 0 {
 			r = g.multiHopRoute()

@@ -358,9 +358,6 @@ func (c *chain) stranger(n uint32) string {
 	return b.String()
 }
 
-// strangerRef is a call's place: day and number in its day's feed list.
-type strangerRef struct{ d, i int }
-
 // strangerSeq is the strangers' calls visible at a moment, in one list (the
 // feed, or one contract's), newest first: rank 0 is the newest.
 type strangerSeq struct {
@@ -396,7 +393,7 @@ func (c *chain) seq(contract string, at time.Time) strangerSeq {
 		if d == len(s.days)-1 {
 			// The day holding at: only what was mined by then.
 			cut := uint32(at.Sub(c.dayStart(d)) / time.Second)
-			n = sort.Search(n, func(j int) bool { return s.call(d, j).sec > cut })
+			n = sort.Search(n, func(j int) bool { return dd.calls[s.index(d, j)].sec > cut })
 		}
 		s.counts[d] = n
 		s.total += n
@@ -404,11 +401,8 @@ func (c *chain) seq(contract string, at time.Time) strangerSeq {
 	return s
 }
 
-// call is the j-th call (oldest first) of day d in the list.
-func (s strangerSeq) call(d, j int) strangerCall {
-	return s.days[d].calls[s.index(d, j)]
-}
-
+// index is the number, in day d's calls, of the list's j-th call of the
+// day (oldest first).
 func (s strangerSeq) index(d, j int) int {
 	if s.contract >= 0 {
 		return int(s.days[d].byContract[s.contract][j])
@@ -416,11 +410,13 @@ func (s strangerSeq) index(d, j int) int {
 	return j
 }
 
-// ref finds rank r (0 newest).
-func (s strangerSeq) ref(r int) strangerRef {
+// rank finds rank r (0 newest): its day, its number in the day's calls,
+// and the call.
+func (s strangerSeq) rank(r int) (int, int, strangerCall) {
 	for d := len(s.counts) - 1; d >= 0; d-- {
 		if r < s.counts[d] {
-			return strangerRef{d: d, i: s.index(d, s.counts[d]-1-r)}
+			i := s.index(d, s.counts[d]-1-r)
+			return d, i, s.days[d].calls[i]
 		}
 		r -= s.counts[d]
 	}
@@ -428,13 +424,12 @@ func (s strangerSeq) ref(r int) strangerRef {
 }
 
 func (s strangerSeq) position(r int) position {
-	ref := s.ref(r)
-	return s.c.position(ref.d, s.days[ref.d].calls[ref.i])
+	d, _, call := s.rank(r)
+	return s.c.position(d, call)
 }
 
 func (s strangerSeq) tx(r int) *worldTx {
-	ref := s.ref(r)
-	return s.c.materialize(ref.d, ref.i, s.days[ref.d].calls[ref.i])
+	return s.c.materialize(s.rank(r))
 }
 
 // StrangerBlocks is the strangers' traffic without a world, for the

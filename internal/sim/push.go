@@ -40,8 +40,6 @@ type PushConfig struct {
 	// always replayed once right after its re-apply, as a restarted
 	// Chainhooks node would.
 	Drop, Duplicate, Reorder, Replay float64
-	// Every is how often the pusher looks for new blocks. Default 1 s.
-	Every time.Duration
 	// Attempts is how many times a delivery that got no answer, a 429 or
 	// a 5xx is tried, a second apart. Default 3.
 	Attempts int
@@ -111,9 +109,10 @@ const (
 )
 
 const (
-	defaultPushEvery = time.Second
+	// pushEvery is how often the pusher looks for new blocks.
+	pushEvery = time.Second
 	// replayAfter is how long after a delivery its replay comes, in ticks
-	// of Every.
+	// of pushEvery.
 	replayAfter     = 5 * time.Second
 	defaultAttempts = 3
 	// maxPushRecords bounds the records kept (a long `pacer dev` run);
@@ -163,7 +162,6 @@ type replay struct {
 }
 
 func newPusher(seed int64, cfg PushConfig, w *World, now func() time.Time, sleep func(context.Context, time.Duration) error) *pusher {
-	cfg.Every = cmp.Or(cfg.Every, defaultPushEvery)
 	cfg.Attempts = cmp.Or(cfg.Attempts, defaultAttempts)
 	if cfg.Client == nil {
 		cfg.Client = &http.Client{Timeout: 10 * time.Second}
@@ -184,7 +182,7 @@ func (s *Server) Push(ctx context.Context) error {
 	}
 	p.last = s.now().Truncate(time.Second)
 	for {
-		if err := s.sleep(ctx, p.cfg.Every); err != nil {
+		if err := s.sleep(ctx, pushEvery); err != nil {
 			return nil
 		}
 		p.step(ctx)
@@ -271,7 +269,7 @@ func (p *pusher) deliver(ctx context.Context, d *delivery) {
 		return
 	}
 	if again < p.cfg.Replay {
-		p.replays = append(p.replays, replay{tick: p.tick + max(1, int(replayAfter/p.cfg.Every)), d: d})
+		p.replays = append(p.replays, replay{tick: p.tick + max(1, int(replayAfter/pushEvery)), d: d})
 	}
 	if p.held == nil && reorder < p.cfg.Reorder {
 		p.held, p.heldAt = d, p.tick
@@ -313,13 +311,8 @@ func (p *pusher) send(ctx context.Context, d *delivery, copyOf string) {
 	if failed() {
 		p.stats.Failed++
 	}
-	switch copyOf {
-	case CopyDuplicate:
-		p.stats.Duplicated++
-	case CopyReordered:
-		p.stats.Reordered++
-	case CopyReplay:
-		p.stats.Replayed++
+	if n, ok := map[string]*int{CopyDuplicate: &p.stats.Duplicated, CopyReordered: &p.stats.Reordered, CopyReplay: &p.stats.Replayed}[copyOf]; ok {
+		*n++
 	}
 	p.appendLocked(rec)
 }
