@@ -11,6 +11,7 @@ import (
 
 	"github.com/pacer-dev/pacer"
 	"github.com/pacer-dev/pacer/internal/competition"
+	"github.com/pacer-dev/pacer/internal/discovery"
 	"github.com/pacer-dev/pacer/internal/fault"
 	"github.com/pacer-dev/pacer/internal/hiro"
 	"github.com/pacer-dev/pacer/internal/ingest"
@@ -181,13 +182,15 @@ func (r *sweepRun) absorb(t *tally) {
 	}
 }
 
-// visit is one agent's visit: it reads the agent's transactions newest
-// first back to its cursor, verifies the swaps among them and saves the
-// cursor only once every newer transaction is processed, so a retried
-// attempt after a crash loses and duplicates nothing.
+// visit is one agent's visit: it walks the agent's own list newest first
+// back to its cursor (a discovery.Scan), verifies the swaps among its
+// entries and saves the cursor only once every newer transaction is
+// processed, so a retried attempt after a crash loses and duplicates
+// nothing.
 type visit struct {
 	tally
-	row store.AgentIngest
+	row  store.AgentIngest
+	scan *discovery.Scan
 	// swaps are the times of the allowlisted calls seen for the first
 	// time (the swap rate's input); seen the txids the listing handled,
 	// so pending ones it settled are not fetched again.
@@ -196,17 +199,11 @@ type visit struct {
 	listed bool
 }
 
-// listing is one page of a visit: its allowlisted calls above where the
-// walk ends (again: at or below the cursor, within the reorg margin),
-// their outcomes once verified, the newest position it showed, and
-// whether the walk ends with it.
-type listing struct {
-	next  hiro.PageToken
+// page is one page of a visit: its allowlisted calls, their outcomes
+// once verified, or why it could not be read.
+type page struct {
 	cands []hiro.Entry
-	again []bool
 	outs  []competition.Outcome
-	top   *hiro.Position
-	end   bool
 	err   error
 }
 
@@ -221,7 +218,7 @@ func (r *sweepRun) visitBatch(ctx context.Context, due []store.AgentIngest) erro
 	for _, agent := range due {
 		r.visited = append(r.visited, agent.Address)
 	}
-	vs, firsts := make([]*visit, len(due)), make([]*listing, len(due))
+	vs, firsts := make([]*visit, len(due)), make([]*page, len(due))
 	concurrently := func(f func(i int, ctx context.Context)) {
 		g, gctx := errgroup.WithContext(ctx)
 		g.SetLimit(sweepConcurrency)
@@ -232,15 +229,16 @@ func (r *sweepRun) visitBatch(ctx context.Context, due []store.AgentIngest) erro
 	}
 	concurrently(func(i int, ctx context.Context) {
 		vs[i] = &visit{tally: r.newTally(r.log.With(zap.String("agent", due[i].Address))), row: due[i], seen: map[string]bool{}}
-		firsts[i] = vs[i].list(ctx, due[i].VisitFrom)
+		vs[i].scan = vs[i].newScan()
+		firsts[i] = vs[i].list(ctx)
 	})
 	var all []hiro.Entry
-	for _, l := range firsts {
-		all = append(all, l.cands...)
+	for _, p := range firsts {
+		all = append(all, p.cands...)
 	}
 	outs := r.verify(ctx, all)
-	for _, l := range firsts {
-		l.outs, outs = outs[:len(l.cands)], outs[len(l.cands):]
+	for _, p := range firsts {
+		p.outs, outs = outs[:len(p.cands)], outs[len(p.cands):]
 	}
 	concurrently(func(i int, ctx context.Context) { vs[i].walk(ctx, firsts[i]) })
 	r.lastVisit = r.a.now()
@@ -257,13 +255,14 @@ func (r *sweepRun) visitBatch(ctx context.Context, due []store.AgentIngest) erro
 
 // walk carries one agent's visit out from its first page and saves how
 // far it got.
-func (v *visit) walk(ctx context.Context, first *listing) {
+func (v *visit) walk(ctx context.Context, first *page) {
 	r := v.run
 	started, resumed := r.a.now(), v.row.VisitFrom != ""
 	complete := v.pass(ctx, first)
 	if complete && resumed && v.ok() {
 		// A visit cut short went on from where it stopped; with that range
 		// done, a fresh pass reads what arrived meanwhile.
+		v.scan = v.newScan()
 		complete = v.pass(ctx, nil)
 	}
 	if complete && v.ok() {
@@ -294,108 +293,95 @@ func (v *visit) walk(ctx context.Context, first *listing) {
 	r.absorb(&v.tally)
 }
 
-// pass pages from row.VisitFrom (newest when empty; first is that page,
-// already read and verified) down to the cursor. It leaves row.VisitFrom
-// and row.VisitTop where it stopped, or, when it reached the cursor, the
-// cursor advanced and the visit state cleared.
-func (v *visit) pass(ctx context.Context, first *listing) (complete bool) {
-	row := &v.row
-	from, top := row.VisitFrom, row.VisitTop
-	for {
-		l := first
+// newScan is the visit's walk of the agent's list: on from where a visit
+// cut short stopped (row.VisitFrom, VisitTop), else from the newest entry,
+// down to reorgDepth blocks below the cursor or to the competition's
+// start.
+func (v *visit) newScan() *discovery.Scan {
+	var from *discovery.Position
+	if c := v.row.Cursor; c != nil {
+		from = &discovery.Position{BlockHeight: c.BlockHeight, TxIndex: c.TxIndex}
+	}
+	st := discovery.State{Token: string(v.row.VisitFrom)}
+	if t := v.row.VisitTop; t != nil {
+		st.Top = &discovery.Position{BlockHeight: t.BlockHeight, TxIndex: t.TxIndex}
+	}
+	return discovery.NewScan(discovery.ScanConfig{From: from, MaxPages: reconcileMaxPages, Tokens: true, Agent: true,
+		Margin: reorgDepth, Since: v.run.verifier.CompetitionStart.Unix()}, st)
+}
+
+// pass walks the scan (first is its next page, already read and
+// verified). It leaves row.VisitFrom and row.VisitTop where it stopped,
+// or, when it is done, the cursor advanced and the visit state cleared.
+func (v *visit) pass(ctx context.Context, first *page) (complete bool) {
+	for !v.scan.Done() {
+		p := first
 		first = nil
-		if l == nil {
-			if l = v.list(ctx, from); l.err == nil {
-				l.outs = v.run.verify(ctx, l.cands)
+		if p == nil {
+			if p = v.list(ctx); p.err == nil {
+				p.outs = v.run.verify(ctx, p.cands)
 			}
 		}
-		if l.err != nil {
-			v.upstreamError(l.err, "list")
-			row.VisitFrom, row.VisitTop = from, top
-			return false
+		if p.err != nil {
+			v.upstreamError(p.err, "list")
+			break
 		}
-		if l.top != nil && (top == nil || l.top.Compare(*top) > 0) {
-			top = l.top
-		}
-		if !v.settleAll(ctx, l.cands, l.outs, false, func(i int, o competition.Outcome) {
-			e := l.cands[i]
-			if l.again[i] && o.Status != competition.StatusInserted {
+		if !v.settleAll(ctx, p.cands, p.outs, false, func(i int, o competition.Outcome) {
+			e, again := p.cands[i], v.scan.Again(p.cands[i])
+			if again && o.Status != competition.StatusInserted {
 				return // looked at again within the reorg margin: counts only if new
 			}
 			v.count(o)
-			if t := competition.SwapTime(e.BlockTime, e.BurnBlockTime); !l.again[i] && e.Mined() && t > 0 {
+			if t := competition.SwapTime(e.BlockTime, e.BurnBlockTime); !again && e.Mined() && t > 0 {
 				v.swaps = append(v.swaps, time.Unix(t, 0))
 			}
 		}) {
-			row.VisitFrom, row.VisitTop = from, top // not looked at yet: on from this page next time
-			return false
+			break // not looked at yet: on from this page next time
 		}
+		v.scan.Commit()
 		recordProgress(ctx, v.run.progress())
-		if l.end {
-			if top != nil && (row.Cursor == nil || top.Compare(*row.Cursor) > 0) {
-				row.Cursor = top
-			}
-			row.VisitFrom, row.VisitTop = "", nil
-			return true
-		}
-		from = l.next
 	}
-}
-
-// list reads one page of the agent's transactions from from and picks its
-// allowlisted calls above where the walk ends: more than reorgDepth blocks
-// below the cursor, or before the competition's start (older transactions
-// are older still). A dropped call already judged is passed over: listings
-// show it until Hiro forgets it, and it counted once.
-func (v *visit) list(ctx context.Context, from hiro.PageToken) *listing {
-	page, err := v.run.hiro.ListTransactions(ctx, v.row.Address, from)
-	v.run.report(readerAgents, func(rep *pacer.ReaderReport) { rep.Source = cmp.Or(page.Endpoint, rep.Source) })
-	v.res.Requests += page.Requests
-	l := &listing{next: page.Next, end: page.Next == "", err: err}
-	if err != nil {
-		return l
+	st, row := v.scan.State(), &v.row
+	row.VisitFrom, row.VisitTop = hiro.PageToken(st.Token), nil
+	if st.Top != nil {
+		row.VisitTop = &hiro.Position{BlockHeight: st.Top.BlockHeight, TxIndex: st.Top.TxIndex}
 	}
-	v.listed = true
-	cursor, start := v.row.Cursor, v.run.verifier.CompetitionStart.Unix()
-	for _, e := range page.Entries {
-		again := false
-		if e.Mined() {
-			p := e.Position()
-			if cursor != nil && p.Compare(*cursor) <= 0 {
-				if e.BlockHeight < cursor.BlockHeight-reorgDepth {
-					l.end = true
-					break
-				}
-				again = true
-			}
-			if t := competition.SwapTime(e.BlockTime, e.BurnBlockTime); t > 0 && t < start {
-				l.end = true
-				break
-			}
-			if e.Canonical && !again && (l.top == nil || p.Compare(*l.top) > 0) {
-				l.top = &p
-			}
-		} else if v.knownRejection(ctx, e) {
-			v.seen[e.TxID] = true
-			continue
-		}
-		if competition.Found(e, v.run.a.Catalog) {
-			v.seen[e.TxID] = true
-			l.cands, l.again = append(l.cands, e), append(l.again, again)
-		}
-	}
-	return l
-}
-
-// knownRejection reports whether an entry not mined (dropped) already has
-// its verdict in swap_rejections. A failed lookup says no: the verifier
-// then judges it again.
-func (v *visit) knownRejection(ctx context.Context, e hiro.Entry) bool {
-	if e.TxStatus == hiro.StatusPending || !competition.Found(e, v.run.a.Catalog) {
+	if !v.scan.Done() {
 		return false
 	}
-	_, found, err := v.run.a.Store.KnownRejection(ctx, e.TxID)
-	return err == nil && found
+	if p := v.scan.Position(); p != nil {
+		row.Cursor = &hiro.Position{BlockHeight: p.BlockHeight, TxIndex: p.TxIndex}
+	}
+	row.VisitFrom, row.VisitTop = "", nil
+	return true
+}
+
+// list reads the scan's next page of the agent's list and picks its
+// allowlisted calls. A dropped call already judged is passed over:
+// listings show it until Hiro forgets it, and it counted once (a failed
+// lookup says no: the verifier then judges it again).
+func (v *visit) list(ctx context.Context) *page {
+	res, err := v.run.hiro.ListTransactions(ctx, v.row.Address, hiro.PageToken(v.scan.NextToken()))
+	v.run.report(readerAgents, func(rep *pacer.ReaderReport) { rep.Source = cmp.Or(res.Endpoint, rep.Source) })
+	v.res.Requests += res.Requests
+	if err != nil {
+		return &page{err: err}
+	}
+	v.listed = true
+	p := &page{}
+	for _, e := range v.scan.AddList(res.Entries, string(res.Next)).Fresh {
+		if !competition.Found(e, v.run.a.Catalog) {
+			continue
+		}
+		v.seen[e.TxID] = true
+		if !e.Mined() && e.TxStatus != hiro.StatusPending {
+			if _, known, err := v.run.a.Store.KnownRejection(ctx, e.TxID); err == nil && known {
+				continue
+			}
+		}
+		p.cands = append(p.cands, e)
+	}
+	return p
 }
 
 // recheckPending looks again at the agent's pending transactions that the

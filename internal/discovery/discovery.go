@@ -192,10 +192,9 @@ type Gap struct {
 
 // Scan is one walk of a newest-first list down to From.
 type Scan struct {
-	from     *Position
-	maxPages int
-	tokens   bool
-	st       State
+	from *Position
+	cfg  ScanConfig
+	st   State
 	// pending is the state after the page last read, before Commit.
 	pending *State
 	done    bool
@@ -215,6 +214,16 @@ type ScanConfig struct {
 	// next, which already accounts for shifts: hiro.ListTransactions), false
 	// for the offset-paged feed.
 	Tokens bool
+	// Agent is true for an agent's own list (a visit, SPEC §5.2): every
+	// entry is handed out, pending, dropped or on a fork that lost (the
+	// verifier gives each its verdict), and a nil From reads the whole
+	// list. Margin is how many blocks below From it reads again (a fork
+	// that lost can have held From's block: see Again), and Since (unix
+	// seconds, 0: none) ends the walk at an entry whose block time is
+	// before it (older ones are older still).
+	Agent  bool
+	Margin int64
+	Since  int64
 }
 
 // NewScan begins a walk, or resumes one cut short from st (the zero State
@@ -223,7 +232,7 @@ func NewScan(cfg ScanConfig, st State) *Scan {
 	if cfg.MaxPages <= 0 {
 		cfg.MaxPages = DefaultMaxPages
 	}
-	return &Scan{from: cfg.From, st: st, maxPages: cfg.MaxPages, tokens: cfg.Tokens}
+	return &Scan{from: cfg.From, st: st, cfg: cfg}
 }
 
 // Page is what one page of a list brought, after the scan looked at it.
@@ -267,12 +276,15 @@ func (s *Scan) add(entries []hiro.Entry, next string, total int) Page {
 	first := true
 	for _, e := range entries {
 		if !e.Mined() {
-			continue // the mempool is not the chain; the sender's visits see it
+			if s.cfg.Agent {
+				out.Fresh = append(out.Fresh, e)
+			} // else the mempool is not the chain; the sender's visits see it
+			continue
 		}
 		p := PositionOf(e)
 		if first {
 			first = false
-			if !s.tokens && s.st.Low != nil && s.st.Offset > 0 && below(p, *s.st.Low) {
+			if !s.cfg.Tokens && s.st.Low != nil && s.st.Offset > 0 && below(p, *s.st.Low) {
 				// The page should begin at or above the last page's end (it
 				// starts one entry back): entries moved up past the offset.
 				// Read further back, a page more each time, down to the
@@ -287,12 +299,16 @@ func (s *Scan) add(entries []hiro.Entry, next string, total int) Page {
 			top := p
 			st.Top = &top
 		}
-		if s.from == nil {
+		if s.from == nil && !s.cfg.Agent {
 			out.Reached = true // first read: the head is the position
 			break
 		}
-		if !newer(p, *s.from) {
-			out.Reached = true // From, or older: read before
+		if s.from != nil && !newer(p, *s.from) && (s.cfg.Margin == 0 || p.BlockHeight < s.from.BlockHeight-s.cfg.Margin) {
+			out.Reached = true // From, or older (below its margin): read before
+			break
+		}
+		if s.cfg.Since > 0 && p.Time > 0 && p.Time < s.cfg.Since {
+			out.Reached = true
 			break
 		}
 		if st.Low != nil && !below(p, *st.Low) {
@@ -301,12 +317,12 @@ func (s *Scan) add(entries []hiro.Entry, next string, total int) Page {
 		}
 		low := p
 		st.Low = &low
-		if e.Canonical {
+		if e.Canonical || s.cfg.Agent {
 			out.Fresh = append(out.Fresh, e)
 		}
 	}
 	st.Rewinds = 0
-	if s.tokens {
+	if s.cfg.Tokens {
 		st.Token = next
 		out.Reached = out.Reached || next == ""
 	} else {
@@ -323,7 +339,7 @@ func (s *Scan) add(entries []hiro.Entry, next string, total int) Page {
 	}
 	s.pending = &st
 	s.done = out.Reached
-	if !out.Reached && st.Pages >= s.maxPages {
+	if !out.Reached && st.Pages >= s.cfg.MaxPages {
 		to := st.Top
 		if st.Low != nil {
 			to = st.Low
@@ -345,10 +361,17 @@ func below(p, o Position) bool {
 }
 
 // newer reports whether p comes before o in a newest-first list: newer, or
-// at o's place but another transaction.
+// at o's place but another transaction (o naming one: an agent's cursor
+// names only the place).
 func newer(p, o Position) bool {
 	c := p.Compare(o)
-	return c > 0 || (c == 0 && p.TxID != o.TxID)
+	return c > 0 || (c == 0 && o.TxID != "" && p.TxID != o.TxID)
+}
+
+// Again reports whether a handed-out entry lies at or below From, within
+// the Margin: it was looked at before, and counts only if it is new.
+func (s *Scan) Again(e hiro.Entry) bool {
+	return s.from != nil && e.Mined() && !newer(PositionOf(e), *s.from)
 }
 
 // Commit records that every candidate of the page last added is settled.
