@@ -199,8 +199,14 @@ func newWorld(seed int64, cfg HiroConfig, tokens []Token, price func(Token, time
 	g.makeOrdinaryTxs()
 	g.makeSpecialTxs()
 	g.makeFeatures(cfg.Features)
-	g.assignNonces()
-	assignIndexes(g.txs)
+	// Each sender's nonces count its transactions in the order it sent
+	// them; the indexes number each second's (each block's) in the order
+	// of their txids, from 0: the fixed world's positions. Activity swaps
+	// number theirs from streamIndexBase, so the two never meet.
+	numberRuns(g.txs, func(a, b *worldTx) int { return strings.Compare(a.Sender, b.Sender) },
+		func(a, b *worldTx) int { return a.AppearsAt.Compare(b.AppearsAt) }, func(tx *worldTx, n int) { tx.nonce = n })
+	numberRuns(g.txs, func(a, b *worldTx) int { return a.minedAt().Compare(b.minedAt()) },
+		func(a, b *worldTx) int { return strings.Compare(a.TxID, b.TxID) }, func(tx *worldTx, n int) { tx.index = int64(n) })
 	if cfg.Activity {
 		g.makeStreams(uint64(seed))
 	}
@@ -220,18 +226,19 @@ func newWorld(seed int64, cfg HiroConfig, tokens []Token, price func(Token, time
 	return w
 }
 
-// assignIndexes numbers the transactions of each second (each block) in
-// the order of their txids, from 0: the fixed world's positions. Activity
-// swaps number theirs from streamIndexBase, so the two never meet.
-func assignIndexes(txs []*worldTx) {
+// numberRuns numbers, from 0, the transactions that group ranks equal, in
+// the order order gives them (ties keep the order of txs).
+func numberRuns(txs []*worldTx, group, order func(a, b *worldTx) int, set func(*worldTx, int)) {
 	sorted := slices.Clone(txs)
-	slices.SortFunc(sorted, func(a, b *worldTx) int {
-		return cmp.Or(a.minedAt().Compare(b.minedAt()), strings.Compare(a.TxID, b.TxID))
-	})
+	slices.SortStableFunc(sorted, func(a, b *worldTx) int { return cmp.Or(group(a, b), order(a, b)) })
+	n := 0
 	for i, tx := range sorted {
-		if i > 0 && sorted[i-1].minedAt().Equal(tx.minedAt()) {
-			tx.index = sorted[i-1].index + 1
+		if i > 0 && group(sorted[i-1], tx) == 0 {
+			n++
+		} else {
+			n = 0
 		}
+		set(tx, n)
 	}
 }
 
@@ -356,19 +363,6 @@ func (g *generator) add(tx *worldTx) bool {
 	}
 	g.txs = append(g.txs, tx)
 	return true
-}
-
-// assignNonces numbers each sender's transactions in the order it sent them.
-func (g *generator) assignNonces() {
-	bySender := slices.Clone(g.txs)
-	slices.SortStableFunc(bySender, func(a, b *worldTx) int {
-		return cmp.Or(strings.Compare(a.Sender, b.Sender), a.AppearsAt.Compare(b.AppearsAt))
-	})
-	for i, tx := range bySender {
-		if i > 0 && bySender[i-1].Sender == tx.Sender {
-			tx.nonce = bySender[i-1].nonce + 1
-		}
-	}
 }
 
 // caseTx builds one transaction of case c for agent at at (cases with a
@@ -641,7 +635,7 @@ func (g *generator) swapTx(c TxCase, sender string, r route, at time.Time) *worl
 		}
 	}
 
-	b := &swapBuilder{agent: sender}
+	b := &swapBuilder{agent: sender, net: map[string]*big.Int{}}
 	first, last := r.path[0], r.path[len(r.path)-1]
 	paid, _ := new(big.Int).SetString(in, 10)
 	b.pay(first.ID, r.pools[0], in)
@@ -720,15 +714,13 @@ type swapBuilder struct {
 // pay is the agent paying amount of token to counterparty.
 func (b *swapBuilder) pay(token, counterparty, amount string) {
 	b.events = append(b.events, transferEvent(token, b.agent, counterparty, amount))
-	b.out = append(b.out, competition.Leg{AssetID: token, Amount: amount, Counterparty: counterparty})
-	b.book(token, amount, -1)
+	b.out = append(b.out, b.book(token, counterparty, amount, -1))
 }
 
 // receive is the agent receiving amount of token from counterparty.
 func (b *swapBuilder) receive(token, counterparty, amount string) {
 	b.events = append(b.events, transferEvent(token, counterparty, b.agent, amount))
-	b.in = append(b.in, competition.Leg{AssetID: token, Amount: amount, Counterparty: counterparty})
-	b.book(token, amount, 1)
+	b.in = append(b.in, b.book(token, counterparty, amount, 1))
 }
 
 // between is a transfer the agent has no part in.
@@ -736,19 +728,19 @@ func (b *swapBuilder) between(token, from, to, amount string) {
 	b.events = append(b.events, transferEvent(token, from, to, amount))
 }
 
-func (b *swapBuilder) book(token, amount string, sign int64) {
+// book enters a leg of the agent's (sign -1 out, 1 in) in its net flows,
+// and returns it.
+func (b *swapBuilder) book(token, counterparty, amount string, sign int64) competition.Leg {
 	n, ok := new(big.Int).SetString(amount, 10)
 	if !ok {
 		panic("sim: the world made an amount that is not one: " + amount) // units and digits always make one
-	}
-	if b.net == nil {
-		b.net = map[string]*big.Int{}
 	}
 	if b.net[token] == nil {
 		b.net[token] = new(big.Int)
 		b.moved = append(b.moved, token)
 	}
 	b.net[token].Add(b.net[token], n.Mul(n, big.NewInt(sign)))
+	return competition.Leg{AssetID: token, Amount: amount, Counterparty: counterparty}
 }
 
 // legs is the raw_event_json of the swap (without its provider).

@@ -136,6 +136,7 @@ type pusher struct {
 	// Loop state, touched by the loop only.
 	last    time.Time // mining events up to it are delivered
 	tick    int
+	seq     int
 	held    *delivery // a reordered delivery waiting for the next one
 	heldAt  int
 	replays []replay
@@ -145,7 +146,6 @@ type pusher struct {
 	replayed   map[*Reorg]bool
 
 	mu      sync.Mutex
-	seq     int
 	stats   PushStats
 	records []PushRecord
 }
@@ -224,10 +224,7 @@ func (p *pusher) step(ctx context.Context) {
 		p.deliver(ctx, d)
 	}
 	if p.held != nil && p.heldAt < p.tick {
-		// Nothing came to overtake it for a whole tick.
-		d := p.held
-		p.held = nil
-		p.send(ctx, d, CopyReordered)
+		p.release(ctx) // nothing came to overtake it for a whole tick
 	}
 	replays := p.replays
 	p.replays = nil
@@ -279,9 +276,14 @@ func (p *pusher) deliver(ctx context.Context, d *delivery) {
 	if dup < p.cfg.Duplicate {
 		p.send(ctx, d, CopyDuplicate)
 	}
-	if h := p.held; h != nil && h != d {
+	p.release(ctx) // d overtook it
+}
+
+// release sends the delivery held back, if any.
+func (p *pusher) release(ctx context.Context) {
+	if d := p.held; d != nil {
 		p.held = nil
-		p.send(ctx, h, CopyReordered)
+		p.send(ctx, d, CopyReordered)
 	}
 }
 
@@ -425,11 +427,8 @@ func (w *World) matches(tx *worldTx) bool {
 // build makes the delivery of an event: its payload and its record.
 func (p *pusher) build(e *event) *delivery {
 	slices.SortFunc(e.txs, func(a, b *worldTx) int { return strings.Compare(a.TxID, b.TxID) })
-	p.mu.Lock()
 	p.seq++
-	seq := p.seq
-	p.mu.Unlock()
-	d := &delivery{rec: PushRecord{Seq: seq, Kind: PushApply, Height: e.height, Hash: blockHash(e.height), Timestamp: e.at.Unix()}}
+	d := &delivery{rec: PushRecord{Seq: p.seq, Kind: PushApply, Height: e.height, Hash: blockHash(e.height), Timestamp: e.at.Unix()}}
 	var apply, rollback []doc
 	if r := e.rollback; r != nil {
 		d.rec.Kind, d.reorg = PushRollback, true

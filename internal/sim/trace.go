@@ -3,7 +3,6 @@ package sim
 import (
 	"maps"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -21,7 +20,7 @@ type Trace struct {
 
 type tracer struct {
 	mu sync.Mutex
-	on atomic.Bool
+	on bool
 	tr Trace
 }
 
@@ -29,7 +28,7 @@ type tracer struct {
 func (s *Server) TraceServed(on bool) {
 	s.trace.mu.Lock()
 	defer s.trace.mu.Unlock()
-	s.trace.on.Store(on)
+	s.trace.on = on
 	if on {
 		s.trace.tr = Trace{Feed: map[string]time.Time{}, Multiple: map[string]time.Time{}, Detail: map[string]time.Time{}}
 	}
@@ -48,7 +47,7 @@ func (s *Server) Traced() Trace {
 func (t *tracer) served(m *map[string]time.Time, head bool, txs ...*worldTx) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if !t.on.Load() {
+	if !t.on {
 		return
 	}
 	now := time.Now()
