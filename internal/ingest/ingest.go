@@ -297,11 +297,6 @@ func decay(rate float64, elapsed time.Duration) float64 {
 // perDay is a rate in events a day of one event every d.
 func perDay(d time.Duration) float64 { return float64(24*time.Hour) / float64(d) }
 
-// every is the interval of a rate in events a day.
-func every(ratePerDay float64) time.Duration {
-	return time.Duration(float64(24*time.Hour) / ratePerDay)
-}
-
 // WaitingSince is when the agent began waiting for its next visit: its
 // last visit, or, never visited, when it became due.
 func (a Agent) WaitingSince() time.Time {
@@ -516,7 +511,7 @@ func (c Config) optimalInterval(rate float64, alloc Allocation) time.Duration {
 	if f <= 0 {
 		return c.StalenessCap()
 	}
-	d := min(max(every(f), c.HotEvery), c.StalenessCap())
+	d := min(max(time.Duration(float64(24*time.Hour)/f), c.HotEvery), c.StalenessCap()) // every 1/f day
 	// The sweep runs at most every HotEvery: an interval is kept on that
 	// grid, rounded to the nearest step, or an agent due 1.2 steps after a
 	// visit would wait for the second run after it, and the plan's spend
@@ -525,13 +520,6 @@ func (c Config) optimalInterval(rate float64, alloc Allocation) time.Duration {
 		d = (d + c.HotEvery/2).Truncate(c.HotEvery)
 	}
 	return max(d, c.HotEvery)
-}
-
-func earliest(a, b time.Time) time.Time {
-	if b.Before(a) {
-		return b
-	}
-	return a
 }
 
 // Backoff is the wait after the errors-th failure in a row: the agent's
@@ -602,7 +590,9 @@ func (c Config) AfterVisit(a Agent, v Visit, alloc Allocation) Agent {
 	case !v.Complete:
 		// Still due, since when it was due.
 		a.ErrorCount = 0
-		a.NextRunAt = earliest(a.NextRunAt, v.At)
+		if v.At.Before(a.NextRunAt) {
+			a.NextRunAt = v.At
+		}
 	default:
 		a.ErrorCount = 0
 		a.NextRunAt = v.At.Add(interval)

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pacer-dev/pacer/internal/ingest"
 	pbench "github.com/pacer-dev/pacer/internal/pacing/bench"
 	simulator "github.com/pacer-dev/pacer/internal/sim"
 )
@@ -22,7 +21,6 @@ type Delays struct {
 // Result is one strategy's figures in one world (on one chain) and budget.
 type Result struct {
 	World, Budget, Strategy string
-	Policy                  ingest.Policy
 	// Volume is the chain's calls a day (0: the agents mode, no chain).
 	Volume int
 	Days   float64
@@ -55,7 +53,7 @@ func (r Result) PerDay(reader string) float64 {
 }
 
 func (x *sim) result(from, to time.Time) Result {
-	r := Result{World: x.w.Name, Budget: x.b.Name, Strategy: x.s.Name, Policy: x.s.Policy, Days: x.w.End.Sub(x.w.Start).Hours() / 24,
+	r := Result{World: x.w.Name, Budget: x.b.Name, Strategy: x.s.Name, Days: x.w.End.Sub(x.w.Start).Hours() / 24,
 		Requests: x.requests, Gaps: x.gaps, Refused: x.refused}
 	var all []time.Duration
 	for i, a := range x.w.Agents {

@@ -129,12 +129,13 @@ type sim struct {
 
 	// The agents and their due set, as the store's query orders it
 	// (ingest.Config.Less): future by next_run_at, due by the policy's
-	// order, aging by when a due agent turns critical, critical by its
-	// last visit.
-	agents                       []*agent
-	future, due, aging, critical *agentHeap
-	alloc                        ingest.Allocation
-	allocAt                      time.Time
+	// order, waiting by how long a due agent has waited (its order once
+	// critical); dueAt is when the due set was last filled.
+	agents               []*agent
+	future, due, waiting *agentHeap
+	dueAt                time.Time
+	alloc                ingest.Allocation
+	allocAt              time.Time
 }
 
 // Simulate runs s in w (on c when s is the tail) on b and measures the
@@ -414,23 +415,20 @@ type agent struct {
 	seen []time.Time
 	// pos is where the agent sits in each heap of the due set, from 1
 	// (0: not in it).
-	pos [4]int
-	// critAt is when the agent turns critical (ingest.Config.Critical).
-	critAt time.Time
+	pos [3]int
 }
 
 // initAgents gives every agent its state (never visited, due at the
 // start) and the due set its heaps, in the policy's own order
 // (ingest.Config.Less, which the store's query follows) among agents not
-// critical (as at the dawn of time) and among critical ones (as at its
+// critical (as at the dawn of time) and as if all were critical (as at its
 // end); an agent's place changes only when it is visited, out of them.
 func (x *sim) initAgents() {
 	x.future = &agentHeap{id: 0, less: func(a, b *agent) bool {
 		return cmp.Or(a.NextRunAt.Compare(b.NextRunAt), cmp.Compare(a.Address, b.Address)) < 0
 	}}
 	x.due = &agentHeap{id: 1, less: func(a, b *agent) bool { return x.cfg.Less(a.Agent, b.Agent, time.Time{}) }}
-	x.critical = &agentHeap{id: 2, less: func(a, b *agent) bool { return x.cfg.Less(a.Agent, b.Agent, endOfTime) }}
-	x.aging = &agentHeap{id: 3, less: func(a, b *agent) bool { return a.critAt.Before(b.critAt) }}
+	x.waiting = &agentHeap{id: 2, less: func(a, b *agent) bool { return x.cfg.Less(a.Agent, b.Agent, endOfTime) }}
 	for i := range x.w.Agents {
 		a := &agent{i: i, spec: &x.w.Agents[i], resumeHi: -1}
 		a.Address, a.Tier, a.NextRunAt = AgentAddress(i), ingest.Cold, x.w.Start
@@ -439,35 +437,33 @@ func (x *sim) initAgents() {
 	}
 }
 
-// promote moves the agents due at now into the due set, and the due agents
-// that have waited their staleness cap into the critical set.
+// promote moves the agents due at now into the due set.
 func (x *sim) promote(now time.Time) {
 	for a := x.future.peek(); a != nil && !a.NextRunAt.After(now); a = x.future.peek() {
 		x.future.remove(a)
 		x.due.push(a)
-		a.critAt = a.NextRunAt // never visited: critical at once
-		if a.LastVisitAt != nil {
-			a.critAt = a.LastVisitAt.Add(x.cfg.StalenessCap())
-		}
-		x.aging.push(a)
+		x.waiting.push(a)
 	}
-	for a := x.aging.peek(); a != nil && x.cfg.Critical(a.Agent, now); a = x.aging.peek() {
-		x.aging.remove(a)
-		x.critical.push(a)
-	}
+	x.dueAt = now
 }
 
 // endOfTime is when every agent is critical.
 var endOfTime = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // next takes the next agent to visit, in the due order, out of the due
-// set (nil: none is due).
+// set (nil: none is due). The longest-waiting agent, when critical, is
+// the first critical one. When it is not, no agent once visited is
+// critical, and the first in the policy's order is the first critical
+// one too if any is (never visited, they come first there, in the same
+// order).
 func (x *sim) next() *agent {
-	a := cmp.Or(x.critical.peek(), x.due.peek())
+	a := x.due.peek()
+	if w := x.waiting.peek(); w != nil && x.cfg.Critical(w.Agent, x.dueAt) {
+		a = w
+	}
 	if a != nil {
-		x.critical.remove(a)
 		x.due.remove(a)
-		x.aging.remove(a)
+		x.waiting.remove(a)
 	}
 	return a
 }

@@ -24,13 +24,8 @@ type PricePick struct {
 // StarterPicks runs pacer's strategy on the tenero-starter scenario for the
 // horizon and returns every run's choice, as the benchmark made it.
 func StarterPicks(horizon time.Duration) []PricePick {
-	var sc Scenario
-	for _, s := range Scenarios() {
-		if s.Name == "tenero-starter" {
-			sc = s
-		}
-	}
-	task := sc.Tasks[0]
+	scenarios := Scenarios()
+	task := scenarios[slices.IndexFunc(scenarios, func(s Scenario) bool { return s.Name == "tenero-starter" })].Tasks[0]
 	s := newTaskSim(task, start, horizon)
 	var picks []PricePick
 	s.onPick = func(at time.Time, checked []*time.Time, n int, picked []int) {

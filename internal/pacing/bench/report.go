@@ -15,7 +15,6 @@ import (
 // Result is one strategy's figures in one scenario.
 type Result struct {
 	Strategy string
-	Baseline bool
 	// CapacityUsed is the share of the hidden capacity used: successful
 	// requests over what the windows held for us (the month's quota, pro
 	// rata, where it binds first).
@@ -79,7 +78,7 @@ func Run(sc Scenario) Outcome {
 			sims[i].simulate(st.build(t, start))
 		}
 		r := measure(sims, pacing.DefaultCost())
-		r.Strategy, r.Baseline = st.Name, st.Baseline
+		r.Strategy = st.Name
 		out.Results = append(out.Results, r)
 	}
 	return out
@@ -271,13 +270,9 @@ func WriteTables(w io.Writer, outcomes []Outcome) {
 	for _, o := range outcomes {
 		fmt.Fprintf(w, "### %s\n\n%s.\n\n", o.Scenario.Name, o.Scenario.About)
 		var rows [][]string
-		var base *Result
-		for i, r := range o.Results {
-			if r.Baseline && base == nil {
-				base = &o.Results[i]
-			}
+		for _, r := range o.Results {
 			rows = append(rows, []string{r.Strategy, Pct(r.CapacityUsed), Pct(r.Rejected), reconverge(r.Steps), stale(r), r.Month.Cell(),
-				Count(r.ActionsPerDay), fmt.Sprintf("%d (%s)", r.EventsPerTick, Count(r.EventsPerDay)), versus(r, base)})
+				Count(r.ActionsPerDay), fmt.Sprintf("%d (%s)", r.EventsPerTick, Count(r.EventsPerDay)), versus(r, o.Results[0])})
 		}
 		WriteTable(w, cols, rows)
 		rs := o.Results
@@ -324,13 +319,11 @@ func stale(r Result) string {
 	return Human(r.StaleP50) + " / " + Human(r.StaleP99)
 }
 
-// versus compares a result with the baseline's: how much more capacity, how
-// much fresher (p99), how many times the actions.
-func versus(r Result, base *Result) string {
-	switch {
-	case base == nil:
-		return ""
-	case r.Baseline && r.Strategy == base.Strategy:
+// versus compares a result with the baseline's (the scenario's first
+// strategy): how much more capacity, how much fresher (p99), how many times
+// the actions.
+func versus(r, base Result) string {
+	if r.Strategy == base.Strategy {
 		return "baseline"
 	}
 	ratio := func(v, base float64) string {

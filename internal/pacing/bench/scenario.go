@@ -65,7 +65,8 @@ type Scenario struct {
 	Duration time.Duration
 	Tasks    []Task
 	// Strategies default to the fixed cron, the token bucket, the seed
-	// and pacer.
+	// and pacer; the first is the baseline the others are compared with
+	// (a fixed cron).
 	Strategies []Strategy
 	// Crawl marks the scenarios the crawl goals apply to.
 	Crawl bool
@@ -89,12 +90,15 @@ func hiroCrawl(items int, phases ...Phase) Task {
 		Work:       Work{Kind: Crawl, Items: items},
 		CronEvery:  5 * time.Minute,
 		CronPage:   100,
-		Pacing: pacing.ControllerConfig{
-			MinBatch: 5, MaxBatch: 200,
-			MinInterval: pacer.Duration(time.Minute), MaxInterval: pacer.Duration(10 * time.Minute),
-			InitialBatch: 50, InitialInterval: pacer.Duration(time.Minute),
-		},
+		Pacing:     controller(200, 50, time.Minute, 10*time.Minute),
 	}
+}
+
+// controller is a task's pacing: batches of 5 to most, the first of
+// first; intervals from every, where it starts, to longest.
+func controller(most, first int, every, longest time.Duration) pacing.ControllerConfig {
+	return pacing.ControllerConfig{MinBatch: 5, MaxBatch: most, InitialBatch: first,
+		MinInterval: pacer.Duration(every), MaxInterval: pacer.Duration(longest), InitialInterval: pacer.Duration(every)}
 }
 
 // teneroPrices refreshes 3 static and 50 traded tokens (pacer's 53) on a
@@ -108,11 +112,7 @@ func teneroPrices(hidden Hidden, documented int, every time.Duration) Task {
 		Latency:    300 * time.Millisecond,
 		Work:       Work{Kind: Prices, Items: 53, Static: 3},
 		CronEvery:  every,
-		Pacing: pacing.ControllerConfig{
-			MinBatch: 5, MaxBatch: 53,
-			MinInterval: pacer.Duration(every), MaxInterval: pacer.Duration(6 * time.Hour),
-			InitialBatch: 53, InitialInterval: pacer.Duration(every),
-		},
+		Pacing:     controller(53, 53, every, 6*time.Hour),
 	}
 }
 
@@ -176,11 +176,7 @@ func Scenarios() []Scenario {
 					Latency:    300 * time.Millisecond,
 					Work:       Work{Kind: Walk, Items: 30},
 					CronEvery:  time.Minute,
-					Pacing: pacing.ControllerConfig{
-						MinBatch: 5, MaxBatch: 100,
-						MinInterval: pacer.Duration(time.Minute), MaxInterval: pacer.Duration(2 * time.Hour),
-						InitialBatch: 100, InitialInterval: pacer.Duration(time.Minute),
-					},
+					Pacing:     controller(100, 100, time.Minute, 2*time.Hour),
 				},
 			},
 			Strategies: []Strategy{FixedCron(0), Pacer()},

@@ -14,10 +14,8 @@ import (
 
 // Strategy is one way of pacing a task, built fresh for every task it runs.
 type Strategy struct {
-	Name string
-	// Baseline marks the fixed cron the others are compared with.
-	Baseline bool
-	build    func(t Task, start time.Time) *runner
+	Name  string
+	build func(t Task, start time.Time) *runner
 }
 
 // order is how a run chooses its items.
@@ -122,7 +120,7 @@ func FixedCron(every time.Duration) Strategy {
 	if every > 0 {
 		name = fmt.Sprintf("fixed cron %s", strings.TrimSuffix(strings.TrimSuffix(every.String(), "0s"), "0m"))
 	}
-	return Strategy{Name: name, Baseline: true, build: func(t Task, start time.Time) *runner {
+	return Strategy{Name: name, build: func(t Task, start time.Time) *runner {
 		return &runner{start: start, every: cmp.Or(every, t.CronEvery), n: t.CronPage, spacing: time.Minute / time.Duration(t.Documented)}
 	}}
 }
