@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/pacer-dev/pacer"
 )
 
 // Faults says how often upstream requests go wrong, and how. Each rate is
@@ -87,24 +89,9 @@ func (f Faults) Validate() error {
 	return nil
 }
 
-// Duration is a time.Duration that reads and writes JSON as Go duration
-// text ("1.5s"), which an operator can type into a PUT /_sim/faults.
-type Duration time.Duration
-
-// MarshalText writes the duration as "1.5s".
-func (d Duration) MarshalText() ([]byte, error) {
-	return []byte(time.Duration(d).String()), nil
-}
-
-// UnmarshalText reads Go duration text.
-func (d *Duration) UnmarshalText(b []byte) error {
-	v, err := time.ParseDuration(string(b))
-	if err != nil {
-		return err
-	}
-	*d = Duration(v)
-	return nil
-}
+// Duration is the project's JSON duration: Go duration text ("1.5s"),
+// which an operator can type into a PUT /_sim/faults.
+type Duration = pacer.Duration
 
 // SetFaults replaces the faults in force.
 func (s *Server) SetFaults(f Faults) error {
