@@ -358,6 +358,17 @@ type event struct {
 // transaction in its new block), and each rollback.
 func (p *pusher) deliveries(now time.Time) []*delivery {
 	w := p.world
+	// The rollbacks first, oldest first, so that one comes before a
+	// block of its second once sorted by time (a second has one block).
+	var events []*event
+	for _, r := range w.reorgs {
+		if r.RollbackAt.After(p.last) && !r.RollbackAt.After(now) {
+			txs := slices.DeleteFunc(slices.Clone(r.txs), func(tx *worldTx) bool { return !w.matches(tx) })
+			if len(txs) > 0 { // else nothing of it was ever delivered
+				events = append(events, &event{at: r.RollbackAt, rollback: r, height: r.Height, txs: txs})
+			}
+		}
+	}
 	blocks := map[int64]*event{}
 	mined := func(height int64, at time.Time, tx *worldTx) {
 		if !at.After(p.last) || at.After(now) {
@@ -381,39 +392,15 @@ func (p *pusher) deliveries(now time.Time) []*delivery {
 			mined(r.NewHeight, r.ReapplyAt, tx)
 		}
 	}
-	events := make([]*event, 0, len(blocks))
 	for _, e := range blocks {
 		events = append(events, e)
 	}
-	for _, r := range w.reorgs {
-		if r.RollbackAt.After(p.last) && !r.RollbackAt.After(now) {
-			var txs []*worldTx
-			for _, tx := range r.txs {
-				if w.matches(tx) {
-					txs = append(txs, tx)
-				}
-			}
-			if len(txs) == 0 {
-				continue // nothing of it was ever delivered
-			}
-			events = append(events, &event{at: r.RollbackAt, rollback: r, height: r.Height, txs: txs})
-		}
-	}
-	slices.SortFunc(events, func(a, b *event) int {
-		return cmp.Or(a.at.Compare(b.at), cmp.Compare(b.rollbackRank(), a.rollbackRank()), cmp.Compare(a.height, b.height))
-	})
+	slices.SortStableFunc(events, func(a, b *event) int { return a.at.Compare(b.at) })
 	out := make([]*delivery, 0, len(events))
 	for _, e := range events {
 		out = append(out, p.build(e))
 	}
 	return out
-}
-
-func (e *event) rollbackRank() int {
-	if e.rollback != nil {
-		return 1
-	}
-	return 0
 }
 
 // matches says whether a Chainhooks predicate of `pacer chainhook spec`
