@@ -266,7 +266,7 @@ func TestHiroPrincipalTransactions(t *testing.T) {
 		require.Less(t, pages, 20)
 	}
 	var want []string
-	for _, tx := range w.listed(busy, clock.Now()).agents {
+	for _, tx := range w.principalList(busy, clock.Now()).agents {
 		if !tx.fork {
 			want = append(want, tx.TxID)
 		}
@@ -431,9 +431,9 @@ func TestActivityIsDeterministic(t *testing.T) {
 			hot = ag.STXAddress
 		}
 	}
-	a.World().listed(hot, later.Add(24*time.Hour))
+	a.World().principalList(hot, later.Add(24*time.Hour))
 	require.Equal(t, a.World().ExpectedSwaps(later), b.World().ExpectedSwaps(later))
-	b.World().listed(hot, later.Add(24*time.Hour))
+	b.World().principalList(hot, later.Add(24*time.Hour))
 	require.Equal(t, a.World().Transactions(), b.World().Transactions())
 }
 

@@ -195,11 +195,6 @@ func (w *World) feed(types map[string]bool, at time.Time) merged {
 	return m
 }
 
-// contractList is a contract's own list: the calls made to it.
-func (w *World) contractList(contract string, at time.Time) merged {
-	return w.chainList(contract, at, func(tx *worldTx) bool { return tx.call != nil && tx.call.ContractID == contract })
-}
-
 // hiroTxList serves the feed.
 func (s *Server) hiroTxList(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()

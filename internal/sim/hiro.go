@@ -219,13 +219,16 @@ func (s *Server) hiroAddressTransactions(w http.ResponseWriter, r *http.Request)
 	writeList(w, s.hiro.world.principalList(principal, s.now()), limit, offset)
 }
 
-// principalList is a principal's list at at: a contract's is the calls
-// made to it, strangers' included.
+// principalList is a principal's list at at (listOf): an agent's
+// transactions, or the calls made to a contract, strangers' included.
 func (w *World) principalList(principal string, at time.Time) merged {
 	if strings.Contains(principal, ".") {
-		return w.contractList(principal, at)
+		return w.chainList(principal, at, func(tx *worldTx) bool { return tx.call != nil && tx.call.ContractID == principal })
 	}
-	return w.listed(principal, at)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.generate(principal, at)
+	return listOf(w.lists[principal], at, nil)
 }
 
 // principalOf reads the principal of a list route, answering 400 when it
@@ -465,13 +468,15 @@ type txJSON struct {
 	AnchorMode        string `json:"anchor_mode"`
 	TxStatus          string `json:"tx_status"`
 	TxType            string `json:"tx_type"`
-	// Exactly one of the two is set.
+	// A mined transaction has its block's fields, one in the mempool the
+	// time it was received instead.
 	*minedJSON
-	*mempoolJSON
-	Events        []eventJSON        `json:"events"`
-	ContractCall  *contractCallJSON  `json:"contract_call,omitempty"`
-	TokenTransfer *tokenTransferJSON `json:"token_transfer,omitempty"`
-	SmartContract *smartContractJSON `json:"smart_contract,omitempty"`
+	ReceiptTime    int64              `json:"receipt_time,omitempty"`
+	ReceiptTimeISO string             `json:"receipt_time_iso,omitempty"`
+	Events         []eventJSON        `json:"events"`
+	ContractCall   *contractCallJSON  `json:"contract_call,omitempty"`
+	TokenTransfer  *tokenTransferJSON `json:"token_transfer,omitempty"`
+	SmartContract  *smartContractJSON `json:"smart_contract,omitempty"`
 }
 
 type minedJSON struct {
@@ -487,11 +492,6 @@ type minedJSON struct {
 	TxIndex             int64        `json:"tx_index"`
 	TxResult            clarityValue `json:"tx_result"`
 	EventCount          int          `json:"event_count"`
-}
-
-type mempoolJSON struct {
-	ReceiptTime    int64  `json:"receipt_time"`
-	ReceiptTimeISO string `json:"receipt_time_iso"`
 }
 
 type clarityValue struct {
@@ -647,7 +647,7 @@ func (tx *worldTx) render(at time.Time, win eventWindow) txJSON {
 		SmartContract:     tx.deploy,
 	}
 	if inMempool(status) {
-		out.mempoolJSON = &mempoolJSON{ReceiptTime: tx.AppearsAt.Unix(), ReceiptTimeISO: isoTime(tx.AppearsAt)}
+		out.ReceiptTime, out.ReceiptTimeISO = tx.AppearsAt.Unix(), isoTime(tx.AppearsAt)
 		return out
 	}
 

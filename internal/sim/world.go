@@ -340,14 +340,6 @@ func (w *World) Seed(ctx context.Context, dst AgentWriter) error {
 	return nil
 }
 
-// listed is principal's transaction list at at (listOf).
-func (w *World) listed(principal string, at time.Time) merged {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.generate(principal, at)
-	return listOf(w.lists[principal], at, nil)
-}
-
 // tx returns the transaction with txid (0x + lower-case hex), if it exists
 // at at and /tx/ knows it (it may be one /tx/ fails on: detailFails).
 func (w *World) tx(txid string, at time.Time) (*worldTx, bool) {
