@@ -11,7 +11,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/pacer-dev/pacer"
-	"github.com/pacer-dev/pacer/internal/competition"
 	"github.com/pacer-dev/pacer/internal/discovery"
 	"github.com/pacer-dev/pacer/internal/hiro"
 	"github.com/pacer-dev/pacer/internal/store"
@@ -142,15 +141,7 @@ func (r *sweepRun) readTail(ctx context.Context) error {
 		r.absorb(&t)
 		return nil
 	}
-	scan := discovery.NewScan(discovery.ScanConfig{From: rd.Position, MaxPages: r.dc.MaxPages}, rd.Scan)
-	return r.read(ctx, rd, scan, func(ctx context.Context, s *discovery.Scan) ([]hiro.Entry, discovery.Page, int, error) {
-		page, err := r.hiro.Feed(ctx, hiro.TxTypeContractCall, s.NextOffset())
-		if err != nil {
-			return nil, discovery.Page{}, page.Requests, err
-		}
-		r.observeFeed(page)
-		return page.Entries, s.AddFeed(page.Entries, page.Total), page.Requests, nil
-	})
+	return r.read(ctx, rd, discovery.NewScan(discovery.ScanConfig{From: rd.Position, MaxPages: r.dc.MaxPages}, rd.Scan), "")
 }
 
 // readContract is the plan's ReadContract step: a contract's own list
@@ -172,16 +163,8 @@ func (r *sweepRun) readContract(ctx context.Context, name string) error {
 			rd.Position, rd.Start = &start, &start
 		} // else the feed never served: the list's first read finds its head
 	}
-	contract := strings.TrimPrefix(name, discovery.ContractPrefix)
 	scan := discovery.NewScan(discovery.ScanConfig{From: rd.Position, MaxPages: reconcileMaxPages, Tokens: true}, rd.Scan)
-	return r.read(ctx, rd, scan, func(ctx context.Context, s *discovery.Scan) ([]hiro.Entry, discovery.Page, int, error) {
-		page, err := r.hiro.ListTransactions(ctx, contract, hiro.PageToken(s.NextToken()))
-		r.report(name, func(rep *pacer.ReaderReport) { rep.Source = cmp.Or(page.Endpoint, rep.Source) })
-		if err != nil {
-			return nil, discovery.Page{}, page.Requests, err
-		}
-		return page.Entries, s.AddList(page.Entries, string(page.Next)), page.Requests, nil
-	})
+	return r.read(ctx, rd, scan, strings.TrimPrefix(name, discovery.ContractPrefix))
 }
 
 // allowlistedContracts are the contracts of the allowlist, sorted.
@@ -195,72 +178,33 @@ func allowlistedContracts(a *Activities) []string {
 	return out
 }
 
-// pager reads the scan's next page and adds it to the scan: the entries
-// as read, what the scan made of them, and the requests it took.
-type pager func(ctx context.Context, s *discovery.Scan) ([]hiro.Entry, discovery.Page, int, error)
-
-// read walks one reader's list down to its position: each page's
-// candidates verified and settled before the scan moves on, the scan's
-// progress saved after every page, so a worker killed at any point loses
-// nothing and doubles nothing. A read that stops short (Hiro, the budget)
-// is held: it goes on from its scan at the next run. An error is the
-// database's.
-func (r *sweepRun) read(ctx context.Context, rd store.Reader, scan *discovery.Scan, next pager) error {
+// read walks one reader's list (principal's; "" is the feed) down to its
+// position: each page's candidates verified and settled before the scan
+// moves on, the scan's progress saved after every page, so a worker
+// killed at any point loses nothing and doubles nothing. A read that
+// stops short (Hiro, the budget) is held: it goes on from its scan at
+// the next run. An error is the database's.
+func (r *sweepRun) read(ctx context.Context, rd store.Reader, scan *discovery.Scan, principal string) error {
 	agents, err := r.a.Store.AgentAddresses(ctx)
 	if err != nil {
 		return err
 	}
-	// A candidate is a registered agent's allowlisted call.
-	f := discovery.Filter{Agent: func(s string) bool { return agents[s] }, Allowed: r.a.Catalog.Allowed}
+	w := walk{tally: r.newTally(r.log.With(zap.String("reader", rd.Name))), scan: scan, reader: rd.Name, principal: principal,
+		agents: agents, seen: map[string]bool{}}
+	defer r.absorb(&w.tally)
 	began := r.a.now()
-	t := r.newTally(r.log.With(zap.String("reader", rd.Name)))
-	defer r.absorb(&t)
 	if !rd.Scan.Started() || rd.ScanBegan == nil {
 		rd.ScanBegan = &began
 	}
-	var (
-		counts store.ReaderCounts
-		total  int
-		head   = rd.Position
-	)
+	total := 0
 	save := func() error {
-		counts.Requests = t.res.Requests - total
-		total = t.res.Requests
+		counts := store.ReaderCounts{Requests: w.res.Requests - total, Pages: w.pages, Candidates: w.candidates}
+		r.a.traffic.do(func(t *traffic) { t.t.ObserveDetails(w.details, r.a.now()) })
+		total, w.pages, w.candidates, w.details = w.res.Requests, 0, 0, 0
 		r.addReader(rd.Name, counts)
-		err := r.a.Store.SaveDiscoveryReader(ctx, rd, counts)
-		counts = store.ReaderCounts{}
-		return err
+		return r.a.Store.SaveDiscoveryReader(ctx, rd, counts)
 	}
-	for !scan.Done() && t.ok() && ctx.Err() == nil {
-		entries, page, requests, err := next(ctx, scan)
-		t.res.Requests += requests
-		if err != nil {
-			t.upstreamError(err, "read "+rd.Name)
-			break
-		}
-		counts.Pages++
-		for _, e := range entries {
-			if p := discovery.PositionOf(e); e.Mined() && (head == nil || p.Compare(*head) > 0) {
-				head = &p
-			}
-		}
-		var cands []hiro.Entry
-		for _, e := range page.Fresh {
-			if f.Candidate(e) {
-				cands = append(cands, e)
-			}
-		}
-		counts.Candidates += len(cands)
-		outs := r.verify(ctx, cands)
-		details := 0
-		for _, o := range outs {
-			details += o.Requests
-		}
-		r.a.traffic.do(func(t *traffic) { t.t.ObserveDetails(details, r.a.now()) })
-		if !t.settleAll(ctx, cands, outs, true, func(_ int, o competition.Outcome) { t.count(o) }) {
-			break // not settled: the page is read again next time
-		}
-		scan.Commit()
+	for w.step(ctx) {
 		rd.Scan = scan.State()
 		if scan.Done() {
 			break
@@ -272,7 +216,7 @@ func (r *sweepRun) read(ctx context.Context, rd store.Reader, scan *discovery.Sc
 	now := r.a.now()
 	r.held[rd.Name] = !scan.Done()
 	if scan.Done() && rd.Name == discovery.ReaderTail {
-		r.a.traffic.do(func(tr *traffic) { tr.readCost = float64(max(t.res.Requests, 1)) })
+		r.a.traffic.do(func(tr *traffic) { tr.readCost = float64(max(w.res.Requests, 1)) })
 	}
 	if scan.Done() {
 		rd.Position = scan.Position()
@@ -290,7 +234,7 @@ func (r *sweepRun) read(ctx context.Context, rd store.Reader, scan *discovery.Sc
 				zap.Int("maxPages", r.dc.MaxPages), zap.String("filledBy", "the reconciler"))
 		}
 	}
-	rd.HeadLagSeconds = discovery.Lag(rd.Position, head)
+	rd.HeadLagSeconds = discovery.Lag(rd.Position, w.head)
 	return save()
 }
 

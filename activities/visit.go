@@ -1,10 +1,8 @@
 package activities
 
 import (
-	"cmp"
 	"context"
 	"errors"
-	"time"
 
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
@@ -51,25 +49,6 @@ func (t *tally) ok() bool { return !t.spent && t.failed == nil && t.stop == nil 
 // verify gives each candidate its outcome (competition.VerifyEntries).
 func (r *sweepRun) verify(ctx context.Context, cands []hiro.Entry) []competition.Outcome {
 	return r.verifier.VerifyEntries(ctx, cands, competition.SourceSweep)
-}
-
-// settleAll settles a page's outcomes in order, counting each settled one
-// with counted; false when one could not be settled: the page is looked at
-// again, and what the rest did (rows inserted, requests sent) is counted.
-func (t *tally) settleAll(ctx context.Context, cands []hiro.Entry, outs []competition.Outcome, hint bool, counted func(int, competition.Outcome)) bool {
-	for i, o := range outs {
-		if !t.settle(ctx, cands[i].SenderAddress, o, hint) {
-			for _, o := range outs[i+1:] {
-				t.res.Requests += o.Requests
-				if o.Status == competition.StatusInserted {
-					t.count(o)
-				}
-			}
-			return false
-		}
-		counted(i, o)
-	}
-	return true
 }
 
 // settle decides what an outcome means and records it, the one place a
@@ -183,28 +162,12 @@ func (r *sweepRun) absorb(t *tally) {
 }
 
 // visit is one agent's visit: it walks the agent's own list newest first
-// back to its cursor (a discovery.Scan), verifies the swaps among its
-// entries and saves the cursor only once every newer transaction is
-// processed, so a retried attempt after a crash loses and duplicates
-// nothing.
+// back to its cursor, verifies the swaps among its entries and saves the
+// cursor only once every newer transaction is processed, so a retried
+// attempt after a crash loses and duplicates nothing.
 type visit struct {
-	tally
-	row  store.AgentIngest
-	scan *discovery.Scan
-	// swaps are the times of the allowlisted calls seen for the first
-	// time (the swap rate's input); seen the txids the listing handled,
-	// so pending ones it settled are not fetched again.
-	swaps  []time.Time
-	seen   map[string]bool
-	listed bool
-}
-
-// page is one page of a visit: its allowlisted calls, their outcomes
-// once verified, or why it could not be read.
-type page struct {
-	cands []hiro.Entry
-	outs  []competition.Outcome
-	err   error
+	walk
+	row store.AgentIngest
 }
 
 // visitBatch visits a batch of agents (the plan's Visit step): their first
@@ -228,7 +191,8 @@ func (r *sweepRun) visitBatch(ctx context.Context, due []store.AgentIngest) erro
 		_ = g.Wait()
 	}
 	concurrently(func(i int, ctx context.Context) {
-		vs[i] = &visit{tally: r.newTally(r.log.With(zap.String("agent", due[i].Address))), row: due[i], seen: map[string]bool{}}
+		vs[i] = &visit{walk: walk{tally: r.newTally(r.log.With(zap.String("agent", due[i].Address))),
+			reader: readerAgents, principal: due[i].Address, seen: map[string]bool{}}, row: due[i]}
 		vs[i].scan = vs[i].newScan()
 		firsts[i] = vs[i].list(ctx)
 	})
@@ -237,10 +201,11 @@ func (r *sweepRun) visitBatch(ctx context.Context, due []store.AgentIngest) erro
 		all = append(all, p.cands...)
 	}
 	outs := r.verify(ctx, all)
-	for _, p := range firsts {
+	for i, p := range firsts {
 		p.outs, outs = outs[:len(p.cands)], outs[len(p.cands):]
+		vs[i].first = p
 	}
-	concurrently(func(i int, ctx context.Context) { vs[i].walk(ctx, firsts[i]) })
+	concurrently(func(i int, ctx context.Context) { vs[i].carry(ctx) })
 	r.lastVisit = r.a.now()
 	r.mu.Lock()
 	after := r.res
@@ -253,22 +218,22 @@ func (r *sweepRun) visitBatch(ctx context.Context, due []store.AgentIngest) erro
 	return nil
 }
 
-// walk carries one agent's visit out from its first page and saves how
+// carry carries one agent's visit out from its first page and saves how
 // far it got.
-func (v *visit) walk(ctx context.Context, first *page) {
+func (v *visit) carry(ctx context.Context) {
 	r := v.run
 	started, resumed := r.a.now(), v.row.VisitFrom != ""
-	complete := v.pass(ctx, first)
+	complete := v.pass(ctx)
 	if complete && resumed && v.ok() {
 		// A visit cut short went on from where it stopped; with that range
 		// done, a fresh pass reads what arrived meanwhile.
 		v.scan = v.newScan()
-		complete = v.pass(ctx, nil)
+		complete = v.pass(ctx)
 	}
 	if complete && v.ok() {
 		v.recheckPending(ctx)
 	}
-	if v.res.Requests == 0 && !v.listed && v.failed == nil && v.stop == nil && v.spent {
+	if v.res.Requests == 0 && v.pages == 0 && v.failed == nil && v.stop == nil && v.spent {
 		return // the budget stopped it before its first request: nothing changed
 	}
 	now, row := r.a.now(), v.row
@@ -276,7 +241,7 @@ func (v *visit) walk(ctx context.Context, first *page) {
 	row.Status, row.LastError = store.IngestOK, ""
 	if v.failed != nil {
 		row.Status, row.LastError = store.IngestError, v.failed.Error()
-	} else if v.listed {
+	} else if v.pages > 0 {
 		row.LastSuccessAt = &now
 	}
 	saved, err := r.a.Store.SaveVisit(ctx, row, v.res.Found, started)
@@ -287,7 +252,7 @@ func (v *visit) walk(ctx context.Context, first *page) {
 		v.log.Info("sweep.visit_superseded")
 	}
 	r.a.Metrics.ObserveVisit(string(row.Tier), v.res.Found)
-	if v.listed {
+	if v.pages > 0 {
 		v.res.Scanned++
 	}
 	r.absorb(&v.tally)
@@ -310,35 +275,11 @@ func (v *visit) newScan() *discovery.Scan {
 		Margin: reorgDepth, Since: v.run.verifier.CompetitionStart.Unix()}, st)
 }
 
-// pass walks the scan (first is its next page, already read and
-// verified). It leaves row.VisitFrom and row.VisitTop where it stopped,
-// or, when it is done, the cursor advanced and the visit state cleared.
-func (v *visit) pass(ctx context.Context, first *page) (complete bool) {
-	for !v.scan.Done() {
-		p := first
-		first = nil
-		if p == nil {
-			if p = v.list(ctx); p.err == nil {
-				p.outs = v.run.verify(ctx, p.cands)
-			}
-		}
-		if p.err != nil {
-			v.upstreamError(p.err, "list")
-			break
-		}
-		if !v.settleAll(ctx, p.cands, p.outs, false, func(i int, o competition.Outcome) {
-			e, again := p.cands[i], v.scan.Again(p.cands[i])
-			if again && o.Status != competition.StatusInserted {
-				return // looked at again within the reorg margin: counts only if new
-			}
-			v.count(o)
-			if t := competition.SwapTime(e.BlockTime, e.BurnBlockTime); !again && e.Mined() && t > 0 {
-				v.swaps = append(v.swaps, time.Unix(t, 0))
-			}
-		}) {
-			break // not looked at yet: on from this page next time
-		}
-		v.scan.Commit()
+// pass walks the scan. It leaves row.VisitFrom and row.VisitTop where it
+// stopped, or, when it is done, the cursor advanced and the visit state
+// cleared.
+func (v *visit) pass(ctx context.Context) (complete bool) {
+	for v.step(ctx) {
 		recordProgress(ctx, v.run.progress())
 	}
 	st, row := v.scan.State(), &v.row
@@ -354,34 +295,6 @@ func (v *visit) pass(ctx context.Context, first *page) (complete bool) {
 	}
 	row.VisitFrom, row.VisitTop = "", nil
 	return true
-}
-
-// list reads the scan's next page of the agent's list and picks its
-// allowlisted calls. A dropped call already judged is passed over:
-// listings show it until Hiro forgets it, and it counted once (a failed
-// lookup says no: the verifier then judges it again).
-func (v *visit) list(ctx context.Context) *page {
-	res, err := v.run.hiro.ListTransactions(ctx, v.row.Address, hiro.PageToken(v.scan.NextToken()))
-	v.run.report(readerAgents, func(rep *pacer.ReaderReport) { rep.Source = cmp.Or(res.Endpoint, rep.Source) })
-	v.res.Requests += res.Requests
-	if err != nil {
-		return &page{err: err}
-	}
-	v.listed = true
-	p := &page{}
-	for _, e := range v.scan.AddList(res.Entries, string(res.Next)).Fresh {
-		if !competition.Found(e, v.run.a.Catalog) {
-			continue
-		}
-		v.seen[e.TxID] = true
-		if !e.Mined() && e.TxStatus != hiro.StatusPending {
-			if _, known, err := v.run.a.Store.KnownRejection(ctx, e.TxID); err == nil && known {
-				continue
-			}
-		}
-		p.cands = append(p.cands, e)
-	}
-	return p
 }
 
 // recheckPending looks again at the agent's pending transactions that the
