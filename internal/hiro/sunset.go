@@ -72,6 +72,3 @@ func (c *Client) getDeprecated(ctx context.Context, e Endpoint, op, pathAndQuery
 	}
 	return res, err
 }
-
-// IsSunset reports whether err is a sunset answer (or the memory of one).
-func IsSunset(err error) bool { return errors.Is(err, ErrSunset) }
