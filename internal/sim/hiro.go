@@ -347,13 +347,9 @@ func (s *Server) hiroPrincipalTransactions(w http.ResponseWriter, r *http.Reques
 	// Strangers' calls on a losing fork are passed over here (the total
 	// still counts them: they are a few in a thousand).
 	results, k := []doc{}, start
-	for len(results) < limit && k < m.mined() {
-		batch := m.page(k, limit-len(results))
-		k += len(batch)
-		for _, tx := range batch {
-			if !tx.fork {
-				results = append(results, tx.renderV3(principal, now))
-			}
+	for ; len(results) < limit && k < m.mined(); k++ {
+		if tx := m.tx(m.items(k, 1)[0]); !tx.fork {
+			results = append(results, tx.renderV3(principal, now))
 		}
 	}
 	cursorOf := func(i int) *string {

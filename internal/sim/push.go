@@ -2,7 +2,6 @@ package sim
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -40,11 +39,6 @@ type PushConfig struct {
 	// always replayed once right after its re-apply, as a restarted
 	// Chainhooks node would.
 	Drop, Duplicate, Reorder, Replay float64
-	// Attempts is how many times a delivery that got no answer, a 429 or
-	// a 5xx is tried, a second apart. Default 3.
-	Attempts int
-	// Client sends the deliveries. Default: a client with a 10 s timeout.
-	Client *http.Client
 }
 
 // PushStats counts what the pusher did. Copies (duplicates, reordered and
@@ -113,8 +107,10 @@ const (
 	pushEvery = time.Second
 	// replayAfter is how long after a delivery its replay comes, in ticks
 	// of pushEvery.
-	replayAfter     = 5 * time.Second
-	defaultAttempts = 3
+	replayAfter = 5 * time.Second
+	// pushAttempts is how many times a delivery that got no answer, a 429
+	// or a 5xx is tried, a second apart.
+	pushAttempts = 3
 	// maxPushRecords bounds the records kept (a long `pacer dev` run);
 	// the stats count everything.
 	maxPushRecords = 20_000
@@ -127,11 +123,12 @@ var ErrNoPushURL = errors.New("sim: push needs a URL")
 // pusher sends the deliveries. Push runs one loop; the records and
 // stats are read concurrently.
 type pusher struct {
-	cfg   PushConfig
-	world *World
-	now   func() time.Time
-	sleep func(context.Context, time.Duration) error
-	rng   *rand.Rand
+	cfg    PushConfig
+	client *http.Client
+	world  *World
+	now    func() time.Time
+	sleep  func(context.Context, time.Duration) error
+	rng    *rand.Rand
 
 	// Loop state, touched by the loop only.
 	last    time.Time // mining events up to it are delivered
@@ -162,11 +159,7 @@ type replay struct {
 }
 
 func newPusher(seed int64, cfg PushConfig, w *World, now func() time.Time, sleep func(context.Context, time.Duration) error) *pusher {
-	cfg.Attempts = cmp.Or(cfg.Attempts, defaultAttempts)
-	if cfg.Client == nil {
-		cfg.Client = &http.Client{Timeout: 10 * time.Second}
-	}
-	return &pusher{cfg: cfg, world: w, now: now, sleep: sleep,
+	return &pusher{cfg: cfg, client: &http.Client{Timeout: 10 * time.Second}, world: w, now: now, sleep: sleep,
 		rng:        rand.New(rand.NewPCG(uint64(seed), 0xc4a1)),
 		rollbackOf: map[*Reorg]*delivery{}, replayed: map[*Reorg]bool{},
 		stats: PushStats{ByStatus: map[int]int{}}}
@@ -299,7 +292,7 @@ func (p *pusher) send(ctx context.Context, d *delivery, copyOf string) {
 		if err != nil {
 			rec.Err = err.Error()
 		}
-		if !failed() || attempt >= p.cfg.Attempts || ctx.Err() != nil || p.sleep(ctx, time.Second) != nil {
+		if !failed() || attempt >= pushAttempts || ctx.Err() != nil || p.sleep(ctx, time.Second) != nil {
 			break
 		}
 	}
@@ -333,7 +326,7 @@ func (p *pusher) post(ctx context.Context, body []byte) (int, json.RawMessage, e
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+p.cfg.Secret)
-	resp, err := p.cfg.Client.Do(req)
+	resp, err := p.client.Do(req)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -264,14 +264,14 @@ func TestPushFaults(t *testing.T) {
 
 func TestPushRetriesThenCountsAFailure(t *testing.T) {
 	t.Parallel()
-	pw := newPushWorld(t, PushConfig{Attempts: 2})
+	pw := newPushWorld(t, PushConfig{})
 	pw.s.push.sleep = func(context.Context, time.Duration) error { return nil }
 	pw.rc.status = http.StatusServiceUnavailable
 	pw.run(t, 10*time.Minute)
 	st := pw.s.PushStats()
 	require.Positive(t, st.Deliveries)
 	require.Equal(t, st.Sent, st.Failed)
-	require.Len(t, pw.parsed(t), 2*st.Sent, "each send tried twice")
+	require.Len(t, pw.parsed(t), pushAttempts*st.Sent, "each send tried pushAttempts times")
 
 	require.ErrorIs(t, New(Config{}).Push(t.Context()), ErrNoPushURL)
 }
