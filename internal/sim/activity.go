@@ -152,11 +152,8 @@ func (g *generator) makeStreams(seed uint64) {
 // held.
 func (w *World) generate(agent string, at time.Time) {
 	if s := w.streams[agent]; s != nil {
-		for s.dayStart(s.days).Compare(at) <= 0 {
-			for _, tx := range s.day(s.days) {
-				w.add(tx)
-			}
-			s.days++
+		for ; s.dayStart(s.days).Compare(at) <= 0; s.days++ {
+			s.day(s.days, w.add)
 		}
 	}
 }
@@ -172,9 +169,9 @@ func (s *stream) dayStart(d int) time.Time {
 	return s.g.histFrom.Add(time.Duration(d) * 24 * time.Hour)
 }
 
-// day makes the swaps of day d: a Poisson process at the agent's rate, and
-// a busy agent's burst, from the day's own seed.
-func (s *stream) day(d int) []*worldTx {
+// day makes the swaps of day d, in order, for add: a Poisson process at
+// the agent's rate, and a busy agent's burst, from the day's own seed.
+func (s *stream) day(d int, add func(*worldTx)) {
 	g := s.g.fork(s.seed, uint64(s.num), uint64(d))
 	from := s.dayStart(d)
 	// A swap is in the block of its moment, never in one before the day
@@ -192,7 +189,6 @@ func (s *stream) day(d int) []*worldTx {
 	}
 	slices.SortFunc(times, func(a, b time.Time) int { return a.Compare(b) })
 
-	txs := make([]*worldTx, 0, len(times))
 	k := 0
 	for i, at := range times {
 		if i > 0 && !at.After(times[i-1]) {
@@ -213,7 +209,6 @@ func (s *stream) day(d int) []*worldTx {
 		tx := g.caseTx(c, s.agent, at)
 		tx.index = int64(streamIndexBase + s.num*streamIndexSpan + k)
 		tx.nonce = d*100_000 + i
-		txs = append(txs, tx)
+		add(tx)
 	}
-	return txs
 }
