@@ -198,9 +198,8 @@ func (w *World) feed(types map[string]bool, at time.Time) merged {
 // hiroTxList serves the feed.
 func (s *Server) hiroTxList(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	limit, offset, err := pageQuery(q, "limit", hiroDefaultLimit, hiroMaxLimit, "offset")
-	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
+	limit, offset, ok := pageQuery(w, q, "limit", hiroDefaultLimit, hiroMaxLimit, "offset")
+	if !ok {
 		return
 	}
 	types := map[string]bool{}
@@ -258,9 +257,8 @@ func (s *Server) hiroTxMultiple(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "querystring must have required property 'tx_id'")
 		return
 	}
-	limit, offset, err := pageQuery(q, "event_limit", hiroDefaultEventLimit, hiroMaxEventLimit, "event_offset")
-	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
+	limit, offset, ok := pageQuery(w, q, "event_limit", hiroDefaultEventLimit, hiroMaxEventLimit, "event_offset")
+	if !ok {
 		return
 	}
 	now := s.now()

@@ -2,7 +2,6 @@ package sim
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -210,9 +209,8 @@ func (s *Server) hiroAddressTransactions(w http.ResponseWriter, r *http.Request)
 	if !ok {
 		return
 	}
-	limit, offset, err := pageQuery(r.URL.Query(), "limit", hiroDefaultLimit, hiroMaxLimit, "offset")
-	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
+	limit, offset, ok := pageQuery(w, r.URL.Query(), "limit", hiroDefaultLimit, hiroMaxLimit, "offset")
+	if !ok {
 		return
 	}
 
@@ -243,16 +241,20 @@ func principalOf(w http.ResponseWriter, r *http.Request) (string, bool) {
 }
 
 // pageQuery reads a page's size (def when absent, at most most) and, when
-// offsetName is set, its start.
-func pageQuery(q url.Values, limitName string, def, most int, offsetName string) (limit, offset int, err error) {
-	limit, err = queryInt(q, limitName, def)
+// offsetName is set, its start, answering 400 as Hiro does when they are
+// not numbers it takes.
+func pageQuery(w http.ResponseWriter, q url.Values, limitName string, def, most int, offsetName string) (limit, offset int, ok bool) {
+	limit, err := queryInt(q, limitName, def)
 	if err == nil && limit > most {
 		err = fmt.Errorf("querystring/%s must be <= %d", limitName, most)
 	}
 	if err == nil && offsetName != "" {
 		offset, err = queryInt(q, offsetName, 0)
 	}
-	return limit, offset, err
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+	}
+	return limit, offset, err == nil
 }
 
 // queryInt reads a non-negative integer parameter; absent means def. The
@@ -282,9 +284,8 @@ func (s *Server) hiroTx(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("invalid tx_id %q", raw))
 		return
 	}
-	limit, offset, err := pageQuery(r.URL.Query(), "event_limit", hiroDefaultEventLimit, hiroMaxEventLimit, "event_offset")
-	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
+	limit, offset, ok := pageQuery(w, r.URL.Query(), "event_limit", hiroDefaultEventLimit, hiroMaxEventLimit, "event_offset")
+	if !ok {
 		return
 	}
 	txid := "0x" + strings.ToLower(strings.TrimPrefix(raw, "0x"))
@@ -321,12 +322,12 @@ func (s *Server) hiroPrincipalTransactions(w http.ResponseWriter, r *http.Reques
 		return
 	}
 	q := r.URL.Query()
-	limit, _, err := pageQuery(q, "limit", hiroDefaultLimit, hiroMaxLimit, "")
-	if err == nil && limit < 1 {
-		err = errors.New("querystring/limit must be >= 1")
+	limit, _, ok := pageQuery(w, q, "limit", hiroDefaultLimit, hiroMaxLimit, "")
+	if !ok {
+		return
 	}
-	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
+	if limit < 1 {
+		writeError(w, http.StatusBadRequest, "querystring/limit must be >= 1")
 		return
 	}
 	now := s.now()

@@ -33,12 +33,8 @@ func (s *Server) registry(w http.ResponseWriter, r *http.Request) {
 	}
 	list := []doc{}
 	for _, a := range agents[min(page*registryPageSize, len(agents)):min((page+1)*registryPageSize, len(agents))] {
-		claim := a.ClaimStatus
-		if a.BTCAddress == "" {
-			claim = ""
-		}
 		list = append(list, doc{"stxAddress": a.STXAddress, "btcAddress": null(a.BTCAddress), "displayName": null(a.DisplayName),
-			"erc8004AgentId": a.ERC8004AgentID, "claimStatus": null(claim)})
+			"erc8004AgentId": a.ERC8004AgentID, "claimStatus": null(a.ClaimStatus)})
 	}
 	var next any
 	if (page+1)*registryPageSize < len(agents) {
