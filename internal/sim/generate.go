@@ -432,11 +432,11 @@ func (g *generator) caseTx(c TxCase, agent string, at time.Time) *worldTx {
 	case CaseUnknownStatus:
 		tx.status = unknownStatus
 		tx.result = clarityValue{Hex: "0x0809", Repr: "(err none)"}
-	case CaseOneWay:
-		tx.events = slices.DeleteFunc(tx.events, func(e eventJSON) bool { return e.Asset != nil && e.Asset.Recipient == sender })
-		tx.expect, tx.parseFail = nil, competition.ReasonIncompleteEvents
-	case CaseNoTransfers:
-		tx.events = slices.DeleteFunc(tx.events, func(e eventJSON) bool { return e.Asset != nil })
+	case CaseOneWay, CaseNoTransfers:
+		// Nothing came back to the agent, or nothing moved at all.
+		tx.events = slices.DeleteFunc(tx.events, func(e eventJSON) bool {
+			return e.Asset != nil && (c == CaseNoTransfers || e.Asset.Recipient == sender)
+		})
 		tx.expect, tx.parseFail = nil, competition.ReasonIncompleteEvents
 	case CaseBadAmount:
 		for i := range tx.events {
