@@ -192,11 +192,7 @@ func (c *chain) makeDay(d int) *chainDay {
 	// (the one before it is the day before's), then one every
 	// stacksBlockPeriod seconds.
 	first := uint32(BlockOf(c.dayStart(d)).Sub(c.dayStart(d)) / time.Second)
-	for t := 0.0; ; {
-		t += rng.ExpFloat64() / rate
-		if t >= 1 {
-			break
-		}
+	for t := rng.ExpFloat64() / rate; t < 1; t += rng.ExpFloat64() / rate { // in days
 		sec := max(uint32(t*86400), first)
 		sec -= (sec - first) % stacksBlockPeriod
 		if sec == lastSec && len(out.calls) > 0 {
@@ -314,15 +310,13 @@ func (c *chain) materialize(d, i int, call strangerCall) *worldTx {
 	}
 	in, out := units(5+rng.Float64()*995, x.Decimals), units(5+rng.Float64()*995, y.Decimals)
 	args := []functionArgJSON{{Name: "amount", Type: "uint", Repr: "u" + in}}
-	switch {
-	case k.swap:
+	tx.events = []eventJSON{transferEvent(x.ID, sender, contract, in)}
+	if k.swap {
 		args = append(args, functionArgJSON{Name: "min-dy", Type: "uint", Repr: "u1"})
-		tx.events = []eventJSON{transferEvent(x.ID, sender, contract, in), transferEvent(y.ID, contract, sender, out)}
+		tx.events = append(tx.events, transferEvent(y.ID, contract, sender, out))
 		for range rng.IntN(4) {
 			tx.events = append(tx.events, transferEvent(t.traded[rng.IntN(len(t.traded))].ID, contract, bitflowCore, units(rng.Float64()+0.01, 6)))
 		}
-	default:
-		tx.events = []eventJSON{transferEvent(x.ID, sender, contract, in)}
 	}
 	tx.events = append(tx.events, printEvent(contract, k.function))
 	tx.call = newContractCall(contract, k.function, args)
