@@ -127,18 +127,13 @@ func (r *sweepRun) readTail(ctx context.Context) error {
 	}
 	if r.src == discovery.SourceContracts {
 		r.a.traffic.do(func(t *traffic) { t.probeAt = r.a.now() })
-		t := r.newTally(r.log.With(zap.String("reader", rd.Name)))
-		page, err := r.hiro.Feed(ctx, hiro.TxTypeContractCall, 0)
-		t.res.Requests += page.Requests
-		counts := store.ReaderCounts{Requests: page.Requests}
-		if err != nil {
-			t.upstreamError(err, "read "+rd.Name)
-		} else {
-			counts.Pages = 1
-			r.observeFeed(page)
+		w := r.newWalk(zap.String("reader", rd.Name), rd.Name, "")
+		w.scan = discovery.NewScan(discovery.ScanConfig{}, discovery.State{}) // no From: the page only finds the head
+		if p := w.list(ctx); p.err != nil {
+			w.upstreamError(p.err, "read "+rd.Name)
 		}
-		r.addReader(rd.Name, counts)
-		r.absorb(&t)
+		r.addReader(rd.Name, store.ReaderCounts{Requests: w.res.Requests, Pages: w.pages})
+		r.absorb(&w)
 		return nil
 	}
 	return r.read(ctx, rd, discovery.NewScan(discovery.ScanConfig{From: rd.Position, MaxPages: r.dc.MaxPages}, rd.Scan), "")
@@ -189,9 +184,9 @@ func (r *sweepRun) read(ctx context.Context, rd store.Reader, scan *discovery.Sc
 	if err != nil {
 		return err
 	}
-	w := walk{tally: r.newTally(r.log.With(zap.String("reader", rd.Name))), scan: scan, reader: rd.Name, principal: principal,
-		agents: agents, seen: map[string]bool{}}
-	defer r.absorb(&w.tally)
+	w := r.newWalk(zap.String("reader", rd.Name), rd.Name, principal)
+	w.scan, w.agents = scan, agents
+	defer r.absorb(&w)
 	began := r.a.now()
 	if !rd.Scan.Started() || rd.ScanBegan == nil {
 		rd.ScanBegan = &began

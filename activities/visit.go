@@ -2,7 +2,6 @@ package activities
 
 import (
 	"context"
-	"errors"
 
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
@@ -26,140 +25,6 @@ const (
 	// readerAgents names the agents' visits in a sweep result's readers.
 	readerAgents = "agents"
 )
-
-// tally is what one piece of a run (an agent's visit, a reader's read)
-// counted and how it ended; it is added to the run's at the end.
-type tally struct {
-	run *sweepRun
-	log *zap.Logger
-	res pacer.SweepResult
-	// spent is set when the budget ended it (it goes on at the next step
-	// the plan allows); failed when upstream trouble did (back off); stop
-	// when the run must end; refused is Hiro's own refusal.
-	spent                 bool
-	failed, stop, refused error
-}
-
-func (r *sweepRun) newTally(log *zap.Logger) tally {
-	return tally{run: r, log: log, res: pacer.SweepResult{RejectionReasons: competition.RejectionReasons(nil)}}
-}
-
-func (t *tally) ok() bool { return !t.spent && t.failed == nil && t.stop == nil }
-
-// verify gives each candidate its outcome (competition.VerifyEntries).
-func (r *sweepRun) verify(ctx context.Context, cands []hiro.Entry) []competition.Outcome {
-	return r.verifier.VerifyEntries(ctx, cands, competition.SourceSweep)
-}
-
-// settle decides what an outcome means and records it, the one place a
-// verdict of the sweep is settled: true to go on. The budget, a refusal,
-// the database or a key Hiro rejects end the work before the transaction
-// counts. A pending transaction, or any other failure (Hiro's 5xx, a body
-// it cannot read, a transaction it does not know), is kept in pending_txs
-// (the one place the sweep writes it) to be looked at again at the
-// sender's next visit, without holding a cursor back; a reader's then
-// hints the sender, so that visit comes.
-func (t *tally) settle(ctx context.Context, sender string, o competition.Outcome, hint bool) bool {
-	a := t.run.a
-	t.res.Requests += o.Requests
-	if o.LedgerErr != nil {
-		t.log.Warn("sweep.ledger_write_failed", zap.String("txid", o.TxID), zap.Error(o.LedgerErr))
-	}
-	retry := o.Status == competition.StatusRejected && !o.Reason.Final()
-	class := fault.ClassOf(o.Err)
-	switch {
-	case retry && o.Reason == competition.ReasonTxFetchFailed && (class == pacer.ClassRateLimit || class == pacer.ClassPermanent):
-		t.upstreamError(o.Err, "verify "+o.TxID)
-		return false
-	case retry && (o.Reason == competition.ReasonDBUnavailable || o.Reason == competition.ReasonTxFetchFailed && class == pacer.ClassTransport):
-		t.res.Found++
-		t.res.Rejected++
-		t.res.RejectionReasons[string(o.Reason)]++
-		t.stop = o.Err
-		if o.Reason == competition.ReasonDBUnavailable {
-			t.stop = &fault.Error{Class: pacer.ClassTransport, Op: "sweep " + sender, Err: o.Err}
-		}
-		return false
-	}
-	if retry || o.Status == competition.StatusPending {
-		if err := a.Store.RecordPending(ctx, o.TxID, sender); err != nil {
-			t.stop = &fault.Error{Class: pacer.ClassTransport, Op: "sweep " + sender, Err: err}
-			return false
-		}
-	}
-	if retry && hint {
-		if _, err := a.Store.HintAgent(ctx, sender); err != nil {
-			t.log.Warn("discovery.hint_failed", zap.String("txid", o.TxID), zap.Error(err))
-		}
-	}
-	return true
-}
-
-// count adds one outcome to the counts.
-func (t *tally) count(o competition.Outcome) {
-	t.res.Found++
-	t.res.Count(o.Class())
-	switch o.Status {
-	case competition.StatusInserted:
-		t.res.Inserted++
-	case competition.StatusAlreadyKnown:
-		t.res.AlreadyKnown++
-	case competition.StatusPending:
-		t.res.Pending++
-	case competition.StatusRejected:
-		t.res.Rejected++
-		t.res.RejectionReasons[string(o.Reason)]++
-		t.log.Info("sweep.rejected", zap.String("txid", o.TxID), zap.String("reason", string(o.Reason)),
-			zap.String("detail", o.Detail), zap.Bool("known", o.Known), zap.Error(o.Err))
-	}
-}
-
-// upstreamError ends the work on a Hiro failure. The run's budget share
-// spent ends it quietly: it goes on when the plan finds room. A refusal
-// by Hiro ends it the same way, counted as a refusal.
-func (t *tally) upstreamError(err error, what string) {
-	var spent *hiro.BudgetSpentError
-	isSpent := errors.As(err, &spent)
-	class := fault.ClassOf(err)
-	refused := class == pacer.ClassRateLimit && (!isSpent || errors.Is(err, store.ErrRefused))
-	if isSpent && !refused {
-		t.spent = true
-		return
-	}
-	t.res.HiroErrors++
-	t.res.Count(class)
-	var se *hiro.StatusError
-	if errors.As(err, &se) {
-		t.log.Warn("sweep.hiro_non_ok", zap.String("what", what), zap.Int("status", se.StatusCode), zap.Error(err))
-	} else {
-		t.log.Warn("sweep.hiro_failed", zap.String("what", what), zap.Error(err))
-	}
-	switch {
-	case refused && se != nil && se.Quota.MonthExhausted():
-		t.failed, t.stop = err, err
-	case refused:
-		t.spent, t.refused = true, err
-	case class == pacer.ClassPermanent, class == pacer.ClassTransport:
-		t.failed, t.stop = err, err
-	default:
-		t.failed = err
-	}
-}
-
-// absorb adds a tally's counts and its ending to the run's.
-func (r *sweepRun) absorb(t *tally) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.res.Add(t.res)
-	if t.failed != nil {
-		r.lastErr = t.failed
-	} else if t.refused != nil {
-		r.lastErr = t.refused
-	}
-	if t.stop != nil && r.stop == nil {
-		r.stop = t.stop
-	}
-}
 
 // visit is one agent's visit: it walks the agent's own list newest first
 // back to its cursor, verifies the swaps among its entries and saves the
@@ -191,8 +56,7 @@ func (r *sweepRun) visitBatch(ctx context.Context, due []store.AgentIngest) erro
 		_ = g.Wait()
 	}
 	concurrently(func(i int, ctx context.Context) {
-		vs[i] = &visit{walk: walk{tally: r.newTally(r.log.With(zap.String("agent", due[i].Address))),
-			reader: readerAgents, principal: due[i].Address, seen: map[string]bool{}}, row: due[i]}
+		vs[i] = &visit{walk: r.newWalk(zap.String("agent", due[i].Address), readerAgents, due[i].Address), row: due[i]}
 		vs[i].scan = vs[i].newScan()
 		firsts[i] = vs[i].list(ctx)
 	})
@@ -200,7 +64,7 @@ func (r *sweepRun) visitBatch(ctx context.Context, due []store.AgentIngest) erro
 	for _, p := range firsts {
 		all = append(all, p.cands...)
 	}
-	outs := r.verify(ctx, all)
+	outs := r.verifier.VerifyEntries(ctx, all, competition.SourceSweep)
 	for i, p := range firsts {
 		p.outs, outs = outs[:len(p.cands)], outs[len(p.cands):]
 		vs[i].first = p
@@ -255,7 +119,7 @@ func (v *visit) carry(ctx context.Context) {
 	if v.pages > 0 {
 		v.res.Scanned++
 	}
-	r.absorb(&v.tally)
+	r.absorb(&v.walk)
 }
 
 // newScan is the visit's walk of the agent's list: on from where a visit

@@ -3,19 +3,33 @@ package activities
 import (
 	"cmp"
 	"context"
+	"errors"
 	"time"
+
+	"go.uber.org/zap"
 
 	"github.com/pacer-dev/pacer"
 	"github.com/pacer-dev/pacer/internal/competition"
 	"github.com/pacer-dev/pacer/internal/discovery"
+	"github.com/pacer-dev/pacer/internal/fault"
 	"github.com/pacer-dev/pacer/internal/hiro"
+	"github.com/pacer-dev/pacer/internal/store"
 )
 
 // walk is one walk of a list with a discovery.Scan (the chain's feed, a
 // contract's list, an agent's): each page's candidates verified and
-// settled before the scan moves on.
+// settled before the scan moves on. What it counted and how it ended are
+// added to the run's at the end (absorb).
 type walk struct {
-	tally
+	run *sweepRun
+	log *zap.Logger
+	res pacer.SweepResult
+	// spent is set when the budget ended it (it goes on at the next step
+	// the plan allows); failed when upstream trouble did (back off); stop
+	// when the run must end; refused is Hiro's own refusal.
+	spent                 bool
+	failed, stop, refused error
+
 	scan *discovery.Scan
 	// reader names the walk in the run's report; principal owns the list
 	// ("" is the feed). agents are the registered agents, for a reader's
@@ -37,6 +51,15 @@ type walk struct {
 	seen  map[string]bool
 }
 
+// newWalk begins a walk of principal's list ("" the feed), reported as
+// reader's and logged with field.
+func (r *sweepRun) newWalk(field zap.Field, reader, principal string) walk {
+	return walk{run: r, log: r.log.With(field), res: pacer.SweepResult{RejectionReasons: competition.RejectionReasons(nil)},
+		reader: reader, principal: principal, seen: map[string]bool{}}
+}
+
+func (w *walk) ok() bool { return !w.spent && w.failed == nil && w.stop == nil }
+
 // page is one page of a walk: its candidates, their outcomes once
 // verified, or why it could not be read.
 type page struct {
@@ -57,7 +80,7 @@ func (w *walk) step(ctx context.Context) bool {
 	p := w.first
 	if w.first = nil; p == nil {
 		if p = w.list(ctx); p.err == nil {
-			p.outs = w.run.verify(ctx, p.cands)
+			p.outs = w.run.verifier.VerifyEntries(ctx, p.cands, competition.SourceSweep)
 		}
 	}
 	if p.err != nil {
@@ -135,4 +158,114 @@ func (w *walk) list(ctx context.Context) *page {
 	}
 	w.candidates += len(p.cands)
 	return p
+}
+
+// settle decides what an outcome means and records it, the one place a
+// verdict of the sweep is settled: true to go on. The budget, a refusal,
+// the database or a key Hiro rejects end the work before the transaction
+// counts. A pending transaction, or any other failure (Hiro's 5xx, a body
+// it cannot read, a transaction it does not know), is kept in pending_txs
+// (the one place the sweep writes it) to be looked at again at the
+// sender's next visit, without holding a cursor back; a reader's then
+// hints the sender, so that visit comes.
+func (w *walk) settle(ctx context.Context, sender string, o competition.Outcome, hint bool) bool {
+	a := w.run.a
+	w.res.Requests += o.Requests
+	if o.LedgerErr != nil {
+		w.log.Warn("sweep.ledger_write_failed", zap.String("txid", o.TxID), zap.Error(o.LedgerErr))
+	}
+	retry := o.Status == competition.StatusRejected && !o.Reason.Final()
+	class := fault.ClassOf(o.Err)
+	switch {
+	case retry && o.Reason == competition.ReasonTxFetchFailed && (class == pacer.ClassRateLimit || class == pacer.ClassPermanent):
+		w.upstreamError(o.Err, "verify "+o.TxID)
+		return false
+	case retry && (o.Reason == competition.ReasonDBUnavailable || o.Reason == competition.ReasonTxFetchFailed && class == pacer.ClassTransport):
+		w.res.Found++
+		w.res.Rejected++
+		w.res.RejectionReasons[string(o.Reason)]++
+		w.stop = o.Err
+		if o.Reason == competition.ReasonDBUnavailable {
+			w.stop = &fault.Error{Class: pacer.ClassTransport, Op: "sweep " + sender, Err: o.Err}
+		}
+		return false
+	}
+	if retry || o.Status == competition.StatusPending {
+		if err := a.Store.RecordPending(ctx, o.TxID, sender); err != nil {
+			w.stop = &fault.Error{Class: pacer.ClassTransport, Op: "sweep " + sender, Err: err}
+			return false
+		}
+	}
+	if retry && hint {
+		if _, err := a.Store.HintAgent(ctx, sender); err != nil {
+			w.log.Warn("discovery.hint_failed", zap.String("txid", o.TxID), zap.Error(err))
+		}
+	}
+	return true
+}
+
+// count adds one outcome to the counts.
+func (w *walk) count(o competition.Outcome) {
+	w.res.Found++
+	w.res.Count(o.Class())
+	switch o.Status {
+	case competition.StatusInserted:
+		w.res.Inserted++
+	case competition.StatusAlreadyKnown:
+		w.res.AlreadyKnown++
+	case competition.StatusPending:
+		w.res.Pending++
+	case competition.StatusRejected:
+		w.res.Rejected++
+		w.res.RejectionReasons[string(o.Reason)]++
+		w.log.Info("sweep.rejected", zap.String("txid", o.TxID), zap.String("reason", string(o.Reason)),
+			zap.String("detail", o.Detail), zap.Bool("known", o.Known), zap.Error(o.Err))
+	}
+}
+
+// upstreamError ends the work on a Hiro failure. The run's budget share
+// spent ends it quietly: it goes on when the plan finds room. A refusal
+// by Hiro ends it the same way, counted as a refusal.
+func (w *walk) upstreamError(err error, what string) {
+	var spent *hiro.BudgetSpentError
+	isSpent := errors.As(err, &spent)
+	class := fault.ClassOf(err)
+	refused := class == pacer.ClassRateLimit && (!isSpent || errors.Is(err, store.ErrRefused))
+	if isSpent && !refused {
+		w.spent = true
+		return
+	}
+	w.res.HiroErrors++
+	w.res.Count(class)
+	var se *hiro.StatusError
+	if errors.As(err, &se) {
+		w.log.Warn("sweep.hiro_non_ok", zap.String("what", what), zap.Int("status", se.StatusCode), zap.Error(err))
+	} else {
+		w.log.Warn("sweep.hiro_failed", zap.String("what", what), zap.Error(err))
+	}
+	switch {
+	case refused && se != nil && se.Quota.MonthExhausted():
+		w.failed, w.stop = err, err
+	case refused:
+		w.spent, w.refused = true, err
+	case class == pacer.ClassPermanent, class == pacer.ClassTransport:
+		w.failed, w.stop = err, err
+	default:
+		w.failed = err
+	}
+}
+
+// absorb adds a walk's counts and its ending to the run's.
+func (r *sweepRun) absorb(w *walk) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.res.Add(w.res)
+	if w.failed != nil {
+		r.lastErr = w.failed
+	} else if w.refused != nil {
+		r.lastErr = w.refused
+	}
+	if w.stop != nil && r.stop == nil {
+		r.stop = w.stop
+	}
 }
