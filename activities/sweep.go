@@ -188,19 +188,16 @@ func (r *sweepRun) state(ctx context.Context) (discovery.Run, []store.AgentInges
 
 // budget is the run's lane's snapshot of the shared budget, on the run's
 // clock; what the budget has left goes in the result as it stands.
-func (r *sweepRun) budget(ctx context.Context, now time.Time) discovery.Budget {
-	var b discovery.Budget
+func (r *sweepRun) budget(ctx context.Context, now time.Time) (b discovery.Budget) {
 	r.a.traffic.do(func(t *traffic) { b.ReadCost = t.readCost }) // what the tail's last whole read cost, in any run
 	if r.a.Budget == nil {
 		return b
 	}
-	st, dbNow, err := r.a.Budget.Snapshot(ctx)
+	v, minute, month, err := r.a.Budget.PlanView(ctx, r.lane, now)
 	if err != nil {
 		r.log.Warn("sweep.budget_unreadable", zap.Error(err))
 		return b
 	}
-	cfg, shift := r.a.Budget.Config(), now.Sub(dbNow)
-	minute, month := st.Remaining(cfg, dbNow)
 	r.mu.Lock()
 	m := int(min(minute, math.MaxInt32))
 	r.res.MinuteRemaining, r.res.MonthRemaining = &m, nil
@@ -209,13 +206,8 @@ func (r *sweepRun) budget(ctx context.Context, now time.Time) discovery.Budget {
 		r.res.MonthRemaining = &n
 	}
 	r.mu.Unlock()
-	n, at, why := st.Room(cfg, r.lane, dbNow)
-	b.Known, b.Room, b.Why, b.WindowEnd = true, n, why, st.WindowEnd.Add(shift)
-	if !at.IsZero() {
-		b.RoomAt = at.Add(shift)
-	}
-	b.Rate = st.Rate(cfg, r.lane, dbNow)
-	return b
+	v.ReadCost = b.ReadCost
+	return v
 }
 
 // progress is what a heartbeat carries: a copy, since visits go on.

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pacer-dev/pacer/internal/budget"
+	"github.com/pacer-dev/pacer/internal/discovery"
 	"github.com/pacer-dev/pacer/internal/hiro"
 	"github.com/pacer-dev/pacer/internal/wait"
 )
@@ -128,6 +129,25 @@ select coalesce((select state from upstream_budget_state where upstream = $1), '
 		return budget.State{}, now, nil
 	}
 	return st, now, nil
+}
+
+// PlanView is lane's snapshot of the budget as discovery.Plan reads it,
+// on the caller's clock (now: the database's instants are shifted to
+// it), and what the minute window and the month have left (month nil
+// while Hiro has not said).
+func (b *SharedBudget) PlanView(ctx context.Context, lane budget.Lane, now time.Time) (v discovery.Budget, minute int64, month *int64, err error) {
+	st, dbNow, err := b.Snapshot(ctx)
+	if err != nil {
+		return v, 0, nil, err
+	}
+	shift := now.Sub(dbNow)
+	minute, month = st.Remaining(b.cfg, dbNow)
+	n, at, why := st.Room(b.cfg, lane, dbNow)
+	v = discovery.Budget{Known: true, Room: n, Why: why, WindowEnd: st.WindowEnd.Add(shift), Rate: st.Rate(b.cfg, lane, dbNow)}
+	if !at.IsZero() {
+		v.RoomAt = at.Add(shift)
+	}
+	return v, minute, month, nil
 }
 
 // ErrRefused joins the *hiro.BudgetSpentError of a lane held back because

@@ -104,3 +104,25 @@ func TestBudgetStoreFailureIsTransport(t *testing.T) {
 	require.False(t, errors.As(err, &spent))
 	require.False(t, called.Load(), "no request without the budget's word")
 }
+
+// The plan's view of the budget is the lane's room and pace, on the
+// caller's clock.
+func TestPlanViewIsTheLanesSnapshotOnTheCallersClock(t *testing.T) {
+	t.Parallel()
+	b := newStore(t).SharedBudget(store.UpstreamHiro, dayWindow)
+	for range 5 {
+		_, err := b.Take(t.Context(), budget.LaneSweep, 1)
+		require.NoError(t, err)
+	}
+	st, dbNow, err := b.Snapshot(t.Context())
+	require.NoError(t, err)
+	ahead := dbNow.Add(time.Hour) // a caller whose clock runs an hour ahead
+	v, minute, month, err := b.PlanView(t.Context(), budget.LaneSweep, ahead)
+	require.NoError(t, err)
+	require.True(t, v.Known)
+	require.Equal(t, int64(45), minute, "50 a window less the 5 taken")
+	require.Nil(t, month, "Hiro has not said")
+	require.Equal(t, int64(42), v.Room, "the sweep's room: the rest less the fast lane's reserve")
+	require.Positive(t, v.Rate)
+	require.WithinDuration(t, st.WindowEnd.Add(time.Hour), v.WindowEnd, time.Second)
+}
