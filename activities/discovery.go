@@ -62,7 +62,7 @@ func (r *sweepRun) readers(ctx context.Context, s *discovery.Run) error {
 		return out
 	}
 	if r.src == "" || r.hiro.Sunset(hiro.EndpointFeed) {
-		r.src = r.source(len(allowlistedContracts(r.a)), s.Budget.Rate) // once a run, or at once on the sunset
+		r.src = r.source(len(r.a.Catalog.Contracts()), s.Budget.Rate) // once a run, or at once on the sunset
 	}
 	s.ContractsAreTail = r.src == discovery.SourceContracts
 	tail := byName[discovery.ReaderTail]
@@ -78,7 +78,7 @@ func (r *sweepRun) readers(ctx context.Context, s *discovery.Run) error {
 	if tail.Start == nil && !s.ContractsAreTail {
 		return nil // the tail has not begun: nothing to reconcile yet
 	}
-	for _, c := range allowlistedContracts(r.a) {
+	for _, c := range r.a.Catalog.Contracts() {
 		name := discovery.ContractReader(c)
 		s.Contracts = append(s.Contracts, plan(byName[name], name))
 	}
@@ -111,7 +111,7 @@ func (r *sweepRun) source(contracts int, rate float64) discovery.Source {
 // observeFeed records a feed page's traffic at the run's clock.
 func (r *sweepRun) observeFeed(page hiro.FeedPage) {
 	r.a.traffic.do(func(t *traffic) {
-		t.t.ObserveFeed(page.Total, page.Entries, func(id string) bool { return slices.Contains(allowlistedContracts(r.a), id) }, r.a.now())
+		t.t.ObserveFeed(page.Total, page.Entries, func(id string) bool { return slices.Contains(r.a.Catalog.Contracts(), id) }, r.a.now())
 	})
 }
 
@@ -160,17 +160,6 @@ func (r *sweepRun) readContract(ctx context.Context, name string) error {
 	}
 	scan := discovery.NewScan(discovery.ScanConfig{From: rd.Position, MaxPages: reconcileMaxPages, Tokens: true}, rd.Scan)
 	return r.read(ctx, rd, scan, strings.TrimPrefix(name, discovery.ContractPrefix))
-}
-
-// allowlistedContracts are the contracts of the allowlist, sorted.
-func allowlistedContracts(a *Activities) []string {
-	var out []string
-	for _, p := range a.Catalog.Pairs() {
-		if len(out) == 0 || out[len(out)-1] != p.ContractID {
-			out = append(out, p.ContractID)
-		}
-	}
-	return out
 }
 
 // read walks one reader's list (principal's; "" is the feed) down to its
@@ -263,7 +252,7 @@ func (r *sweepRun) reportReaders(ctx context.Context, st discovery.Run) error {
 		return err
 	}
 	var contracts []string
-	for _, c := range allowlistedContracts(r.a) {
+	for _, c := range r.a.Catalog.Contracts() {
 		contracts = append(contracts, discovery.ContractReader(c))
 	}
 	open, err := r.a.Store.FillGaps(ctx, contracts)

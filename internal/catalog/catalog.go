@@ -278,6 +278,10 @@ func (c *Catalog) KnownDecimals() map[string]int {
 	return out
 }
 
+// Contracts returns the contracts of the allowlist, sorted: the lists
+// the sweep's reconciler reads.
+func (c *Catalog) Contracts() []string { return slices.Sorted(maps.Keys(c.allowed)) }
+
 // Pair is one allowlisted (contract, function) pair.
 type Pair struct{ ContractID, Function string }
 

@@ -300,3 +300,14 @@ func TestLoad(t *testing.T) {
 	_, err = catalog.Load(fstest.MapFS{"tokens.json": {Data: []byte(goodTokens)}})
 	require.ErrorContains(t, err, "swap-allowlist.json")
 }
+
+func TestContractsAreThePairsContracts(t *testing.T) {
+	c := catalog.Default()
+	var want []string
+	for _, p := range c.Pairs() {
+		if !slices.Contains(want, p.ContractID) {
+			want = append(want, p.ContractID)
+		}
+	}
+	require.Equal(t, want, c.Contracts())
+}
