@@ -172,11 +172,10 @@ func (s *Server) inject(next http.Handler) http.Handler {
 			}
 		}
 		switch {
-		case f.status == http.StatusTooManyRequests:
-			w.Header().Set("Retry-After", strconv.FormatInt(f.retryAfter, 10))
-			writeError(w, f.status, "Too Many Requests")
-			return
 		case f.status != 0:
+			if f.retryAfter > 0 { // a 429's
+				w.Header().Set("Retry-After", strconv.FormatInt(f.retryAfter, 10))
+			}
 			writeError(w, f.status, http.StatusText(f.status))
 			return
 		case f.rewrite == nil:
@@ -209,25 +208,22 @@ func wrongType(body []byte) []byte {
 }
 
 func boxScalars(v any, depth int) any {
-	switch v := v.(type) {
+	switch c := v.(type) {
 	case map[string]any:
-		for k, child := range v {
-			v[k] = boxScalars(child, depth+1)
+		for k, child := range c {
+			c[k] = boxScalars(child, depth+1)
 		}
-		return v
 	case []any:
-		for i, child := range v {
-			v[i] = boxScalars(child, depth+1)
+		for i, child := range c {
+			c[i] = boxScalars(child, depth+1)
 		}
-		return v
 	case nil:
-		return nil
 	default:
-		if depth < 2 {
-			return v
+		if depth >= 2 {
+			return map[string]any{"value": v}
 		}
-		return map[string]any{"value": v}
 	}
+	return v
 }
 
 // pad inserts n bytes of whitespace inside the body's outer brackets, where
