@@ -320,16 +320,12 @@ func (c Config) Critical(a Agent, now time.Time) bool {
 // due; ties by address. The store's due-set query sorts the same way
 // (store.DueAgents; a test holds the two together).
 func (c Config) Less(a, b Agent, now time.Time) bool {
-	// Critical(x, now) ⇔ never visited, or last visited at now − StalenessCap
-	// or before.
-	cut := now.Add(-c.StalenessCap())
-	wa, wb := a.WaitingSince(), b.WaitingSince()
-	ca, cb := a.LastVisitAt == nil || !wa.After(cut), b.LastVisitAt == nil || !wb.After(cut)
+	ca, cb := c.Critical(a, now), c.Critical(b, now)
 	if ca != cb {
 		return ca
 	}
 	if ca {
-		if o := wa.Compare(wb); o != 0 {
+		if o := a.WaitingSince().Compare(b.WaitingSince()); o != 0 {
 			return o < 0
 		}
 	}
@@ -452,18 +448,9 @@ func (c Config) Allocate(rates []float64, visitsPerDay float64) Allocation {
 		high = max(high, low)
 		return lo*float64(low) + hi*float64(len(q)-high) + scale*(prefix[high]-prefix[low])
 	}
-	minRate := math.Inf(1)
-	for _, v := range q {
-		if v > 0 {
-			minRate = v * v
-			break
-		}
-	}
-	if math.IsInf(minRate, 1) {
-		// Nobody swaps: everyone at the floor already fits.
-		return Allocation{Scale: 0, Prior: prior}
-	}
-	lower, upper := 0.0, hi/math.Sqrt(minRate)
+	// Every q is at least √MinRate: at S = hi/q[0] every agent is at the
+	// ceiling.
+	lower, upper := 0.0, hi/q[0]
 	if spend(upper) <= visitsPerDay {
 		return Allocation{Scale: math.Inf(1), Prior: prior}
 	}
@@ -562,7 +549,6 @@ func (c Config) AfterVisit(a Agent, v Visit, alloc Allocation) Agent {
 	for _, s := range v.Swaps {
 		rate += decay(1, v.At.Sub(s)) * perDay(RateWindow)
 		if a.LastSwapAt == nil || s.After(*a.LastSwapAt) {
-			s := s
 			a.LastSwapAt = &s
 		}
 	}

@@ -226,9 +226,6 @@ func (c *Chain) AgentTx(e hiro.Entry) (agentTxRef, bool) {
 // AllowedIn counts the entries of ordinals [lo, hi) on the allowlisted
 // pairs: the agents' swaps there and, by their share, the strangers'.
 func (c *Chain) AllowedIn(lo, hi int) int {
-	if hi <= lo {
-		return 0
-	}
 	a, b := c.agentSpan(lo, hi)
 	swaps := int(c.swapsBefore[b] - c.swapsBefore[a])
 	return swaps + int(float64(hi-lo-(b-a))*strangerAllowedShare+0.5)

@@ -107,6 +107,9 @@ func (s *taskSim) items(at time.Time, o order, n int) []int {
 	return out
 }
 
+// latency is how long every request takes, to every upstream.
+const latency = 300 * time.Millisecond
+
 // execute sends the run's n requests one after another.
 func (s *taskSim) execute(at time.Time, p *runner, n int) runResult {
 	r := runResult{start: at, end: at}
@@ -123,12 +126,11 @@ func (s *taskSim) execute(at time.Time, p *runner, n int) runResult {
 		if p.budget != nil && !p.budget.st.Take(p.budget.cfg, budget.LaneSweep, 1, t).OK {
 			break // the budget stops the run, as it stops an activity
 		}
-		a := s.up.Take(t)
-		answered := t.Add(s.task.Latency)
+		a, sent := s.up.Take(t), t
+		t = t.Add(latency)
 		r.requests++
-		t = answered
 		if p.budget != nil {
-			p.budget.st.Observe(p.budget.cfg, budget.LaneSweep, a.Obs, answered)
+			p.budget.st.Observe(p.budget.cfg, budget.LaneSweep, a.Obs, t)
 		}
 		if a.Failed {
 			r.failed++
@@ -139,14 +141,14 @@ func (s *taskSim) execute(at time.Time, p *runner, n int) runResult {
 		}
 		streak = 0
 		r.lastAnswer, r.answered = a, true
-		minute := int(answered.Add(-s.task.Latency).Sub(s.start) / time.Minute)
+		minute := int(sent.Sub(s.start) / time.Minute)
 		inHorizon := minute >= 0 && minute < len(s.okPerMinute)
 		if a.Allowed {
 			r.ok++
 			if inHorizon {
 				s.okPerMinute[minute]++
 			}
-			s.succeeded(item, answered)
+			s.succeeded(item, t)
 		} else {
 			r.rejected++
 			if inHorizon {

@@ -46,7 +46,6 @@ type Task struct {
 	// Documented is the plan's per-minute limit as documented: what the
 	// token bucket and the fixed spacing are set to, and pacer's first guess.
 	Documented int
-	Latency    time.Duration
 	Work       Work
 	// CronEvery and CronPage are the old behaviour: every CronEvery, CronPage
 	// items (0: all of them) at a fixed spacing.
@@ -86,7 +85,6 @@ func hiroCrawl(items int, phases ...Phase) Task {
 		Name:       "crawl",
 		Hidden:     Hidden{Phases: phases},
 		Documented: 50,
-		Latency:    300 * time.Millisecond,
 		Work:       Work{Kind: Crawl, Items: items},
 		CronEvery:  5 * time.Minute,
 		CronPage:   100,
@@ -109,7 +107,6 @@ func teneroPrices(hidden Hidden, documented int, every time.Duration) Task {
 		Name:       "tenero",
 		Hidden:     hidden,
 		Documented: documented,
-		Latency:    300 * time.Millisecond,
 		Work:       Work{Kind: Prices, Items: 53, Static: 3},
 		CronEvery:  every,
 		Pacing:     controller(53, 53, every, 6*time.Hour),
@@ -173,7 +170,6 @@ func Scenarios() []Scenario {
 					Name:       "sweep",
 					Hidden:     Hidden{Phases: []Phase{{PerMinute: 50}}},
 					Documented: 50,
-					Latency:    300 * time.Millisecond,
 					Work:       Work{Kind: Walk, Items: 30},
 					CronEvery:  time.Minute,
 					Pacing:     controller(100, 100, time.Minute, 2*time.Hour),

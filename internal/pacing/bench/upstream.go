@@ -46,9 +46,8 @@ func (h Hidden) at(d time.Duration) Phase {
 type Answer struct {
 	sim.Answer
 	// Failed is a 503: no headers, no quota spent, not a rate limit.
-	Failed   bool
-	hasMonth bool
-	Obs      budget.Observation
+	Failed bool
+	Obs    budget.Observation
 }
 
 // spent says a header shows a window spent: what makes pacer's activities
@@ -57,7 +56,7 @@ func (a Answer) spent() bool {
 	return a.MinuteRemaining <= 0 || a.monthSpent()
 }
 
-func (a Answer) monthSpent() bool { return a.hasMonth && a.MonthRemaining <= 0 }
+func (a Answer) monthSpent() bool { return a.Obs.MonthRemaining != nil && a.MonthRemaining <= 0 }
 
 // Upstream is the benchmarks' one model of an upstream (this package's
 // tasks', and Hiro in internal/ingest/bench): internal/sim's Quota (fixed minute windows
@@ -92,7 +91,7 @@ func (u *Upstream) Take(now time.Time) Answer {
 	u.Quota.Limits = sim.Limits{PerMinute: u.documented, HiddenPerMinute: p.PerMinute, NoisyPerMinute: p.Noisy,
 		PerMonth: u.hidden.PerMonth}
 	a := u.Quota.Take(now, 1)
-	return Answer{Answer: a, hasMonth: u.Quota.Limits.HasMonth(), Obs: a.Observation(u.Quota.Limits, now, 1)}
+	return Answer{Answer: a, Obs: a.Observation(u.Quota.Limits, now, 1)}
 }
 
 // Month is a month quota at a run's end: whether there is one, what is
