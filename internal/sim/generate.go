@@ -551,12 +551,8 @@ func (g *generator) multiHopRoute() route {
 	for _, i := range g.rng.Perm(len(candidates))[:hops+1] {
 		path = append(path, candidates[i])
 	}
-	pools := make([]string, hops)
-	for i := range pools {
-		pools[i] = velarCore
-	}
-	return route{contract: velarMultihop, function: "swap-" + strconv.Itoa(hops+1), path: path, pools: pools,
-		dust: g.rng.IntN(2) == 0}
+	return route{contract: velarMultihop, function: "swap-" + strconv.Itoa(hops+1), path: path,
+		pools: slices.Repeat([]string{velarCore}, hops), dust: g.rng.IntN(2) == 0}
 }
 
 // providerRoute goes through the attribution helper; most swaps name the

@@ -385,9 +385,7 @@ func (p *pusher) deliveries(now time.Time) []*delivery {
 			mined(r.NewHeight, r.ReapplyAt, tx)
 		}
 	}
-	for _, e := range blocks {
-		events = append(events, e)
-	}
+	events = slices.AppendSeq(events, maps.Values(blocks))
 	slices.SortStableFunc(events, func(a, b *event) int { return a.at.Compare(b.at) })
 	out := make([]*delivery, 0, len(events))
 	for _, e := range events {
