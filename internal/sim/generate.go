@@ -261,10 +261,9 @@ func (g *generator) makeAgents(n int) {
 	for _, r := range roles {
 		a := &Agent{STXAddress: g.principal(), BTCAddress: g.btcAddress(), DisplayName: g.displayName()}
 		nextID += 1 + g.rng.Int64N(3)
-		id := nextID
 		switch r {
 		case roleGenesis, roleBusy:
-			a.ERC8004AgentID = &id
+			a.ERC8004AgentID = new(nextID)
 			a.ClaimStatus = competition.ClaimVerified
 			if g.rng.IntN(4) == 0 {
 				a.ClaimStatus = competition.ClaimRewarded
@@ -275,7 +274,7 @@ func (g *generator) makeAgents(n int) {
 			// Whether they hold an id must not matter: the claim gate
 			// comes first.
 			if g.rng.IntN(2) == 0 {
-				a.ERC8004AgentID = &id
+				a.ERC8004AgentID = new(nextID)
 			}
 			a.ClaimStatus = map[role]string{rolePendingClaim: "pending", roleFailedClaim: "failed"}[r]
 		}

@@ -359,8 +359,7 @@ func (s *Server) hiroPrincipalTransactions(w http.ResponseWriter, r *http.Reques
 			return nil
 		}
 		p := m.position(its[0])
-		c := fmt.Sprintf("%d:%d:%d", p.height, anchoredSequence, p.index)
-		return &c
+		return new(fmt.Sprintf("%d:%d:%d", p.height, anchoredSequence, p.index))
 	}
 	var previous *string
 	if start > 0 {

@@ -188,15 +188,12 @@ func (a Answer) Observation(l Limits, now time.Time, cost int) budget.Observatio
 	o := budget.Observation{Status: http.StatusOK, Cost: int64(cost)}
 	if !a.Allowed {
 		o.Status = http.StatusTooManyRequests
-		retry := time.Duration(retryAfterSeconds(a.RetryAfter)) * time.Second
-		o.RetryAfter = &retry
+		o.RetryAfter = new(time.Duration(retryAfterSeconds(a.RetryAfter)) * time.Second)
 	}
-	reset := time.Duration(retryAfterSeconds(now.Truncate(time.Minute).Add(time.Minute).Sub(now))) * time.Second
-	limit, left := int64(l.PerMinute), int64(a.MinuteRemaining)
-	o.Reset, o.Limit, o.Remaining = &reset, &limit, &left
+	o.Reset = new(time.Duration(retryAfterSeconds(now.Truncate(time.Minute).Add(time.Minute).Sub(now))) * time.Second)
+	o.Limit, o.Remaining = new(int64(l.PerMinute)), new(int64(a.MinuteRemaining))
 	if l.HasMonth() {
-		ml, mr := int64(l.PerMonth), int64(a.MonthRemaining)
-		o.MonthLimit, o.MonthRemaining = &ml, &mr
+		o.MonthLimit, o.MonthRemaining = new(int64(l.PerMonth)), new(int64(a.MonthRemaining))
 	}
 	return o
 }
