@@ -31,6 +31,10 @@
 // From gives up on the rest: its position still moves to Top, and the range
 // it did not read (From, Low) is a Gap, reported, for the reconciler to
 // fill. It is never skipped silently.
+//
+// An agent's visit walks the agent's own list with a Scan too
+// (ScanConfig.Agent): every entry handed out, a reorg margin below From
+// looked at again (Again), and the walk ending at COMPETITION_START.
 package discovery
 
 import (
