@@ -278,3 +278,37 @@ func TestConfigDefaultsAgreeWithParseMode(t *testing.T) {
 	require.Equal(t, mode, c.Mode)
 	require.Equal(t, Config{Mode: ModeTail, TailEvery: DefaultTailEvery, ReconcileEvery: DefaultReconcileEvery, MaxPages: DefaultMaxPages}, c)
 }
+
+// An agent's list: the mempool and forks that lost handed out too, a
+// margin below From looked at again, and the walk ending at Since.
+func TestAgentScanHandsOutItsWholeListDownToTheMargin(t *testing.T) {
+	c := &chain{}
+	c.mine(20) // heights 1..20, block time 1000+h
+	c.entries[2].Canonical = false
+	pending := hiro.Entry{TxID: "0xpend", TxStatus: hiro.StatusPending, TxType: hiro.TxTypeContractCall}
+	list := append([]hiro.Entry{pending}, c.entries...)
+	cursor := &Position{BlockHeight: 15} // an agent's cursor names only the place
+
+	s := NewScan(ScanConfig{From: cursor, Tokens: true, Agent: true, Margin: 2}, State{})
+	p := s.AddList(list, "next")
+	require.True(t, p.Reached, "below the margin: read before")
+	var got, again []string
+	for _, e := range p.Fresh {
+		got = append(got, e.TxID)
+		if s.Again(e) {
+			again = append(again, e.TxID)
+		}
+	}
+	require.Equal(t, append([]string{"0xpend"}, ids(c, 12, 20)...), got, "pending, the fork that lost, and down to 13")
+	require.Equal(t, ids(c, 12, 15), again, "15 (the cursor's place), 14 and 13 again")
+	s.Commit()
+	require.True(t, s.Done())
+	require.Equal(t, int64(20), s.Position().BlockHeight)
+
+	// No cursor: the whole list, down to the competition's start.
+	s = NewScan(ScanConfig{Tokens: true, Agent: true, Margin: 2, Since: 1000 + 8}, State{})
+	p = s.AddList(c.entries, "next")
+	require.True(t, p.Reached)
+	require.Len(t, p.Fresh, 13, "20 down to 8")
+	require.False(t, s.Again(p.Fresh[0]))
+}
