@@ -142,7 +142,7 @@ func (s *Server) worldDoc() any {
 		"origin":           world.Origin(),
 		"now":              now.UTC(),
 		"agents":           world.Agents(),
-		"claims":           world.Claims(),
+		"claims":           world.claims,
 		"transactions":     world.Transactions(),
 		"outcomes":         world.ExpectedOutcomes(now),
 		"chainVolume":      max(world.chain.cfg.Volume, 0),

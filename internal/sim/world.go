@@ -131,7 +131,7 @@ type World struct {
 	allow  competition.Allowlist
 
 	agents  []Agent // by STX address, byte order
-	claims  []Claim // by BTC address
+	claims  []Claim // by BTC address; some belong to no registered agent
 	byAgent map[string]Agent
 
 	mu   sync.Mutex // guards what the activity streams add to
@@ -157,10 +157,6 @@ func (w *World) Origin() time.Time { return w.origin }
 
 // Agents returns the registered agents in STX address order (byte order).
 func (w *World) Agents() []Agent { return slices.Clone(w.agents) }
-
-// Claims returns every claim, in BTC address order. Some belong to no
-// registered agent, as claims filed before registering do.
-func (w *World) Claims() []Claim { return slices.Clone(w.claims) }
 
 // Transactions describes every transaction generated so far, whenever it
 // appears, in txid order: the whole fixed world, and the Activity swaps up

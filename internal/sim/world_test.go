@@ -31,7 +31,7 @@ func TestHiroWorldIsDeterministic(t *testing.T) {
 
 	wa, wb := a.World(), b.World()
 	require.Equal(t, wa.Agents(), wb.Agents())
-	require.Equal(t, wa.Claims(), wb.Claims())
+	require.Equal(t, wa.claims, wb.claims)
 	require.Equal(t, wa.Transactions(), wb.Transactions())
 	require.Equal(t, wa.ExpectedSwaps(settled), wb.ExpectedSwaps(settled))
 	require.Equal(t, wa.ExpectedOutcomes(settled), wb.ExpectedOutcomes(settled))
@@ -163,7 +163,7 @@ func TestHiroWorldAgentsAndClaims(t *testing.T) {
 	}), "agents in byte order, as the sweep pages them")
 
 	claims := map[string]string{}
-	for _, c := range w.Claims() {
+	for _, c := range w.claims {
 		claims[c.BTCAddress] = c.Status
 	}
 	seen := map[string]bool{}
@@ -371,7 +371,7 @@ func TestHiroWorldSeed(t *testing.T) {
 
 	require.NoError(t, w.Seed(t.Context(), dst))
 	require.NoError(t, w.Seed(t.Context(), dst), "seeding again is harmless")
-	require.Equal(t, 2*(len(w.Agents())+len(w.Claims())), dst.calls)
+	require.Equal(t, 2*(len(w.Agents())+len(w.claims)), dst.calls)
 
 	require.Len(t, dst.agents, len(w.Agents()))
 	for _, a := range w.Agents() {
@@ -382,5 +382,5 @@ func TestHiroWorldSeed(t *testing.T) {
 		// What the ledger will join back is what the world says.
 		require.Equal(t, a.ClaimStatus, dst.claims[a.BTCAddress])
 	}
-	require.Len(t, dst.claims, len(w.Claims()))
+	require.Len(t, dst.claims, len(w.claims))
 }
