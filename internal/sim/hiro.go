@@ -3,7 +3,6 @@ package sim
 import (
 	"cmp"
 	"fmt"
-	"math"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -81,12 +80,8 @@ type HiroConfig struct {
 	Chain ChainConfig
 }
 
-// noMonthQuota stands for an unlimited month: Hiro's anonymous plan has none,
-// and the shared limiter needs a number.
-const noMonthQuota = math.MaxInt32
-
 var (
-	defaultHiroAnonymous = Limits{PerMinute: 50, PerMonth: noMonthQuota, Type: "ip"}
+	defaultHiroAnonymous = Limits{PerMinute: 50, Type: "ip"} // no month quota
 	defaultHiroKeyed     = Limits{PerMinute: 500, PerMonth: 150_000, Type: "key"}
 )
 

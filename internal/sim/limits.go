@@ -3,6 +3,7 @@ package sim
 import (
 	"cmp"
 	"crypto/subtle"
+	"math"
 	"net"
 	"net/http"
 	"sync"
@@ -156,6 +157,10 @@ func (q *Quota) MonthLeft() int {
 
 // HasMonth reports whether the plan has a month quota.
 func (l Limits) HasMonth() bool { return l.PerMonth > 0 && l.PerMonth < noMonthQuota }
+
+// noMonthQuota is the month of a plan without a month quota (as Hiro's
+// anonymous one): more than any caller spends.
+const noMonthQuota = math.MaxInt32
 
 func (q *Quota) perMonth() int {
 	if q.Limits.PerMonth <= 0 {
