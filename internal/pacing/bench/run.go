@@ -13,10 +13,8 @@ type runResult struct {
 	requests, ok, rejected int
 	// failed counts server errors (503).
 	failed int
-	// lastAnswer is the last response's headers; answered is false for a
-	// run that sent nothing.
-	lastAnswer Answer
-	answered   bool
+	// lastAnswer is the last response's headers (nil: none came).
+	lastAnswer *Answer
 }
 
 // taskSim is one task under one strategy: the upstream, the work, and the
@@ -140,7 +138,7 @@ func (s *taskSim) execute(at time.Time, p *runner, n int) runResult {
 			continue
 		}
 		streak = 0
-		r.lastAnswer, r.answered = a, true
+		r.lastAnswer = &a
 		minute := int(sent.Sub(s.start) / time.Minute)
 		inHorizon := minute >= 0 && minute < len(s.okPerMinute)
 		if a.Allowed {

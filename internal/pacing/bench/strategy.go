@@ -89,7 +89,7 @@ func (r *runner) next(now, until time.Time) (time.Time, int, bool) {
 
 func (r *runner) finished(res runResult) {
 	r.last = &res.start
-	if a := res.lastAnswer; r.budget != nil && res.answered {
+	if a := res.lastAnswer; r.budget != nil && a != nil {
 		switch {
 		case a.monthSpent():
 			r.nextRunAfter = res.end.Add(fault.MonthQuotaBackoff)
