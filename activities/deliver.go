@@ -3,7 +3,6 @@ package activities
 import (
 	"context"
 	"math/rand/v2"
-	"slices"
 	"sync/atomic"
 	"time"
 
@@ -21,12 +20,12 @@ const (
 	// due at once, and the result asks to run again soon.
 	MaxAttemptsPerRun = 500
 	MaxRetriesPerRun  = 50
-	// DefaultDeliveryConcurrency bounds the attempts in flight. Endpoints
+	// deliveryConcurrency bounds the attempts in flight. Endpoints
 	// that are failing may use at most half of it, and one subscriber at
 	// most perSubscriber, so that slow or dead endpoints never hold up
 	// the healthy ones.
-	DefaultDeliveryConcurrency = 32
-	perSubscriber              = 4
+	deliveryConcurrency = 32
+	perSubscriber       = 4
 	// An attempt still waiting for its answer after slowAfter gives its
 	// slot back: an endpoint that hangs is failing, but nobody knows it
 	// until its attempt times out, and twenty of them with a few
@@ -64,8 +63,6 @@ type DeliveryConfig struct {
 	Ladder webhook.Ladder
 	// Sender makes the signed POSTs.
 	Sender *webhook.Sender
-	// Concurrency bounds the attempts in flight.
-	Concurrency int
 	// DisableAfter is how long a subscriber may fail every attempt before
 	// it is disabled (0: never).
 	DisableAfter time.Duration
@@ -90,7 +87,6 @@ func newDeliveryConfig(o Options) DeliveryConfig {
 	return DeliveryConfig{
 		Ladder:       ladder,
 		Sender:       webhook.NewSender(webhook.SenderOptions{Timeout: o.DeliveryTimeout, AllowPrivate: o.WebhookAllowPrivate}),
-		Concurrency:  DefaultDeliveryConcurrency,
 		DisableAfter: disableAfter,
 	}
 }
@@ -130,8 +126,7 @@ func (a *Activities) deliver(ctx context.Context) (res pacer.DeliverResult, err 
 	if err := d.emit(ctx); err != nil {
 		return fail(err)
 	}
-	now := a.now()
-	if _, err := a.Store.PruneDeliveries(ctx, now.Add(-store.DeliveryRetention)); err != nil {
+	if _, err := a.Store.PruneDeliveries(ctx, a.now().Add(-store.DeliveryRetention)); err != nil {
 		log.Warn("deliver.prune_failed", zap.Error(err))
 	}
 
@@ -167,12 +162,7 @@ func (a *Activities) deliver(ctx context.Context) (res pacer.DeliverResult, err 
 		res.NextDueAt = &at
 	}
 	res.DurationMs = time.Since(started).Milliseconds()
-	log.Info("deliver.run_completed",
-		zap.Int("emitted", res.Emitted), zap.Int("attempted", res.Attempted), zap.Int("retries", res.Retries),
-		zap.Int("delivered", res.Delivered), zap.Int("failed", res.Failed), zap.Int("exhausted", res.Exhausted),
-		zap.Int("disabled", res.Disabled), zap.Bool("capped", res.Capped),
-		zap.Int("pending", res.Pending), zap.Int("retrying", res.Retrying),
-		zap.Timep("nextDueAt", res.NextDueAt), zap.Int64("durationMs", res.DurationMs))
+	log.Info("deliver.run_completed", zap.Any("result", res))
 	return res, nil
 }
 
@@ -216,26 +206,15 @@ func (d *dispatcher) run(ctx context.Context, progress *atomic.Int64) error {
 	deadline := time.Now().Add(maxRunTime)
 	for {
 		picking := ctx.Err() == nil && time.Now().Before(deadline) && d.recordErr == nil
-		launched := 0
 		var next *time.Time
 		d.park(time.Now())
 		if picking {
-			n, err := d.fill(ctx)
-			if err != nil {
-				// Stop picking; the attempts in flight still finish and
-				// are recorded.
-				d.recordErr = err
-			}
-			launched = n
+			launched := d.fill(ctx)
 			if time.Since(d.emittedAt) >= soon && d.recordErr == nil {
 				// Rollups computed while this run goes on are delivered
 				// by it (after what was due: a retry never waits on this).
-				if err := d.emit(ctx); err != nil {
-					d.recordErr = err
-				} else if m, err := d.fill(ctx); err == nil {
-					launched += m
-				} else {
-					d.recordErr = err
+				if d.recordErr = d.emit(ctx); d.recordErr == nil {
+					launched += d.fill(ctx)
 				}
 			}
 			// Rows due now that fill could not start (caps, a busy
@@ -243,9 +222,7 @@ func (d *dispatcher) run(ctx context.Context, progress *atomic.Int64) error {
 			// set the timer, and only while there is room to start them.
 			now := d.a.now()
 			if d.room() > 0 {
-				if next, err = d.a.Store.NextDeliveryDueAfter(ctx, now); err != nil {
-					next = nil
-				}
+				next, _ = d.a.Store.NextDeliveryDueAfter(ctx, now) // nil when it fails
 			}
 			if d.inFlight == 0 && launched == 0 && (next == nil || next.Sub(now) > soon || d.res.Capped) {
 				return d.recordErr
@@ -257,8 +234,7 @@ func (d *dispatcher) run(ctx context.Context, progress *atomic.Int64) error {
 		}
 		progress.Store(int64(d.res.Attempted))
 
-		var wake <-chan time.Time
-		var timer *time.Timer
+		var wake <-chan time.Time // nil: only a finished attempt wakes the loop
 		if picking {
 			in := time.Until(d.emittedAt.Add(soon))
 			if next != nil {
@@ -267,8 +243,7 @@ func (d *dispatcher) run(ctx context.Context, progress *atomic.Int64) error {
 			if at, ok := d.nextPark(); ok {
 				in = min(in, time.Until(at))
 			}
-			timer = time.NewTimer(in)
-			wake = timer.C
+			wake = time.After(in) // collected unfired when an attempt wakes the loop first
 		}
 		select {
 		case at := <-d.done:
@@ -284,9 +259,6 @@ func (d *dispatcher) run(ctx context.Context, progress *atomic.Int64) error {
 				}
 			}
 		case <-wake:
-		}
-		if timer != nil {
-			timer.Stop()
 		}
 	}
 }
@@ -312,10 +284,11 @@ func (d *dispatcher) emit(ctx context.Context) error {
 
 // fill starts every due attempt that the run's caps and the concurrency
 // allow, reading the due set page by page in keyset order and claiming
-// each page's picks in one statement.
-func (d *dispatcher) fill(ctx context.Context) (int, error) {
-	conc := d.concurrency()
-	suspectSlots := max(1, conc/2)
+// each page's picks in one statement, and says how many it started. A
+// failure to read or claim stops the run's picking (recordErr); the
+// attempts in flight still finish and are recorded.
+func (d *dispatcher) fill(ctx context.Context) int {
+	suspectSlots := max(1, deliveryConcurrency/2)
 	lease := d.a.Deliveries.Sender.Timeout() + leaseMargin
 	launched := 0
 	var after *store.DueKey
@@ -335,7 +308,8 @@ func (d *dispatcher) fill(ctx context.Context) (int, error) {
 			FirstAttemptsOnly: d.res.Retries >= MaxRetriesPerRun,
 		})
 		if err != nil {
-			return launched, err
+			d.recordErr = err
+			return launched
 		}
 		var picks []store.DueDelivery
 		full := false
@@ -369,40 +343,33 @@ func (d *dispatcher) fill(ctx context.Context) (int, error) {
 				for _, p := range picks {
 					d.reserve(p, -1)
 				}
-				return launched, err
+				d.recordErr = err
+				return launched
 			}
-			for _, p := range claimed {
-				d.start(ctx, p)
-				launched++
-			}
-			// The others changed since they were read, or another run
-			// holds them.
+			// claimed keeps the picks' order; the others changed since they
+			// were read, or another run holds them.
 			for _, p := range picks {
-				if !slices.ContainsFunc(claimed, func(c store.DueDelivery) bool { return c.ID == p.ID }) {
+				if len(claimed) > 0 && claimed[0].ID == p.ID {
+					d.start(ctx, claimed[0])
+					claimed = claimed[1:]
+					launched++
+				} else {
 					d.reserve(p, -1)
 				}
 			}
 		}
 		if full || len(page) < limit {
-			return launched, nil
+			return launched
 		}
 	}
-	return launched, nil
-}
-
-func (d *dispatcher) concurrency() int {
-	if c := d.a.Deliveries.Concurrency; c > 0 {
-		return c
-	}
-	return DefaultDeliveryConcurrency
+	return launched
 }
 
 // room is how many more attempts may start now: the slots not held by an
 // attempt under way (parked ones hold none), within the bound of all that
 // may be in flight.
 func (d *dispatcher) room() int {
-	conc := d.concurrency()
-	return min(conc-(d.inFlight-d.parked), parkedFactor*conc-d.inFlight)
+	return min(deliveryConcurrency-(d.inFlight-d.parked), parkedFactor*deliveryConcurrency-d.inFlight)
 }
 
 // park gives back the slots of attempts under way for slowAfter or more.
@@ -490,21 +457,19 @@ func (d *dispatcher) record(ctx context.Context, due store.DueDelivery, out webh
 	log := d.log.With(zap.String("delivery", due.ID), zap.String("subscriber", due.SubscriberID),
 		zap.Int("attempt", due.Attempts+1), zap.String("result", string(out.Result)), zap.Int("status", out.Status),
 		zap.Duration("took", out.Took))
+	f := store.Failure{ID: due.ID, SubscriberID: due.SubscriberID, At: now, Status: out.Status, Error: out.Error,
+		DisableAfter: d.a.Deliveries.DisableAfter}
 	switch out.Result {
 	case webhook.Delivered:
 		log.Debug("deliver.delivered")
 		return 0, false, d.a.Store.RecordDelivered(ctx, due.ID, now, out.Status)
 	case webhook.Gone:
-		n, disabled, err := d.a.Store.DisableSubscriber(ctx, store.Failure{
-			ID: due.ID, SubscriberID: due.SubscriberID, At: now, Status: out.Status, Error: out.Error,
-		})
+		n, disabled, err := d.a.Store.DisableSubscriber(ctx, f)
 		if err == nil && disabled {
 			log.Warn("deliver.subscriber_disabled", zap.Int("exhausted", n))
 		}
 		return n, disabled, err
 	}
-	f := store.Failure{ID: due.ID, SubscriberID: due.SubscriberID, At: now, Status: out.Status, Error: out.Error,
-		DisableAfter: d.a.Deliveries.DisableAfter}
 	wait, ok := d.a.Deliveries.Ladder.Next(due.Attempts+1, out.RetryAfter, rand.Float64())
 	if ok {
 		next := now.Add(wait)

@@ -62,10 +62,7 @@ func ledgered[R any](ctx context.Context, a *Activities, occ pacer.Occurrence, r
 	if runErr != nil {
 		status, class = pacer.RunFailed, errorClassOf(runErr)
 	}
-	body, err := json.Marshal(res)
-	if err != nil {
-		body = nil
-	}
+	body, _ := json.Marshal(res) // nil when res cannot be encoded: the row keeps no result
 	// Bookkeeping that fails must not fail a run that did its work: the
 	// row stays "running", which is what an operator then sees.
 	if err := a.Store.FinishRun(context.WithoutCancel(ctx), occ, row.Attempts, status, class, body); err != nil {

@@ -75,7 +75,7 @@ func (a *Activities) rollup(ctx context.Context, in pacer.RollupInput) (res pace
 		return out, err
 	}
 
-	hours := coveredHours(in.Occurrence, at)
+	hours, days := covered(in.Occurrence, at)
 	for _, hour := range hours {
 		if _, err := compute(hour); err != nil {
 			return fail(err)
@@ -84,7 +84,7 @@ func (a *Activities) rollup(ctx context.Context, in pacer.RollupInput) (res pace
 	}
 	hour := hours[len(hours)-1]
 
-	for _, day := range rollup.DaysBefore(at, a.dayZone(), dayLookback(in.Occurrence, at)) {
+	for _, day := range rollup.DaysBefore(at, a.dayZone(), days) {
 		_, complete, err := a.Store.RollupState(ctx, rollup.Day, day.Start)
 		if err != nil {
 			return fail(err)
@@ -122,12 +122,10 @@ func (a *Activities) rollup(ctx context.Context, in pacer.RollupInput) (res pace
 			zap.Int("corrections", dirty.Corrections))
 	}
 
-	pruned, err := a.Store.PruneObservations(ctx, a.now().Add(-store.ObservationRetention))
-	if err != nil {
+	if res.PrunedObservations, err = a.Store.PruneObservations(ctx, a.now().Add(-store.ObservationRetention)); err != nil {
 		// Pruning can wait for the next hour; the rollups are written.
 		log.Warn("rollup.prune_failed", zap.Error(err))
 	}
-	res.PrunedObservations = pruned
 	// The tables public input writes are bounded here too (SPEC §5.6).
 	if byTable, err := a.Store.PrunePublicInput(ctx, a.now()); err != nil {
 		log.Warn("rollup.prune_public_failed", zap.Error(err))
@@ -141,35 +139,28 @@ func (a *Activities) rollup(ctx context.Context, in pacer.RollupInput) (res pace
 	res.DurationMs = time.Since(started).Milliseconds()
 	log.Info("rollup.completed", zap.Time("nominalAt", at), zap.Time("hour", hour.Start),
 		zap.Int("days", len(res.Days)), zap.Int("rows", res.Rows), zap.Int("dirty", len(res.Dirty)),
-		zap.Int("corrections", res.Corrections), zap.Int64("pruned", pruned),
+		zap.Int("corrections", res.Corrections), zap.Int64("pruned", res.PrunedObservations),
 		zap.Int64("durationMs", res.DurationMs))
 	return res, nil
 }
 
-// coveredHours are the hours a run computes, oldest first: the hour that
+// covered is what a run computes. Its hours, oldest first: the hour that
 // closed at or before at, and for a coalesced run every hour its missed
-// occurrences stood for (SPEC §3.4: each its own rows and deliveries).
-func coveredHours(occ pacer.Occurrence, at time.Time) []rollup.Period {
+// occurrences stood for (SPEC §3.4: each its own rows and deliveries). How
+// many days back it looks: DayLookback, or the days a coalesced run stands
+// for when they reach further.
+func covered(occ pacer.Occurrence, at time.Time) (hours []rollup.Period, days int) {
 	last := rollup.HourBefore(at)
 	first := last
+	days = DayLookback
 	if c := occ.Coalesced; c != nil && c.First.Before(at) {
 		first = rollup.HourBefore(c.First)
+		days = max(days, int(at.Sub(c.First)/(24*time.Hour))+2)
 	}
-	var hours []rollup.Period
 	for h := first; !h.Start.After(last.Start); h = rollup.HourBefore(h.End.Add(time.Hour)) {
 		hours = append(hours, h)
 	}
-	return hours
-}
-
-// dayLookback is how many days back a run looks: DayLookback, or the days
-// a coalesced run stands for when they reach further.
-func dayLookback(occ pacer.Occurrence, at time.Time) int {
-	n := DayLookback
-	if c := occ.Coalesced; c != nil && c.First.Before(at) {
-		n = max(n, int(at.Sub(c.First)/(24*time.Hour))+2)
-	}
-	return n
+	return hours, days
 }
 
 // recordObservations writes a tenero run's observations in one statement.

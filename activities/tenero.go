@@ -50,13 +50,10 @@ func (a *Activities) refreshTenero(ctx context.Context, in pacer.TeneroInput) (r
 	log := a.Logger.With(zap.String("task", pacer.TaskTenero))
 
 	traded, err := a.Store.TradedTokens(ctx, 50)
-	ranked := err == nil
+	set := a.Catalog.TokenSet(traded) // none on a failure: the static base alone still gets refreshed
 	if err != nil {
 		log.Warn("tenero.token_query_failed", zap.Error(err))
-		traded = nil // the static base alone still gets refreshed
-	}
-	set := a.Catalog.TokenSet(traded)
-	if ranked {
+	} else {
 		// Readers of the tracked set (the operator's page) take it from
 		// here instead of ranking every swap again; a failure only leaves
 		// them the previous set.
@@ -64,20 +61,25 @@ func (a *Activities) refreshTenero(ctx context.Context, in pacer.TeneroInput) (r
 			log.Warn("tenero.tracked_tokens_not_recorded", zap.Error(err))
 		}
 	}
+	// storeFailed ends the run at a database failure as a transport error,
+	// which Temporal retries; the unchanged-price check makes it cheap.
+	storeFailed := func(event, op string, err error, fields ...zap.Field) (pacer.TeneroResult, error) {
+		res.ErrorClass, res.Error = pacer.ClassTransport, err.Error()
+		log.Error(event, append(fields, zap.Error(err))...)
+		return res, runError(pacer.ClassTransport, op+err.Error(), res)
+	}
 	tokens, err := a.tokensToFetch(ctx, set, in, started, &res)
 	if err != nil {
-		res.ErrorClass, res.Error = pacer.ClassTransport, err.Error()
-		log.Error("tenero.checked_at_unread", zap.Error(err))
-		return res, runError(pacer.ClassTransport, err.Error(), res)
+		return storeFailed("tenero.checked_at_unread", "", err)
 	}
 	var obs []store.Observation // every price fetched, for the rollups: one insert per run
 	defer func() { a.recordObservations(ctx, obs) }()
 
 	var (
-		streak, fetched int // upstream failures in a row; Tenero answers with a price
-		stopClass       pacer.ErrorClass
-		stopMsg         string
-		lastFailure     error
+		streak      int // upstream failures in a row
+		stopClass   pacer.ErrorClass
+		stopMsg     string
+		lastFailure error
 	)
 	var done atomic.Int64
 	defer keepHeartbeating(ctx, func() any { return done.Load() })()
@@ -93,7 +95,7 @@ func (a *Activities) refreshTenero(ctx context.Context, in pacer.TeneroInput) (r
 			one, dec := "1", peg.Decimals
 			if err := a.savePrice(ctx, &res, &obs, store.Price{TokenID: id, PriceUSD: &one, Decimals: &dec,
 				Source: store.SourcePeg, FetchedAt: now}); err != nil {
-				return res, err
+				return storeFailed("tenero.store_failed", "store price: ", err, zap.String("token", id))
 			}
 			res.Pegged++
 			continue
@@ -101,12 +103,8 @@ func (a *Activities) refreshTenero(ctx context.Context, in pacer.TeneroInput) (r
 
 		p, err := a.Tenero.Price(ctx, id)
 		res.Requests++
-		if p.Quota.MinuteRemaining != nil {
-			res.MinuteRemaining = count(p.Quota.MinuteRemaining)
-		}
-		if p.Quota.MonthRemaining != nil {
-			res.MonthRemaining = count(p.Quota.MonthRemaining)
-		}
+		count(&res.MinuteRemaining, p.Quota.MinuteRemaining)
+		count(&res.MonthRemaining, p.Quota.MonthRemaining)
 		if err != nil {
 			res.Failed++
 			lastFailure = err
@@ -120,9 +118,7 @@ func (a *Activities) refreshTenero(ctx context.Context, in pacer.TeneroInput) (r
 				// Tenero answered: it does not know the token. That is a
 				// check, or a cut run would pick the token first forever.
 				if err := a.Store.MarkChecked(ctx, id, now); err != nil {
-					res.ErrorClass, res.Error = pacer.ClassTransport, err.Error()
-					log.Error("tenero.store_failed", zap.String("token", id), zap.Error(err))
-					return res, runError(pacer.ClassTransport, "store check: "+err.Error(), res)
+					return storeFailed("tenero.store_failed", "store check: ", err, zap.String("token", id))
 				}
 			}
 			res.Count(class)
@@ -136,7 +132,6 @@ func (a *Activities) refreshTenero(ctx context.Context, in pacer.TeneroInput) (r
 			}
 		} else {
 			streak = 0
-			fetched++
 			dec := p.Decimals
 			if dec == nil {
 				if d, ok := a.Catalog.Decimals(id); ok {
@@ -146,7 +141,7 @@ func (a *Activities) refreshTenero(ctx context.Context, in pacer.TeneroInput) (r
 			if err := a.savePrice(ctx, &res, &obs, store.Price{TokenID: id, PriceUSD: p.PriceUSD, Decimals: dec,
 				Source: store.SourceTenero, FetchedAt: now,
 				MinuteRemaining: p.Quota.MinuteRemaining, MonthRemaining: p.Quota.MonthRemaining}); err != nil {
-				return res, err
+				return storeFailed("tenero.store_failed", "store price: ", err, zap.String("token", id))
 			}
 			if p.PriceUSD == nil {
 				res.NoPrice++
@@ -184,50 +179,38 @@ func (a *Activities) refreshTenero(ctx context.Context, in pacer.TeneroInput) (r
 		}
 	}
 
-	if stopClass == "" && fetched == 0 && lastFailure != nil {
+	if stopClass == "" && res.Succeeded == res.Pegged && lastFailure != nil {
 		// Not one price came back: the run failed, even if pegs were written
 		// (every body unreadable counts too, not only upstream errors).
 		stopClass, stopMsg = fault.ClassOf(lastFailure), "no token fetched, last: "+lastFailure.Error()
 	}
-	res.DurationMs = time.Since(started).Milliseconds()
-	fields := []zap.Field{
-		zap.Int("attempted", res.TokensAttempted), zap.Int("succeeded", res.Succeeded), zap.Int("failed", res.Failed),
-		zap.Int("written", res.Written), zap.Int("unchanged", res.Unchanged), zap.Int("pegged", res.Pegged),
-		zap.Int("skipped", res.Skipped), zap.Bool("rateLimited", res.RateLimited), zap.Int64("durationMs", res.DurationMs),
-	}
-	if res.MinuteRemaining != nil {
-		fields = append(fields, zap.Int("minuteRemaining", *res.MinuteRemaining))
-	}
-	if res.MonthRemaining != nil {
-		fields = append(fields, zap.Int("monthRemaining", *res.MonthRemaining))
-	}
+	res.DurationMs = time.Since(clock).Milliseconds()
+	// The log carries the result as the workflow reads it.
 	if stopClass != "" {
 		res.ErrorClass, res.Error = stopClass, stopMsg
-		log.Warn("tenero.refresh_stopped", append(fields, zap.String("class", string(stopClass)), zap.String("reason", stopMsg))...)
+		log.Warn("tenero.refresh_stopped", zap.Any("result", res))
 		return res, runError(stopClass, stopMsg, res)
 	}
-	log.Info("tenero.refresh_completed", fields...)
+	log.Info("tenero.refresh_completed", zap.Any("result", res))
 	return res, nil
 }
 
-// count carries a quota header into a result. tenero.ParseQuota already
-// clamps counts to tenero.MaxCount, which a 64-bit int holds; the min only
-// keeps a 32-bit build from wrapping.
-func count(n *int64) *int {
-	v := int(min(*n, math.MaxInt))
-	return &v
+// count carries a quota header into a result, when the answer had it.
+// tenero.ParseQuota already clamps counts to tenero.MaxCount, which a
+// 64-bit int holds; the min only keeps a 32-bit build from wrapping.
+func count(into **int, n *int64) {
+	if n != nil {
+		v := int(min(*n, math.MaxInt))
+		*into = &v
+	}
 }
 
-// savePrice writes one price, counts it and keeps it as an observation. A
-// database failure ends the run as a transport error so that Temporal
-// retries it; the unchanged-price check makes the retry cheap.
+// savePrice writes one price, counts it and keeps it as an observation.
 func (a *Activities) savePrice(ctx context.Context, res *pacer.TeneroResult, obs *[]store.Observation, p store.Price) error {
 	*obs = append(*obs, store.Observation{TokenID: p.TokenID, ObservedAt: p.FetchedAt, PriceUSD: p.PriceUSD})
 	written, err := a.Store.UpsertPrice(ctx, p)
 	if err != nil {
-		res.ErrorClass, res.Error = pacer.ClassTransport, err.Error()
-		a.Logger.Error("tenero.store_failed", zap.String("token", p.TokenID), zap.Error(err))
-		return runError(pacer.ClassTransport, "store price: "+err.Error(), *res)
+		return err
 	}
 	res.Succeeded++
 	if written {

@@ -262,8 +262,9 @@ func (s *Store) DueDeliveries(ctx context.Context, q DueQuery) ([]DueDelivery, e
 // ClaimDeliveries leases due deliveries until `until`, just before they
 // are sent, so that no other run sends them meanwhile (a worker that lost
 // its heartbeat may still be running), and fills in what sending them
-// needs. One is left out when it was delivered, rescheduled or claimed by
-// another run since it was read, or its subscriber disabled.
+// needs, in picks' order. One is left out when it was delivered,
+// rescheduled or claimed by another run since it was read, or its
+// subscriber disabled.
 func (s *Store) ClaimDeliveries(ctx context.Context, picks []DueDelivery, now, until time.Time) ([]DueDelivery, error) {
 	ids := make([]string, len(picks))
 	for i, p := range picks {
