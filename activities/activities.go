@@ -80,7 +80,7 @@ type Activities struct {
 	// plan is the optimal policy's last allocation.
 	plan allocationCache
 	// traffic is the chain's traffic the sweep's runs observed.
-	traffic traffic
+	traffic discovery.Observer
 }
 
 // Register registers every activity method under its method name (the

@@ -3,10 +3,7 @@ package activities
 import (
 	"cmp"
 	"context"
-	"slices"
 	"strings"
-	"sync"
-	"time"
 
 	"go.uber.org/zap"
 
@@ -21,67 +18,20 @@ import (
 // across runs rather than give a range up.
 const reconcileMaxPages = 1 << 20
 
-// traffic is what the sweep's runs observed of the chain, in memory (a
-// restart observes again): the volumes that say where the tail reads
-// (discovery.PlanSource), where it read last, when the feed's probe read
-// while the contracts' lists are the tail, and what the tail's last whole
-// read cost (discovery.Plan's ReadCost).
-type traffic struct {
-	mu       sync.Mutex
-	t        discovery.Traffic
-	source   discovery.Source
-	probeAt  time.Time
-	readCost float64
-}
-
-// do runs f on the traffic, alone.
-func (t *traffic) do(f func(t *traffic)) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	f(t)
-}
-
-// readers fills the run's readers into s: the tail (the feed, or its
-// probe while the contracts' lists are the tail; none once Hiro has
-// switched the feed off) and each allowlisted contract's list, once the
-// tail has begun or when the lists are the tail.
+// readers fills the run's readers into s (store.PlanReaders), choosing
+// where the tail reads once a run, or at once when Hiro switches the
+// feed off.
 func (r *sweepRun) readers(ctx context.Context, s *discovery.Run) error {
 	rows, err := r.a.Store.DiscoveryReaders(ctx)
 	if err != nil {
 		return err
 	}
-	byName := map[string]store.Reader{}
-	for _, rd := range rows {
-		byName[rd.Name] = rd
-	}
-	plan := func(rd store.Reader, name string) discovery.Reader {
-		out := discovery.Reader{Name: name, Scanning: rd.Scan.Started(), Held: r.held[name]}
-		if rd.LastReadAt != nil {
-			out.LastRead = *rd.LastReadAt
-		}
-		return out
-	}
-	if r.src == "" || r.hiro.Sunset(hiro.EndpointFeed) {
-		r.src = r.source(len(r.a.Catalog.Contracts()), s.Budget.Rate) // once a run, or at once on the sunset
+	feedOff := r.hiro.Sunset(hiro.EndpointFeed)
+	if r.src == "" || feedOff {
+		r.src = r.source(len(r.a.Catalog.Contracts()), s.Budget.Rate)
 	}
 	s.ContractsAreTail = r.src == discovery.SourceContracts
-	tail := byName[discovery.ReaderTail]
-	if !r.hiro.Sunset(hiro.EndpointFeed) {
-		t := plan(tail, discovery.ReaderTail)
-		if s.ContractsAreTail {
-			r.a.traffic.do(func(tr *traffic) {
-				t = discovery.Reader{Name: discovery.ReaderTail, LastRead: tr.probeAt, Held: t.Held}
-			})
-		}
-		s.Tail = &t
-	}
-	if tail.Start == nil && !s.ContractsAreTail {
-		return nil // the tail has not begun: nothing to reconcile yet
-	}
-	for _, c := range r.a.Catalog.Contracts() {
-		name := discovery.ContractReader(c)
-		s.Contracts = append(s.Contracts, plan(byName[name], name))
-	}
+	store.PlanReaders(s, rows, r.a.Catalog.Contracts(), r.held, feedOff, r.a.traffic.ProbedAt())
 	return nil
 }
 
@@ -89,30 +39,13 @@ func (r *sweepRun) readers(ctx context.Context, s *discovery.Run) error {
 // own lists once Hiro has switched the feed off or when the lane's rate
 // cannot pay the feed at the chain's volume (discovery.PlanSource).
 func (r *sweepRun) source(contracts int, rate float64) discovery.Source {
-	t := &r.a.traffic
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	before := t.source
-	if before == "" {
-		before = discovery.SourceFeed
+	before, now, t := r.a.traffic.Choose(r.hiro.Sunset(hiro.EndpointFeed), contracts, r.dc.TailEvery, rate)
+	if now != before {
+		r.log.Info("discovery.source", zap.String("from", string(before)), zap.String("to", string(now)),
+			zap.Float64("feedPerMinute", t.FeedPerMinute()), zap.Float64("contractsPerMinute", t.ContractsPerMinute()),
+			zap.Float64("detailsPerMinute", t.DetailsPerMinute()))
 	}
-	t.source = discovery.SourceContracts
-	if !r.hiro.Sunset(hiro.EndpointFeed) {
-		t.source = discovery.PlanSource(before, t.t, contracts, r.dc.TailEvery, rate)
-	}
-	if t.source != before {
-		r.log.Info("discovery.source", zap.String("from", string(before)), zap.String("to", string(t.source)),
-			zap.Float64("feedPerMinute", t.t.FeedPerMinute()), zap.Float64("contractsPerMinute", t.t.ContractsPerMinute()),
-			zap.Float64("detailsPerMinute", t.t.DetailsPerMinute()))
-	}
-	return t.source
-}
-
-// observeFeed records a feed page's traffic at the run's clock.
-func (r *sweepRun) observeFeed(page hiro.FeedPage) {
-	r.a.traffic.do(func(t *traffic) {
-		t.t.ObserveFeed(page.Total, page.Entries, func(id string) bool { return slices.Contains(r.a.Catalog.Contracts(), id) }, r.a.now())
-	})
+	return now
 }
 
 // readTail is the plan's ReadTail step: the chain's confirmed contract
@@ -126,7 +59,7 @@ func (r *sweepRun) readTail(ctx context.Context) error {
 		return err
 	}
 	if r.src == discovery.SourceContracts {
-		r.a.traffic.do(func(t *traffic) { t.probeAt = r.a.now() })
+		r.a.traffic.Probed(r.a.now())
 		w := r.newWalk(zap.String("reader", rd.Name), rd.Name, "")
 		w.scan = discovery.NewScan(discovery.ScanConfig{}, discovery.State{}) // no From: the page only finds the head
 		if p := w.list(ctx); p.err != nil {
@@ -183,7 +116,7 @@ func (r *sweepRun) read(ctx context.Context, rd store.Reader, scan *discovery.Sc
 	total := 0
 	save := func() error {
 		counts := store.ReaderCounts{Requests: w.res.Requests - total, Pages: w.pages, Candidates: w.candidates}
-		r.a.traffic.do(func(t *traffic) { t.t.ObserveDetails(w.details, r.a.now()) })
+		r.a.traffic.ObserveDetails(w.details, r.a.now())
 		total, w.pages, w.candidates, w.details = w.res.Requests, 0, 0, 0
 		r.addReader(rd.Name, counts)
 		return r.a.Store.SaveDiscoveryReader(ctx, rd, counts)
@@ -200,7 +133,7 @@ func (r *sweepRun) read(ctx context.Context, rd store.Reader, scan *discovery.Sc
 	now := r.a.now()
 	r.held[rd.Name] = !scan.Done()
 	if scan.Done() && rd.Name == discovery.ReaderTail {
-		r.a.traffic.do(func(tr *traffic) { tr.readCost = float64(max(w.res.Requests, 1)) })
+		r.a.traffic.ReadTail(w.res.Requests)
 	}
 	if scan.Done() {
 		rd.Position = scan.Position()
@@ -264,21 +197,14 @@ func (r *sweepRun) reportReaders(ctx context.Context, st discovery.Run) error {
 	r.res.OpenGaps = open
 	r.mu.Unlock()
 	for _, rd := range readers {
+		every := st.ContractEvery()
+		if rd.Name == discovery.ReaderTail {
+			every = st.TailInterval()
+		}
 		r.report(rd.Name, func(rep *pacer.ReaderReport) {
-			if rd.Position != nil {
-				rep.Position = rd.Position.String()
-			}
-			rep.LagSeconds, rep.Gaps = rd.HeadLagSeconds, int(rd.Gaps)
-			every := st.ContractEvery()
+			rd.Report(rep, every, now)
 			if rd.Name == discovery.ReaderTail {
-				rep.Source, every = string(cmp.Or(r.src, discovery.SourceFeed)), st.TailInterval()
-			}
-			if rd.LastReadAt != nil {
-				at := rd.LastReadAt.Add(every).UTC()
-				if rd.Scan.Started() {
-					at = now.UTC()
-				}
-				rep.NextDueAt = &at
+				rep.Source = string(cmp.Or(r.src, discovery.SourceFeed))
 			}
 		})
 	}

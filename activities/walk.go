@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"go.uber.org/zap"
@@ -127,7 +128,8 @@ func (w *walk) list(ctx context.Context) *page {
 		if w.res.Requests += res.Requests; err != nil {
 			return &page{err: err}
 		}
-		r.observeFeed(res)
+		onContract := func(id string) bool { return slices.Contains(r.a.Catalog.Contracts(), id) }
+		r.a.traffic.ObserveFeed(res.Total, res.Entries, onContract, r.a.now())
 		entries, fresh = res.Entries, w.scan.AddFeed(res.Entries, res.Total)
 	} else {
 		res, err := r.hiro.ListTransactions(ctx, w.principal, hiro.PageToken(w.scan.NextToken()))

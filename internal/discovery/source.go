@@ -1,7 +1,9 @@
 package discovery
 
 import (
+	"cmp"
 	"math"
+	"sync"
 	"time"
 
 	"github.com/pacer-dev/pacer/internal/hiro"
@@ -200,4 +202,76 @@ func PlanSource(cur Source, t Traffic, contracts int, every time.Duration, rateP
 		}
 	}
 	return cur
+}
+
+// Observer is what the sweep's runs observed of the chain, shared by
+// them in memory (a restart observes again): the traffic that says where
+// the tail reads (PlanSource), where it read last, when the feed's probe
+// read while the contracts' lists are the tail, and what the tail's last
+// whole read cost (Budget.ReadCost). It is safe for concurrent use.
+type Observer struct {
+	mu       sync.Mutex
+	t        Traffic
+	source   Source
+	probeAt  time.Time
+	readCost float64
+}
+
+// Choose chooses where the tail reads now and returns it with where it
+// read before ("" is the feed) and the traffic it chose by: the
+// contracts' lists once Hiro has switched the feed off, else PlanSource's
+// answer for contracts lists, the tail's interval and the lane's rate.
+func (o *Observer) Choose(feedOff bool, contracts int, every time.Duration, rate float64) (before, now Source, t Traffic) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	before = cmp.Or(o.source, SourceFeed)
+	o.source = SourceContracts
+	if !feedOff {
+		o.source = PlanSource(before, o.t, contracts, every, rate)
+	}
+	return before, o.source, o.t
+}
+
+// ObserveFeed records a feed page as Traffic.ObserveFeed does.
+func (o *Observer) ObserveFeed(total int, page []hiro.Entry, onContract func(contractID string) bool, at time.Time) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.t.ObserveFeed(total, page, onContract, at)
+}
+
+// ObserveDetails records detail requests as Traffic.ObserveDetails does.
+func (o *Observer) ObserveDetails(requests int, at time.Time) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.t.ObserveDetails(requests, at)
+}
+
+// Probed records that the feed's probe read at at.
+func (o *Observer) Probed(at time.Time) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.probeAt = at
+}
+
+// ProbedAt is when the feed's probe read last (zero: never).
+func (o *Observer) ProbedAt() time.Time {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.probeAt
+}
+
+// ReadTail records what a whole read of the tail cost, in requests (at
+// least one).
+func (o *Observer) ReadTail(requests int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.readCost = float64(max(requests, 1))
+}
+
+// ReadCost is what the tail's last whole read cost, in any run (0: none
+// yet).
+func (o *Observer) ReadCost() float64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.readCost
 }

@@ -116,3 +116,47 @@ func TestPlanSourceReadsTheContractsWhenTheFeedDoesNotFit(t *testing.T) {
 	require.Equal(t, SourceFeed, PlanSource(SourceFeed, mid, 1, every, monthRate))
 	require.Equal(t, SourceContracts, PlanSource(SourceContracts, mid, 1, every, monthRate))
 }
+
+func TestObserverChoosesWhereTheTailReads(t *testing.T) {
+	every := 10 * time.Second
+	var o Observer
+	before, now, _ := o.Choose(false, 5, every, monthRate)
+	require.Equal(t, SourceFeed, before, "the first choice starts from the feed")
+	require.Equal(t, SourceFeed, now, "nothing observed: the feed")
+
+	// The busy chain of traffic(), observed through the Observer.
+	busy := traffic(217_000, 0.36, 0.39, every)
+	o.t = busy
+	before, now, seen := o.Choose(false, 5, every, monthRate)
+	require.Equal(t, SourceFeed, before)
+	require.Equal(t, SourceContracts, now, "the month cannot pay the busy feed")
+	require.InDelta(t, busy.FeedPerMinute(), seen.FeedPerMinute(), 1e-9, "the traffic it chose by")
+	before, now, _ = o.Choose(false, 5, every, 450)
+	require.Equal(t, SourceContracts, before)
+	require.Equal(t, SourceFeed, now, "a minute plan pays the feed again")
+
+	before, now, _ = o.Choose(true, 5, every, 450)
+	require.Equal(t, SourceFeed, before)
+	require.Equal(t, SourceContracts, now, "the feed switched off: the contracts' lists, whatever fits")
+}
+
+func TestObserverKeepsWhatTheRunsObserved(t *testing.T) {
+	var o Observer
+	at := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	require.Zero(t, o.ReadCost())
+	require.True(t, o.ProbedAt().IsZero())
+	o.ReadTail(0)
+	require.InDelta(t, 1.0, o.ReadCost(), 0, "a whole read costs at least one request")
+	o.ReadTail(7)
+	require.InDelta(t, 7.0, o.ReadCost(), 0)
+	o.Probed(at)
+	require.Equal(t, at, o.ProbedAt())
+
+	o.ObserveFeed(1000, nil, nil, at)
+	o.ObserveFeed(1600, nil, nil, at.Add(10*time.Minute))
+	o.ObserveDetails(0, at)
+	o.ObserveDetails(20, at.Add(10*time.Minute))
+	_, _, tr := o.Choose(false, 1, time.Minute, 0)
+	require.InDelta(t, 60.0, tr.FeedPerMinute(), 1e-9)
+	require.InDelta(t, 2.0, tr.DetailsPerMinute(), 1e-9)
+}

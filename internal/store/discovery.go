@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pacer-dev/pacer"
 	"github.com/pacer-dev/pacer/internal/discovery"
 )
 
@@ -34,6 +35,62 @@ type Reader struct {
 	Pages      int64 `json:"pages"`
 	Candidates int64 `json:"candidates"`
 	Gaps       int64 `json:"gaps"`
+}
+
+// Plan is the reader as discovery.Plan reads it, named name (a row not
+// yet written is the zero Reader), held when it stopped short in this
+// run.
+func (rd Reader) Plan(name string, held bool) discovery.Reader {
+	out := discovery.Reader{Name: name, Scanning: rd.Scan.Started(), Held: held}
+	if rd.LastReadAt != nil {
+		out.LastRead = *rd.LastReadAt
+	}
+	return out
+}
+
+// PlanReaders fills a run's readers into s from the discovery_cursors
+// rows: the tail (none once Hiro has switched the feed off; while the
+// contracts' lists are the tail, the feed's probe, read last at probeAt)
+// and each allowlisted contract's list, once the tail has begun or when
+// the lists are the tail. held are the readers that stopped short in the
+// run.
+func PlanReaders(s *discovery.Run, rows []Reader, contracts []string, held map[string]bool, feedOff bool, probeAt time.Time) {
+	byName := map[string]Reader{}
+	for _, rd := range rows {
+		byName[rd.Name] = rd
+	}
+	tail := byName[discovery.ReaderTail]
+	if !feedOff {
+		t := tail.Plan(discovery.ReaderTail, held[discovery.ReaderTail])
+		if s.ContractsAreTail {
+			t = discovery.Reader{Name: discovery.ReaderTail, LastRead: probeAt, Held: t.Held}
+		}
+		s.Tail = &t
+	}
+	if tail.Start == nil && !s.ContractsAreTail {
+		return // the tail has not begun: nothing to reconcile yet
+	}
+	for _, c := range contracts {
+		name := discovery.ContractReader(c)
+		s.Contracts = append(s.Contracts, byName[name].Plan(name, held[name]))
+	}
+}
+
+// Report fills the reader's standing into its part of a run's report:
+// position, lag, gaps, and when it reads next: every after its last
+// read, or now while a scan of it is cut short.
+func (rd Reader) Report(rep *pacer.ReaderReport, every time.Duration, now time.Time) {
+	if rd.Position != nil {
+		rep.Position = rd.Position.String()
+	}
+	rep.LagSeconds, rep.Gaps = rd.HeadLagSeconds, int(rd.Gaps)
+	if rd.LastReadAt != nil {
+		at := rd.LastReadAt.Add(every).UTC()
+		if rd.Scan.Started() {
+			at = now.UTC()
+		}
+		rep.NextDueAt = &at
+	}
 }
 
 // ReaderCounts is what one read adds to a reader's counts.
