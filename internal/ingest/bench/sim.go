@@ -2,8 +2,6 @@ package bench
 
 import (
 	"cmp"
-	"container/heap"
-	"slices"
 	"sort"
 	"time"
 
@@ -12,7 +10,6 @@ import (
 	"github.com/pacer-dev/pacer/internal/hiro"
 	"github.com/pacer-dev/pacer/internal/ingest"
 	pbench "github.com/pacer-dev/pacer/internal/pacing/bench"
-	simulator "github.com/pacer-dev/pacer/internal/sim"
 )
 
 // Budget is a Hiro plan: the limit Hiro enforces a minute, the one pacer is
@@ -59,8 +56,7 @@ const (
 // started (PACER_SWEEP_EVERY); a run lasts at most runCap, reads for
 // runLinger (internal/cli: sweepEvery less half a TailEvery) and waits at
 // most runMaxWait at once (half the activity's heartbeat timeout); a
-// request waits at most maxWait for the budget; a visit lists pages of
-// pageSize.
+// request waits at most maxWait for the budget.
 const (
 	TailEvery      = discovery.DefaultTailEvery
 	ReconcileEvery = discovery.DefaultReconcileEvery
@@ -70,7 +66,6 @@ const (
 	runLinger      = sweepEvery - TailEvery/2
 	runMaxWait     = time.Minute
 	maxWait        = 2 * time.Second
-	pageSize       = 50
 )
 
 // readerContracts is the allowlisted contracts' lists as one reader of
@@ -136,6 +131,11 @@ type sim struct {
 	dueAt                time.Time
 	alloc                ingest.Allocation
 	allocAt              time.Time
+	// visited are the agents the run visited: the store's due query
+	// passes them over until the run ends (the sweep's r.visited);
+	// visitedNext is the earliest of them due.
+	visited     []*agent
+	visitedNext time.Time
 }
 
 // Simulate runs s in w (on c when s is the tail) on b and measures the
@@ -170,16 +170,26 @@ func Simulate(w *World, c *Chain, b Budget, s Strategy, from, to time.Time) Resu
 func (x *sim) run(now *time.Time) time.Time {
 	began, held := *now, map[string]bool{}
 	x.lastVisit = began
+	for _, a := range x.visited {
+		x.future.push(a)
+	}
+	x.visited, x.visitedNext = x.visited[:0], time.Time{}
 	if x.c != nil {
 		x.decideSource(began)
 	} else if x.cfg.Policy == ingest.PolicyOptimal && (x.allocAt.IsZero() || began.Sub(x.allocAt) >= ingest.AllocationTTL) {
 		x.alloc, x.allocAt = x.allocate(began), began
 	}
 	for now.Before(x.w.End) {
-		step := discovery.Plan(x.state(*now, began, held))
+		st := x.state(*now, began, held)
+		step := discovery.Plan(st)
 		switch step.Kind {
 		case discovery.Stop:
-			return cmp.Or(step.Until, now.Add(discovery.NextRunCap))
+			// The agents it visited count again for the next run's time
+			// (the sweep's finish: the due set's summary).
+			if !x.visitedNext.IsZero() && (st.Agents.Next.IsZero() || x.visitedNext.Before(st.Agents.Next)) {
+				st.Agents.Next = x.visitedNext
+			}
+			return cmp.Or(discovery.NextRun(st), now.Add(discovery.NextRunCap))
 		case discovery.Wait:
 			*now = step.Until
 		case discovery.ReadTail:
@@ -337,7 +347,7 @@ func (x *sim) probe(now *time.Time) {
 func (x *sim) fetch(now *time.Time, refs []agentTxRef) bool {
 	var swaps []agentTxRef
 	for _, r := range refs {
-		if x.w.Agents[r.agent].Txs[r.tx].Swap && x.found[r.agent][r.tx].IsZero() {
+		if x.unfound(r) {
 			swaps = append(swaps, r)
 		}
 	}
@@ -352,6 +362,11 @@ func (x *sim) fetch(now *time.Time, refs []agentTxRef) bool {
 		}
 	}
 	return true
+}
+
+// unfound reports whether r is a swap without its row.
+func (x *sim) unfound(r agentTxRef) bool {
+	return x.w.Agents[r.agent].Txs[r.tx].Swap && x.found[r.agent][r.tx].IsZero()
 }
 
 // reconcile reads every allowlisted contract's list from the contracts'
@@ -398,188 +413,4 @@ func (x *sim) reconcile(now *time.Time, primary bool) bool {
 	}
 	x.recTo = 0
 	return true
-}
-
-// agent is one agent's state in the agents mode: the policy's view
-// (ingest.Agent, updated by the policy's own AfterVisit) and how far its
-// transactions have been processed.
-type agent struct {
-	ingest.Agent
-	i    int
-	spec *AgentSpec
-	// cursor: Txs[:cursor] are processed. A visit cut short leaves
-	// Txs[cursor:resumeHi] to process (newest first) before cursor may
-	// move to resumeTop.
-	cursor, resumeHi, resumeTop int
-	// seen are the swaps the current visit saw first (the rate's input).
-	seen []time.Time
-	// pos is where the agent sits in each heap of the due set, from 1
-	// (0: not in it).
-	pos [3]int
-}
-
-// initAgents gives every agent its state (never visited, due at the
-// start) and the due set its heaps, in the policy's own order
-// (ingest.Config.Less, which the store's query follows) among agents not
-// critical (as at the dawn of time) and as if all were critical (as at its
-// end); an agent's place changes only when it is visited, out of them.
-func (x *sim) initAgents() {
-	x.future = &agentHeap{id: 0, less: func(a, b *agent) bool {
-		return cmp.Or(a.NextRunAt.Compare(b.NextRunAt), cmp.Compare(a.Address, b.Address)) < 0
-	}}
-	x.due = &agentHeap{id: 1, less: func(a, b *agent) bool { return x.cfg.Less(a.Agent, b.Agent, time.Time{}) }}
-	x.waiting = &agentHeap{id: 2, less: func(a, b *agent) bool { return x.cfg.Less(a.Agent, b.Agent, endOfTime) }}
-	for i := range x.w.Agents {
-		a := &agent{i: i, spec: &x.w.Agents[i], resumeHi: -1}
-		a.Address, a.Tier, a.NextRunAt = AgentAddress(i), ingest.Cold, x.w.Start
-		x.agents = append(x.agents, a)
-		x.future.push(a)
-	}
-}
-
-// promote moves the agents due at now into the due set.
-func (x *sim) promote(now time.Time) {
-	for a := x.future.peek(); a != nil && !a.NextRunAt.After(now); a = x.future.peek() {
-		x.future.remove(a)
-		x.due.push(a)
-		x.waiting.push(a)
-	}
-	x.dueAt = now
-}
-
-// endOfTime is when every agent is critical.
-var endOfTime = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
-
-// next takes the next agent to visit, in the due order, out of the due
-// set (nil: none is due). The longest-waiting agent, when critical, is
-// the first critical one. When it is not, no agent once visited is
-// critical, and the first in the policy's order is the first critical
-// one too if any is (never visited, they come first there, in the same
-// order).
-func (x *sim) next() *agent {
-	a := x.due.peek()
-	if w := x.waiting.peek(); w != nil && x.cfg.Critical(w.Agent, x.dueAt) {
-		a = w
-	}
-	if a != nil {
-		x.due.remove(a)
-		x.waiting.remove(a)
-	}
-	return a
-}
-
-// visitBatch is the plan's Visit step: the next n agents in the due
-// order, one after another, until the budget stops one.
-func (x *sim) visitBatch(now *time.Time, n int) {
-	defer func() { x.lastVisit = *now }()
-	for range n {
-		if a := x.next(); a == nil || !x.visit(a, now) {
-			return
-		}
-	}
-}
-
-// allocate solves the optimal policy as the activity does: every agent's
-// smoothed rate, and the visits the sweep lane's rate leaves after the
-// swaps' own detail requests.
-func (x *sim) allocate(now time.Time) ingest.Allocation {
-	rates := make([]float64, len(x.agents))
-	swaps := 0.0
-	for i, a := range x.agents {
-		rates[i] = a.RateAt(now)
-		swaps += rates[i]
-	}
-	perDay := x.st.Rate(x.bcfg, budget.LaneSweep, now) * 24 * 60
-	return x.cfg.Allocate(rates, ingest.VisitBudget(perDay, swaps))
-}
-
-// visit visits a: it pages back to the agent's cursor, newest first, a
-// list request per page of 50 and a detail request per swap, and reports
-// whether it went through before the budget stopped it.
-func (x *sim) visit(a *agent, now *time.Time) bool {
-	complete := true
-	if a.resumeHi >= 0 {
-		if complete = x.pass(a, now, a.resumeHi); complete {
-			a.cursor, a.resumeHi = a.resumeTop, -1
-		}
-	}
-	if complete {
-		top, _ := slices.BinarySearchFunc(a.spec.Txs, *now, func(t Tx, now time.Time) int {
-			return cmp.Or(simulator.BlockOf(t.At).Compare(now), -1) // mined by now
-		})
-		if complete = x.pass(a, now, top); complete {
-			a.cursor = top
-		} else if a.resumeHi >= 0 {
-			a.resumeTop = top
-		}
-	}
-	a.Agent = x.cfg.AfterVisit(a.Agent, ingest.Visit{At: *now, Complete: complete, Swaps: a.seen}, x.alloc)
-	a.seen = a.seen[:0]
-	x.future.push(a)
-	return complete
-}
-
-// pass processes Txs[cursor:hi] newest first; false when the budget
-// stopped it (resumeHi then says where it goes on).
-func (x *sim) pass(a *agent, now *time.Time, hi int) bool {
-	for i, n := hi-1, 0; ; n++ {
-		if n%pageSize == 0 && !x.take(now, ReaderVisits) {
-			a.resumeHi = i + 1
-			return false
-		}
-		if i < a.cursor {
-			return true
-		}
-		if a.spec.Txs[i].Swap && x.found[a.i][i].IsZero() {
-			if !x.take(now, ReaderVisits) {
-				a.resumeHi = i + 1
-				return false
-			}
-			x.found[a.i][i] = *now
-			a.seen = append(a.seen, a.spec.Txs[i].At)
-		}
-		i--
-	}
-}
-
-// agentHeap is a heap of agents that knows where each agent sits, so an
-// agent visited early leaves every heap it was in at once.
-type agentHeap struct {
-	id      int // the agent's pos slot for this heap
-	less    func(a, b *agent) bool
-	entries []*agent
-}
-
-func (h *agentHeap) Len() int           { return len(h.entries) }
-func (h *agentHeap) Less(i, j int) bool { return h.less(h.entries[i], h.entries[j]) }
-func (h *agentHeap) Swap(i, j int) {
-	h.entries[i], h.entries[j] = h.entries[j], h.entries[i]
-	h.entries[i].pos[h.id], h.entries[j].pos[h.id] = i+1, j+1
-}
-func (h *agentHeap) Push(v any) {
-	a := v.(*agent)
-	h.entries = append(h.entries, a)
-	a.pos[h.id] = len(h.entries)
-}
-func (h *agentHeap) Pop() any {
-	a := h.entries[len(h.entries)-1]
-	h.entries = h.entries[:len(h.entries)-1]
-	a.pos[h.id] = 0
-	return a
-}
-
-func (h *agentHeap) push(a *agent) { heap.Push(h, a) }
-
-func (h *agentHeap) peek() *agent {
-	if len(h.entries) == 0 {
-		return nil
-	}
-	return h.entries[0]
-}
-
-// remove takes a out of the heap if it is in it.
-func (h *agentHeap) remove(a *agent) {
-	if i := a.pos[h.id]; i > 0 {
-		heap.Remove(h, i-1)
-	}
 }
