@@ -107,15 +107,14 @@ type sim struct {
 	// under way ends (0: none), recPaid how many of its contracts' pages
 	// are read, recTo the head the read under way goes to (0: none).
 	recAt, recEnd, recPaid, recTo int
-	// traffic and source are the sweep's observation of the chain and
-	// where the tail reads (discovery.PlanSource, once a run).
-	traffic discovery.Traffic
-	source  discovery.Source
-	// tailRead, recRead and probeAt are when the feed's walk, the
-	// contracts' lists and the feed's probe last read in full; readCost
-	// what the feed's last whole read cost (kept across runs, as the sweep).
-	tailRead, recRead, probeAt time.Time
-	readCost                   float64
+	// obs is the sweep's observation of the chain (its traffic, the
+	// feed's probe, what the feed's last whole read cost), source where
+	// the tail reads (obs.Choose, once a run).
+	obs    discovery.Observer
+	source discovery.Source
+	// tailRead and recRead are when the feed's walk and the contracts'
+	// lists last read in full.
+	tailRead, recRead time.Time
 	// listsTime is the time the tail spent on the contracts' lists,
 	// decided when the source was last decided.
 	listsTime time.Duration
@@ -214,7 +213,7 @@ func (x *sim) state(now, began time.Time, held map[string]bool) discovery.Run {
 		Linger: began, Cap: began.Add(runCap), MaxWait: runMaxWait}
 	n, at, why := x.st.Room(x.bcfg, budget.LaneSweep, now)
 	s.Budget = discovery.Budget{Known: true, Room: n, RoomAt: at, Why: why, WindowEnd: x.st.WindowEnd,
-		Rate: x.st.Rate(x.bcfg, budget.LaneSweep, now), ReadCost: x.readCost}
+		Rate: x.st.Rate(x.bcfg, budget.LaneSweep, now), ReadCost: x.obs.ReadCost()}
 	if x.c == nil {
 		x.promote(now)
 		s.Agents.Due = x.due.Len() // the critical agents are in it too
@@ -226,7 +225,7 @@ func (x *sim) state(now, began time.Time, held map[string]bool) discovery.Run {
 	s.Linger, s.ContractsAreTail = began.Add(runLinger), x.onLists()
 	tail := discovery.Reader{Name: ReaderTail, LastRead: x.tailRead, Scanning: x.scan != nil, Held: held[ReaderTail]}
 	if s.ContractsAreTail {
-		tail = discovery.Reader{Name: ReaderTail, LastRead: x.probeAt, Held: held[ReaderTail]}
+		tail = discovery.Reader{Name: ReaderTail, LastRead: x.obs.ProbedAt(), Held: held[ReaderTail]}
 	}
 	s.Tail = &tail
 	if x.pos != nil || s.ContractsAreTail {
@@ -268,15 +267,14 @@ func (x *sim) take(now *time.Time, reader string) bool {
 func (x *sim) onLists() bool { return x.source == discovery.SourceContracts }
 
 // decideSource is the run's choice of where the tail reads, as the
-// sweep's source: discovery.PlanSource at the lane's rate.
+// sweep's source: the observer's choice at the lane's rate.
 func (x *sim) decideSource(now time.Time) {
 	if x.onLists() {
 		x.listsTime += now.Sub(x.decided)
 	}
 	x.decided = now
 	if !x.s.FeedOnly {
-		x.source = discovery.PlanSource(cmp.Or(x.source, discovery.SourceFeed), x.traffic, x.c.A.Contracts(),
-			TailEvery, x.st.Rate(x.bcfg, budget.LaneSweep, now))
+		_, x.source, _ = x.obs.Choose(false, x.c.A.Contracts(), TailEvery, x.st.Rate(x.bcfg, budget.LaneSweep, now))
 	}
 }
 
@@ -290,7 +288,8 @@ func (x *sim) readTail(now *time.Time) bool {
 	spent := x.requests[ReaderTail] + x.requests[ReaderDetails]
 	done := x.walk(now)
 	if done {
-		x.tailRead, x.readCost = *now, float64(max(x.requests[ReaderTail]+x.requests[ReaderDetails]-spent, 1))
+		x.tailRead = *now
+		x.obs.ReadTail(x.requests[ReaderTail] + x.requests[ReaderDetails] - spent)
 	}
 	return done
 }
@@ -305,7 +304,7 @@ func (x *sim) walk(now *time.Time) bool {
 	}
 	for !x.scan.Done() && x.take(now, ReaderTail) {
 		entries, total := x.c.Feed(*now, x.scan.NextOffset(), hiro.MaxLimit)
-		x.traffic.ObserveFeed(total, entries, x.c.A.OnContract, *now)
+		x.obs.ObserveFeed(total, entries, x.c.A.OnContract, *now)
 		var seen []agentTxRef
 		for _, e := range x.scan.AddFeed(entries, total).Fresh {
 			if ref, ok := x.c.AgentTx(e); ok && x.filter.Candidate(e) {
@@ -335,9 +334,9 @@ func (x *sim) walk(now *time.Time) bool {
 // the feed's volume observed, so that the tail goes back to it when it fits.
 func (x *sim) probe(now *time.Time) {
 	if x.take(now, ReaderTail) {
-		x.probeAt = *now
+		x.obs.Probed(*now)
 		entries, total := x.c.Feed(*now, 0, hiro.MaxLimit)
-		x.traffic.ObserveFeed(total, entries, x.c.A.OnContract, *now)
+		x.obs.ObserveFeed(total, entries, x.c.A.OnContract, *now)
 	}
 }
 
@@ -356,7 +355,7 @@ func (x *sim) fetch(now *time.Time, refs []agentTxRef) bool {
 		if !x.take(now, ReaderDetails) {
 			return false
 		}
-		x.traffic.ObserveDetails(1, *now)
+		x.obs.ObserveDetails(1, *now)
 		for _, s := range swaps[i:min(i+batch, len(swaps))] {
 			x.found[s.agent][s.tx] = *now
 		}
