@@ -25,7 +25,8 @@ type Result struct {
 	Volume int
 	Days   float64
 	// Requests are Hiro requests by reader (ReaderTail, ReaderReconciler,
-	// ReaderDetails; the agents' visits under ReaderVisits).
+	// ReaderDetails, the visits' detail batches too; the visits' list
+	// pages under ReaderVisits).
 	Requests map[string]int
 	// All is the delay from a swap's block to its row, over the measured
 	// swaps found.

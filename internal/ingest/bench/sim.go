@@ -131,10 +131,8 @@ type sim struct {
 	alloc                ingest.Allocation
 	allocAt              time.Time
 	// visited are the agents the run visited: the store's due query
-	// passes them over until the run ends (the sweep's r.visited);
-	// visitedNext is the earliest of them due.
-	visited     []*agent
-	visitedNext time.Time
+	// passes them over until the run ends (the sweep's r.visited).
+	visited []*agent
 }
 
 // Simulate runs s in w (on c when s is the tail) on b and measures the
@@ -172,7 +170,7 @@ func (x *sim) run(now *time.Time) time.Time {
 	for _, a := range x.visited {
 		x.future.push(a)
 	}
-	x.visited, x.visitedNext = x.visited[:0], time.Time{}
+	x.visited = x.visited[:0]
 	if x.c != nil {
 		x.decideSource(began)
 	} else if x.cfg.Policy == ingest.PolicyOptimal && (x.allocAt.IsZero() || began.Sub(x.allocAt) >= ingest.AllocationTTL) {
@@ -185,8 +183,10 @@ func (x *sim) run(now *time.Time) time.Time {
 		case discovery.Stop:
 			// The agents it visited count again for the next run's time
 			// (the sweep's finish: the due set's summary).
-			if !x.visitedNext.IsZero() && (st.Agents.Next.IsZero() || x.visitedNext.Before(st.Agents.Next)) {
-				st.Agents.Next = x.visitedNext
+			for _, a := range x.visited {
+				if st.Agents.Next.IsZero() || a.NextRunAt.Before(st.Agents.Next) {
+					st.Agents.Next = a.NextRunAt
+				}
 			}
 			return cmp.Or(discovery.NextRun(st), now.Add(discovery.NextRunCap))
 		case discovery.Wait:

@@ -131,9 +131,6 @@ func (x *sim) visitBatch(now *time.Time, n int) {
 			x.carry(v, now)
 		}
 		x.visited = append(x.visited, v.a)
-		if x.visitedNext.IsZero() || v.a.NextRunAt.Before(x.visitedNext) {
-			x.visitedNext = v.a.NextRunAt
-		}
 	}
 }
 
