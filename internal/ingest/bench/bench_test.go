@@ -8,7 +8,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/pacer-dev/pacer/internal/budget"
 	"github.com/pacer-dev/pacer/internal/ingest"
+	pbench "github.com/pacer-dev/pacer/internal/pacing/bench"
+	simulator "github.com/pacer-dev/pacer/internal/sim"
 )
 
 // TestDueSetIsTheDueOrder: the simulation's due set hands out the agents
@@ -92,4 +95,37 @@ func TestBusyAgentLosesNothing(t *testing.T) {
 	opt := Simulate(w, nil, Budgets[1], Strategy{Name: "optimal", Policy: ingest.PolicyOptimal}, w.Start.Add(time.Hour), w.End.Add(-tail))
 	require.Zero(t, opt.NeverFound)
 	require.LessOrEqual(t, opt.All.Max, ingest.DefaultMaxStaleness)
+}
+
+// TestVisitCutShortGoesOn: a visit the budget cuts short keeps the scan's
+// token and top, the next goes on from there and then reads what arrived
+// meanwhile; every swap is found once, and the cursor ends at the newest.
+func TestVisitCutShortGoesOn(t *testing.T) {
+	t.Parallel()
+	w := &World{Start: start, End: start.Add(24 * time.Hour), Agents: []AgentSpec{{}}}
+	for i := range 150 {
+		w.Agents[0].Txs = append(w.Agents[0].Txs, Tx{At: start.Add(time.Duration(i) * time.Minute), Swap: i%3 == 0})
+	}
+	x := &sim{w: w, cfg: ingest.DefaultConfig(), requests: map[string]int{}, bcfg: budget.Config{PerMinute: 3},
+		up: pbench.NewUpstream(pbench.Hidden{Phases: []pbench.Phase{{PerMinute: 50}}}, 50, start),
+		found: [][]time.Time{make([]time.Time, 150)}, byTail: [][]bool{make([]bool, 150)}}
+	x.initAgents()
+	a, now := x.agents[0], start.Add(120*time.Minute) // 121 mined: three pages
+	cut := false
+	for range 10 {
+		a.NextRunAt = now // due at every minute
+		x.promote(now)
+		x.visitBatch(&now, 1)
+		cut = cut || a.resume.Token != ""
+		x.visited = x.visited[:0]
+		x.future.push(a)
+		now = now.Add(time.Minute)
+	}
+	require.True(t, cut, "the budget cut a visit short")
+	require.Empty(t, a.resume.Token)
+	for j, tx := range w.Agents[0].Txs {
+		mined := !simulator.BlockOf(tx.At).After(now.Add(-time.Minute))
+		require.Equal(t, tx.Swap && mined, !x.found[0][j].IsZero(), "tx %d", j)
+	}
+	require.NotNil(t, a.cursor)
 }
