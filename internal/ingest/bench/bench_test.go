@@ -107,7 +107,7 @@ func TestVisitCutShortGoesOn(t *testing.T) {
 		w.Agents[0].Txs = append(w.Agents[0].Txs, Tx{At: start.Add(time.Duration(i) * time.Minute), Swap: i%3 == 0})
 	}
 	x := &sim{w: w, cfg: ingest.DefaultConfig(), requests: map[string]int{}, bcfg: budget.Config{PerMinute: 3},
-		up: pbench.NewUpstream(pbench.Hidden{Phases: []pbench.Phase{{PerMinute: 50}}}, 50, start),
+		up:    pbench.NewUpstream(pbench.Hidden{Phases: []pbench.Phase{{PerMinute: 50}}}, 50, start),
 		found: [][]time.Time{make([]time.Time, 150)}, byTail: [][]bool{make([]bool, 150)}}
 	x.initAgents()
 	a, now := x.agents[0], start.Add(120*time.Minute) // 121 mined: three pages
