@@ -78,7 +78,7 @@ type Activities struct {
 	RegistryClient *registry.Client
 
 	// plan is the optimal policy's last allocation.
-	plan allocationCache
+	plan ingest.Allocations
 	// traffic is the chain's traffic the sweep's runs observed.
 	traffic discovery.Observer
 }

@@ -28,7 +28,7 @@ func (r *sweepRun) readers(ctx context.Context, s *discovery.Run) error {
 	}
 	feedOff := r.hiro.Sunset(hiro.EndpointFeed)
 	if r.src == "" || feedOff {
-		r.src = r.source(len(r.a.Catalog.Contracts()), s.Budget.Rate)
+		r.src = r.source(feedOff, len(r.a.Catalog.Contracts()), s.Budget.Rate)
 	}
 	s.ContractsAreTail = r.src == discovery.SourceContracts
 	store.PlanReaders(s, rows, r.a.Catalog.Contracts(), r.held, feedOff, r.a.traffic.ProbedAt())
@@ -38,8 +38,8 @@ func (r *sweepRun) readers(ctx context.Context, s *discovery.Run) error {
 // source is where the tail reads: the feed, or the allowlisted contracts'
 // own lists once Hiro has switched the feed off or when the lane's rate
 // cannot pay the feed at the chain's volume (discovery.PlanSource).
-func (r *sweepRun) source(contracts int, rate float64) discovery.Source {
-	before, now, t := r.a.traffic.Choose(r.hiro.Sunset(hiro.EndpointFeed), contracts, r.dc.TailEvery, rate)
+func (r *sweepRun) source(feedOff bool, contracts int, rate float64) discovery.Source {
+	before, now, t := r.a.traffic.Choose(feedOff, contracts, r.dc.TailEvery, rate)
 	if now != before {
 		r.log.Info("discovery.source", zap.String("from", string(before)), zap.String("to", string(now)),
 			zap.Float64("feedPerMinute", t.FeedPerMinute()), zap.Float64("contractsPerMinute", t.ContractsPerMinute()),
@@ -130,18 +130,12 @@ func (r *sweepRun) read(ctx context.Context, rd store.Reader, scan *discovery.Sc
 			return err
 		}
 	}
-	now := r.a.now()
 	r.held[rd.Name] = !scan.Done()
-	if scan.Done() && rd.Name == discovery.ReaderTail {
-		r.a.traffic.ReadTail(w.res.Requests)
-	}
 	if scan.Done() {
-		rd.Position = scan.Position()
-		if rd.Start == nil {
-			rd.Start = rd.Position
+		if rd.Name == discovery.ReaderTail {
+			r.a.traffic.ReadTail(w.res.Requests)
 		}
-		rd.Scan = discovery.State{}
-		rd.CoveredAt, rd.ScanBegan, rd.LastReadAt = rd.ScanBegan, nil, &now
+		rd.Covered(scan.Position(), r.a.now())
 		if g := scan.Gap(); g != nil {
 			if err := r.a.Store.RecordGap(ctx, rd.Name, *g); err != nil {
 				return err

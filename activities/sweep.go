@@ -246,17 +246,10 @@ func (r *sweepRun) finish(ctx context.Context, st discovery.Run, step discovery.
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	res := &r.res
-	res.Tiers = map[string]int{}
-	res.AgentsDue, res.LagSeconds, res.NextDueAt = 0, 0, nil
-	for _, t := range ingest.Tiers {
-		s := sum[t]
-		res.Tiers[string(t)] = s.Agents
-		res.AgentsDue += s.Due
-		res.LagSeconds = max(res.LagSeconds, s.MaxOverdue)
-		if s.Agents > 0 && (st.Agents.Next.IsZero() || s.NextRunAt.Before(st.Agents.Next)) {
-			st.Agents.Next = s.NextRunAt
-		}
+	res, tot := &r.res, store.Totals(sum)
+	res.Tiers, res.AgentsDue, res.LagSeconds, res.NextDueAt = tot.Tiers, tot.Due, tot.MaxOverdue, nil
+	if !tot.NextRunAt.IsZero() && (st.Agents.Next.IsZero() || tot.NextRunAt.Before(st.Agents.Next)) {
+		st.Agents.Next = tot.NextRunAt
 	}
 	st.Now = now
 	if at := discovery.NextRun(st); !at.IsZero() {
@@ -277,28 +270,14 @@ func (r *sweepRun) finish(ctx context.Context, st discovery.Run, step discovery.
 			// Hiro refused every request: the task waits for the window
 			// Hiro named, a day when the month is spent.
 			res.RateLimited = true
-			backoff := fault.MinuteQuotaBackoff
-			if res.MonthRemaining != nil && *res.MonthRemaining <= 0 {
-				backoff = fault.MonthQuotaBackoff
-			} else if st.Budget.Known && !st.Budget.RoomAt.IsZero() {
-				backoff = min(max(st.Budget.RoomAt.Sub(now), time.Second), fault.MinuteQuotaBackoff)
-			}
-			res.RateLimitBackoffMs = backoff.Milliseconds()
+			monthSpent := res.MonthRemaining != nil && *res.MonthRemaining <= 0
+			res.RateLimitBackoffMs = fault.RateLimitBackoff(monthSpent, st.Budget.RoomAt, now).Milliseconds()
 		}
 		r.log.Warn("sweep.stopped", zap.String("class", string(class)), zap.Error(stop), zap.Int("scanned", res.Scanned))
 		return *res, runError(class, res.Error, *res)
 	}
 	r.log.Info("sweep.summary", zap.Any("result", *res))
 	return *res, nil
-}
-
-// allocationCache keeps the optimal policy's last solution for
-// ingest.AllocationTTL.
-type allocationCache struct {
-	mu    sync.Mutex
-	at    time.Time
-	cfg   ingest.Config
-	alloc ingest.Allocation
 }
 
 // allocation solves the optimal policy for the budget lane has now, at
@@ -308,29 +287,19 @@ func (a *Activities) allocation(ctx context.Context, cfg ingest.Config, lane bud
 	if cfg.Policy != ingest.PolicyOptimal || a.Budget == nil {
 		return ingest.Allocation{}, nil
 	}
-	c := &a.plan
-	if lane == budget.LaneSweep {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if !c.at.IsZero() && c.cfg == cfg && now.Sub(c.at) < ingest.AllocationTTL {
-			return c.alloc, nil
+	solve := func() (ingest.Allocation, error) {
+		rates, err := a.Store.SwapRates(ctx, now)
+		if err != nil {
+			return ingest.Allocation{}, err
 		}
+		st, dbNow, err := a.Budget.Snapshot(ctx)
+		if err != nil {
+			return ingest.Allocation{}, err
+		}
+		return cfg.AllocateRequests(rates, st.Rate(a.Budget.Config(), lane, dbNow)*24*60), nil
 	}
-	rates, err := a.Store.SwapRates(ctx, now)
-	if err != nil {
-		return ingest.Allocation{}, err
+	if lane != budget.LaneSweep {
+		return solve()
 	}
-	st, dbNow, err := a.Budget.Snapshot(ctx)
-	if err != nil {
-		return ingest.Allocation{}, err
-	}
-	swaps := 0.0
-	for _, r := range rates {
-		swaps += r
-	}
-	alloc := cfg.Allocate(rates, ingest.VisitBudget(st.Rate(a.Budget.Config(), lane, dbNow)*24*60, swaps))
-	if lane == budget.LaneSweep {
-		c.at, c.cfg, c.alloc = now, cfg, alloc
-	}
-	return alloc, nil
+	return a.plan.Get(cfg, now, solve)
 }

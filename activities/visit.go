@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"slices"
 
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
@@ -40,9 +41,6 @@ type visit struct {
 // then each visit walks on alone. Its error is the database's (none: a
 // visit's ends the run through stop).
 func (r *sweepRun) visitBatch(ctx context.Context, due []store.AgentIngest) error {
-	r.mu.Lock()
-	before := r.res
-	r.mu.Unlock()
 	for _, agent := range due {
 		r.visited = append(r.visited, agent.Address)
 	}
@@ -71,14 +69,11 @@ func (r *sweepRun) visitBatch(ctx context.Context, due []store.AgentIngest) erro
 	}
 	concurrently(func(i int, ctx context.Context) { vs[i].carry(ctx) })
 	r.lastVisit = r.a.now()
-	r.mu.Lock()
-	after := r.res
-	r.mu.Unlock()
-	r.report(readerAgents, func(rep *pacer.ReaderReport) {
-		rep.Requests += after.Requests - before.Requests
-		rep.Pages += after.Scanned - before.Scanned
-		rep.Candidates += after.Found - before.Found
-	})
+	var batch pacer.SweepResult // the visits' counts, as carry added them to the run's
+	for _, v := range vs {
+		batch.Add(v.res)
+	}
+	r.addReader(readerAgents, store.ReaderCounts{Requests: batch.Requests, Pages: batch.Scanned, Candidates: batch.Found})
 	return nil
 }
 
@@ -127,38 +122,19 @@ func (v *visit) carry(ctx context.Context) {
 // down to reorgDepth blocks below the cursor or to the competition's
 // start.
 func (v *visit) newScan() *discovery.Scan {
-	var from *discovery.Position
-	if c := v.row.Cursor; c != nil {
-		from = &discovery.Position{BlockHeight: c.BlockHeight, TxIndex: c.TxIndex}
-	}
-	st := discovery.State{Token: string(v.row.VisitFrom)}
-	if t := v.row.VisitTop; t != nil {
-		st.Top = &discovery.Position{BlockHeight: t.BlockHeight, TxIndex: t.TxIndex}
-	}
+	from, st := v.row.Scan()
 	return discovery.NewScan(discovery.ScanConfig{From: from, MaxPages: reconcileMaxPages, Tokens: true, Agent: true,
 		Margin: reorgDepth, Since: v.run.verifier.CompetitionStart.Unix()}, st)
 }
 
-// pass walks the scan. It leaves row.VisitFrom and row.VisitTop where it
-// stopped, or, when it is done, the cursor advanced and the visit state
-// cleared.
+// pass walks the scan and records in the row where it stopped, or, when
+// it is done, the cursor advanced (store.AgentIngest.Walked).
 func (v *visit) pass(ctx context.Context) (complete bool) {
 	for v.step(ctx) {
 		recordProgress(ctx, v.run.progress())
 	}
-	st, row := v.scan.State(), &v.row
-	row.VisitFrom, row.VisitTop = hiro.PageToken(st.Token), nil
-	if st.Top != nil {
-		row.VisitTop = &hiro.Position{BlockHeight: st.Top.BlockHeight, TxIndex: st.Top.TxIndex}
-	}
-	if !v.scan.Done() {
-		return false
-	}
-	if p := v.scan.Position(); p != nil {
-		row.Cursor = &hiro.Position{BlockHeight: p.BlockHeight, TxIndex: p.TxIndex}
-	}
-	row.VisitFrom, row.VisitTop = "", nil
-	return true
+	v.row.Walked(v.scan)
+	return v.scan.Done()
 }
 
 // recheckPending looks again at the agent's pending transactions that the
@@ -169,12 +145,7 @@ func (v *visit) recheckPending(ctx context.Context) {
 		v.stop = &fault.Error{Class: pacer.ClassTransport, Op: "sweep " + v.row.Address, Err: err}
 		return
 	}
-	var ids []string
-	for _, txid := range txids {
-		if !v.seen[txid] {
-			ids = append(ids, txid)
-		}
-	}
+	ids := slices.DeleteFunc(txids, func(txid string) bool { return v.seen[txid] })
 	for _, o := range v.run.verifier.VerifyMany(ctx, ids, competition.SourceSweep) {
 		if o.Status == competition.StatusInserted || o.Status == competition.StatusRejected && o.Reason.Final() {
 			v.count(o)

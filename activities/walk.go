@@ -14,7 +14,6 @@ import (
 	"github.com/pacer-dev/pacer/internal/discovery"
 	"github.com/pacer-dev/pacer/internal/fault"
 	"github.com/pacer-dev/pacer/internal/hiro"
-	"github.com/pacer-dev/pacer/internal/store"
 )
 
 // walk is one walk of a list with a discovery.Scan (the chain's feed, a
@@ -208,18 +207,8 @@ func (w *walk) settle(ctx context.Context, sender string, o competition.Outcome,
 
 // count adds one outcome to the counts.
 func (w *walk) count(o competition.Outcome) {
-	w.res.Found++
-	w.res.Count(o.Class())
-	switch o.Status {
-	case competition.StatusInserted:
-		w.res.Inserted++
-	case competition.StatusAlreadyKnown:
-		w.res.AlreadyKnown++
-	case competition.StatusPending:
-		w.res.Pending++
-	case competition.StatusRejected:
-		w.res.Rejected++
-		w.res.RejectionReasons[string(o.Reason)]++
+	o.AddTo(&w.res)
+	if o.Status == competition.StatusRejected {
 		w.log.Info("sweep.rejected", zap.String("txid", o.TxID), zap.String("reason", string(o.Reason)),
 			zap.String("detail", o.Detail), zap.Bool("known", o.Known), zap.Error(o.Err))
 	}
@@ -229,28 +218,23 @@ func (w *walk) count(o competition.Outcome) {
 // spent ends it quietly: it goes on when the plan finds room. A refusal
 // by Hiro ends it the same way, counted as a refusal.
 func (w *walk) upstreamError(err error, what string) {
-	var spent *hiro.BudgetSpentError
-	isSpent := errors.As(err, &spent)
-	class := fault.ClassOf(err)
-	refused := class == pacer.ClassRateLimit && (!isSpent || errors.Is(err, store.ErrRefused))
-	if isSpent && !refused {
+	end := hiro.EndingOf(err)
+	if end == hiro.EndSpent {
 		w.spent = true
 		return
 	}
 	w.res.HiroErrors++
-	w.res.Count(class)
+	w.res.Count(fault.ClassOf(err))
 	var se *hiro.StatusError
 	if errors.As(err, &se) {
 		w.log.Warn("sweep.hiro_non_ok", zap.String("what", what), zap.Int("status", se.StatusCode), zap.Error(err))
 	} else {
 		w.log.Warn("sweep.hiro_failed", zap.String("what", what), zap.Error(err))
 	}
-	switch {
-	case refused && se != nil && se.Quota.MonthExhausted():
-		w.failed, w.stop = err, err
-	case refused:
+	switch end {
+	case hiro.EndRefused:
 		w.spent, w.refused = true, err
-	case class == pacer.ClassPermanent, class == pacer.ClassTransport:
+	case hiro.EndStop:
 		w.failed, w.stop = err, err
 	default:
 		w.failed = err

@@ -1,9 +1,13 @@
 package competition
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/fault"
 )
 
 func TestAllReasonsInSpecOrder(t *testing.T) {
@@ -94,4 +98,24 @@ func TestRejectionReasons(t *testing.T) {
 			require.Equal(t, tt.wantMap, RejectionReasons(tt.giveCounts))
 		})
 	}
+}
+
+func TestOutcomeAddsToASweepResult(t *testing.T) {
+	t.Parallel()
+	var r pacer.SweepResult
+	limited := &fault.Error{Class: pacer.ClassRateLimit, Op: "hiro", Err: errors.New("429")}
+	for _, o := range []Outcome{
+		{Status: StatusInserted},
+		{Status: StatusAlreadyKnown},
+		{Status: StatusPending},
+		{Status: StatusRejected, Reason: ReasonTxFailed},
+		{Status: StatusRejected, Reason: ReasonTxFetchFailed, Err: limited},
+		{Status: StatusRejected, Reason: ReasonTxFailed},
+	} {
+		o.AddTo(&r)
+	}
+	want := pacer.SweepResult{Found: 6, Inserted: 1, AlreadyKnown: 1, Pending: 1, Rejected: 3,
+		RejectionReasons: map[string]int{"tx_failed": 2, "tx_fetch_failed": 1}}
+	want.Run.Rejected, want.UpstreamFailed = 1, 1 // the rate limit's class
+	require.Equal(t, want, r)
 }

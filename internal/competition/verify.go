@@ -175,6 +175,27 @@ func (o Outcome) Class() pacer.ErrorClass {
 	return fault.ClassOf(o.Err)
 }
 
+// AddTo counts the outcome into a sweep's result: one allowlisted call
+// found, what became of it, and its error's class.
+func (o Outcome) AddTo(r *pacer.SweepResult) {
+	r.Found++
+	r.Count(o.Class())
+	switch o.Status {
+	case StatusInserted:
+		r.Inserted++
+	case StatusAlreadyKnown:
+		r.AlreadyKnown++
+	case StatusPending:
+		r.Pending++
+	case StatusRejected:
+		r.Rejected++
+		if r.RejectionReasons == nil {
+			r.RejectionReasons = map[string]int{}
+		}
+		r.RejectionReasons[string(o.Reason)]++
+	}
+}
+
 // Verifier runs the gates of SPEC §5.5. The same value serves the sweep and
 // the agent fast path; it is safe for concurrent use if its dependencies are.
 type Verifier struct {

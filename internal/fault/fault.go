@@ -57,3 +57,16 @@ const (
 	MinuteQuotaBackoff = 5 * time.Minute
 	MonthQuotaBackoff  = 24 * time.Hour
 )
+
+// RateLimitBackoff is how long a task Hiro refused waits: a day when the
+// month is spent, else until roomAt, when the budget has room again
+// (zero: not known), at least a second and at most MinuteQuotaBackoff.
+func RateLimitBackoff(monthSpent bool, roomAt, now time.Time) time.Duration {
+	switch {
+	case monthSpent:
+		return MonthQuotaBackoff
+	case roomAt.IsZero():
+		return MinuteQuotaBackoff
+	}
+	return min(max(roomAt.Sub(now), time.Second), MinuteQuotaBackoff)
+}

@@ -96,6 +96,50 @@ func (e *BudgetSpentError) Error() string {
 	return fmt.Sprintf("%s spent; retry in %s", cmp.Or(e.What, "hiro budget"), e.RetryAfter)
 }
 
+// ErrRefused joins the *BudgetSpentError of a Limiter that holds its
+// requests back because Hiro itself refused (a 429 with Retry-After), not
+// because the budget's own count is spent: a caller can tell a refusal
+// from a pace.
+var ErrRefused = errors.New("hiro refused: held until its retry-after")
+
+// Ending is how a failed request ends the work that sent it.
+type Ending int
+
+// Endings.
+const (
+	// EndSpent: the caller's budget share is spent; the work goes on
+	// when there is room, and nothing failed.
+	EndSpent Ending = iota
+	// EndRefused: Hiro refused (a rate limit, or a budget held back by
+	// one); the work goes on when there is room, counted as a refusal.
+	EndRefused
+	// EndRetry: trouble that may pass (a 5xx, a timeout): back off.
+	EndRetry
+	// EndStop: the work cannot go on (the month's quota spent, a request
+	// Hiro will never answer, the transport or the budget's store down).
+	EndStop
+)
+
+// EndingOf is how err, a request's failure, ends the work that sent it.
+func EndingOf(err error) Ending {
+	var spent *BudgetSpentError
+	isSpent := errors.As(err, &spent)
+	class := fault.ClassOf(err)
+	refused := class == pacer.ClassRateLimit && (!isSpent || errors.Is(err, ErrRefused))
+	var se *StatusError
+	switch {
+	case isSpent && !refused:
+		return EndSpent
+	case refused && errors.As(err, &se) && se.Quota.MonthExhausted():
+		return EndStop
+	case refused:
+		return EndRefused
+	case class == pacer.ClassPermanent, class == pacer.ClassTransport:
+		return EndStop
+	}
+	return EndRetry
+}
+
 // RetryAfter returns how long the upstream or the budget asked the caller to
 // wait before trying again, when err says so: a spent budget, or a 429 with
 // a positive Retry-After.

@@ -76,6 +76,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -416,6 +417,43 @@ func (p Prior) Smooth(rate float64) float64 {
 // again: swap rates and budgets move slowly, and solving sorts every
 // agent's rate.
 const AllocationTTL = 10 * time.Minute
+
+// Allocations keeps the last allocation solved for AllocationTTL. It is
+// safe for concurrent use.
+type Allocations struct {
+	mu    sync.Mutex
+	at    time.Time
+	cfg   Config
+	alloc Allocation
+}
+
+// Get is cfg's allocation at now: the one kept while it was solved for
+// cfg less than AllocationTTL before now, else solve's answer, kept when
+// it did not fail. Runs asking together wait for one solve.
+func (c *Allocations) Get(cfg Config, now time.Time, solve func() (Allocation, error)) (Allocation, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.at.IsZero() && c.cfg == cfg && now.Sub(c.at) < AllocationTTL {
+		return c.alloc, nil
+	}
+	alloc, err := solve()
+	if err != nil {
+		return Allocation{}, err
+	}
+	c.at, c.cfg, c.alloc = now, cfg, alloc
+	return alloc, nil
+}
+
+// AllocateRequests is Allocate for a budget of requestsPerDay: what the
+// visits have of it once the swaps' own detail requests are paid
+// (VisitBudget).
+func (c Config) AllocateRequests(rates []float64, requestsPerDay float64) Allocation {
+	swaps := 0.0
+	for _, r := range rates {
+		swaps += r
+	}
+	return c.Allocate(rates, VisitBudget(requestsPerDay, swaps))
+}
 
 // Allocate solves the optimal policy's water-filling for agents with the
 // given swap rates (a day) and a budget of visitsPerDay (one request a

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"errors"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -414,4 +415,40 @@ func TestEventsOnlyVisitsOnEventsAlone(t *testing.T) {
 	require.Equal(t, t0.Add(Dormant), a.NextRunAt, "after its history, an agent waits for an event")
 	failed := c.AfterVisit(Agent{Address: "a", NextRunAt: t0}, Visit{At: t0, Failed: true}, Allocation{})
 	require.Equal(t, t0.Add(2*c.HotEvery), failed.NextRunAt, "a failed visit backs off and tries again")
+}
+
+func TestAllocationsKeepASolveForItsTTL(t *testing.T) {
+	t.Parallel()
+	var c Allocations
+	cfg := Config{Policy: PolicyOptimal}.WithDefaults()
+	solves := 0
+	solve := func(scale float64) func() (Allocation, error) {
+		return func() (Allocation, error) { solves++; return Allocation{Scale: scale}, nil }
+	}
+	got, err := c.Get(cfg, t0, solve(1))
+	require.NoError(t, err)
+	require.InDelta(t, 1.0, got.Scale, 0)
+	got, _ = c.Get(cfg, t0.Add(AllocationTTL-time.Second), solve(2))
+	require.InDelta(t, 1.0, got.Scale, 0, "kept within the TTL")
+	require.Equal(t, 1, solves)
+
+	other := cfg
+	other.HotEvery *= 2
+	got, _ = c.Get(other, t0.Add(time.Second), solve(3))
+	require.InDelta(t, 3.0, got.Scale, 0, "another configuration solves again")
+	got, _ = c.Get(other, t0.Add(time.Second+AllocationTTL), solve(4))
+	require.InDelta(t, 4.0, got.Scale, 0, "and so does the TTL's end")
+
+	_, err = c.Get(cfg, t0.Add(time.Hour), func() (Allocation, error) { return Allocation{}, errors.New("no budget") })
+	require.Error(t, err)
+	got, _ = c.Get(other, t0.Add(time.Second+AllocationTTL), solve(5))
+	require.InDelta(t, 4.0, got.Scale, 0, "a failed solve keeps nothing")
+	require.Equal(t, 3, solves)
+}
+
+func TestAllocateRequestsPaysTheSwapsFirst(t *testing.T) {
+	t.Parallel()
+	cfg := Config{Policy: PolicyOptimal}.WithDefaults()
+	rates := []float64{0.5, 2, 10}
+	require.Equal(t, cfg.Allocate(rates, VisitBudget(300, 12.5)), cfg.AllocateRequests(rates, 300))
 }

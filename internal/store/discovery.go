@@ -93,6 +93,18 @@ func (rd Reader) Report(rep *pacer.ReaderReport, every time.Duration, now time.T
 	}
 }
 
+// Covered records a complete read that found the reader's list down to
+// pos at now: its position (and its start, the first time), no scan cut
+// short, and everything mined before the scan began covered.
+func (rd *Reader) Covered(pos *discovery.Position, now time.Time) {
+	rd.Position = pos
+	if rd.Start == nil {
+		rd.Start = pos
+	}
+	rd.Scan = discovery.State{}
+	rd.CoveredAt, rd.ScanBegan, rd.LastReadAt = rd.ScanBegan, nil, &now
+}
+
 // ReaderCounts is what one read adds to a reader's counts.
 type ReaderCounts struct {
 	Requests, Pages, Candidates int

@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -8,6 +9,8 @@ import (
 
 	"github.com/pacer-dev/pacer"
 	"github.com/pacer-dev/pacer/internal/discovery"
+	"github.com/pacer-dev/pacer/internal/hiro"
+	"github.com/pacer-dev/pacer/internal/ingest"
 	"github.com/pacer-dev/pacer/internal/store"
 )
 
@@ -62,4 +65,66 @@ func TestReaderReportsItsStanding(t *testing.T) {
 	var never pacer.ReaderReport
 	store.Reader{}.Report(&never, time.Minute, now)
 	require.Equal(t, pacer.ReaderReport{}, never, "never read: no position, no next read")
+}
+
+func TestAgentIngestKeepsWhereAVisitStands(t *testing.T) {
+	t.Parallel()
+	list := func(from, to int64) []hiro.Entry { // newest first, heights to..from
+		var out []hiro.Entry
+		for h := to; h >= from; h-- {
+			out = append(out, hiro.Entry{TxID: fmt.Sprintf("0x%d", h), BlockHeight: h, Canonical: true, TxStatus: "success",
+				TxType: hiro.TxTypeContractCall, BlockTime: 1000 + h})
+		}
+		return out
+	}
+	row := store.AgentIngest{Cursor: &hiro.Position{BlockHeight: 10, TxIndex: 1}}
+	from, st := row.Scan()
+	require.Equal(t, &discovery.Position{BlockHeight: 10, TxIndex: 1}, from)
+	require.Equal(t, discovery.State{}, st, "no visit cut short")
+
+	// A first page, and the budget stops the visit: the next goes on.
+	s := discovery.NewScan(discovery.ScanConfig{From: from, Tokens: true, Agent: true}, st)
+	s.AddList(list(20, 30), "p2")
+	s.Commit()
+	row.Walked(s)
+	require.Equal(t, hiro.PageToken("p2"), row.VisitFrom)
+	require.Equal(t, &hiro.Position{BlockHeight: 30}, row.VisitTop)
+	require.Equal(t, int64(10), row.Cursor.BlockHeight, "the cursor waits for the whole range")
+	from, st = row.Scan()
+	require.Equal(t, discovery.State{Token: "p2", Top: &discovery.Position{BlockHeight: 30}}, st)
+
+	// It goes on and reaches the cursor: the cursor advances to the top.
+	s = discovery.NewScan(discovery.ScanConfig{From: from, Tokens: true, Agent: true}, st)
+	s.AddList(list(9, 19), "")
+	s.Commit()
+	require.True(t, s.Done())
+	row.Walked(s)
+	require.Equal(t, &hiro.Position{BlockHeight: 30}, row.Cursor)
+	require.Empty(t, row.VisitFrom)
+	require.Nil(t, row.VisitTop)
+}
+
+func TestReaderCoveredAfterACompleteRead(t *testing.T) {
+	t.Parallel()
+	began, now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC), time.Date(2026, 6, 1, 12, 1, 0, 0, time.UTC)
+	first := &discovery.Position{BlockHeight: 5}
+	rd := store.Reader{Scan: discovery.State{Top: first}, ScanBegan: &began}
+	rd.Covered(first, now)
+	require.Equal(t, store.Reader{Position: first, Start: first, CoveredAt: &began, LastReadAt: &now}, rd)
+	next := &discovery.Position{BlockHeight: 9}
+	rd.Covered(next, now)
+	require.Equal(t, first, rd.Start, "the start stays where the reader began")
+	require.Equal(t, next, rd.Position)
+	require.Nil(t, rd.CoveredAt, "no scan had begun")
+}
+
+func TestTotalsAddTheTiersUp(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	got := store.Totals(map[ingest.Tier]store.TierSummary{
+		ingest.Hot:  {Agents: 2, Due: 1, MaxOverdue: 30, NextRunAt: at.Add(time.Minute)},
+		ingest.Cold: {Agents: 5, Due: 3, MaxOverdue: 90, NextRunAt: at},
+	})
+	require.Equal(t, store.IngestTotals{Tiers: map[string]int{"hot": 2, "warm": 0, "cold": 5}, Due: 4, MaxOverdue: 90, NextRunAt: at}, got)
+	require.Equal(t, store.IngestTotals{Tiers: map[string]int{"hot": 0, "warm": 0, "cold": 0}}, store.Totals(nil), "no agents")
 }

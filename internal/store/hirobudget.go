@@ -150,11 +150,6 @@ func (b *SharedBudget) PlanView(ctx context.Context, lane budget.Lane, now time.
 	return v, minute, month, nil
 }
 
-// ErrRefused joins the *hiro.BudgetSpentError of a lane held back because
-// Hiro itself refused (a 429 with Retry-After), not because the budget's
-// own count is spent: a caller can tell a refusal from a pace.
-var ErrRefused = errors.New("hiro refused: held until its retry-after")
-
 // Limiter is one lane of a SharedBudget as the Hiro client's Limiter.
 type Limiter struct {
 	budget  *SharedBudget
@@ -193,7 +188,7 @@ func (l *Limiter) Wait(ctx context.Context) error {
 		if time.Until(deadline) < d.RetryIn {
 			spent := &hiro.BudgetSpentError{RetryAfter: d.RetryIn, What: fmt.Sprintf("the %s lane's %s budget", l.lane, d.Why), Why: d.Why}
 			if d.Why == budget.WhyBlocked {
-				return errors.Join(spent, ErrRefused)
+				return errors.Join(spent, hiro.ErrRefused)
 			}
 			return spent
 		}

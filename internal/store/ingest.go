@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pacer-dev/pacer/internal/discovery"
 	"github.com/pacer-dev/pacer/internal/hiro"
 	"github.com/pacer-dev/pacer/internal/ingest"
 )
@@ -39,6 +40,38 @@ const (
 	IngestOK    = "ok"
 	IngestError = "error"
 )
+
+// Scan is where a visit's walk of the agent's list goes on from: the
+// cursor it reads down to (nil before the first complete visit) and the
+// state of a visit cut short (the zero State: none).
+func (a AgentIngest) Scan() (from *discovery.Position, st discovery.State) {
+	if c := a.Cursor; c != nil {
+		from = &discovery.Position{BlockHeight: c.BlockHeight, TxIndex: c.TxIndex}
+	}
+	st.Token = string(a.VisitFrom)
+	if t := a.VisitTop; t != nil {
+		st.Top = &discovery.Position{BlockHeight: t.BlockHeight, TxIndex: t.TxIndex}
+	}
+	return from, st
+}
+
+// Walked records where a visit's scan of the list stands: once it is
+// done, the cursor advanced to its position and no visit cut short; else
+// where the next visit goes on from.
+func (a *AgentIngest) Walked(scan *discovery.Scan) {
+	st := scan.State()
+	a.VisitFrom, a.VisitTop = hiro.PageToken(st.Token), nil
+	if st.Top != nil {
+		a.VisitTop = &hiro.Position{BlockHeight: st.Top.BlockHeight, TxIndex: st.Top.TxIndex}
+	}
+	if !scan.Done() {
+		return
+	}
+	if p := scan.Position(); p != nil {
+		a.Cursor = &hiro.Position{BlockHeight: p.BlockHeight, TxIndex: p.TxIndex}
+	}
+	a.VisitFrom, a.VisitTop = "", nil
+}
 
 // position is a cursor as agent_ingest stores it.
 type position struct {
@@ -199,6 +232,32 @@ type TierSummary struct {
 	OverdueP99 float64
 	// NextRunAt is the tier's earliest next_run_at.
 	NextRunAt time.Time
+}
+
+// IngestTotals is an IngestSummary over every tier.
+type IngestTotals struct {
+	// Tiers are each tier's agents, Due the agents due.
+	Tiers map[string]int
+	Due   int
+	// MaxOverdue is how far past its next_run_at the most overdue agent
+	// is, in seconds; NextRunAt the earliest next_run_at (zero: no agent).
+	MaxOverdue float64
+	NextRunAt  time.Time
+}
+
+// Totals adds a summary's tiers up.
+func Totals(sum map[ingest.Tier]TierSummary) IngestTotals {
+	t := IngestTotals{Tiers: map[string]int{}}
+	for _, tier := range ingest.Tiers {
+		s := sum[tier]
+		t.Tiers[string(tier)] = s.Agents
+		t.Due += s.Due
+		t.MaxOverdue = max(t.MaxOverdue, s.MaxOverdue)
+		if s.Agents > 0 && (t.NextRunAt.IsZero() || s.NextRunAt.Before(t.NextRunAt)) {
+			t.NextRunAt = s.NextRunAt
+		}
+	}
+	return t
 }
 
 // IngestSummary summarises agent_ingest at now, per tier; tiers without an
