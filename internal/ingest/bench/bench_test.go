@@ -12,6 +12,7 @@ import (
 	"github.com/pacer-dev/pacer/internal/ingest"
 	pbench "github.com/pacer-dev/pacer/internal/pacing/bench"
 	simulator "github.com/pacer-dev/pacer/internal/sim"
+	"github.com/pacer-dev/pacer/internal/store"
 )
 
 // TestDueSetIsTheDueOrder: the simulation's due set hands out the agents
@@ -38,7 +39,7 @@ func TestDueSetIsTheDueOrder(t *testing.T) {
 			x.future.push(a)
 			want = append(want, a.Agent)
 		}
-		x.future.push(&agent{Agent: ingest.Agent{Address: "later", NextRunAt: now.Add(time.Minute)}})
+		x.future.push(&agent{AgentIngest: store.AgentIngest{Agent: ingest.Agent{Address: "later", NextRunAt: now.Add(time.Minute)}}})
 		slices.SortFunc(want, func(a, b ingest.Agent) int { return cmpBy(x.cfg.Less(a, b, now), x.cfg.Less(b, a, now)) })
 		x.promote(now)
 		var got []ingest.Agent
@@ -116,16 +117,16 @@ func TestVisitCutShortGoesOn(t *testing.T) {
 		a.NextRunAt = now // due at every minute
 		x.promote(now)
 		x.visitBatch(&now, 1)
-		cut = cut || a.resume.Token != ""
+		cut = cut || a.VisitFrom != ""
 		x.visited = x.visited[:0]
 		x.future.push(a)
 		now = now.Add(time.Minute)
 	}
 	require.True(t, cut, "the budget cut a visit short")
-	require.Empty(t, a.resume.Token)
+	require.Empty(t, a.VisitFrom)
 	for j, tx := range w.Agents[0].Txs {
 		mined := !simulator.BlockOf(tx.At).After(now.Add(-time.Minute))
 		require.Equal(t, tx.Swap && mined, !x.found[0][j].IsZero(), "tx %d", j)
 	}
-	require.NotNil(t, a.cursor)
+	require.NotNil(t, a.Cursor)
 }

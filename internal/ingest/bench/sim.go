@@ -129,7 +129,7 @@ type sim struct {
 	future, due, waiting *agentHeap
 	dueAt                time.Time
 	alloc                ingest.Allocation
-	allocAt              time.Time
+	allocs               ingest.Allocations
 	// visited are the agents the run visited: the store's due query
 	// passes them over until the run ends (the sweep's r.visited).
 	visited []*agent
@@ -173,8 +173,8 @@ func (x *sim) run(now *time.Time) time.Time {
 	x.visited = x.visited[:0]
 	if x.c != nil {
 		x.decideSource(began)
-	} else if x.cfg.Policy == ingest.PolicyOptimal && (x.allocAt.IsZero() || began.Sub(x.allocAt) >= ingest.AllocationTTL) {
-		x.alloc, x.allocAt = x.allocate(began), began
+	} else if x.cfg.Policy == ingest.PolicyOptimal {
+		x.alloc, _ = x.allocs.Get(x.cfg, began, func() (ingest.Allocation, error) { return x.allocate(began) })
 	}
 	for now.Before(x.w.End) {
 		st := x.state(*now, began, held)

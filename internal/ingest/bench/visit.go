@@ -12,6 +12,7 @@ import (
 	"github.com/pacer-dev/pacer/internal/hiro"
 	"github.com/pacer-dev/pacer/internal/ingest"
 	simulator "github.com/pacer-dev/pacer/internal/sim"
+	"github.com/pacer-dev/pacer/internal/store"
 )
 
 // The agents mode's visits walk each agent's own list as the sweep's do
@@ -23,16 +24,14 @@ const (
 	visitMaxPages = 1 << 20 // activities' reconcileMaxPages
 )
 
-// agent is one agent's state in the agents mode: the policy's view
-// (ingest.Agent, updated by the policy's own AfterVisit) and its row's
-// walk, as agent_ingest keeps it: the cursor, and where a visit cut short
-// goes on (resume: the scan's token and top, VisitFrom and VisitTop).
+// agent is one agent's state in the agents mode: its agent_ingest row, as
+// the sweep keeps it (the policy's view, ingest.Agent, updated by the
+// policy's own AfterVisit; the cursor, and where a visit cut short goes
+// on: Scan, Walked).
 type agent struct {
-	ingest.Agent
-	i      int
-	spec   *AgentSpec
-	cursor *discovery.Position
-	resume discovery.State
+	store.AgentIngest
+	i    int
+	spec *AgentSpec
 	// pos is where the agent sits in each heap of the due set, from 1
 	// (0: not in it).
 	pos [3]int
@@ -137,15 +136,16 @@ func (x *sim) visitBatch(now *time.Time, n int) {
 // newScan is a's visit's walk of its list: on from where a visit cut short
 // stopped, else from the newest entry.
 func (x *sim) newScan(a *agent) *discovery.Scan {
-	return discovery.NewScan(discovery.ScanConfig{From: a.cursor, MaxPages: visitMaxPages, Tokens: true, Agent: true,
-		Margin: reorgDepth, Since: x.w.Start.Unix()}, a.resume)
+	from, st := a.Scan()
+	return discovery.NewScan(discovery.ScanConfig{From: from, MaxPages: visitMaxPages, Tokens: true, Agent: true,
+		Margin: reorgDepth, Since: x.w.Start.Unix()}, st)
 }
 
 // carry carries a visit on from its first page: a visit cut short before
 // goes on from where it stopped and, with that range done, a fresh pass
 // reads what arrived meanwhile. The policy then learns how it went.
 func (x *sim) carry(v *visit, now *time.Time) {
-	resumed := v.a.resume.Token != ""
+	resumed := v.a.VisitFrom != ""
 	complete := x.pass(v, now)
 	if complete && resumed {
 		v.scan = x.newScan(v.a)
@@ -155,8 +155,7 @@ func (x *sim) carry(v *visit, now *time.Time) {
 }
 
 // pass walks the visit's scan, each page committed once every swap on it
-// has its row; it leaves the agent's resume where the budget stopped it,
-// or, when the scan is done, the cursor advanced and resume cleared.
+// has its row, and records where it stands in the agent's row (Walked).
 func (x *sim) pass(v *visit, now *time.Time) bool {
 	for !v.scan.Done() {
 		p := v.first
@@ -172,12 +171,8 @@ func (x *sim) pass(v *visit, now *time.Time) bool {
 		v.swaps = append(v.swaps, p.swaps...)
 		v.scan.Commit()
 	}
-	if st := v.scan.State(); !v.scan.Done() {
-		v.a.resume = discovery.State{Token: st.Token, Top: st.Top}
-		return false
-	}
-	v.a.cursor, v.a.resume = v.scan.Position(), discovery.State{}
-	return true
+	v.a.Walked(v.scan)
+	return v.scan.Done()
 }
 
 // read reads the visit's next page and picks its candidates; nil when the
@@ -226,15 +221,12 @@ func (x *sim) list(a *agent, now time.Time, token string) (entries []hiro.Entry,
 // allocate solves the optimal policy as the activity does: every agent's
 // smoothed rate, and the visits the sweep lane's rate leaves after the
 // swaps' own detail requests.
-func (x *sim) allocate(now time.Time) ingest.Allocation {
+func (x *sim) allocate(now time.Time) (ingest.Allocation, error) {
 	rates := make([]float64, len(x.agents))
-	swaps := 0.0
 	for i, a := range x.agents {
 		rates[i] = a.RateAt(now)
-		swaps += rates[i]
 	}
-	perDay := x.st.Rate(x.bcfg, budget.LaneSweep, now) * 24 * 60
-	return x.cfg.Allocate(rates, ingest.VisitBudget(perDay, swaps))
+	return x.cfg.AllocateRequests(rates, x.st.Rate(x.bcfg, budget.LaneSweep, now)*24*60), nil
 }
 
 // agentHeap is a heap of agents that knows where each agent sits, so an
