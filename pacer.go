@@ -3,7 +3,11 @@
 // the activities, the HTTP API and the CLI can all import it.
 package pacer
 
-import "time"
+import (
+	"maps"
+	"math"
+	"time"
+)
 
 // Task names are fixed by the product contract: they appear in signals,
 // updates, the status document and metrics.
@@ -61,6 +65,17 @@ type Run struct {
 
 // Meta gives generic code the run part of a result.
 func (r *Run) Meta() *Run { return r }
+
+// Left records what a budget had left, as it stands: the minute's and
+// the month's (nil: no month quota).
+func (r *Run) Left(minute int64, month *int64) {
+	m := int(min(minute, math.MaxInt32))
+	r.MinuteRemaining, r.MonthRemaining = &m, nil
+	if month != nil {
+		n := int(min(*month, math.MaxInt32))
+		r.MonthRemaining = &n
+	}
+}
 
 // Count counts a failed call against the upstream when the failure was
 // the upstream's own (rate_limit, server_error, timeout; not an item
@@ -271,6 +286,22 @@ func (r *SweepResult) Add(v SweepResult) {
 	for k, n := range v.RejectionReasons {
 		r.RejectionReasons[k] += n
 	}
+}
+
+// Clone is a copy of the result that shares none of its maps.
+func (r SweepResult) Clone() SweepResult {
+	r.RejectionReasons, r.Tiers, r.Readers = maps.Clone(r.RejectionReasons), maps.Clone(r.Tiers), maps.Clone(r.Readers)
+	return r
+}
+
+// Report updates the run's report of the reader name with f.
+func (r *SweepResult) Report(name string, f func(*ReaderReport)) {
+	if r.Readers == nil {
+		r.Readers = map[string]ReaderReport{}
+	}
+	rep := r.Readers[name]
+	f(&rep)
+	r.Readers[name] = rep
 }
 
 // Successes is what the pacing controller counts as the run's successful

@@ -1,6 +1,7 @@
 package pacer
 
 import (
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -37,4 +38,38 @@ func TestSweepResultAddAndCount(t *testing.T) {
 		RejectionReasons: map[string]int{"tx_failed": 2}}
 	want.Requests, want.Run.Rejected, want.UpstreamFailed = 10, 2, 4
 	require.Equal(t, want, run)
+}
+
+func TestRunLeftKeepsWhatTheBudgetHad(t *testing.T) {
+	var r Run
+	month := int64(1) << 40
+	r.Left(12, &month)
+	if *r.MinuteRemaining != 12 || *r.MonthRemaining != math.MaxInt32 {
+		t.Errorf("Left(12, 2^40) = %d, %d; want 12 and the clamp", *r.MinuteRemaining, *r.MonthRemaining)
+	}
+	r.Left(3, nil)
+	if *r.MinuteRemaining != 3 || r.MonthRemaining != nil {
+		t.Errorf("Left(3, nil): the month must go, as it stands")
+	}
+}
+
+func TestSweepResultReportUpdatesAReader(t *testing.T) {
+	var r SweepResult
+	r.Report("tail", func(rep *ReaderReport) { rep.Pages += 2 })
+	r.Report("tail", func(rep *ReaderReport) { rep.Pages++; rep.Source = "feed" })
+	if got := r.Readers["tail"]; got.Pages != 3 || got.Source != "feed" || len(r.Readers) != 1 {
+		t.Errorf("Readers = %+v", r.Readers)
+	}
+}
+
+func TestSweepResultCloneSharesNoMap(t *testing.T) {
+	r := SweepResult{RejectionReasons: map[string]int{"tx_failed": 1}, Tiers: map[string]int{"hot": 2},
+		Readers: map[string]ReaderReport{"tail": {Pages: 1}}}
+	c := r.Clone()
+	c.RejectionReasons["tx_failed"]++
+	c.Tiers["hot"]++
+	c.Readers["tail"] = ReaderReport{Pages: 9}
+	require.Equal(t, 1, r.RejectionReasons["tx_failed"])
+	require.Equal(t, 2, r.Tiers["hot"])
+	require.Equal(t, 1, r.Readers["tail"].Pages)
 }

@@ -30,7 +30,8 @@ import (
 	"github.com/pacer-dev/pacer/internal/webhook"
 )
 
-// DiscoveryConfig is how the sweep finds swaps (SPEC §5.0).
+// DiscoveryConfig is discovery.Config, kept for the callers that name it
+// (workflows' tests among them).
 type DiscoveryConfig = discovery.Config
 
 // Activities holds the dependencies of every activity.
@@ -53,7 +54,7 @@ type Activities struct {
 	// Ingest is the sweep's visit policy (SPEC §5.3).
 	Ingest ingest.Config
 	// Discovery is how the sweep finds swaps (SPEC §5.0).
-	Discovery DiscoveryConfig
+	Discovery discovery.Config
 	// Budget is the one Hiro budget every process shares (SPEC §5.4); nil
 	// leaves the optimal policy without a budget to plan by.
 	Budget *store.SharedBudget
@@ -190,8 +191,8 @@ type Options struct {
 	// Ingest is the sweep's visit policy; zero fields take the defaults.
 	Ingest ingest.Config
 	// Discovery is how the sweep finds swaps; zero fields take the
-	// defaults (see DiscoveryConfig.WithDefaults).
-	Discovery DiscoveryConfig
+	// defaults (see discovery.Config.WithDefaults).
+	Discovery discovery.Config
 	// Schedules: see Activities.Schedules.
 	Schedules cron.Schedules
 	// Sleep replaces the upstream clients' in-attempt retry waits (tests).
@@ -299,7 +300,7 @@ func newRegistryClient(o Options) *registry.Client {
 
 // ingestFor is the visit policy under a discovery mode: reading the chain,
 // agents are visited for their history and then on events alone.
-func ingestFor(c ingest.Config, d DiscoveryConfig) ingest.Config {
+func ingestFor(c ingest.Config, d discovery.Config) ingest.Config {
 	c = c.WithDefaults()
 	c.EventsOnly = d.WithDefaults().Mode == discovery.ModeTail
 	return c

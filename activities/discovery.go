@@ -86,10 +86,7 @@ func (r *sweepRun) readContract(ctx context.Context, name string) error {
 		if err != nil {
 			return err
 		}
-		if tail.Start != nil {
-			start := *tail.Start
-			rd.Position, rd.Start = &start, &start
-		} // else the feed never served: the list's first read finds its head
+		rd.BeginAt(tail.Start)
 	}
 	scan := discovery.NewScan(discovery.ScanConfig{From: rd.Position, MaxPages: reconcileMaxPages, Tokens: true}, rd.Scan)
 	return r.read(ctx, rd, scan, strings.TrimPrefix(name, discovery.ContractPrefix))
@@ -153,12 +150,7 @@ func (r *sweepRun) read(ctx context.Context, rd store.Reader, scan *discovery.Sc
 func (r *sweepRun) report(name string, f func(*pacer.ReaderReport)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.res.Readers == nil {
-		r.res.Readers = map[string]pacer.ReaderReport{}
-	}
-	rep := r.res.Readers[name]
-	f(&rep)
-	r.res.Readers[name] = rep
+	r.res.Report(name, f)
 }
 
 // addReader adds one read's counts to the run's report of the reader.
@@ -178,11 +170,7 @@ func (r *sweepRun) reportReaders(ctx context.Context, st discovery.Run) error {
 	if err != nil {
 		return err
 	}
-	var contracts []string
-	for _, c := range r.a.Catalog.Contracts() {
-		contracts = append(contracts, discovery.ContractReader(c))
-	}
-	open, err := r.a.Store.FillGaps(ctx, contracts)
+	open, err := r.a.Store.FillGaps(ctx, discovery.ContractReaders(r.a.Catalog.Contracts()))
 	if err != nil {
 		return err
 	}

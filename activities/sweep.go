@@ -3,7 +3,6 @@ package activities
 import (
 	"context"
 	"maps"
-	"math"
 	"sync"
 	"time"
 
@@ -65,7 +64,7 @@ type sweepRun struct {
 	log     *zap.Logger
 	in      pacer.SweepInput
 	cfg     ingest.Config
-	dc      DiscoveryConfig
+	dc      discovery.Config
 	alloc   ingest.Allocation
 	started time.Time
 	// lane, hiro and verifier are the run's: the sweep's, or the manual
@@ -143,11 +142,9 @@ func (r *sweepRun) execute(ctx context.Context, step discovery.Step, due []store
 	case discovery.ReadContract:
 		return r.readContract(ctx, step.Reader)
 	case discovery.Visit:
-		return r.visitBatch(ctx, due[:step.Agents])
+		r.visitBatch(ctx, due[:step.Agents])
 	case discovery.Wait:
-		if err := wait.Sleep(ctx, step.Until.Sub(r.a.now())); err != nil {
-			return nil // the loop reports the cancellation
-		}
+		_ = wait.Sleep(ctx, step.Until.Sub(r.a.now())) // a cancellation: the loop reports it
 	}
 	return nil
 }
@@ -199,12 +196,7 @@ func (r *sweepRun) budget(ctx context.Context, now time.Time) (b discovery.Budge
 		return b
 	}
 	r.mu.Lock()
-	m := int(min(minute, math.MaxInt32))
-	r.res.MinuteRemaining, r.res.MonthRemaining = &m, nil
-	if month != nil {
-		n := int(min(*month, math.MaxInt32))
-		r.res.MonthRemaining = &n
-	}
+	r.res.Left(minute, month)
 	r.mu.Unlock()
 	v.ReadCost = b.ReadCost
 	return v
@@ -214,11 +206,7 @@ func (r *sweepRun) budget(ctx context.Context, now time.Time) (b discovery.Budge
 func (r *sweepRun) progress() any {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	p := sweepProgress{Result: r.res}
-	p.Result.RejectionReasons = maps.Clone(r.res.RejectionReasons)
-	p.Result.Tiers = maps.Clone(r.res.Tiers)
-	p.Result.Readers = maps.Clone(r.res.Readers)
-	return p
+	return sweepProgress{Result: r.res.Clone()}
 }
 
 // fail ends the run as a whole with class.

@@ -38,9 +38,9 @@ type visit struct {
 
 // visitBatch visits a batch of agents (the plan's Visit step): their first
 // pages read concurrently and the calls on all of them verified together,
-// then each visit walks on alone. Its error is the database's (none: a
-// visit's ends the run through stop).
-func (r *sweepRun) visitBatch(ctx context.Context, due []store.AgentIngest) error {
+// then each visit walks on alone. A visit's database error ends the run
+// through stop.
+func (r *sweepRun) visitBatch(ctx context.Context, due []store.AgentIngest) {
 	for _, agent := range due {
 		r.visited = append(r.visited, agent.Address)
 	}
@@ -74,7 +74,6 @@ func (r *sweepRun) visitBatch(ctx context.Context, due []store.AgentIngest) erro
 		batch.Add(v.res)
 	}
 	r.addReader(readerAgents, store.ReaderCounts{Requests: batch.Requests, Pages: batch.Scanned, Candidates: batch.Found})
-	return nil
 }
 
 // carry carries one agent's visit out from its first page and saves how

@@ -55,6 +55,15 @@ const (
 // ContractReader is the reader name of a contract's own list.
 func ContractReader(contractID string) string { return ContractPrefix + contractID }
 
+// ContractReaders are the readers of the contracts' lists.
+func ContractReaders(contractIDs []string) []string {
+	names := make([]string, len(contractIDs))
+	for i, c := range contractIDs {
+		names[i] = ContractReader(c)
+	}
+	return names
+}
+
 // Defaults (SPEC §2).
 const (
 	DefaultTailEvery      = 10 * time.Second

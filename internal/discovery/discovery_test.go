@@ -312,3 +312,8 @@ func TestAgentScanHandsOutItsWholeListDownToTheMargin(t *testing.T) {
 	require.Len(t, p.Fresh, 13, "20 down to 8")
 	require.False(t, s.Again(p.Fresh[0]))
 }
+
+func TestContractReaders(t *testing.T) {
+	require.Equal(t, []string{"contract:SP1.dex", "contract:SP2.pool"}, ContractReaders([]string{"SP1.dex", "SP2.pool"}))
+	require.Empty(t, ContractReaders(nil))
+}

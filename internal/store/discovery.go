@@ -70,8 +70,7 @@ func PlanReaders(s *discovery.Run, rows []Reader, contracts []string, held map[s
 	if tail.Start == nil && !s.ContractsAreTail {
 		return // the tail has not begun: nothing to reconcile yet
 	}
-	for _, c := range contracts {
-		name := discovery.ContractReader(c)
+	for _, name := range discovery.ContractReaders(contracts) {
 		s.Contracts = append(s.Contracts, byName[name].Plan(name, held[name]))
 	}
 }
@@ -90,6 +89,16 @@ func (rd Reader) Report(rep *pacer.ReaderReport, every time.Duration, now time.T
 			at = now.UTC()
 		}
 		rep.NextDueAt = &at
+	}
+}
+
+// BeginAt begins a reader not yet written at start, where the tail
+// began, so that together they leave nothing out (nil: the feed never
+// served, and the list's first read finds its head).
+func (rd *Reader) BeginAt(start *discovery.Position) {
+	if start != nil {
+		s := *start
+		rd.Position, rd.Start = &s, &s
 	}
 }
 

@@ -128,3 +128,17 @@ func TestTotalsAddTheTiersUp(t *testing.T) {
 	require.Equal(t, store.IngestTotals{Tiers: map[string]int{"hot": 2, "warm": 0, "cold": 5}, Due: 4, MaxOverdue: 90, NextRunAt: at}, got)
 	require.Equal(t, store.IngestTotals{Tiers: map[string]int{"hot": 0, "warm": 0, "cold": 0}}, store.Totals(nil), "no agents")
 }
+
+func TestReaderBeginsWhereTheTailBegan(t *testing.T) {
+	t.Parallel()
+	start := &discovery.Position{BlockHeight: 42, TxIndex: 3}
+	var rd store.Reader
+	rd.BeginAt(start)
+	require.Equal(t, start, rd.Position)
+	require.Equal(t, start, rd.Start)
+	start.BlockHeight = 1
+	require.Equal(t, int64(42), rd.Position.BlockHeight, "a copy: the tail's row is not the reader's")
+	var fresh store.Reader
+	fresh.BeginAt(nil)
+	require.Nil(t, fresh.Position, "the feed never served: the list's first read finds its head")
+}
