@@ -781,9 +781,8 @@ func (g *generator) deployTx(sender string, at time.Time) *worldTx {
 func (g *generator) offListTx(sender string, at time.Time) *worldTx {
 	t := g.tokens
 	if g.rng.IntN(2) == 0 {
-		tx := g.swapTx(CaseOffList, sender, route{contract: arkadikoSwap, function: "swap-x-for-y",
+		return g.swapTx(CaseOffList, sender, route{contract: arkadikoSwap, function: "swap-x-for-y",
 			path: []Token{t.stx, t.stables[0]}, pools: []string{arkadikoSwap}}, at)
-		return tx
 	}
 	y := g.pick(t.traded)
 	pool := xykPool(t.stx, y)

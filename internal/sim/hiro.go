@@ -607,13 +607,8 @@ func blockFloor(t time.Time) time.Time {
 }
 
 // BlockOf is the first block at or after t: the block a transaction sent
-// at t is mined in.
-func BlockOf(t time.Time) time.Time {
-	if f := blockFloor(t); f.Before(t) {
-		return f.Add(stacksBlockPeriod * time.Second)
-	}
-	return t.Truncate(time.Second).UTC()
-}
+// at t is mined in (the slot of the last nanosecond before the next one).
+func BlockOf(t time.Time) time.Time { return blockFloor(t.Add(BlockPeriod - time.Nanosecond)) }
 
 // eventWindow is the part of a transaction's events an answer carries; the
 // zero value carries none, as list results do.
