@@ -94,10 +94,7 @@ func (w *World) makeReorgs(cfg Reorgs, txs []*worldTx, present time.Time) {
 	far := present.Add(100 * 365 * 24 * time.Hour)
 	var heights []int64
 	for h, b := range blocks {
-		if spoilt[h] {
-			continue
-		}
-		if slices.ContainsFunc(b, func(tx *worldTx) bool { return w.makesRow(tx, far) }) {
+		if !spoilt[h] && slices.ContainsFunc(b, func(tx *worldTx) bool { return w.makesRow(tx, far) }) {
 			heights = append(heights, h)
 		}
 	}
