@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -55,13 +56,8 @@ const (
 )
 
 func (c ChainConfig) withDefaults() ChainConfig {
-	if c.Volume == 0 {
-		c.Volume = DefaultChainVolume
-	}
-	if c.ForkShare == 0 {
-		c.ForkShare = defaultForkShare
-	}
-	c.ForkShare = min(max(c.ForkShare, 0), 1)
+	c.Volume = cmp.Or(c.Volume, DefaultChainVolume)
+	c.ForkShare = min(max(cmp.Or(c.ForkShare, defaultForkShare), 0), 1)
 	return c
 }
 
@@ -167,8 +163,10 @@ func (c *chain) on() bool { return c.cfg.Volume > 0 }
 
 func (c *chain) dayStart(d int) time.Time { return c.from.Add(time.Duration(d) * day) }
 
-// upTo generates every day begun by at and returns the days; c.mu is held.
+// upTo generates every day begun by at and returns the days.
 func (c *chain) upTo(at time.Time) []*chainDay {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if !c.on() || at.Before(c.from) {
 		return nil
 	}
@@ -267,9 +265,7 @@ func (c *chain) lookup(txid string, at time.Time) (*worldTx, bool) {
 	}
 	raw := w0 ^ c.mask
 	d, i := int(raw>>32), int(raw&(1<<32-1))
-	c.mu.Lock()
 	days := c.upTo(at)
-	c.mu.Unlock()
 	// The whole id, its check word included, must be the one the call
 	// makes: an agent's random id decodes to some call too.
 	if d >= len(days) || i >= len(days[d].calls) || c.at(d, days[d].calls[i]).After(at) || c.txid(d, i) != txid {
@@ -366,9 +362,7 @@ func (c *chain) seq(contract string, at time.Time) strangerSeq {
 		}
 		s.contract = k
 	}
-	c.mu.Lock()
 	s.days = c.upTo(at)
-	c.mu.Unlock()
 	s.counts = make([]int, len(s.days))
 	for d, dd := range s.days {
 		n := len(dd.calls)
