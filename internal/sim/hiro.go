@@ -200,15 +200,10 @@ var txidPattern = regexp.MustCompile(`^(0x)?[0-9a-fA-F]{64}$`)
 // list shows pending and dropped ones too, so that a sweep meets the
 // pending and tx_failed paths of SPEC §5.5.
 func (s *Server) hiroAddressTransactions(w http.ResponseWriter, r *http.Request) {
-	principal, ok := principalOf(w, r)
+	principal, limit, offset, ok := listQuery(w, r, "offset")
 	if !ok {
 		return
 	}
-	limit, offset, ok := pageQuery(w, r.URL.Query(), "limit", hiroDefaultLimit, hiroMaxLimit, "offset")
-	if !ok {
-		return
-	}
-
 	writeList(w, s.hiro.world.principalList(principal, s.now()), limit, offset)
 }
 
@@ -224,15 +219,17 @@ func (w *World) principalList(principal string, at time.Time) merged {
 	return listOf(w.lists[principal], at, nil)
 }
 
-// principalOf reads the principal of a list route, answering 400 when it
-// is not one.
-func principalOf(w http.ResponseWriter, r *http.Request) (string, bool) {
-	principal := r.PathValue("principal")
+// listQuery reads a principal's list route: its principal, then its page
+// (pageQuery's limit, and offsetName's start when set), answering 400 at
+// the first that is not one Hiro takes.
+func listQuery(w http.ResponseWriter, r *http.Request, offsetName string) (principal string, limit, offset int, ok bool) {
+	principal = r.PathValue("principal")
 	if !principalPattern.MatchString(principal) {
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("invalid principal %q", principal))
-		return "", false
+		return "", 0, 0, false
 	}
-	return principal, true
+	limit, offset, ok = pageQuery(w, r.URL.Query(), "limit", hiroDefaultLimit, hiroMaxLimit, offsetName)
+	return principal, limit, offset, ok
 }
 
 // pageQuery reads a page's size (def when absent, at most most) and, when
@@ -312,12 +309,7 @@ func (s *Server) hiroPrincipalTransactions(w http.ResponseWriter, r *http.Reques
 		notFound(w, r)
 		return
 	}
-	principal, ok := principalOf(w, r)
-	if !ok {
-		return
-	}
-	q := r.URL.Query()
-	limit, _, ok := pageQuery(w, q, "limit", hiroDefaultLimit, hiroMaxLimit, "")
+	principal, limit, _, ok := listQuery(w, r, "")
 	if !ok {
 		return
 	}
@@ -330,7 +322,7 @@ func (s *Server) hiroPrincipalTransactions(w http.ResponseWriter, r *http.Reques
 	// Mined, canonical transactions only.
 	m.top, m.agents = nil, slices.DeleteFunc(m.agents, func(tx *worldTx) bool { return tx.fork })
 	start := 0
-	if c := q.Get("cursor"); c != "" {
+	if c := r.URL.Query().Get("cursor"); c != "" {
 		at := v3CursorPattern.FindStringSubmatch(c)
 		if at == nil {
 			writeError(w, http.StatusBadRequest, "querystring/cursor must match pattern \"^[0-9]+:[0-9]+:[0-9]+$\"")
