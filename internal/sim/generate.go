@@ -519,18 +519,14 @@ func (g *generator) singleRoute() route {
 		y := g.pick(t.traded)
 		return direct(route{contract: xykCore, function: "swap-x-for-y", path: []Token{base, y},
 			pools: []string{xykPool(base, y)}, fee: true})
-	case 2:
-		if len(t.stables) >= 2 {
-			x, y := t.stables[0], t.stables[1+g.rng.IntN(len(t.stables)-1)]
-			return direct(route{contract: stableswapCore, function: "swap-x-for-y", path: []Token{x, y},
-				pools: []string{bitflowCore + ".stableswap-pool-" + symbolSlug(x) + "-" + symbolSlug(y) + "-v-1-4"}})
-		}
+	case 2: // Tenero's world always has its five stablecoins (pegTokens)
+		x, y := t.stables[0], t.stables[1+g.rng.IntN(len(t.stables)-1)]
+		return direct(route{contract: stableswapCore, function: "swap-x-for-y", path: []Token{x, y},
+			pools: []string{bitflowCore + ".stableswap-pool-" + symbolSlug(x) + "-" + symbolSlug(y) + "-v-1-4"}})
 	case 3:
-		if len(t.stables) > 0 {
-			y := t.stables[len(t.stables)-1]
-			return direct(route{contract: dlmmCore, function: "swap-x-for-y", path: []Token{t.sbtc, y},
-				pools: []string{"SP1PFR4V08H1RAZXREBGFFQ59WB739XM8VVGTFSEA.dlmm-pool-sbtc-" + symbolSlug(y) + "-v-1-bps-10"}})
-		}
+		y := t.stables[len(t.stables)-1]
+		return direct(route{contract: dlmmCore, function: "swap-x-for-y", path: []Token{t.sbtc, y},
+			pools: []string{"SP1PFR4V08H1RAZXREBGFFQ59WB739XM8VVGTFSEA.dlmm-pool-sbtc-" + symbolSlug(y) + "-v-1-bps-10"}})
 	}
 	return direct(route{contract: stableswapSTX, function: "swap-x-for-y", path: []Token{t.stx, t.ststx},
 		pools: []string{stableswapSTX}})
