@@ -87,17 +87,11 @@ type teneroSim struct {
 // as in internal/catalog/data/tokens.json (a test keeps the two in step).
 var (
 	staticTokens = []*simToken{
-		{Token: Token{ID: "stx", Address: "stx", Symbol: "STX", Name: "Stacks", Decimals: 6}, base: 1.85, volatility: 0.001},
-		{Token: Token{
-			ID:      "SM3VDXK3WZZSA84XXFKAFAF15NNZX32CTSG82JFQ4.sbtc-token::sbtc-token",
-			Address: "SM3VDXK3WZZSA84XXFKAFAF15NNZX32CTSG82JFQ4.sbtc-token",
-			Symbol:  "sBTC", Name: "sBTC", Decimals: 8,
-		}, base: 95_000, volatility: 0.0006},
-		{Token: Token{
-			ID:      "SP4SZE494VC2YC5JYG7AYFQ44F5Q4PYV7DVMDPBG.ststx-token::ststx",
-			Address: "SP4SZE494VC2YC5JYG7AYFQ44F5Q4PYV7DVMDPBG.ststx-token",
-			Symbol:  "stSTX", Name: "Stacked STX Token", Decimals: 6,
-		}, base: 2.05, volatility: 0.001},
+		{Token: Token{ID: "stx", Symbol: "STX", Name: "Stacks", Decimals: 6}, base: 1.85, volatility: 0.001},
+		{Token: Token{ID: "SM3VDXK3WZZSA84XXFKAFAF15NNZX32CTSG82JFQ4.sbtc-token::sbtc-token", Symbol: "sBTC", Name: "sBTC", Decimals: 8},
+			base: 95_000, volatility: 0.0006},
+		{Token: Token{ID: "SP4SZE494VC2YC5JYG7AYFQ44F5Q4PYV7DVMDPBG.ststx-token::ststx", Symbol: "stSTX", Name: "Stacked STX Token", Decimals: 6},
+			base: 2.05, volatility: 0.001},
 	}
 	// The asset names are the simulator's guess; only the contract part is
 	// in the catalog.
@@ -122,7 +116,6 @@ func newTeneroSim(seed int64, cfg TeneroConfig) *teneroSim {
 		t.add(&tok)
 	}
 	for _, peg := range pegTokens {
-		peg.Address, _, _ = strings.Cut(peg.ID, "::")
 		peg.Peg = true
 		style := styleNotFound
 		if rng.IntN(2) == 0 {
@@ -136,7 +129,10 @@ func newTeneroSim(seed int64, cfg TeneroConfig) *teneroSim {
 	return t
 }
 
+// add keys a token on its address, its ID without ::asset, as every
+// token's is.
 func (t *teneroSim) add(tok *simToken) {
+	tok.Address, _, _ = strings.Cut(tok.ID, "::")
 	h := fnv.New64a()
 	_, _ = h.Write([]byte(tok.Address))
 	tok.key = h.Sum64()
@@ -196,7 +192,6 @@ func generateTokens(rng *rand.Rand, n int, taken map[string]*simToken) []*simTok
 		out = append(out, &simToken{
 			Token: Token{
 				ID:       contract + "::" + lower,
-				Address:  contract,
 				Symbol:   symbol[:min(len(symbol), 6)],
 				Name:     capitalized(lower),
 				Decimals: decimals,
