@@ -13,11 +13,6 @@ import (
 	"github.com/pacer-dev/pacer/internal/store"
 )
 
-// reconcileMaxPages bounds one contract reader's scan only against a list
-// that never ends: the reconciler is the last reader, so its scan goes on
-// across runs rather than give a range up.
-const reconcileMaxPages = 1 << 20
-
 // readers fills the run's readers into s (store.PlanReaders), choosing
 // where the tail reads once a run, or at once when Hiro switches the
 // feed off.
@@ -88,7 +83,7 @@ func (r *sweepRun) readContract(ctx context.Context, name string) error {
 		}
 		rd.BeginAt(tail.Start)
 	}
-	scan := discovery.NewScan(discovery.ScanConfig{From: rd.Position, MaxPages: reconcileMaxPages, Tokens: true}, rd.Scan)
+	scan := discovery.NewScan(discovery.ScanConfig{From: rd.Position, MaxPages: discovery.ReconcileMaxPages, Tokens: true}, rd.Scan)
 	return r.read(ctx, rd, scan, strings.TrimPrefix(name, discovery.ContractPrefix))
 }
 

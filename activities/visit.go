@@ -17,10 +17,6 @@ import (
 )
 
 const (
-	// reorgDepth is how many blocks below its cursor a visit reads again:
-	// a fork that lost can have held the cursor's block, and the winning
-	// fork's transactions at those heights must not be skipped.
-	reorgDepth = 6
 	// pendingPerVisit bounds the pending transactions a visit looks at again.
 	pendingPerVisit = 20
 	// readerAgents names the agents' visits in a sweep result's readers.
@@ -117,13 +113,10 @@ func (v *visit) carry(ctx context.Context) {
 }
 
 // newScan is the visit's walk of the agent's list: on from where a visit
-// cut short stopped (row.VisitFrom, VisitTop), else from the newest entry,
-// down to reorgDepth blocks below the cursor or to the competition's
-// start.
+// cut short stopped (row.VisitFrom, VisitTop), else from the newest entry.
 func (v *visit) newScan() *discovery.Scan {
 	from, st := v.row.Scan()
-	return discovery.NewScan(discovery.ScanConfig{From: from, MaxPages: reconcileMaxPages, Tokens: true, Agent: true,
-		Margin: reorgDepth, Since: v.run.verifier.CompetitionStart.Unix()}, st)
+	return discovery.NewVisit(from, st, v.run.verifier.CompetitionStart)
 }
 
 // pass walks the scan and records in the row where it stopped, or, when

@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/require"
 
-	"github.com/pacer-dev/pacer/internal/ingest"
+	"github.com/pacer-dev/pacer/internal/discovery"
 )
 
 func run(args ...string) (code int, stdout, stderr string) {
@@ -125,7 +125,7 @@ func TestReconcileFloorOnlyWithPush(t *testing.T) {
 		want   time.Duration
 	}{
 		{"push off", []string{"--reconcile-every", "7h"}, "", 0},
-		{"push on, default floor", nil, "s3", ingest.DefaultReconcileEvery},
+		{"push on, default floor", nil, "s3", discovery.DefaultReconcileEvery},
 		{"push on, own floor", []string{"--reconcile-every", "2m"}, "s3", 2 * time.Minute},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -66,9 +66,24 @@ func ContractReaders(contractIDs []string) []string {
 
 // Defaults (SPEC §2).
 const (
-	DefaultTailEvery      = 10 * time.Second
+	DefaultTailEvery = 10 * time.Second
+	// DefaultReconcileEvery is PACER_RECONCILE_EVERY's default: how often
+	// the reconciler catches what the fast readers missed. With discovery
+	// reading the chain it is each allowlisted contract's list; with
+	// per-agent discovery and push on, it is the floor of the agents'
+	// polling (ingest.Config.ReconcileEvery), polling being the reconciler
+	// there.
 	DefaultReconcileEvery = 15 * time.Minute
 	DefaultMaxPages       = 200
+	// ReconcileMaxPages bounds a scan of the last reader (a contract's
+	// list, an agent's visit) only against a list that never ends: no
+	// reader comes after it, so its scan goes on across runs rather than
+	// give a range up.
+	ReconcileMaxPages = 1 << 20
+	// ReorgDepth is how many blocks below its cursor a visit reads again:
+	// a fork that lost can have held the cursor's block, and the winning
+	// fork's transactions at those heights must not be skipped.
+	ReorgDepth = 6
 	// PageSize is the feed's page: Hiro's list endpoints take at most 50.
 	PageSize = hiro.MaxLimit
 )
@@ -246,6 +261,14 @@ func NewScan(cfg ScanConfig, st State) *Scan {
 		cfg.MaxPages = DefaultMaxPages
 	}
 	return &Scan{from: cfg.From, st: st, cfg: cfg}
+}
+
+// NewVisit is an agent's visit's walk of its list (SPEC §5.2): on from st
+// (a visit cut short), down to ReorgDepth blocks below the cursor from,
+// or to since (the competition's start).
+func NewVisit(from *Position, st State, since time.Time) *Scan {
+	return NewScan(ScanConfig{From: from, MaxPages: ReconcileMaxPages, Tokens: true, Agent: true,
+		Margin: ReorgDepth, Since: since.Unix()}, st)
 }
 
 // Page is what one page of a list brought, after the scan looked at it.

@@ -204,11 +204,14 @@ func TestFilter(t *testing.T) {
 }
 
 func TestTailIntervalStretchesWhenTheBudgetBinds(t *testing.T) {
-	require.Equal(t, 10*time.Second, TailInterval(10*time.Second, 2, 0))
-	require.Equal(t, 10*time.Second, TailInterval(10*time.Second, 2, 360))
+	at := func(rate float64) time.Duration {
+		return Run{TailEvery: 10 * time.Second, Budget: Budget{ReadCost: 2, Rate: rate}}.TailInterval()
+	}
+	require.Equal(t, 10*time.Second, at(0))
+	require.Equal(t, 10*time.Second, at(360))
 	// A month of 150,000 is 3.5 requests a minute; a read costing 2 fits
 	// 80% of it every 2/(3.5·0.8) minutes.
-	got := TailInterval(10*time.Second, 2, 3.5)
+	got := at(3.5)
 	require.InDelta(t, (2/(3.5*TailShare))*60, got.Seconds(), 0.01)
 }
 

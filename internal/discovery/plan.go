@@ -121,20 +121,15 @@ type Step struct {
 }
 
 // TailInterval is how long after a read the tail reads again: every
-// TailEvery, stretched when the budget binds so that a read's cost fits
-// TailShare of the lane's rate.
+// TailEvery, stretched when the budget binds so that a read's cost
+// (Budget.ReadCost) fits TailShare of the lane's rate (≤ 0 or +Inf: no
+// stretch).
 func (s Run) TailInterval() time.Duration {
-	return TailInterval(s.TailEvery, s.Budget.ReadCost, s.Budget.Rate)
-}
-
-// TailInterval is every, stretched so that a read costing costPerRead
-// requests fits TailShare of ratePerMinute (≤ 0 or +Inf: no stretch).
-func TailInterval(every time.Duration, costPerRead, ratePerMinute float64) time.Duration {
-	r := ratePerMinute
+	r := s.Budget.Rate
 	if r <= 0 || math.IsInf(r, 1) || math.IsNaN(r) {
-		return every
+		return s.TailEvery
 	}
-	return max(every, time.Duration(max(costPerRead, 1)/(r*TailShare)*float64(time.Minute)))
+	return max(s.TailEvery, time.Duration(max(s.Budget.ReadCost, 1)/(r*TailShare)*float64(time.Minute)))
 }
 
 // Due is when the reader reads next at interval every (zero: now).

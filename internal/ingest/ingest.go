@@ -36,7 +36,7 @@
 // A visit costs c_i requests (one listing page; the detail request of each
 // swap and the extra pages of a busy agent are paid per transaction, however
 // often the agent is visited, so they come off the budget first, see
-// VisitBudget). With B requests per unit time left for visits:
+// AllocateRequests). With B requests per unit time left for visits:
 //
 //	minimise D(f)  subject to  Σ_i c_i f_i = B,  f_min ≤ f_i ≤ f_max.
 //
@@ -93,13 +93,11 @@ const (
 // Tiers lists every tier, hot first.
 var Tiers = []Tier{Hot, Warm, Cold}
 
-// Rank is the tier's place in the tiers policy's order: 0 for hot.
+// Rank is the tier's place in the tiers policy's order: 0 for hot (an
+// unknown tier ranks as cold).
 func (t Tier) Rank() int {
-	switch t {
-	case Hot:
-		return 0
-	case Warm:
-		return 1
+	if i := slices.Index(Tiers, t); i >= 0 {
+		return i
 	}
 	return 2
 }
@@ -165,12 +163,6 @@ const (
 	// MaxBackoff caps the back-off of a failing agent (unless its own
 	// interval is longer).
 	MaxBackoff = time.Hour
-	// DefaultReconcileEvery is PACER_RECONCILE_EVERY's default: how often
-	// the reconciler catches what the fast readers missed. With discovery
-	// reading the chain (internal/discovery) it is each allowlisted
-	// contract's list; with per-agent discovery and push on, it is the
-	// floor of the agents' polling, polling being the reconciler there.
-	DefaultReconcileEvery = 15 * time.Minute
 	// MinRate is the least swap rate (a day) the optimal policy plans an
 	// agent's visits by: an agent never seen to swap still may, and with
 	// budget to spare its visits grow with everyone's instead of waiting
@@ -355,13 +347,6 @@ type Allocation struct {
 	Short bool
 }
 
-// VisitBudget is how many visits a day the sweep can plan: its requests a
-// day, less what the swaps themselves cost (one detail request each,
-// whenever they are found), times Headroom.
-func VisitBudget(requestsPerDay, swapsPerDay float64) float64 {
-	return max(0, (requestsPerDay-swapsPerDay)*Headroom)
-}
-
 // Prior is a gamma distribution over the agents' swap rates, fitted to the
 // population (empirical Bayes). An agent's own smoothed rate is a noisy
 // measure of its true rate over about 2·RateWindow of exposure; smoothing
@@ -444,15 +429,16 @@ func (c *Allocations) Get(cfg Config, now time.Time, solve func() (Allocation, e
 	return alloc, nil
 }
 
-// AllocateRequests is Allocate for a budget of requestsPerDay: what the
-// visits have of it once the swaps' own detail requests are paid
-// (VisitBudget).
+// AllocateRequests is Allocate for a budget of requestsPerDay: the visits
+// the sweep can plan are its requests a day, less what the swaps
+// themselves cost (one detail request each, whenever they are found),
+// times Headroom.
 func (c Config) AllocateRequests(rates []float64, requestsPerDay float64) Allocation {
 	swaps := 0.0
 	for _, r := range rates {
 		swaps += r
 	}
-	return c.Allocate(rates, VisitBudget(requestsPerDay, swaps))
+	return c.Allocate(rates, max(0, (requestsPerDay-swaps)*Headroom))
 }
 
 // Allocate solves the optimal policy's water-filling for agents with the

@@ -450,5 +450,5 @@ func TestAllocateRequestsPaysTheSwapsFirst(t *testing.T) {
 	t.Parallel()
 	cfg := Config{Policy: PolicyOptimal}.WithDefaults()
 	rates := []float64{0.5, 2, 10}
-	require.Equal(t, cfg.Allocate(rates, VisitBudget(300, 12.5)), cfg.AllocateRequests(rates, 300))
+	require.Equal(t, cfg.Allocate(rates, (300-12.5)*Headroom), cfg.AllocateRequests(rates, 300))
 }

@@ -45,10 +45,6 @@ type Chain struct {
 // agentTxRef is an agent's transaction: World.Agents[agent].Txs[tx].
 type agentTxRef struct{ agent, tx int32 }
 
-func call(p catalog.Pair) *hiro.ContractCall {
-	return &hiro.ContractCall{ContractID: p.ContractID, FunctionName: p.Function}
-}
-
 // Shares of strangers' calls on the allowlisted pairs; the rest go
 // elsewhere (SPEC §8's world: a third swap through the DEXes that count).
 const strangerAllowedShare = 0.33
@@ -188,24 +184,22 @@ func (c *Chain) Entry(g int) hiro.Entry {
 		BurnBlockTime: simulator.BurnBlockOf(at).Unix(),
 		Canonical:     true,
 	}
+	p := otherCall
 	if i, ok := slices.BinarySearch(c.agentOrd, uint32(g)); ok {
 		ref := c.agentRef[i]
 		e.SenderAddress = AgentAddress(int(ref.agent))
-		p := otherCall
 		if c.W.Agents[ref.agent].Txs[ref.tx].Swap {
 			p = c.A.pairs[int(ref.tx)%len(c.A.pairs)]
 		}
-		e.ContractCall = call(p)
-		return e
+	} else {
+		// A stranger: its sender and call drawn from its ordinal.
+		h := simulator.Mix(uint64(g))
+		e.SenderAddress = fmt.Sprintf("ST%06d", h%50_000)
+		if float64(h>>32)/(1<<32) < strangerAllowedShare {
+			p = c.A.pairs[(h>>8)%uint64(len(c.A.pairs))]
+		}
 	}
-	// A stranger: its sender and call drawn from its ordinal.
-	h := simulator.Mix(uint64(g))
-	e.SenderAddress = fmt.Sprintf("ST%06d", h%50_000)
-	p := otherCall
-	if float64(h>>32)/(1<<32) < strangerAllowedShare {
-		p = c.A.pairs[(h>>8)%uint64(len(c.A.pairs))]
-	}
-	e.ContractCall = call(p)
+	e.ContractCall = &hiro.ContractCall{ContractID: p.ContractID, FunctionName: p.Function}
 	return e
 }
 

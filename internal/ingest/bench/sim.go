@@ -58,14 +58,13 @@ const (
 // most runMaxWait at once (half the activity's heartbeat timeout); a
 // request waits at most maxWait for the budget.
 const (
-	TailEvery      = discovery.DefaultTailEvery
-	ReconcileEvery = discovery.DefaultReconcileEvery
-	requestTime    = 100 * time.Millisecond
-	sweepEvery     = time.Minute
-	runCap         = 4 * time.Minute
-	runLinger      = sweepEvery - TailEvery/2
-	runMaxWait     = time.Minute
-	maxWait        = 2 * time.Second
+	TailEvery   = discovery.DefaultTailEvery
+	requestTime = 100 * time.Millisecond
+	sweepEvery  = time.Minute
+	runCap      = 4 * time.Minute
+	runLinger   = sweepEvery - TailEvery/2
+	runMaxWait  = time.Minute
+	maxWait     = 2 * time.Second
 )
 
 // readerContracts is the allowlisted contracts' lists as one reader of
@@ -209,7 +208,7 @@ func (x *sim) run(now *time.Time) time.Time {
 // its probe while the lists are the tail) and the contracts' lists once
 // the tail has begun.
 func (x *sim) state(now, began time.Time, held map[string]bool) discovery.Run {
-	s := discovery.Run{Now: now, TailEvery: TailEvery, ReconcileEvery: ReconcileEvery, LastVisit: x.lastVisit,
+	s := discovery.Run{Now: now, TailEvery: TailEvery, ReconcileEvery: discovery.DefaultReconcileEvery, LastVisit: x.lastVisit,
 		Linger: began, Cap: began.Add(runCap), MaxWait: runMaxWait}
 	n, at, why := x.st.Room(x.bcfg, budget.LaneSweep, now)
 	s.Budget = discovery.Budget{Known: true, Room: n, RoomAt: at, Why: why, WindowEnd: x.st.WindowEnd,

@@ -15,15 +15,6 @@ import (
 	"github.com/pacer-dev/pacer/internal/store"
 )
 
-// The agents mode's visits walk each agent's own list as the sweep's do
-// (activities/visit.go): a discovery.Scan of the list, from reorgDepth
-// blocks below the agent's cursor (MaxPages: visitMaxPages) down to the
-// competition's start (the world's).
-const (
-	reorgDepth    = 6       // activities' reorgDepth
-	visitMaxPages = 1 << 20 // activities' reconcileMaxPages
-)
-
 // agent is one agent's state in the agents mode: its agent_ingest row, as
 // the sweep keeps it (the policy's view, ingest.Agent, updated by the
 // policy's own AfterVisit; the cursor, and where a visit cut short goes
@@ -133,12 +124,12 @@ func (x *sim) visitBatch(now *time.Time, n int) {
 	}
 }
 
-// newScan is a's visit's walk of its list: on from where a visit cut short
-// stopped, else from the newest entry.
+// newScan is a's visit's walk of its list as the sweep's
+// (activities/visit.go): on from where a visit cut short stopped, else
+// from the newest entry, down to the competition's start (the world's).
 func (x *sim) newScan(a *agent) *discovery.Scan {
 	from, st := a.Scan()
-	return discovery.NewScan(discovery.ScanConfig{From: from, MaxPages: visitMaxPages, Tokens: true, Agent: true,
-		Margin: reorgDepth, Since: x.w.Start.Unix()}, st)
+	return discovery.NewVisit(from, st, x.w.Start)
 }
 
 // carry carries a visit on from its first page: a visit cut short before
