@@ -131,13 +131,10 @@ func newChain(seed int64, cfg ChainConfig, from time.Time, tokens worldTokens, c
 	// does other business with the same contracts, and the rest goes
 	// elsewhere: other DEXes, stacking, tokens, names.
 	pairs := cat.Pairs()
-	var allowContracts []string
 	for _, p := range pairs {
 		kind(p.ContractID, p.Function, true, 0.33/float64(len(pairs)))
-		if !slices.Contains(allowContracts, p.ContractID) {
-			allowContracts = append(allowContracts, p.ContractID)
-		}
 	}
+	allowContracts := c.contracts // so far, the pairs' contracts, each once
 	for _, id := range allowContracts {
 		for _, fn := range []string{"add-liquidity", "withdraw-liquidity"} {
 			kind(id, fn, false, 0.10/float64(2*len(allowContracts)))

@@ -468,13 +468,12 @@ func (g *generator) when() time.Time {
 // between returns a block's time in [from, to), or the first block at or
 // after from when there is none.
 func (g *generator) between(from, to time.Time) time.Time {
-	const block = stacksBlockPeriod * time.Second
 	from = BlockOf(from)
-	span := int64((to.Sub(from) + block - 1) / block)
+	span := int64((to.Sub(from) + BlockPeriod - 1) / BlockPeriod)
 	if span <= 0 {
 		return from
 	}
-	return from.Add(time.Duration(g.rng.Int64N(span)) * block)
+	return from.Add(time.Duration(g.rng.Int64N(span)) * BlockPeriod)
 }
 
 // route is a swap's path: the tokens from paid to received and the pool
