@@ -137,10 +137,9 @@ type pusher struct {
 	held    *delivery // a reordered delivery waiting for the next one
 	heldAt  int
 	replays []replay
-	// rollbackOf keeps each reorg's rollback delivery, for its replay
+	// rollbackOf keeps each reorg's rollback delivery until its replay
 	// after the re-apply.
 	rollbackOf map[*Reorg]*delivery
-	replayed   map[*Reorg]bool
 
 	mu      sync.Mutex
 	stats   PushStats
@@ -161,8 +160,8 @@ type replay struct {
 func newPusher(seed int64, cfg PushConfig, w *World, now func() time.Time, sleep func(context.Context, time.Duration) error) *pusher {
 	return &pusher{cfg: cfg, client: &http.Client{Timeout: 10 * time.Second}, world: w, now: now, sleep: sleep,
 		rng:        rand.New(rand.NewPCG(uint64(seed), 0xc4a1)),
-		rollbackOf: map[*Reorg]*delivery{}, replayed: map[*Reorg]bool{},
-		stats: PushStats{ByStatus: map[int]int{}}}
+		rollbackOf: map[*Reorg]*delivery{},
+		stats:      PushStats{ByStatus: map[int]int{}}}
 }
 
 // Push delivers the world's blocks to PushConfig.URL as the clock passes
@@ -425,9 +424,9 @@ func (p *pusher) build(e *event) *delivery {
 				continue
 			}
 			d.reorg = true // the block that will be rolled back, or the new one
-			if rb := p.rollbackOf[r]; rb != nil && r.NewHeight == e.height && !p.replayed[r] {
+			if rb := p.rollbackOf[r]; rb != nil && r.NewHeight == e.height {
 				// The stale rollback, once more after the re-apply.
-				p.replayed[r] = true
+				delete(p.rollbackOf, r)
 				p.replays = append(p.replays, replay{tick: p.tick + 1, d: rb})
 			}
 		}
