@@ -92,6 +92,7 @@ func New(cfg Config) *Server {
 	if s.sleep == nil {
 		s.sleep = wait.Sleep
 	}
+	s.ResetStats()
 	s.hiro = newHiroSim(cfg.Seed, cfg.Hiro, s)
 	s.push = newPusher(cfg.Seed, cfg.Push, s.hiro.world, s.now, s.sleep)
 	s.routes()

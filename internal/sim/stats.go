@@ -43,11 +43,11 @@ func (s *Server) Stats() Stats {
 	return out
 }
 
-// ResetStats sets every count back to zero.
+// ResetStats sets every count back to zero (New starts from it).
 func (s *Server) ResetStats() {
 	s.stats.mu.Lock()
 	defer s.stats.mu.Unlock()
-	s.stats.Stats = Stats{}
+	s.stats.Stats = Stats{Routes: map[string]RouteStats{}}
 }
 
 type counter struct {
@@ -64,9 +64,6 @@ func (c *counter) add(route string, status int) {
 	}
 	c.Total, rs.Total = c.Total+1, rs.Total+1
 	rs.ByStatus[status]++
-	if c.Routes == nil {
-		c.Routes = map[string]RouteStats{}
-	}
 	c.Routes[route] = rs
 }
 
