@@ -30,10 +30,6 @@ import (
 	"github.com/pacer-dev/pacer/internal/webhook"
 )
 
-// DiscoveryConfig is discovery.Config, kept for the callers that name it
-// (workflows' tests among them).
-type DiscoveryConfig = discovery.Config
-
 // Activities holds the dependencies of every activity.
 type Activities struct {
 	Store   *store.Store

@@ -92,7 +92,7 @@ func newChainStack(t *testing.T, maxPages int, opts ...func(*sim.HiroConfig)) *c
 	c.acts = newActivities(c.st, hs.URL, log, 0)
 	// The simulator's clock jumps; the tail is due at every run (the real
 	// clock barely moves between them), the reconciler when a test says.
-	c.acts.Discovery = activities.DiscoveryConfig{Mode: discovery.ModeTail, MaxPages: maxPages,
+	c.acts.Discovery = discovery.Config{Mode: discovery.ModeTail, MaxPages: maxPages,
 		TailEvery: time.Millisecond, ReconcileEvery: time.Hour}
 	c.acts.Ingest.EventsOnly = true
 	return c

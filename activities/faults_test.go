@@ -22,6 +22,7 @@ import (
 	"github.com/pacer-dev/pacer/internal/budget"
 	"github.com/pacer-dev/pacer/internal/catalog"
 	"github.com/pacer-dev/pacer/internal/competition"
+	"github.com/pacer-dev/pacer/internal/discovery"
 	"github.com/pacer-dev/pacer/internal/fault"
 	"github.com/pacer-dev/pacer/internal/hiro"
 	"github.com/pacer-dev/pacer/internal/ingest"
@@ -149,7 +150,7 @@ func wireActivities(st *store.Store, upstream, baseURL string, log *zap.Logger, 
 		ManualHiro:     manual,
 		ManualVerifier: verifier(manual),
 		Ingest:         ingest.DefaultConfig(),
-		Discovery:      activities.DiscoveryConfig{Mode: "agents"}, // per-agent visits, as these tests were written for
+		Discovery:      discovery.Config{Mode: "agents"}, // per-agent visits, as these tests were written for
 		Budget:         shared,
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/pacer-dev/pacer"
 	"github.com/pacer-dev/pacer/activities"
 	"github.com/pacer-dev/pacer/internal/competition"
+	"github.com/pacer-dev/pacer/internal/discovery"
 	"github.com/pacer-dev/pacer/internal/metrics"
 	"github.com/pacer-dev/pacer/internal/rollup"
 	"github.com/pacer-dev/pacer/internal/store"
@@ -59,7 +60,7 @@ func newRollupFixture(t *testing.T, o fixtureOptions) *rollupFixture {
 	clock := &simClock{}
 	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
 	acts := activities.New(activities.Options{
-		Discovery: activities.DiscoveryConfig{Mode: "agents"}, // per-agent visits, as these tests were written for
+		Discovery: discovery.Config{Mode: "agents"}, // per-agent visits, as these tests were written for
 		Store:     st, Logger: log, TeneroBaseURL: "http://127.0.0.1:1", HiroBaseURL: "http://127.0.0.1:1",
 		DayZone: o.zone, DeliveryLadder: o.ladder, DeliveryTimeout: o.deliveryTimeout, Clock: clock.Now, Metrics: o.metrics,
 		WebhookAllowPrivate: true, // the receivers are on loopback

@@ -21,6 +21,7 @@ import (
 	"github.com/pacer-dev/pacer"
 	"github.com/pacer-dev/pacer/activities"
 	"github.com/pacer-dev/pacer/internal/catalog"
+	"github.com/pacer-dev/pacer/internal/discovery"
 	"github.com/pacer-dev/pacer/internal/fault"
 	"github.com/pacer-dev/pacer/internal/metrics"
 	"github.com/pacer-dev/pacer/internal/sim"
@@ -61,7 +62,7 @@ func newTeneroFixture(t *testing.T, cfg sim.Config, opts ...func(*activities.Opt
 	}))
 	t.Cleanup(hs.Close)
 	o := activities.Options{
-		Discovery: activities.DiscoveryConfig{Mode: "agents"}, // per-agent visits, as these tests were written for
+		Discovery: discovery.Config{Mode: "agents"}, // per-agent visits, as these tests were written for
 		Store:     st, Logger: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)), Metrics: f.metrics,
 		TeneroBaseURL: hs.URL, HiroBaseURL: hs.URL, Sleep: noSleep,
 	}
@@ -235,7 +236,7 @@ func TestRefreshTeneroLogsTheCFRay(t *testing.T) {
 	}))
 	t.Cleanup(upstreamSrv.Close)
 	core, logs := observer.New(zap.WarnLevel)
-	acts := activities.New(activities.Options{Discovery: activities.DiscoveryConfig{Mode: "agents"}, Store: testenv.Store(t), Logger: zap.New(core),
+	acts := activities.New(activities.Options{Discovery: discovery.Config{Mode: "agents"}, Store: testenv.Store(t), Logger: zap.New(core),
 		TeneroBaseURL: upstreamSrv.URL, HiroBaseURL: upstreamSrv.URL, Sleep: noSleep})
 	f := &teneroFixture{acts: acts}
 	_, err := f.run(t)

@@ -25,6 +25,7 @@ import (
 	"github.com/pacer-dev/pacer"
 	"github.com/pacer-dev/pacer/activities"
 	"github.com/pacer-dev/pacer/internal/catalog"
+	"github.com/pacer-dev/pacer/internal/discovery"
 	"github.com/pacer-dev/pacer/internal/logging"
 	"github.com/pacer-dev/pacer/internal/metrics"
 	"github.com/pacer-dev/pacer/internal/sim"
@@ -218,7 +219,7 @@ func servedSeries(t *testing.T) map[string]bool {
 	require.NoError(t, err)
 	t.Cleanup(tc.Close)
 
-	acts := activities.New(activities.Options{Discovery: activities.DiscoveryConfig{Mode: "agents"}, Store: st, Logger: log, Metrics: m,
+	acts := activities.New(activities.Options{Discovery: discovery.Config{Mode: "agents"}, Store: st, Logger: log, Metrics: m,
 		TeneroBaseURL: upSrv.URL, HiroBaseURL: upSrv.URL, HiroAPIKey: "sim-key",
 		CompetitionStart: up.World().CompetitionStart()})
 	id := "metrics-" + strings.ReplaceAll(time.Now().Format("150405.000000"), ".", "")

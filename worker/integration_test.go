@@ -20,6 +20,7 @@ import (
 	"github.com/pacer-dev/pacer"
 	"github.com/pacer-dev/pacer/activities"
 	"github.com/pacer-dev/pacer/internal/catalog"
+	"github.com/pacer-dev/pacer/internal/discovery"
 	"github.com/pacer-dev/pacer/internal/logging"
 	"github.com/pacer-dev/pacer/internal/sim"
 	"github.com/pacer-dev/pacer/internal/store"
@@ -93,7 +94,7 @@ func newStackOn(t *testing.T, hostPort string, cfg workflows.Config) *stack {
 
 func (s *stack) activities() *activities.Activities {
 	return activities.New(activities.Options{
-		Discovery: activities.DiscoveryConfig{Mode: "agents"}, // per-agent visits, as these tests were written for
+		Discovery: discovery.Config{Mode: "agents"}, // per-agent visits, as these tests were written for
 		Store:     s.st, Logger: s.log,
 		TeneroBaseURL: s.simU, HiroBaseURL: s.simU,
 		HiroPerMinute:    10000, // the simulator's own limits are what tests exercise

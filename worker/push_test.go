@@ -20,6 +20,7 @@ import (
 	"github.com/pacer-dev/pacer/internal/api"
 	"github.com/pacer-dev/pacer/internal/catalog"
 	"github.com/pacer-dev/pacer/internal/competition"
+	"github.com/pacer-dev/pacer/internal/discovery"
 	"github.com/pacer-dev/pacer/internal/ingest"
 	"github.com/pacer-dev/pacer/internal/sim"
 	"github.com/pacer-dev/pacer/internal/store"
@@ -182,7 +183,7 @@ func measurePush(t *testing.T, o pushRun) pushFigures {
 	verify := &countingHandler{next: pushing.sim}
 	verifySrv := httptest.NewServer(verify)
 	t.Cleanup(verifySrv.Close)
-	verifyActs := activities.New(activities.Options{Discovery: activities.DiscoveryConfig{Mode: "agents"}, Store: pushing.st, Logger: pushing.log,
+	verifyActs := activities.New(activities.Options{Discovery: discovery.Config{Mode: "agents"}, Store: pushing.st, Logger: pushing.log,
 		HiroBaseURL: verifySrv.URL, TeneroBaseURL: verifySrv.URL, HiroPerMinute: 10000, CompetitionStart: time.Unix(1778700600, 0)})
 	var h http.Handler = api.New(api.Options{Store: pushing.st, Catalog: catalog.Default(), Logger: pushing.log,
 		Verifier: verifyActs.FastVerifier, ChainhookSecret: secret})
@@ -193,7 +194,7 @@ func measurePush(t *testing.T, o pushRun) pushFigures {
 		if i == 1 {
 			p.ReconcileEvery = o.Floor
 		}
-		w := worker.New(s.tc, s.sched.TaskQueue, activities.New(activities.Options{Discovery: activities.DiscoveryConfig{Mode: "agents"}, Store: s.st, Logger: s.log,
+		w := worker.New(s.tc, s.sched.TaskQueue, activities.New(activities.Options{Discovery: discovery.Config{Mode: "agents"}, Store: s.st, Logger: s.log,
 			TeneroBaseURL: s.simU, HiroBaseURL: s.simU, HiroPerMinute: 10000,
 			CompetitionStart: time.Unix(1778700600, 0), Ingest: p}))
 		require.NoError(t, w.Start())

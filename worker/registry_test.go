@@ -16,6 +16,7 @@ import (
 	"github.com/pacer-dev/pacer/activities"
 	"github.com/pacer-dev/pacer/internal/api"
 	"github.com/pacer-dev/pacer/internal/catalog"
+	"github.com/pacer-dev/pacer/internal/discovery"
 	"github.com/pacer-dev/pacer/internal/sim"
 	"github.com/pacer-dev/pacer/worker"
 	"github.com/pacer-dev/pacer/workflows"
@@ -87,7 +88,7 @@ func TestAgentsArriveThroughTheRegistry(t *testing.T) {
 	rs := httptest.NewServer(reg)
 	t.Cleanup(rs.Close)
 
-	acts := activities.New(activities.Options{Discovery: activities.DiscoveryConfig{Mode: "agents"}, Store: s.st, Logger: s.log, TeneroBaseURL: s.simU, HiroBaseURL: s.simU,
+	acts := activities.New(activities.Options{Discovery: discovery.Config{Mode: "agents"}, Store: s.st, Logger: s.log, TeneroBaseURL: s.simU, HiroBaseURL: s.simU,
 		HiroPerMinute: 10000, CompetitionStart: time.Unix(1778700600, 0), RegistryURL: rs.URL + "/agents"})
 	w := worker.New(s.tc, s.sched.TaskQueue, acts)
 	require.NoError(t, w.Start())

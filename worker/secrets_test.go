@@ -26,6 +26,7 @@ import (
 
 	"github.com/pacer-dev/pacer"
 	"github.com/pacer-dev/pacer/activities"
+	"github.com/pacer-dev/pacer/internal/discovery"
 	"github.com/pacer-dev/pacer/internal/logging"
 	"github.com/pacer-dev/pacer/internal/sim"
 	"github.com/pacer-dev/pacer/internal/testenv"
@@ -143,7 +144,7 @@ func TestAPIKeysNeverLeakFromTheWorker(t *testing.T) {
 	t.Cleanup(tc.Close)
 	s.tc = tc
 	acts := activities.New(activities.Options{
-		Discovery: activities.DiscoveryConfig{Mode: "agents"}, // per-agent visits, as these tests were written for
+		Discovery: discovery.Config{Mode: "agents"}, // per-agent visits, as these tests were written for
 		Store:     s.st, Logger: log,
 		TeneroBaseURL: s.simU, TeneroAPIKey: teneroKeyMarker,
 		HiroBaseURL: s.simU, HiroAPIKey: hiroKeyMarker, HiroPerMinute: 1 << 20,

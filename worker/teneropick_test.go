@@ -19,6 +19,7 @@ import (
 	"github.com/pacer-dev/pacer"
 	"github.com/pacer-dev/pacer/activities"
 	"github.com/pacer-dev/pacer/internal/catalog"
+	"github.com/pacer-dev/pacer/internal/discovery"
 	"github.com/pacer-dev/pacer/internal/pacing"
 	"github.com/pacer-dev/pacer/internal/sim"
 	"github.com/pacer-dev/pacer/internal/store"
@@ -155,7 +156,7 @@ func TestTeneroFetchesWhatPickChoosesOnTheRealStack(t *testing.T) {
 	require.NoError(t, err)
 
 	w := worker.New(s.tc, s.sched.TaskQueue, activities.New(activities.Options{
-		Discovery: activities.DiscoveryConfig{Mode: "agents"}, // per-agent visits, as these tests were written for
+		Discovery: discovery.Config{Mode: "agents"}, // per-agent visits, as these tests were written for
 		Store:     s.st, Logger: s.log, TeneroBaseURL: hs.URL, TeneroAPIKey: key,
 		HiroBaseURL: s.simU, HiroPerMinute: 10000, CompetitionStart: time.Unix(1778700600, 0),
 	}))

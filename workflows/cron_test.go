@@ -15,6 +15,7 @@ import (
 	"github.com/pacer-dev/pacer"
 	"github.com/pacer-dev/pacer/activities"
 	"github.com/pacer-dev/pacer/internal/cron"
+	"github.com/pacer-dev/pacer/internal/discovery"
 	"github.com/pacer-dev/pacer/internal/schedule"
 	"github.com/pacer-dev/pacer/internal/testenv"
 	"github.com/pacer-dev/pacer/workflows"
@@ -62,7 +63,7 @@ func TestCronCatchUpAfterOutage(t *testing.T) {
 		t.Run(string(tc.catchup), func(t *testing.T) {
 			t.Parallel()
 			st := testenv.Store(t)
-			acts := activities.New(activities.Options{Discovery: activities.DiscoveryConfig{Mode: "agents"}, Store: st, Logger: zap.NewNop(),
+			acts := activities.New(activities.Options{Discovery: discovery.Config{Mode: "agents"}, Store: st, Logger: zap.NewNop(),
 				TeneroBaseURL: "http://127.0.0.1:1", HiroBaseURL: "http://127.0.0.1:1"})
 			var ran []pacer.Occurrence
 			var suite testsuite.WorkflowTestSuite

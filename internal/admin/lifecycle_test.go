@@ -24,6 +24,7 @@ import (
 	"github.com/pacer-dev/pacer/activities"
 	"github.com/pacer-dev/pacer/internal/actor"
 	"github.com/pacer-dev/pacer/internal/admin"
+	"github.com/pacer-dev/pacer/internal/discovery"
 	"github.com/pacer-dev/pacer/internal/operate"
 	"github.com/pacer-dev/pacer/internal/store"
 	"github.com/pacer-dev/pacer/internal/testenv"
@@ -161,7 +162,7 @@ func TestSubscriberLifecycleThroughTheAdminAPI(t *testing.T) {
 	clk.Set(t0)
 	const disableAfter = 3 * time.Hour
 	acts := activities.New(activities.Options{
-		Discovery: activities.DiscoveryConfig{Mode: "agents"}, // per-agent visits, as these tests were written for
+		Discovery: discovery.Config{Mode: "agents"}, // per-agent visits, as these tests were written for
 		Store:     st, Logger: zaptest.NewLogger(t, zaptest.Level(zap.ErrorLevel)),
 		TeneroBaseURL: "http://127.0.0.1:1", HiroBaseURL: "http://127.0.0.1:1",
 		DeliveryLadder: webhook.Ladder{20 * time.Minute, 20 * time.Minute, 20 * time.Minute},

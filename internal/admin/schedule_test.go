@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/pacer-dev/pacer/activities"
+	"github.com/pacer-dev/pacer/internal/discovery"
 	"github.com/pacer-dev/pacer/internal/operate"
 	"github.com/pacer-dev/pacer/internal/store"
 	"github.com/pacer-dev/pacer/internal/testenv"
@@ -34,7 +35,7 @@ func TestScheduleActionsThroughTheAdminAPI(t *testing.T) {
 	t.Cleanup(tc.Close)
 	st := testenv.Store(t)
 	sched := worker.Scheduler{WorkflowID: "v1-admin", TaskQueue: "admin-test"}
-	w := worker.New(tc, sched.TaskQueue, activities.New(activities.Options{Discovery: activities.DiscoveryConfig{Mode: "agents"}, Store: st,
+	w := worker.New(tc, sched.TaskQueue, activities.New(activities.Options{Discovery: discovery.Config{Mode: "agents"}, Store: st,
 		Logger: zaptest.NewLogger(t, zaptest.Level(zap.ErrorLevel)), TeneroBaseURL: "http://127.0.0.1:1", HiroBaseURL: "http://127.0.0.1:1"}))
 	require.NoError(t, w.Start())
 	t.Cleanup(w.Stop)

@@ -18,6 +18,7 @@ import (
 	"github.com/pacer-dev/pacer/internal/api"
 	"github.com/pacer-dev/pacer/internal/catalog"
 	"github.com/pacer-dev/pacer/internal/competition"
+	"github.com/pacer-dev/pacer/internal/discovery"
 	"github.com/pacer-dev/pacer/internal/sim"
 	"github.com/pacer-dev/pacer/internal/store"
 	"github.com/pacer-dev/pacer/internal/testenv"
@@ -64,7 +65,7 @@ func newTradeFixtureWith(t *testing.T, hiroPerMinute, perClient int, opts ...fun
 	hs := httptest.NewServer(s)
 	t.Cleanup(hs.Close)
 	acts := activities.New(activities.Options{
-		Discovery: activities.DiscoveryConfig{Mode: "agents"}, // per-agent visits, as these tests were written for
+		Discovery: discovery.Config{Mode: "agents"}, // per-agent visits, as these tests were written for
 		Store:     st, Logger: zap.NewNop(), HiroBaseURL: hs.URL, HiroPerMinute: hiroPerMinute,
 		CompetitionStart: sim.DefaultCompetitionStart,
 		Sleep:            func(context.Context, time.Duration) error { return nil },

@@ -18,7 +18,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/pacer-dev/pacer/activities"
 	"github.com/pacer-dev/pacer/internal/api"
 	"github.com/pacer-dev/pacer/internal/cron"
 	"github.com/pacer-dev/pacer/internal/discovery"
@@ -305,22 +304,22 @@ func (c *config) ingest() (ingest.Config, error) {
 
 // discovery is how the sweep finds swaps, from the flags. A run lingers
 // reading the tail for as long as the workflow leaves between runs.
-func (c *config) discovery() (activities.DiscoveryConfig, error) {
+func (c *config) discovery() (discovery.Config, error) {
 	mode, err := discovery.ParseMode(c.discoveryMode)
 	if err != nil {
-		return activities.DiscoveryConfig{}, err
+		return discovery.Config{}, err
 	}
 	// Zero is the default (a config built without its flags); a value
 	// given must make sense.
 	switch {
 	case c.tailEvery != 0 && c.tailEvery < time.Second:
-		return activities.DiscoveryConfig{}, fmt.Errorf("tail-every %s is below 1s", c.tailEvery)
+		return discovery.Config{}, fmt.Errorf("tail-every %s is below 1s", c.tailEvery)
 	case c.tailMaxPages < 0:
-		return activities.DiscoveryConfig{}, fmt.Errorf("tail-max-pages %d must be at least 1", c.tailMaxPages)
+		return discovery.Config{}, fmt.Errorf("tail-max-pages %d must be at least 1", c.tailMaxPages)
 	case c.reconcileEvery != 0 && c.reconcileEvery < time.Second:
-		return activities.DiscoveryConfig{}, fmt.Errorf("reconcile-every %s is below 1s", c.reconcileEvery)
+		return discovery.Config{}, fmt.Errorf("reconcile-every %s is below 1s", c.reconcileEvery)
 	}
-	d := activities.DiscoveryConfig{Mode: mode, TailEvery: c.tailEvery, ReconcileEvery: c.reconcileEvery,
+	d := discovery.Config{Mode: mode, TailEvery: c.tailEvery, ReconcileEvery: c.reconcileEvery,
 		MaxPages: c.tailMaxPages}.WithDefaults()
 	d.Linger = min(max(0, c.sweepEvery-d.TailEvery/2), maxLinger)
 	return d, nil

@@ -13,6 +13,7 @@ import (
 
 	"github.com/pacer-dev/pacer/activities"
 	"github.com/pacer-dev/pacer/internal/actor"
+	"github.com/pacer-dev/pacer/internal/discovery"
 	"github.com/pacer-dev/pacer/internal/operate"
 	"github.com/pacer-dev/pacer/internal/store"
 	"github.com/pacer-dev/pacer/internal/testenv"
@@ -55,7 +56,7 @@ func TestScheduleActionAuditedWhenTheCallerHangsUp(t *testing.T) {
 	t.Cleanup(tc.Close)
 	st := testenv.Store(t)
 	sched := worker.Scheduler{WorkflowID: "v1-audit", TaskQueue: "audit-test"}
-	w := worker.New(tc, sched.TaskQueue, activities.New(activities.Options{Discovery: activities.DiscoveryConfig{Mode: "agents"}, Store: st,
+	w := worker.New(tc, sched.TaskQueue, activities.New(activities.Options{Discovery: discovery.Config{Mode: "agents"}, Store: st,
 		Logger: zaptest.NewLogger(t, zaptest.Level(zap.ErrorLevel)), TeneroBaseURL: "http://127.0.0.1:1", HiroBaseURL: "http://127.0.0.1:1"}))
 	require.NoError(t, w.Start())
 	t.Cleanup(w.Stop)

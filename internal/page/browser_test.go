@@ -26,6 +26,7 @@ import (
 	"github.com/pacer-dev/pacer/activities"
 	"github.com/pacer-dev/pacer/internal/api"
 	"github.com/pacer-dev/pacer/internal/catalog"
+	"github.com/pacer-dev/pacer/internal/discovery"
 	"github.com/pacer-dev/pacer/internal/logging"
 	"github.com/pacer-dev/pacer/internal/sim"
 	"github.com/pacer-dev/pacer/internal/testenv"
@@ -88,7 +89,7 @@ func newBrowserStack(t *testing.T) *browserStack {
 	require.NoError(t, err)
 	t.Cleanup(s.tc.Close)
 
-	acts := activities.New(activities.Options{Discovery: activities.DiscoveryConfig{Mode: "agents"}, Store: s.d.st, Logger: log,
+	acts := activities.New(activities.Options{Discovery: discovery.Config{Mode: "agents"}, Store: s.d.st, Logger: log,
 		TeneroBaseURL: simSrv.URL, HiroBaseURL: simSrv.URL, HiroAPIKey: "sim-key-not-a-secret",
 		CompetitionStart: world.World().CompetitionStart()})
 	id := "page-" + strconv.FormatInt(time.Now().UnixNano(), 36)
