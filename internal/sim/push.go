@@ -218,15 +218,13 @@ func (p *pusher) step(ctx context.Context) {
 	if p.held != nil && p.heldAt < p.tick {
 		p.release(ctx) // nothing came to overtake it for a whole tick
 	}
-	replays := p.replays
-	p.replays = nil
-	for _, r := range replays {
-		if r.tick > p.tick {
-			p.replays = append(p.replays, r)
-			continue
+	due := func(r replay) bool { return r.tick <= p.tick }
+	for _, r := range p.replays {
+		if due(r) {
+			p.send(ctx, r.d, CopyReplay)
 		}
-		p.send(ctx, r.d, CopyReplay)
 	}
+	p.replays = slices.DeleteFunc(p.replays, due)
 	if now.After(p.last) {
 		p.last = now
 	}
