@@ -68,11 +68,9 @@ func ContractReaders(contractIDs []string) []string {
 const (
 	DefaultTailEvery = 10 * time.Second
 	// DefaultReconcileEvery is PACER_RECONCILE_EVERY's default: how often
-	// the reconciler catches what the fast readers missed. With discovery
-	// reading the chain it is each allowlisted contract's list; with
-	// per-agent discovery and push on, it is the floor of the agents'
-	// polling (ingest.Config.ReconcileEvery), polling being the reconciler
-	// there.
+	// each allowlisted contract's list is read for what the tail missed,
+	// or, in the agents mode with push on, the floor of the agents'
+	// polling (ingest.Config.ReconcileEvery).
 	DefaultReconcileEvery = 15 * time.Minute
 	DefaultMaxPages       = 200
 	// ReconcileMaxPages bounds a scan of the last reader (a contract's
@@ -220,9 +218,8 @@ type Gap struct {
 
 // Scan is one walk of a newest-first list down to From.
 type Scan struct {
-	from *Position
-	cfg  ScanConfig
-	st   State
+	cfg ScanConfig
+	st  State
 	// pending is the state after the page last read, before Commit.
 	pending *State
 	done    bool
@@ -260,7 +257,7 @@ func NewScan(cfg ScanConfig, st State) *Scan {
 	if cfg.MaxPages <= 0 {
 		cfg.MaxPages = DefaultMaxPages
 	}
-	return &Scan{from: cfg.From, st: st, cfg: cfg}
+	return &Scan{st: st, cfg: cfg}
 }
 
 // NewVisit is an agent's visit's walk of its list (SPEC §5.2): on from st
@@ -335,11 +332,11 @@ func (s *Scan) add(entries []hiro.Entry, next string, total int) Page {
 			top := p
 			st.Top = &top
 		}
-		if s.from == nil && !s.cfg.Agent {
+		if s.cfg.From == nil && !s.cfg.Agent {
 			out.Reached = true // first read: the head is the position
 			break
 		}
-		if s.from != nil && !newer(p, *s.from) && (s.cfg.Margin == 0 || p.BlockHeight < s.from.BlockHeight-s.cfg.Margin) {
+		if s.cfg.From != nil && !newer(p, *s.cfg.From) && (s.cfg.Margin == 0 || p.BlockHeight < s.cfg.From.BlockHeight-s.cfg.Margin) {
 			out.Reached = true // From, or older (below its margin): read before
 			break
 		}
@@ -381,7 +378,7 @@ func (s *Scan) add(entries []hiro.Entry, next string, total int) Page {
 			to = st.Low
 		}
 		if to != nil {
-			s.gap = &Gap{From: s.from, To: *to}
+			s.gap = &Gap{From: s.cfg.From, To: *to}
 		}
 		s.done = true
 	}
@@ -407,7 +404,7 @@ func newer(p, o Position) bool {
 // Again reports whether a handed-out entry lies at or below From, within
 // the Margin: it was looked at before, and counts only if it is new.
 func (s *Scan) Again(e hiro.Entry) bool {
-	return s.from != nil && e.Mined() && !newer(PositionOf(e), *s.from)
+	return s.cfg.From != nil && e.Mined() && !newer(PositionOf(e), *s.cfg.From)
 }
 
 // Commit records that every candidate of the page last added is settled.
@@ -436,10 +433,10 @@ func (s *Scan) NextToken() string { return s.st.Token }
 // Position is the reader's position once the scan is done: the newest
 // entry it saw, or From when the list brought nothing newer.
 func (s *Scan) Position() *Position {
-	if s.st.Top != nil && (s.from == nil || s.st.Top.Compare(*s.from) >= 0) {
+	if s.st.Top != nil && (s.cfg.From == nil || s.st.Top.Compare(*s.cfg.From) >= 0) {
 		return s.st.Top
 	}
-	return s.from
+	return s.cfg.From
 }
 
 // Gap is the range the scan gave up on after MaxPages, nil when none.
