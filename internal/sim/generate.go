@@ -168,7 +168,12 @@ func (g *generator) fork(key ...uint64) *generator {
 	for _, k := range key {
 		_, _ = fmt.Fprintf(h, "%d/", k)
 	}
-	return &generator{making: g.making, rng: rand.New(rand.NewPCG(h.Sum64(), 0x5eed)), listed: map[string]int{}, taken: map[string]bool{}}
+	return newGenerator(g.making, h.Sum64(), 0x5eed)
+}
+
+// newGenerator is a generator of m drawing from the source (seed, stream).
+func newGenerator(m *making, seed, stream uint64) *generator {
+	return &generator{making: m, rng: rand.New(rand.NewPCG(seed, stream)), listed: map[string]int{}, taken: map[string]bool{}}
 }
 
 // newWorld generates the world of seed.
@@ -182,13 +187,8 @@ func newWorld(seed int64, cfg HiroConfig, tokens []Token, price func(Token, time
 		byID:    map[string]*worldTx{},
 		lists:   map[string][]*worldTx{},
 	}
-	g := &generator{
-		making: &making{w: w, tokens: groupTokens(tokens), price: price, provider: cat.ProviderAddress(),
-			present: later(cfg.CompetitionStart, cfg.Origin), roles: map[string]role{}},
-		rng:    rand.New(rand.NewPCG(uint64(seed), 0x4170)),
-		listed: map[string]int{},
-		taken:  map[string]bool{},
-	}
+	g := newGenerator(&making{w: w, tokens: groupTokens(tokens), price: price, provider: cat.ProviderAddress(),
+		present: later(cfg.CompetitionStart, cfg.Origin), roles: map[string]role{}}, uint64(seed), 0x4170)
 	g.histFrom = later(cfg.CompetitionStart, cfg.Origin.Add(-cfg.History))
 	g.futureTo = g.present.Add(cfg.Arrivals)
 
