@@ -40,6 +40,12 @@ const (
 	ClassPermanent ErrorClass = "permanent"
 )
 
+// UpstreamFailure reports whether a failure of class c counts against the
+// upstream's health. Item problems (an unknown token, one bad body) do not.
+func (c ErrorClass) UpstreamFailure() bool {
+	return c == ClassRateLimit || c == ClassServerError || c == ClassTimeout
+}
+
 // Run is what every task's result reports about the run itself.
 type Run struct {
 	StartedAt  time.Time `json:"startedAt"`
@@ -78,15 +84,14 @@ func (r *Run) Left(minute int64, month *int64) {
 }
 
 // Count counts a failed call against the upstream when the failure was
-// the upstream's own (rate_limit, server_error, timeout; not an item
-// problem), and a rate_limit as a refusal too.
+// the upstream's own (ErrorClass.UpstreamFailure), and a rate_limit as a
+// refusal too.
 func (r *Run) Count(class ErrorClass) {
-	switch class {
-	case ClassRateLimit:
+	if class.UpstreamFailure() {
+		r.UpstreamFailed++
+	}
+	if class == ClassRateLimit {
 		r.Rejected++
-		r.UpstreamFailed++
-	case ClassServerError, ClassTimeout:
-		r.UpstreamFailed++
 	}
 }
 

@@ -125,7 +125,7 @@ func (a *Activities) refreshTenero(ctx context.Context, in pacer.TeneroInput) (r
 			switch {
 			case class == pacer.ClassRateLimit, class == pacer.ClassPermanent:
 				stopClass, stopMsg = class, err.Error()
-			case fault.IsUpstreamFailure(class):
+			case class.UpstreamFailure():
 				if streak++; streak >= maxUpstreamStreak {
 					stopClass, stopMsg = class, fmt.Sprintf("%d upstream failures in a row, last: %v", streak, err)
 				}

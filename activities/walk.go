@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"slices"
 	"time"
 
 	"go.uber.org/zap"
@@ -127,8 +126,7 @@ func (w *walk) list(ctx context.Context) *page {
 		if w.res.Requests += res.Requests; err != nil {
 			return &page{err: err}
 		}
-		onContract := func(id string) bool { return slices.Contains(r.a.Catalog.Contracts(), id) }
-		r.a.traffic.ObserveFeed(res.Total, res.Entries, onContract, r.a.now())
+		r.a.traffic.ObserveFeed(res.Total, res.Entries, r.a.Catalog.HasContract, r.a.now())
 		entries, fresh = res.Entries, w.scan.AddFeed(res.Entries, res.Total)
 	} else {
 		res, err := r.hiro.ListTransactions(ctx, w.principal, hiro.PageToken(w.scan.NextToken()))

@@ -282,6 +282,9 @@ func (c *Catalog) KnownDecimals() map[string]int {
 // the sweep's reconciler reads.
 func (c *Catalog) Contracts() []string { return slices.Sorted(maps.Keys(c.allowed)) }
 
+// HasContract reports whether any function of contractID is allowlisted.
+func (c *Catalog) HasContract(contractID string) bool { return len(c.allowed[contractID]) > 0 }
+
 // Pair is one allowlisted (contract, function) pair.
 type Pair struct{ ContractID, Function string }
 

@@ -310,4 +310,8 @@ func TestContractsAreThePairsContracts(t *testing.T) {
 		}
 	}
 	require.Equal(t, want, c.Contracts())
+	for _, id := range want {
+		require.True(t, c.HasContract(id), id)
+	}
+	require.False(t, c.HasContract("SP000000000000000000002Q6VF78.not-allowlisted"))
 }

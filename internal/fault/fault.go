@@ -45,12 +45,6 @@ func ClassOf(err error) pacer.ErrorClass {
 	return pacer.ClassTransport
 }
 
-// IsUpstreamFailure reports whether a class counts against the upstream's
-// health. Item problems (an unknown token, one bad body) do not.
-func IsUpstreamFailure(c pacer.ErrorClass) bool {
-	return c == pacer.ClassRateLimit || c == pacer.ClassServerError || c == pacer.ClassTimeout
-}
-
 // Back-offs applied when an upstream says its quota is spent. A month quota
 // wins over a minute quota.
 const (

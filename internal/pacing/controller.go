@@ -30,7 +30,6 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer"
-	"github.com/pacer-dev/pacer/internal/fault"
 )
 
 // Zone is where the controller's success rate puts a task.
@@ -344,7 +343,7 @@ func (c *Controller) Record(now time.Time, class pacer.ErrorClass) {
 	switch {
 	case class == "" || class == pacer.ClassNotFound || class == pacer.ClassParseError:
 		c.Observe(now, 1, 0)
-	case fault.IsUpstreamFailure(class):
+	case class.UpstreamFailure():
 		c.Observe(now, 0, 1)
 	}
 }
