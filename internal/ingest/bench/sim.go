@@ -29,9 +29,6 @@ type Strategy struct {
 	// FeedOnly keeps the tail on the feed whatever discovery.PlanSource
 	// says (a what-if: the feed at the month's pace).
 	FeedOnly bool
-	// Batch is how many transactions one tx/multiple request asks for
-	// (0: hiro.MaxBatch, as the service does; more is a what-if).
-	Batch int
 	// Allowlist is the tail's chain's (nil: BenchAllowlist).
 	Allowlist *Allowlist
 }
@@ -349,13 +346,12 @@ func (x *sim) fetch(now *time.Time, refs []agentTxRef) bool {
 			swaps = append(swaps, r)
 		}
 	}
-	batch := cmp.Or(x.s.Batch, hiro.MaxBatch)
-	for i := 0; i < len(swaps); i += batch {
+	for i := 0; i < len(swaps); i += hiro.MaxBatch {
 		if !x.take(now, ReaderDetails) {
 			return false
 		}
 		x.obs.ObserveDetails(1, *now)
-		for _, s := range swaps[i:min(i+batch, len(swaps))] {
+		for _, s := range swaps[i:min(i+hiro.MaxBatch, len(swaps))] {
 			x.found[s.agent][s.tx] = *now
 		}
 	}

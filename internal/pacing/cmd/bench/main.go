@@ -42,7 +42,6 @@ func main() {
 		}
 		return nil
 	})
-	detailBatch := flag.Int("detail-batch", 0, "chain: a what-if: transactions per tx/multiple request (default hiro.MaxBatch, what the service asks)")
 	flag.IntVar(&o.PerAgentUpTo, "per-agent-up-to", 100_000, "chain: run the agents mode (tiers, optimal) in worlds of at most this many agents (0: none)")
 	flag.Parse()
 	switch *section {
@@ -58,12 +57,6 @@ func main() {
 		bench.WriteGoals(os.Stdout, bench.Goals(outcomes))
 	}
 	if *section == "all" || *section == "chain" {
-		for i := range o.Tails {
-			o.Tails[i].Batch = *detailBatch
-		}
-		if *detailBatch > 0 {
-			fmt.Printf("What-if: %d transactions per tx/multiple request (the service asks hiro.MaxBatch).\n\n", *detailBatch)
-		}
 		discovery.RunChain(o).WriteChain(os.Stdout)
 	}
 }
