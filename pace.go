@@ -21,9 +21,6 @@ type PaceInput struct {
 	// when they differ).
 	Cadence     Duration `json:"cadence"`
 	LastCadence Duration `json:"lastCadence,omitempty"`
-	// MaxBatch is the configured largest batch (the sweep's page size;
-	// 0 = the task's own).
-	MaxBatch int `json:"maxBatch,omitempty"`
 	// Tune is an operator's tune or reset the run applies first.
 	Tune *PaceTune `json:"tune,omitempty"`
 }
@@ -51,9 +48,10 @@ type PaceZone string
 // PaceStatus is a task's pacing in the status document, as its last run
 // decided it; durations are Go duration text, as the document's "every" is.
 type PaceStatus struct {
-	Zone     PaceZone `json:"zone"`
-	Batch    int      `json:"batch"`
-	Interval string   `json:"interval"`
+	Zone PaceZone `json:"zone"`
+	// Batch is 0 (and absent) for a task without one: the sweep.
+	Batch    int    `json:"batch,omitempty"`
+	Interval string `json:"interval"`
 	// CooldownRemaining is "0s" outside the cooldown zone.
 	CooldownRemaining string `json:"cooldownRemaining"`
 	// SuccessRate over the window's Samples outcomes, with its 95% Wilson
@@ -65,10 +63,11 @@ type PaceStatus struct {
 	// CompletionsPerMinute is the successes per minute over the window.
 	CompletionsPerMinute float64 `json:"completionsPerMinute"`
 	// RunsPerDay and ProjectedPerDay are where the decision leads: runs a
-	// day, and items completed a day. (The upstream's budget is Postgres's,
-	// SPEC §5.4: the operator's page shows it.)
+	// day, and items completed a day (absent without a batch). (The
+	// upstream's budget is Postgres's, SPEC §5.4: the operator's page
+	// shows it.)
 	RunsPerDay      float64 `json:"runsPerDay"`
-	ProjectedPerDay float64 `json:"projectedPerDay"`
+	ProjectedPerDay float64 `json:"projectedPerDay,omitempty"`
 	// ActionsPerDay is the Temporal actions the task costs a day at this
 	// pace, with runs lasting the last run's duration.
 	ActionsPerDay float64 `json:"actionsPerDay"`

@@ -22,10 +22,6 @@ const (
 	// maxTeneroBatch covers the whole token set: static base, pegs and
 	// the top 50 traded tokens.
 	maxTeneroBatch = 64
-	// defaultSweepPage is the sweep's batch when the config sets none;
-	// minSweepPage the smallest a run judged by its outcomes can carry.
-	defaultSweepPage = 100
-	minSweepPage     = 5
 	// cooledInterval is how often a task the controller cooled down runs
 	// (at its smallest batch) while the cooldown lasts: a task is back
 	// within minutes of its upstream, not MaxInterval after an outage.
@@ -33,8 +29,9 @@ const (
 )
 
 // controllerConfig is a task's bounds: never faster than its configured
-// cadence, never slower than its slowest useful pace, and a batch between
-// a floor that still gives the controller samples and the whole set.
+// cadence, never slower than its slowest useful pace, and tenero's batch
+// between a floor that still gives the controller samples and the whole
+// set. The sweep has no batch: its plan sizes each step.
 func controllerConfig(task string, in *pacer.PaceInput) pacing.ControllerConfig {
 	cadence := in.Cadence
 	cc := pacing.ControllerConfig{MinInterval: cadence, InitialInterval: cadence,
@@ -44,11 +41,6 @@ func controllerConfig(task string, in *pacer.PaceInput) pacing.ControllerConfig 
 		cc.MaxInterval = max(pacer.Duration(time.Hour), cadence)
 		return cc
 	}
-	page := in.MaxBatch
-	if page <= 0 {
-		page = defaultSweepPage
-	}
-	cc.MinBatch, cc.MaxBatch, cc.InitialBatch = min(minSweepPage, page), page, page
 	cc.MaxInterval = max(pacer.Duration(2*time.Hour), cadence)
 	return cc
 }

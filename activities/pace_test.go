@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -58,18 +59,24 @@ func TestPaceCarriesTheControllerAcrossRuns(t *testing.T) {
 	require.Nil(t, endPace(nil, nil, bad, nil, 1, t0))
 }
 
-// A reconfigured cadence bounds the controller from the next run on, and
-// the sweep's batch is its configured page.
+// A reconfigured cadence bounds the controller from the next run on. The
+// sweep has no batch (its plan sizes each step): a state saved with one,
+// before it went, loses it, and the status shows none.
 func TestPaceFollowsTheConfig(t *testing.T) {
 	t.Parallel()
 	t0 := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
-	in := &pacer.PaceInput{Cadence: pacer.Duration(time.Minute), MaxBatch: 40}
+	saved := `{"config":{"minBatch":5,"maxBatch":100,"minInterval":60000000000,"maxInterval":7200000000000,"judge":"runs"},"batch":100,"interval":60000000000}`
+	in := &pacer.PaceInput{Cadence: pacer.Duration(time.Minute), LastCadence: pacer.Duration(time.Minute), State: []byte(saved)}
 	c, batch := startPace(pacer.TaskSweep, in, t0)
-	require.Equal(t, 40, batch)
+	require.Zero(t, batch)
 	p := endPace(c, in, pacer.Run{Requests: 40}, nil, 40, t0.Add(time.Second))
 	require.Equal(t, pacer.Duration(time.Minute), p.Every)
+	require.Zero(t, p.Status.Batch)
+	raw, err := json.Marshal(p.Status)
+	require.NoError(t, err)
+	require.NotContains(t, string(raw), `"batch"`)
 
-	slower := &pacer.PaceInput{State: p.State, Cadence: pacer.Duration(10 * time.Minute), LastCadence: p.Cadence, MaxBatch: 40}
+	slower := &pacer.PaceInput{State: p.State, Cadence: pacer.Duration(10 * time.Minute), LastCadence: p.Cadence}
 	c, _ = startPace(pacer.TaskSweep, slower, t0.Add(time.Minute))
 	p = endPace(c, slower, pacer.Run{Requests: 40}, nil, 40, t0.Add(time.Minute+time.Second))
 	require.GreaterOrEqual(t, p.Every, pacer.Duration(10*time.Minute))

@@ -18,8 +18,6 @@ import (
 type Config struct {
 	TeneroEvery pacer.Duration `json:"teneroEvery,omitempty"`
 	SweepEvery  pacer.Duration `json:"sweepEvery,omitempty"`
-	// SweepPageSize is how many agents one sweep run walks (0 = 100).
-	SweepPageSize int `json:"sweepPageSize,omitempty"`
 	// MaxHistoryEvents is the history length at which a run continues as new
 	// even if the server has not suggested it yet.
 	MaxHistoryEvents int `json:"maxHistoryEvents,omitempty"`
@@ -51,9 +49,6 @@ const (
 	// MaxEvery bounds a cadence, like a pause, so that a typo cannot stop a
 	// task for years.
 	MaxEvery = 366 * 24 * time.Hour
-	// minSweepPage is the smallest sweep page the pacing controller can
-	// judge: a run at the floor must carry its minimum of outcomes.
-	minSweepPage = 5
 	// minHistoryEvents keeps continue-as-new from churning: a run's first
 	// workflow task alone writes about a dozen events.
 	minHistoryEvents = 30
@@ -84,13 +79,6 @@ func (c Config) Validate() error {
 	if h := time.Duration(c.HeartbeatTimeout); h != 0 && (h < MinEvery || h > time.Hour) {
 		errs = append(errs, fmt.Errorf("heartbeatTimeout %s: want 0 (the default, %s) or %s to 1h", h, DefaultHeartbeatTimeout, MinEvery))
 	}
-	if c.SweepPageSize != 0 && c.SweepPageSize < minSweepPage {
-		errs = append(errs, fmt.Errorf("sweepPageSize %d: want 0 (the default, %d) or at least %d, the fewest outcomes pacing judges a run by",
-			c.SweepPageSize, defaultSweepPage, minSweepPage))
-	}
-	if c.SweepPageSize < 0 {
-		errs = append(errs, fmt.Errorf("sweepPageSize %d: must not be negative", c.SweepPageSize))
-	}
 	if c.MaxHistoryEvents != 0 && (c.MaxHistoryEvents < minHistoryEvents || c.MaxHistoryEvents > maxHistoryEvents) {
 		errs = append(errs, fmt.Errorf("maxHistoryEvents %d: want 0 (the default, %d) or %d to %d",
 			c.MaxHistoryEvents, DefaultMaxHistoryEvents, minHistoryEvents, maxHistoryEvents))
@@ -105,8 +93,6 @@ func (c Config) Validate() error {
 	}
 	return fmt.Errorf("%w: %w", ErrInvalidConfig, errors.Join(errs...))
 }
-
-const defaultSweepPage = 100
 
 // validateSchedules checks each configured schedule against its task: the
 // name, the kind of schedule the task can follow, and that it compiles.
@@ -166,7 +152,6 @@ func CodeDefaults() Config {
 	c := Config{
 		TeneroEvery:      pacer.Duration(DefaultTeneroEvery),
 		SweepEvery:       pacer.Duration(DefaultSweepEvery),
-		SweepPageSize:    defaultSweepPage,
 		MaxHistoryEvents: DefaultMaxHistoryEvents,
 		BreakerThreshold: DefaultBreakerThreshold,
 		BreakerCooldown:  pacer.Duration(DefaultBreakerCooldown),
@@ -184,7 +169,6 @@ func CodeDefaults() Config {
 func (c Config) Over(d Config) Config {
 	c.TeneroEvery = cmp.Or(c.TeneroEvery, d.TeneroEvery)
 	c.SweepEvery = cmp.Or(c.SweepEvery, d.SweepEvery)
-	c.SweepPageSize = cmp.Or(c.SweepPageSize, d.SweepPageSize)
 	c.MaxHistoryEvents = cmp.Or(c.MaxHistoryEvents, d.MaxHistoryEvents)
 	c.BreakerThreshold = cmp.Or(c.BreakerThreshold, d.BreakerThreshold)
 	c.BreakerCooldown = cmp.Or(c.BreakerCooldown, d.BreakerCooldown)

@@ -53,8 +53,7 @@ func (s *scheduler) registerHandlers(ctx workflow.Context) error {
 			}},
 		{UpdateTune, `set a task's pacing within its bounds and return it: {"task":…,"batch":20,"interval":"10m"}, or {"task":…,"reset":true}`,
 			s.tuneNow, func(ctx workflow.Context, raw json.RawMessage) error {
-				_, _, err := ParseTune(raw, s.pacedTaskNames())
-				return s.unlessStopping(err)
+				return s.unlessStopping(CheckTune(raw, s.pacedTaskNames()))
 			}},
 		{UpdateReconfigure, `change cadences and schedules in place: {"teneroEvery":"5m","sweepEvery":"1m","schedules":{"rollup":{"cron":"5 * * * *","catchup":"backfill"}}} (any subset); returns the config in force`,
 			s.reconfigure, func(ctx workflow.Context, raw json.RawMessage) error {

@@ -205,7 +205,7 @@ func TestWriteHistories(t *testing.T) {
 		r.signal(id, workflows.SignalRefresh, workflows.RefreshInput{Task: pacer.TaskTenero})
 		r.signal(id, workflows.SignalRefresh, workflows.RefreshInput{Task: pacer.TaskSweep})
 		r.signal(id, workflows.SignalTune, json.RawMessage(`{"task":"tenero","batch":20,"interval":"3s"}`))
-		require.NoError(t, r.update(id, workflows.UpdateTune, json.RawMessage(`{"task":"sweep","batch":50}`)))
+		require.NoError(t, r.update(id, workflows.UpdateTune, json.RawMessage(`{"task":"all","batch":50}`)))
 		r.signal(id, workflows.SignalTune, json.RawMessage(`{"task":"sweep","batch":-1}`))
 		require.NoError(t, r.update(id, workflows.UpdateResume, nil))
 		r.signal(id, workflows.SignalPause, workflows.PauseInput{For: "1h"})

@@ -57,8 +57,6 @@ func TestConfigValidate(t *testing.T) {
 		{name: "one second cadences", give: Config{TeneroEvery: pacer.Duration(time.Second), SweepEvery: pacer.Duration(time.Second)}},
 		{name: "sub-second cadence", give: Config{TeneroEvery: pacer.Duration(500 * time.Millisecond)}, wantErr: "teneroEvery 500ms: want 0 (the default) or 1s to"},
 		{name: "negative cadence", give: Config{SweepEvery: pacer.Duration(-time.Minute)}, wantErr: "sweepEvery -1m0s"},
-		{name: "page of 4", give: Config{SweepPageSize: 4}, wantErr: "sweepPageSize 4: want 0 (the default, 100) or at least 5"},
-		{name: "page of 5", give: Config{SweepPageSize: 5}},
 		{name: "tiny history", give: Config{MaxHistoryEvents: 10}, wantErr: "maxHistoryEvents 10"},
 		{name: "huge history", give: Config{MaxHistoryEvents: 50_000}, wantErr: "maxHistoryEvents 50000"},
 		{name: "largest history", give: Config{MaxHistoryEvents: maxHistoryEvents}},
@@ -67,7 +65,7 @@ func TestConfigValidate(t *testing.T) {
 		{name: "history past the bound", give: Config{MaxHistoryEvents: maxHistoryEvents + 1}, wantErr: "maxHistoryEvents 20001"},
 		{name: "breaker off", give: Config{BreakerThreshold: -1}},
 		{name: "breaker below off", give: Config{BreakerThreshold: -2}, wantErr: "breakerThreshold -2"},
-		{name: "every error at once", give: Config{TeneroEvery: 1, SweepPageSize: 2}, wantErr: "sweepPageSize 2"},
+		{name: "every error at once", give: Config{TeneroEvery: 1, MaxHistoryEvents: 10}, wantErr: "maxHistoryEvents 10"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -87,7 +85,7 @@ func TestConfigValidate(t *testing.T) {
 // instead of panicking in a loop of failed workflow tasks.
 func TestInvalidConfigFailsTheRunClearly(t *testing.T) {
 	t.Parallel()
-	for _, cfg := range []Config{{SweepPageSize: 3}, {TeneroEvery: pacer.Duration(time.Millisecond)}} {
+	for _, cfg := range []Config{{MaxHistoryEvents: 3}, {TeneroEvery: pacer.Duration(time.Millisecond)}} {
 		h := newHarness(t)
 		h.env.ExecuteWorkflow(WorkflowType, SchedulerInput{Config: cfg})
 		require.True(t, h.env.IsWorkflowCompleted())
@@ -162,7 +160,8 @@ func TestUpdatesAnswerOrReject(t *testing.T) {
 	})
 	pause := h.update(time.Minute, UpdatePause, `{"for":"30m"}`)
 	pastPause := h.update(time.Minute, UpdatePause, `{"until":"2001-01-01T00:00:00Z"}`)
-	tune := h.update(2*time.Minute, UpdateTune, `{"task":"sweep","batch":20}`)
+	tune := h.update(2*time.Minute, UpdateTune, `{"task":"all","batch":20}`)
+	sweepBatch := h.update(2*time.Minute, UpdateTune, `{"task":"sweep","batch":20}`)
 	badTune := h.update(2*time.Minute, UpdateTune, `{"task":"nope","batch":20}`)
 	resume := h.update(20*time.Minute, UpdateResume, ``)
 	h.runFor(t, 21*time.Minute, SchedulerInput{Config: Config{BreakerThreshold: 1}})
@@ -171,7 +170,9 @@ func TestUpdatesAnswerOrReject(t *testing.T) {
 	require.Equal(t, PauseResult{PausedUntil: t0.Add(31 * time.Minute)}, pause.result)
 	require.ErrorContains(t, pastPause.rejected, "not in the future")
 	require.NoError(t, tune.err)
-	require.Equal(t, Pace{Batch: 20, Interval: pacer.Duration(time.Minute)}, tune.result.(TuneResult).Tasks[pacer.TaskSweep])
+	require.Equal(t, Pace{Batch: 20, Interval: pacer.Duration(DefaultTeneroEvery)}, tune.result.(TuneResult).Tasks[pacer.TaskTenero])
+	require.Equal(t, Pace{Interval: pacer.Duration(time.Minute)}, tune.result.(TuneResult).Tasks[pacer.TaskSweep], "the sweep has no batch")
+	require.ErrorIs(t, sweepBatch.rejected, ErrSweepBatch)
 	require.ErrorContains(t, badTune.rejected, `unknown task "nope"`)
 	require.NoError(t, resume.err)
 	require.Equal(t, ResumeResult{WasPaused: true, BreakersClosed: []string{pacer.TaskTenero}}, resume.result)

@@ -314,6 +314,21 @@ func ParseTune(raw json.RawMessage, registered []string) (TuneInput, []string, e
 	return in, names, nil
 }
 
+// ErrSweepBatch refuses a batch for the sweep alone: its plan sizes each
+// step, so it has no batch to tune. (A signal's batch, or one for "all",
+// leaves the sweep's pace as it is.)
+var ErrSweepBatch = errors.New(`the sweep has no batch (its plan sizes each step): give "interval" or "reset"`)
+
+// CheckTune is the tune update's validator: ParseTune's checks, and no
+// batch for the sweep alone.
+func CheckTune(raw json.RawMessage, registered []string) error {
+	in, _, err := ParseTune(raw, registered)
+	if err == nil && in.Task == pacer.TaskSweep && in.Batch != nil {
+		return ErrSweepBatch
+	}
+	return err
+}
+
 // PauseResult answers the pause update.
 type PauseResult struct {
 	PausedUntil time.Time `json:"pausedUntil"`

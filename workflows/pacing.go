@@ -61,9 +61,6 @@ func (s *scheduler) paceInput(task string) *pacer.PaceInput {
 		return nil
 	}
 	in := &pacer.PaceInput{Cadence: s.cfg.every(task), Tune: p.Tune}
-	if task == pacer.TaskSweep {
-		in.MaxBatch = s.cfg.SweepPageSize
-	}
 	if p.Pace != nil {
 		in.State, in.LastCadence = p.Pace.State, p.Pace.Cadence
 	}
@@ -112,7 +109,11 @@ func (s *scheduler) tune(in TuneInput, names []string, now time.Time) {
 		if p == nil {
 			continue
 		}
-		p.Tune = &pacer.PaceTune{Reset: in.Reset, Batch: in.batch, Interval: pacer.Duration(in.interval)}
+		batch := in.batch
+		if name == pacer.TaskSweep {
+			batch = 0 // the sweep has no batch (CheckTune refuses one for it alone)
+		}
+		p.Tune = &pacer.PaceTune{Reset: in.Reset, Batch: batch, Interval: pacer.Duration(in.interval)}
 		switch t := s.tasks[name]; {
 		case in.Reset:
 			t.Every = s.cfg.every(name)

@@ -517,6 +517,9 @@ func TestParseTune(t *testing.T) {
 		{give: `{"task":"tenero","batch":"5"}`, wantErr: "invalid JSON"},
 		{give: ``, wantErr: "empty input"},
 	}
+	require.ErrorIs(t, CheckTune(json.RawMessage(`{"task":"sweep","batch":5}`), tasks), ErrSweepBatch)
+	require.NoError(t, CheckTune(json.RawMessage(`{"task":"all","batch":5}`), tasks))
+	require.NoError(t, CheckTune(json.RawMessage(`{"task":"sweep","interval":"2m"}`), tasks))
 	for _, tt := range tests {
 		_, names, err := ParseTune(json.RawMessage(tt.give), tasks)
 		if tt.wantErr != "" {

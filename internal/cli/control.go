@@ -238,10 +238,14 @@ func printWatch(w io.Writer, st workflows.Status, now time.Time, every time.Dura
 		if run != nil {
 			quota = optInt(run.MinuteRemaining) + "/" + optInt(run.MonthRemaining)
 		}
-		// A run from before adaptive pacing has no pacing: "-".
+		// A run from before adaptive pacing has no pacing, the sweep no
+		// batch: "-".
 		every, batch, zone := everyText(t), "-", "-"
 		if p := t.Pacing; p != nil {
-			every, batch, zone = p.Interval, strconv.Itoa(p.Batch), string(p.Zone)
+			every, zone = p.Interval, string(p.Zone)
+			if p.Batch > 0 {
+				batch = strconv.Itoa(p.Batch)
+			}
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", name, taskState(t), every,
 			relTime(t.LastRunAt, now), nextDue(t, now), st.ConsecutiveFailures[name], breaker,
@@ -555,7 +559,7 @@ func newTuneCmd(c *config) *cobra.Command {
 			}
 			// The workflow's own parser, so that the CLI refuses what the
 			// update's validator would, with the same words.
-			if _, _, err := workflows.ParseTune(raw, []string{pacer.TaskTenero, pacer.TaskSweep}); err != nil {
+			if err := workflows.CheckTune(raw, []string{pacer.TaskTenero, pacer.TaskSweep}); err != nil {
 				return &UsageError{Err: err}
 			}
 			return c.withClient(cmd.Context(), func(tc client.Client) error {
@@ -566,13 +570,17 @@ func newTuneCmd(c *config) *cobra.Command {
 				c.auditTemporal(cmd, operate.ActionTune, json.RawMessage(raw), res)
 				for _, name := range slices.Sorted(maps.Keys(res.Tasks)) {
 					p := res.Tasks[name]
-					fmt.Fprintf(cmd.OutOrStdout(), "%s: batch %d, every %s\n", name, p.Batch, p.Interval)
+					if p.Batch > 0 {
+						fmt.Fprintf(cmd.OutOrStdout(), "%s: batch %d, every %s\n", name, p.Batch, p.Interval)
+					} else {
+						fmt.Fprintf(cmd.OutOrStdout(), "%s: every %s\n", name, p.Interval)
+					}
 				}
 				return nil
 			})
 		},
 	}
-	cmd.Flags().IntVar(&batch, "batch", 0, "items per run")
+	cmd.Flags().IntVar(&batch, "batch", 0, "items per run (tenero; the sweep has none)")
 	cmd.Flags().StringVar(&interval, "interval", "", "interval between runs (Go duration)")
 	cmd.Flags().BoolVar(&reset, "reset", false, "back to the configured cadence and the whole batch")
 	return cmd

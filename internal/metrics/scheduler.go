@@ -95,7 +95,7 @@ func newSchedulerCollector(view ViewFunc, runs LatestRunsFunc, every time.Durati
 		breaker: prometheus.NewDesc("pacer_task_breaker_open",
 			"1 while the task's circuit breaker is open (it probes hourly; resume or refresh closes it).", task, nil),
 		batch: prometheus.NewDesc("pacer_pacing_batch",
-			"Items per run the pacing controller chose for the task.", task, nil),
+			"Items per run the pacing controller chose for the task (tenero; the sweep's plan sizes each step: none).", task, nil),
 		interval: prometheus.NewDesc("pacer_pacing_interval_seconds",
 			"Interval between runs the pacing controller chose for the task.", task, nil),
 		zone: prometheus.NewDesc("pacer_pacing_zone",
@@ -157,7 +157,9 @@ func (c *schedulerCollector) Collect(ch chan<- prometheus.Metric) {
 		if t.Zone == "" {
 			continue // a run without pacing
 		}
-		gauge(c.batch, float64(t.Batch), name)
+		if t.Batch > 0 { // the sweep has none
+			gauge(c.batch, float64(t.Batch), name)
+		}
 		gauge(c.interval, time.Duration(t.Interval).Seconds(), name)
 		if z := pacing.Zone(t.Zone); slices.Contains(Zones, z) {
 			gauge(c.zone, 1, name, t.Zone)

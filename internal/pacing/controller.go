@@ -63,7 +63,8 @@ const (
 )
 
 // ControllerConfig bounds and tunes a Controller. Zero fields take the
-// defaults of WithDefaults; the bounds have none and must be set.
+// defaults of WithDefaults; the bounds have none and must be set (MinBatch
+// and MaxBatch both 0: a task without a batch, paced by its interval).
 type ControllerConfig struct {
 	MinBatch    int            `json:"minBatch"`
 	MaxBatch    int            `json:"maxBatch"`
@@ -136,8 +137,9 @@ var ErrBadConfig = errors.New("pacing: bad config")
 // applied.
 func (c ControllerConfig) Validate() error {
 	switch {
-	case c.MinBatch < 1:
-		return fmt.Errorf("%w: minBatch must be at least 1, got %d", ErrBadConfig, c.MinBatch)
+	case c.MinBatch < 1 && c.MaxBatch != 0:
+		// Both 0: a task without a batch (the sweep), paced by its interval.
+		return fmt.Errorf("%w: minBatch must be at least 1 (or minBatch and maxBatch 0: no batch), got %d", ErrBadConfig, c.MinBatch)
 	case c.MaxBatch < c.MinBatch:
 		return fmt.Errorf("%w: maxBatch %d is below minBatch %d", ErrBadConfig, c.MaxBatch, c.MinBatch)
 	case c.Judge != JudgeMinutes && c.Judge != JudgeRuns:
@@ -149,13 +151,13 @@ func (c ControllerConfig) Validate() error {
 		return fmt.Errorf("%w: maxInterval %s is below minInterval %s", ErrBadConfig, c.MaxInterval, c.MinInterval)
 	case c.Bucket <= 0 || c.Buckets < 1 || c.MinSamples < 1 || c.Cooldown < 0 || c.CooledInterval < 0:
 		return fmt.Errorf("%w: bucket, buckets and minSamples must be positive, cooldown and cooledInterval not negative", ErrBadConfig)
-	case c.Judge == JudgeMinutes && c.MinBatch < c.MinSamples:
+	case c.Judge == JudgeMinutes && c.MaxBatch > 0 && c.MinBatch < c.MinSamples:
 		// A run at the floor must carry enough outcomes to be judged on its
 		// own: a task that runs every few hours at one item a run would
 		// never gather MinSamples in its window, and would stay at the
 		// floor for good after a cooldown.
 		return fmt.Errorf("%w: minBatch %d is below minSamples %d", ErrBadConfig, c.MinBatch, c.MinSamples)
-	case c.Judge == JudgeRuns && c.MinBatch*c.Buckets < c.MinSamples:
+	case c.Judge == JudgeRuns && c.MaxBatch > 0 && c.MinBatch*c.Buckets < c.MinSamples:
 		// Likewise for the window of runs: runs at the floor must fill it.
 		return fmt.Errorf("%w: minBatch %d × buckets %d is below minSamples %d", ErrBadConfig, c.MinBatch, c.Buckets, c.MinSamples)
 	case !(0 <= c.CooldownBelow && c.CooldownBelow <= c.BackoffBelow && c.BackoffBelow <= c.GrowAbove &&

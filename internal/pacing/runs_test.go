@@ -156,6 +156,33 @@ func TestJudgeRunsConfig(t *testing.T) {
 	require.ErrorContains(t, cfg.Validate(), "judge must be")
 }
 
+// A task without a batch (the sweep) is paced by its interval alone: its
+// batch stays 0 through every zone and tune, and a state saved with a
+// batch loses it when clamped to the batchless bounds.
+func TestJudgeRunsWithoutBatch(t *testing.T) {
+	t.Parallel()
+	cfg := runsConfig()
+	cfg.MinBatch, cfg.MaxBatch, cfg.InitialBatch = 0, 0, 0
+	cfg.MaxInterval = pacer.Duration(time.Hour)
+	c := newTestController(t, cfg)
+	got := pace(c, run{failed: 5}, run{failed: 5}, run{ok: 5}, run{ok: 5}, run{ok: 5})
+	for _, p := range got {
+		require.Zero(t, p.Batch)
+	}
+	require.Greater(t, got[0].Interval, cfg.MinInterval, "failures slow it down")
+	require.Less(t, got[4].Interval, got[1].Interval, "successes speed it up again")
+	require.NoError(t, c.Tune(20, time.Hour))
+	require.Zero(t, c.Batch)
+	require.Equal(t, pacer.Duration(time.Hour), c.Interval)
+
+	old := newTestController(t, runsConfig())
+	require.Equal(t, 40, old.Batch)
+	require.NoError(t, old.Clamp(cfg))
+	require.Zero(t, old.Batch)
+	cfg.MinBatch = -1
+	require.ErrorIs(t, cfg.Validate(), ErrBadConfig)
+}
+
 func TestClampToRunsForgetsMinutes(t *testing.T) {
 	t.Parallel()
 	c := newTestController(t, testConfig())
