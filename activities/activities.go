@@ -18,7 +18,6 @@ import (
 	"github.com/pacer-dev/pacer/internal/budget"
 	"github.com/pacer-dev/pacer/internal/catalog"
 	"github.com/pacer-dev/pacer/internal/competition"
-	"github.com/pacer-dev/pacer/internal/cron"
 	"github.com/pacer-dev/pacer/internal/discovery"
 	"github.com/pacer-dev/pacer/internal/hiro"
 	"github.com/pacer-dev/pacer/internal/ingest"
@@ -57,10 +56,6 @@ type Activities struct {
 	Logger *zap.Logger
 	// Metrics records each attempt; nil records nothing.
 	Metrics *metrics.Metrics
-	// Schedules are the task schedules configured for the scheduler's
-	// first start (PACER_SCHEDULES, validated). No activity reads them: the
-	// worker hands them to the workflow's configuration.
-	Schedules cron.Schedules
 	// DayZone is PACER_DAY_TZ: its midnight ends a daily rollup.
 	DayZone *time.Location
 	// Deliveries configures the deliver task.
@@ -189,8 +184,6 @@ type Options struct {
 	// Discovery is how the sweep finds swaps; zero fields take the
 	// defaults (see discovery.Config.WithDefaults).
 	Discovery discovery.Config
-	// Schedules: see Activities.Schedules.
-	Schedules cron.Schedules
 	// Sleep replaces the upstream clients' in-attempt retry waits (tests).
 	Sleep func(context.Context, time.Duration) error
 
@@ -256,7 +249,6 @@ func New(o Options) *Activities {
 		Catalog:    cat,
 		Logger:     o.Logger,
 		Metrics:    o.Metrics,
-		Schedules:  o.Schedules,
 		DayZone:    o.DayZone,
 		Deliveries: newDeliveryConfig(o),
 		Clock:      o.Clock,

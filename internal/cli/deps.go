@@ -91,7 +91,6 @@ func (c *config) activities(st *store.Store, log *zap.Logger, m *metrics.Metrics
 		CompetitionStart: time.Unix(c.competitionStart, 0),
 		Ingest:           ingestCfg,
 		Discovery:        discoveryCfg,
-		Schedules:        c.schedules,
 		DayZone:          c.rollups.zone,
 		DeliveryLadder:   c.rollups.steps,
 		// Webhooks go to private addresses only when the operator says so.

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.uber.org/zap"
 
 	"github.com/pacer-dev/pacer"
 	"github.com/pacer-dev/pacer/internal/cron"
@@ -45,16 +44,16 @@ func TestScheduleBadArgumentsExitTwo(t *testing.T) {
 	})
 }
 
-func TestPacerSchedulesReachesTheActivitiesOptions(t *testing.T) {
+func TestPacerSchedulesReachesTheSchedulersConfig(t *testing.T) {
 	c := &config{schedulesJSON: `{"rollup":{"cron":"5 * * * *","catchup":"backfill"},"tenero":{"every":"2m"}}`,
 		teneroBaseURL: "http://x", hiroBaseURL: "http://x", teneroEvery: time.Minute, sweepEvery: time.Minute,
 		rollups: rollupConfig{dayTZ: "UTC", ladder: webhook.DefaultLadder}}
 	require.NoError(t, c.validate())
 	require.Equal(t, []string{"rollup", "tenero"}, c.schedules.Tasks())
-	acts := c.activities(newTestStore(t), zap.NewNop(), nil)
-	require.Equal(t, c.schedules, acts.Schedules)
-	require.Equal(t, cron.CatchupBackfill, acts.Schedules["rollup"].Catchup)
-	require.Equal(t, 2*time.Minute, acts.Schedules["tenero"].Every)
+	cfg := c.scheduler().Config
+	require.Equal(t, c.schedules, cfg.Schedules)
+	require.Equal(t, cron.CatchupBackfill, cfg.Schedules["rollup"].Catchup)
+	require.Equal(t, 2*time.Minute, cfg.Schedules["tenero"].Every)
 }
 
 func TestResolveSchedulePrefersTheSchedulersStatus(t *testing.T) {
