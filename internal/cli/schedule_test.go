@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -244,14 +243,6 @@ func trimLines(s string) []string {
 		out = append(out, strings.TrimRight(l, " "))
 	}
 	return out
-}
-
-func newTestStore(t *testing.T) *store.Store {
-	t.Helper()
-	st, err := store.Open(context.Background(), testenv.PostgresURL(t))
-	require.NoError(t, err)
-	t.Cleanup(st.Close)
-	return st
 }
 
 // The status document the scheduler answers today (tasks with `every`, no
