@@ -15,32 +15,26 @@ import (
 
 // readers fills the run's readers into s (store.PlanReaders), choosing
 // where the tail reads once a run, or at once when Hiro switches the
-// feed off.
+// feed off: the feed, or the allowlisted contracts' own lists once Hiro
+// has switched the feed off or when the lane's rate cannot pay the feed
+// at the chain's volume (discovery.PlanSource).
 func (r *sweepRun) readers(ctx context.Context, s *discovery.Run) error {
 	rows, err := r.a.Store.DiscoveryReaders(ctx)
 	if err != nil {
 		return err
 	}
-	feedOff := r.hiro.Sunset(hiro.EndpointFeed)
+	contracts, feedOff := r.a.Catalog.Contracts(), r.hiro.Sunset(hiro.EndpointFeed)
 	if r.src == "" || feedOff {
-		r.src = r.source(feedOff, len(r.a.Catalog.Contracts()), s.Budget.Rate)
+		before, now, t := r.a.traffic.Choose(feedOff, len(contracts), r.dc.TailEvery, s.Budget.Rate)
+		if r.src = now; now != before {
+			r.log.Info("discovery.source", zap.String("from", string(before)), zap.String("to", string(now)),
+				zap.Float64("feedPerMinute", t.FeedPerMinute()), zap.Float64("contractsPerMinute", t.ContractsPerMinute()),
+				zap.Float64("detailsPerMinute", t.DetailsPerMinute()))
+		}
 	}
 	s.ContractsAreTail = r.src == discovery.SourceContracts
-	store.PlanReaders(s, rows, r.a.Catalog.Contracts(), r.held, feedOff, r.a.traffic.ProbedAt())
+	store.PlanReaders(s, rows, contracts, r.held, feedOff, r.a.traffic.ProbedAt())
 	return nil
-}
-
-// source is where the tail reads: the feed, or the allowlisted contracts'
-// own lists once Hiro has switched the feed off or when the lane's rate
-// cannot pay the feed at the chain's volume (discovery.PlanSource).
-func (r *sweepRun) source(feedOff bool, contracts int, rate float64) discovery.Source {
-	before, now, t := r.a.traffic.Choose(feedOff, contracts, r.dc.TailEvery, rate)
-	if now != before {
-		r.log.Info("discovery.source", zap.String("from", string(before)), zap.String("to", string(now)),
-			zap.Float64("feedPerMinute", t.FeedPerMinute()), zap.Float64("contractsPerMinute", t.ContractsPerMinute()),
-			zap.Float64("detailsPerMinute", t.DetailsPerMinute()))
-	}
-	return now
 }
 
 // readTail is the plan's ReadTail step: the chain's confirmed contract
@@ -174,12 +168,11 @@ func (r *sweepRun) reportReaders(ctx context.Context, st discovery.Run) error {
 	r.res.OpenGaps = open
 	r.mu.Unlock()
 	for _, rd := range readers {
-		every := st.ContractEvery()
-		if rd.Name == discovery.ReaderTail {
-			every = st.TailInterval()
+		if probed := r.a.traffic.ProbedAt(); rd.Name == discovery.ReaderTail && st.ContractsAreTail && !probed.IsZero() {
+			rd.LastReadAt = &probed // the feed's probe is the tail reader's read then
 		}
 		r.report(rd.Name, func(rep *pacer.ReaderReport) {
-			rd.Report(rep, every, now)
+			rd.Report(rep, st.Every(rd.Name), now)
 			if rd.Name == discovery.ReaderTail {
 				rep.Source = string(cmp.Or(r.src, discovery.SourceFeed))
 			}

@@ -180,9 +180,7 @@ func (w *walk) settle(ctx context.Context, sender string, o competition.Outcome,
 		w.upstreamError(o.Err, "verify "+o.TxID)
 		return false
 	case retry && (o.Reason == competition.ReasonDBUnavailable || o.Reason == competition.ReasonTxFetchFailed && class == pacer.ClassTransport):
-		w.res.Found++
-		w.res.Rejected++
-		w.res.RejectionReasons[string(o.Reason)]++
+		o.AddTo(&w.res) // a rejection for now, not an upstream's failure (transport)
 		w.stop = o.Err
 		if o.Reason == competition.ReasonDBUnavailable {
 			w.stop = &fault.Error{Class: pacer.ClassTransport, Op: "sweep " + sender, Err: o.Err}

@@ -148,6 +148,19 @@ func (s Run) ContractEvery() time.Duration {
 	return s.ReconcileEvery
 }
 
+// Every is the interval the plan reads the reader name at: a contract's
+// list at ContractEvery, the tail at TailInterval, or, while the
+// contracts' lists are the tail, the feed's probe at ReconcileEvery.
+func (s Run) Every(name string) time.Duration {
+	switch {
+	case name != ReaderTail:
+		return s.ContractEvery()
+	case s.ContractsAreTail:
+		return s.ReconcileEvery
+	}
+	return s.TailInterval()
+}
+
 // room is what the lane may take now (unbounded when unknown).
 func (b Budget) room() int64 {
 	if !b.Known {
@@ -194,11 +207,11 @@ func (s Run) readers() []due {
 		return r.LastRead
 	}
 	if s.Tail != nil && !s.Tail.Held {
-		every, why := s.TailInterval(), "the tail is due"
+		why := "the tail is due"
 		if s.ContractsAreTail {
-			every, why = s.ReconcileEvery, "the feed's probe is due (the contracts' lists are the tail)"
+			why = "the feed's probe is due (the contracts' lists are the tail)"
 		}
-		out = append(out, due{Step{Kind: ReadTail, Reason: why}, at(s.Tail.Due(every)), last(*s.Tail), !s.ContractsAreTail})
+		out = append(out, due{Step{Kind: ReadTail, Reason: why}, at(s.Tail.Due(s.Every(ReaderTail))), last(*s.Tail), !s.ContractsAreTail})
 	}
 	why := ": its list is due for the reconciler"
 	if s.ContractsAreTail {

@@ -199,6 +199,17 @@ func check(t *testing.T, name string, prop func(genRun) bool) {
 
 func TestPlanProperties(t *testing.T) {
 	t.Parallel()
+	// What status reports as a reader's next read is the interval the
+	// plan reads it at: the feed's probe's while the lists are the tail.
+	check(t, "a reader's interval is the plan's", func(g genRun) bool {
+		s := g.Run
+		tail := tailEvery(s)
+		if s.ContractsAreTail {
+			tail = s.ReconcileEvery
+		}
+		near := func(a, b time.Duration) bool { return (a - b).Abs() < time.Microsecond } // float rounding
+		return near(s.Every(discovery.ReaderTail), tail) && near(s.Every("contract:SP1.x"), contractEvery(s))
+	})
 	check(t, "the tail is never held back by visits", func(g genRun) bool {
 		s := g.Run
 		if capped(s) || !tailDueNow(s) || !readRoom(s) {
