@@ -3,11 +3,7 @@
 // the activities, the HTTP API and the CLI can all import it.
 package pacer
 
-import (
-	"maps"
-	"math"
-	"time"
-)
+import "time"
 
 // Task names are fixed by the product contract: they appear in signals,
 // updates, the status document and metrics.
@@ -40,12 +36,6 @@ const (
 	ClassPermanent ErrorClass = "permanent"
 )
 
-// UpstreamFailure reports whether a failure of class c counts against the
-// upstream's health. Item problems (an unknown token, one bad body) do not.
-func (c ErrorClass) UpstreamFailure() bool {
-	return c == ClassRateLimit || c == ClassServerError || c == ClassTimeout
-}
-
 // Run is what every task's result reports about the run itself.
 type Run struct {
 	StartedAt  time.Time `json:"startedAt"`
@@ -71,29 +61,6 @@ type Run struct {
 
 // Meta gives generic code the run part of a result.
 func (r *Run) Meta() *Run { return r }
-
-// Left records what a budget had left, as it stands: the minute's and
-// the month's (nil: no month quota).
-func (r *Run) Left(minute int64, month *int64) {
-	m := int(min(minute, math.MaxInt32))
-	r.MinuteRemaining, r.MonthRemaining = &m, nil
-	if month != nil {
-		n := int(min(*month, math.MaxInt32))
-		r.MonthRemaining = &n
-	}
-}
-
-// Count counts a failed call against the upstream when the failure was
-// the upstream's own (ErrorClass.UpstreamFailure), and a rate_limit as a
-// refusal too.
-func (r *Run) Count(class ErrorClass) {
-	if class.UpstreamFailure() {
-		r.UpstreamFailed++
-	}
-	if class == ClassRateLimit {
-		r.Rejected++
-	}
-}
 
 // Occurrence is the run key of one task run (SPEC §3.4): the task and the
 // nominal time the schedule gave it. The activity that runs it records it in
@@ -270,57 +237,6 @@ type SweepResult struct {
 	Reason string `json:"reason,omitempty"`
 	// Pace is the run's pacing for the next (SPEC §3.8).
 	Pace *Pace `json:"pace,omitempty"`
-}
-
-// Add adds the counts of a piece of a run (an agent's visit, a reader's
-// read) to the run's.
-func (r *SweepResult) Add(v SweepResult) {
-	r.Scanned += v.Scanned
-	r.Found += v.Found
-	r.Inserted += v.Inserted
-	r.AlreadyKnown += v.AlreadyKnown
-	r.Pending += v.Pending
-	r.Rejected += v.Rejected
-	r.HiroErrors += v.HiroErrors
-	r.Requests += v.Requests
-	r.Run.Rejected += v.Run.Rejected
-	r.UpstreamFailed += v.UpstreamFailed
-	if r.RejectionReasons == nil && len(v.RejectionReasons) > 0 {
-		r.RejectionReasons = map[string]int{}
-	}
-	for k, n := range v.RejectionReasons {
-		r.RejectionReasons[k] += n
-	}
-}
-
-// Clone is a copy of the result that shares none of its maps.
-func (r SweepResult) Clone() SweepResult {
-	r.RejectionReasons, r.Tiers, r.Readers = maps.Clone(r.RejectionReasons), maps.Clone(r.Tiers), maps.Clone(r.Readers)
-	return r
-}
-
-// Report updates the run's report of the reader name with f.
-func (r *SweepResult) Report(name string, f func(*ReaderReport)) {
-	if r.Readers == nil {
-		r.Readers = map[string]ReaderReport{}
-	}
-	rep := r.Readers[name]
-	f(&rep)
-	r.Readers[name] = rep
-}
-
-// Successes is what the pacing controller counts as the run's successful
-// work: agents visited and, in tail mode, the chain's pages read (a run
-// of the tail visits few agents or none, and must not read as all failure
-// when one detail fetch fails).
-func (r SweepResult) Successes() int {
-	n := r.Scanned
-	for name, rr := range r.Readers {
-		if name != "agents" {
-			n += rr.Pages
-		}
-	}
-	return n
 }
 
 // SweepResult.StoppedBy values other than the budget's windows.

@@ -11,6 +11,7 @@ import (
 	"github.com/pacer-dev/pacer/internal/discovery"
 	"github.com/pacer-dev/pacer/internal/hiro"
 	"github.com/pacer-dev/pacer/internal/store"
+	"github.com/pacer-dev/pacer/internal/tally"
 )
 
 // readers fills the run's readers into s (store.PlanReaders), choosing
@@ -139,7 +140,7 @@ func (r *sweepRun) read(ctx context.Context, rd store.Reader, scan *discovery.Sc
 func (r *sweepRun) report(name string, f func(*pacer.ReaderReport)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.res.Report(name, f)
+	tally.Report(&r.res, name, f)
 }
 
 // addReader adds one read's counts to the run's report of the reader.

@@ -17,6 +17,7 @@ import (
 	"github.com/pacer-dev/pacer/internal/hiro"
 	"github.com/pacer-dev/pacer/internal/ingest"
 	"github.com/pacer-dev/pacer/internal/store"
+	"github.com/pacer-dev/pacer/internal/tally"
 	"github.com/pacer-dev/pacer/internal/wait"
 )
 
@@ -53,7 +54,7 @@ func (a *Activities) Sweep(ctx context.Context, in pacer.SweepInput) (pacer.Swee
 		return ledgered(ctx, a, in.Occurrence, func(ctx context.Context) (pacer.SweepResult, error) {
 			return a.sweep(ctx, in)
 		})
-	}, func(r *pacer.SweepResult) (*pacer.Run, int, **pacer.Pace) { return &r.Run, r.Successes(), &r.Pace })
+	}, func(r *pacer.SweepResult) (*pacer.Run, int, **pacer.Pace) { return &r.Run, tally.Successes(r), &r.Pace })
 }
 
 // sweepRun is one run: its configuration, its result (guarded for the
@@ -196,7 +197,7 @@ func (r *sweepRun) budget(ctx context.Context, now time.Time) (b discovery.Budge
 		return b
 	}
 	r.mu.Lock()
-	r.res.Left(minute, month)
+	tally.Left(&r.res.Run, minute, month)
 	r.mu.Unlock()
 	v.ReadCost = b.ReadCost
 	return v
@@ -206,7 +207,7 @@ func (r *sweepRun) budget(ctx context.Context, now time.Time) (b discovery.Budge
 func (r *sweepRun) progress() any {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return sweepProgress{Result: r.res.Clone()}
+	return sweepProgress{Result: tally.Clone(r.res)}
 }
 
 // fail ends the run as a whole with class.

@@ -3,7 +3,6 @@ package activities
 import (
 	"context"
 	"fmt"
-	"math"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/pacer-dev/pacer/internal/fault"
 	"github.com/pacer-dev/pacer/internal/pacing"
 	"github.com/pacer-dev/pacer/internal/store"
+	"github.com/pacer-dev/pacer/internal/tally"
 	"github.com/pacer-dev/pacer/internal/tenero"
 )
 
@@ -103,8 +103,8 @@ func (a *Activities) refreshTenero(ctx context.Context, in pacer.TeneroInput) (r
 
 		p, err := a.Tenero.Price(ctx, id)
 		res.Requests++
-		count(&res.MinuteRemaining, p.Quota.MinuteRemaining)
-		count(&res.MonthRemaining, p.Quota.MonthRemaining)
+		tally.Remaining(&res.MinuteRemaining, p.Quota.MinuteRemaining)
+		tally.Remaining(&res.MonthRemaining, p.Quota.MonthRemaining)
 		if err != nil {
 			res.Failed++
 			lastFailure = err
@@ -121,11 +121,11 @@ func (a *Activities) refreshTenero(ctx context.Context, in pacer.TeneroInput) (r
 					return storeFailed("tenero.store_failed", "store check: ", err, zap.String("token", id))
 				}
 			}
-			res.Count(class)
+			tally.Count(&res.Run, class)
 			switch {
 			case class == pacer.ClassRateLimit, class == pacer.ClassPermanent:
 				stopClass, stopMsg = class, err.Error()
-			case class.UpstreamFailure():
+			case tally.UpstreamFailure(class):
 				if streak++; streak >= maxUpstreamStreak {
 					stopClass, stopMsg = class, fmt.Sprintf("%d upstream failures in a row, last: %v", streak, err)
 				}
@@ -193,16 +193,6 @@ func (a *Activities) refreshTenero(ctx context.Context, in pacer.TeneroInput) (r
 	}
 	log.Info("tenero.refresh_completed", zap.Any("result", res))
 	return res, nil
-}
-
-// count carries a quota header into a result, when the answer had it.
-// tenero.ParseQuota already clamps counts to tenero.MaxCount, which a
-// 64-bit int holds; the min only keeps a 32-bit build from wrapping.
-func count(into **int, n *int64) {
-	if n != nil {
-		v := int(min(*n, math.MaxInt))
-		*into = &v
-	}
 }
 
 // savePrice writes one price, counts it and keeps it as an observation.

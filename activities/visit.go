@@ -14,6 +14,7 @@ import (
 	"github.com/pacer-dev/pacer/internal/hiro"
 	"github.com/pacer-dev/pacer/internal/ingest"
 	"github.com/pacer-dev/pacer/internal/store"
+	"github.com/pacer-dev/pacer/internal/tally"
 )
 
 const (
@@ -67,7 +68,7 @@ func (r *sweepRun) visitBatch(ctx context.Context, due []store.AgentIngest) {
 	r.lastVisit = r.a.now()
 	var batch pacer.SweepResult // the visits' counts, as carry added them to the run's
 	for _, v := range vs {
-		batch.Add(v.res)
+		tally.Add(&batch, v.res)
 	}
 	r.addReader(readerAgents, store.ReaderCounts{Requests: batch.Requests, Pages: batch.Scanned, Candidates: batch.Found})
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/pacer-dev/pacer/internal/discovery"
 	"github.com/pacer-dev/pacer/internal/fault"
 	"github.com/pacer-dev/pacer/internal/hiro"
+	"github.com/pacer-dev/pacer/internal/tally"
 )
 
 // walk is one walk of a list with a discovery.Scan (the chain's feed, a
@@ -220,7 +221,7 @@ func (w *walk) upstreamError(err error, what string) {
 		return
 	}
 	w.res.HiroErrors++
-	w.res.Count(fault.ClassOf(err))
+	tally.Count(&w.res.Run, fault.ClassOf(err))
 	var se *hiro.StatusError
 	if errors.As(err, &se) {
 		w.log.Warn("sweep.hiro_non_ok", zap.String("what", what), zap.Int("status", se.StatusCode), zap.Error(err))
@@ -241,7 +242,7 @@ func (w *walk) upstreamError(err error, what string) {
 func (r *sweepRun) absorb(w *walk) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.res.Add(w.res)
+	tally.Add(&r.res, w.res)
 	if w.failed != nil {
 		r.lastErr = w.failed
 	} else if w.refused != nil {

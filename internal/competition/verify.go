@@ -12,6 +12,7 @@ import (
 	"github.com/pacer-dev/pacer"
 	"github.com/pacer-dev/pacer/internal/fault"
 	"github.com/pacer-dev/pacer/internal/hiro"
+	"github.com/pacer-dev/pacer/internal/tally"
 )
 
 // Agent is what the verifier needs to know about a registered agent.
@@ -179,7 +180,7 @@ func (o Outcome) Class() pacer.ErrorClass {
 // found, what became of it, and its error's class.
 func (o Outcome) AddTo(r *pacer.SweepResult) {
 	r.Found++
-	r.Count(o.Class())
+	tally.Count(&r.Run, o.Class())
 	switch o.Status {
 	case StatusInserted:
 		r.Inserted++

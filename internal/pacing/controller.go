@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/tally"
 )
 
 // Zone is where the controller's success rate puts a task.
@@ -345,7 +346,7 @@ func (c *Controller) Record(now time.Time, class pacer.ErrorClass) {
 	switch {
 	case class == "" || class == pacer.ClassNotFound || class == pacer.ClassParseError:
 		c.Observe(now, 1, 0)
-	case class.UpstreamFailure():
+	case tally.UpstreamFailure(class):
 		c.Observe(now, 0, 1)
 	}
 }
