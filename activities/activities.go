@@ -206,9 +206,6 @@ type Options struct {
 	// RegistryURL is PACER_REGISTRY_URL: the registry's first page
 	// (empty: no registry task).
 	RegistryURL string
-	// RegistryPerMinute is the registry's own budget a minute before its
-	// headers say otherwise (0 = DefaultRegistryPerMinute).
-	RegistryPerMinute int
 }
 
 // DefaultRegistryPerMinute is the registry's budget until its headers
@@ -276,11 +273,7 @@ func newRegistryClient(o Options) *registry.Client {
 	if o.RegistryURL == "" {
 		return nil
 	}
-	perMinute := o.RegistryPerMinute
-	if perMinute <= 0 {
-		perMinute = DefaultRegistryPerMinute
-	}
-	l := o.Store.SharedBudget(store.UpstreamRegistry, budget.Config{PerMinute: int64(perMinute)}).Limiter(budget.LaneSweep, time.Minute)
+	l := o.Store.SharedBudget(store.UpstreamRegistry, budget.Config{PerMinute: DefaultRegistryPerMinute}).Limiter(budget.LaneSweep, time.Minute)
 	l.OnError = func(err error) { o.Logger.Warn("registry.budget_observe_failed", zap.Error(err)) }
 	return &registry.Client{Limiter: l,
 		Conn: upstream.Conn{BaseURL: o.RegistryURL, Sleep: o.Sleep, Log: o.Logger.Named("registry")}}

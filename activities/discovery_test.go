@@ -390,3 +390,52 @@ func TestSunsetFromTheStartFindsEverySwap(t *testing.T) {
 	require.Zero(t, n["v1list"], "the v1 lists never: v3 principals first")
 	require.Equal(t, 1, c.sim.Stats().Count(sim.HiroTxListRoute, http.StatusGone))
 }
+
+// In tail mode no visit comes for a pending transaction no list settles:
+// the plan's Verify step looks at it again once it has waited
+// PACER_RECONCILE_EVERY. One Hiro dropped from its mempool leaves
+// pending_txs as the rejection it is; one still in the mempool stays,
+// looked at, and is not looked at again before its interval.
+func TestVerifyStepSettlesWhatNoListDoes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newChainStack(t, 0)
+	sweepOK(t, c.acts) // the first start: readers begun, history visited
+	agents := map[string]bool{}
+	for _, a := range c.sim.World().Agents() {
+		agents[a.STXAddress] = true
+	}
+	var dropped, waiting sim.WorldTx
+	for _, tx := range c.sim.World().Transactions() {
+		switch {
+		case !agents[tx.Sender] || tx.AppearsAt.After(chainAt):
+		case tx.Case == sim.CaseDropped && dropped.TxID == "":
+			dropped = tx
+		case tx.Case == sim.CasePending && waiting.TxID == "":
+			waiting = tx
+		}
+	}
+	require.NotEmpty(t, dropped.TxID, "the world has an agent's dropped transaction")
+	require.NotEmpty(t, waiting.TxID, "and one still pending")
+	// The fast path kept both as pending an hour ago; the dropped one was
+	// in the mempool then (no rejection yet).
+	for _, tx := range []sim.WorldTx{dropped, waiting} {
+		require.NoError(t, c.st.RecordPending(ctx, tx.TxID, tx.Sender))
+	}
+	_, err := c.st.Pool().Exec(ctx, `delete from swap_rejections where txid = $1`, dropped.TxID)
+	require.NoError(t, err)
+	_, err = c.st.Pool().Exec(ctx, `update pending_txs set first_seen_at = now() - interval '1 hour'`)
+	require.NoError(t, err)
+
+	res := sweepOK(t, c.acts)
+	_, known, err := c.st.KnownRejection(ctx, dropped.TxID)
+	require.NoError(t, err)
+	require.True(t, known, "the dropped transaction is the rejection it is")
+	left, err := c.st.DuePending(ctx, 0, 10)
+	require.NoError(t, err)
+	require.Equal(t, []store.PendingTx{{TxID: waiting.TxID, Sender: waiting.Sender}}, left, "the one still in the mempool stays")
+	due, err := c.st.DuePending(ctx, discovery.DefaultReconcileEvery, 10)
+	require.NoError(t, err)
+	require.Empty(t, due, "looked at: not again before its interval")
+	require.Positive(t, res.Rejected)
+}

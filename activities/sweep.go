@@ -117,7 +117,7 @@ func (a *Activities) sweep(ctx context.Context, in pacer.SweepInput) (res pacer.
 		if err := ctx.Err(); err != nil {
 			return r.fail(pacer.ClassTimeout, "sweep cancelled: "+err.Error())
 		}
-		st, due, err := r.state(ctx)
+		st, due, pending, err := r.state(ctx)
 		if err != nil {
 			return r.fail(pacer.ClassTransport, err.Error())
 		}
@@ -129,14 +129,14 @@ func (a *Activities) sweep(ctx context.Context, in pacer.SweepInput) (res pacer.
 		if stopped || step.Kind == discovery.Stop {
 			return r.finish(ctx, st, step)
 		}
-		if err := r.execute(ctx, step, due); err != nil {
+		if err := r.execute(ctx, step, due, pending); err != nil {
 			return r.fail(pacer.ClassTransport, err.Error())
 		}
 	}
 }
 
 // execute carries out one step. Its error is the database's.
-func (r *sweepRun) execute(ctx context.Context, step discovery.Step, due []store.AgentIngest) error {
+func (r *sweepRun) execute(ctx context.Context, step discovery.Step, due []store.AgentIngest, pending []store.PendingTx) error {
 	switch step.Kind {
 	case discovery.ReadTail:
 		return r.readTail(ctx)
@@ -144,6 +144,8 @@ func (r *sweepRun) execute(ctx context.Context, step discovery.Step, due []store
 		return r.readContract(ctx, step.Reader)
 	case discovery.Visit:
 		r.visitBatch(ctx, due[:step.Agents])
+	case discovery.Verify:
+		return r.verifyPending(ctx, pending)
 	case discovery.Wait:
 		_ = wait.Sleep(ctx, step.Until.Sub(r.a.now())) // a cancellation: the loop reports it
 	}
@@ -151,11 +153,11 @@ func (r *sweepRun) execute(ctx context.Context, step discovery.Step, due []store
 }
 
 // state is the plan's input at this instant: the readers, the agents due
-// (returned too, hinted ones first, for a Visit step to take), the budget
-// and the run's limits.
-func (r *sweepRun) state(ctx context.Context) (discovery.Run, []store.AgentIngest, error) {
+// (hinted ones first) and the pending transactions due, returned too for
+// the step to take, the budget and the run's limits.
+func (r *sweepRun) state(ctx context.Context) (s discovery.Run, due []store.AgentIngest, pending []store.PendingTx, err error) {
 	now := r.a.now()
-	s := discovery.Run{Now: now, TailEvery: r.dc.TailEvery, ReconcileEvery: r.dc.ReconcileEvery,
+	s = discovery.Run{Now: now, TailEvery: r.dc.TailEvery, ReconcileEvery: r.dc.ReconcileEvery,
 		Linger: r.started, Cap: r.started.Add(sweepRunCap), MaxRequests: r.in.MaxRequests}
 	if hb := activity.GetInfo(ctx).HeartbeatTimeout; hb > 0 {
 		s.MaxWait = hb / 2 // the heartbeats, sent on progress, keep coming
@@ -166,22 +168,23 @@ func (r *sweepRun) state(ctx context.Context) (discovery.Run, []store.AgentInges
 	s.Budget, s.LastVisit = r.budget(ctx, now), r.lastVisit
 	if r.dc.Mode == discovery.ModeTail {
 		s.Linger = r.started.Add(min(r.dc.Linger, sweepRunCap))
-		if err := r.readers(ctx, &s); err != nil {
-			return s, nil, err
+		if err = r.readers(ctx, &s); err != nil {
+			return s, nil, nil, err
 		}
 	}
-	due, err := r.a.Store.HintedAgents(ctx, now, discovery.VisitBatch, r.visited)
-	if err != nil {
-		return s, nil, err
-	}
-	s.Agents.Hinted = len(due)
-	if len(due) == 0 {
-		if due, err = r.a.Store.DueAgents(ctx, r.cfg, now, discovery.VisitBatch, r.visited); err != nil {
-			return s, nil, err
+	if !r.held[readerPending] { // looked at again every ReconcileEvery, or once a visit of the sender made them due
+		if pending, err = r.a.Store.DuePending(ctx, r.dc.ReconcileEvery, hiro.MaxBatch); err != nil {
+			return s, nil, nil, err
 		}
+	}
+	if due, err = r.a.Store.HintedAgents(ctx, now, discovery.VisitBatch, r.visited); err == nil && len(due) == 0 {
+		due, err = r.a.Store.DueAgents(ctx, r.cfg, now, discovery.VisitBatch, r.visited)
 		s.Agents.Due = len(due)
+	} else {
+		s.Agents.Hinted = len(due)
 	}
-	return s, due, nil
+	s.Pending = len(pending)
+	return s, due, pending, err
 }
 
 // budget is the run's lane's snapshot of the shared budget, on the run's

@@ -2,7 +2,6 @@ package activities
 
 import (
 	"context"
-	"slices"
 
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
@@ -18,10 +17,9 @@ import (
 )
 
 const (
-	// pendingPerVisit bounds the pending transactions a visit looks at again.
-	pendingPerVisit = 20
-	// readerAgents names the agents' visits in a sweep result's readers.
-	readerAgents = "agents"
+	// readerAgents names the agents' visits in a sweep result's readers;
+	// readerPending the Verify step's looks at pending transactions.
+	readerAgents, readerPending = "agents", "pending"
 )
 
 // visit is one agent's visit: it walks the agent's own list newest first
@@ -85,8 +83,10 @@ func (v *visit) carry(ctx context.Context) {
 		v.scan = v.newScan()
 		complete = v.pass(ctx)
 	}
-	if complete && v.ok() {
-		v.recheckPending(ctx)
+	if complete && v.ok() { // its pending transactions the list did not settle are the Verify step's now
+		if err := r.a.Store.PendingDueOf(ctx, v.row.Address); err != nil {
+			v.stop = &fault.Error{Class: pacer.ClassTransport, Op: "sweep " + v.row.Address, Err: err}
+		}
 	}
 	if v.res.Requests == 0 && v.pages == 0 && v.failed == nil && v.stop == nil && v.spent {
 		return // the budget stopped it before its first request: nothing changed
@@ -130,21 +130,26 @@ func (v *visit) pass(ctx context.Context) (complete bool) {
 	return v.scan.Done()
 }
 
-// recheckPending looks again at the agent's pending transactions that the
-// listing did not settle (a listing without the mempool, or one gone).
-func (v *visit) recheckPending(ctx context.Context) {
-	txids, err := v.run.a.Store.PendingTxs(ctx, v.row.Address, pendingPerVisit)
-	if err != nil {
-		v.stop = &fault.Error{Class: pacer.ClassTransport, Op: "sweep " + v.row.Address, Err: err}
-		return
+// verifyPending is the plan's Verify step: the pending transactions due
+// looked at again in one tx/multiple batch and settled as a page's are
+// (those still pending are due again ReconcileEvery later). One that
+// stops short (Hiro, the budget) is held to the next run. An error is
+// the database's.
+func (r *sweepRun) verifyPending(ctx context.Context, due []store.PendingTx) error {
+	w := r.newWalk(zap.String("reader", readerPending), readerPending, "")
+	defer func() { r.absorb(&w); r.lastVisit = r.a.now() }()
+	ids := make([]string, len(due))
+	for i, p := range due {
+		ids[i] = p.TxID
 	}
-	ids := slices.DeleteFunc(txids, func(txid string) bool { return v.seen[txid] })
-	for _, o := range v.run.verifier.VerifyMany(ctx, ids, competition.SourceSweep) {
+	for i, o := range r.verifier.VerifyMany(ctx, ids, competition.SourceSweep) {
 		if o.Status == competition.StatusInserted || o.Status == competition.StatusRejected && o.Reason.Final() {
-			v.count(o)
+			w.count(o)
 		}
-		if !v.settle(ctx, v.row.Address, o, false) {
-			return
+		if !w.settle(ctx, due[i].Sender, o, false) {
+			r.held[readerPending] = true
+			return nil
 		}
 	}
+	return r.a.Store.CheckedPending(ctx, ids)
 }

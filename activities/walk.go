@@ -45,17 +45,15 @@ type walk struct {
 	head                       *discovery.Position
 	pages, candidates, details int
 	// swaps are the times of the allowlisted calls seen for the first
-	// time (a visit's swap rate); seen the txids the walk handled, so
-	// pending ones it settled are not fetched again.
+	// time (a visit's swap rate).
 	swaps []time.Time
-	seen  map[string]bool
 }
 
 // newWalk begins a walk of principal's list ("" the feed), reported as
 // reader's and logged with field.
 func (r *sweepRun) newWalk(field zap.Field, reader, principal string) walk {
 	return walk{run: r, log: r.log.With(field), res: pacer.SweepResult{RejectionReasons: competition.RejectionReasons(nil)},
-		reader: reader, principal: principal, seen: map[string]bool{}}
+		reader: reader, principal: principal}
 }
 
 func (w *walk) ok() bool { return !w.spent && w.failed == nil && w.stop == nil }
@@ -148,7 +146,6 @@ func (w *walk) list(ctx context.Context) *page {
 		if !competition.Found(e, r.a.Catalog) || w.agents != nil && !w.agents[e.SenderAddress] {
 			continue
 		}
-		w.seen[e.TxID] = true
 		if !e.Mined() && e.TxStatus != hiro.StatusPending {
 			if _, known, err := r.a.Store.KnownRejection(ctx, e.TxID); err == nil && known {
 				continue
@@ -165,9 +162,9 @@ func (w *walk) list(ctx context.Context) *page {
 // the database or a key Hiro rejects end the work before the transaction
 // counts. A pending transaction, or any other failure (Hiro's 5xx, a body
 // it cannot read, a transaction it does not know), is kept in pending_txs
-// (the one place the sweep writes it) to be looked at again at the
-// sender's next visit, without holding a cursor back; a reader's then
-// hints the sender, so that visit comes.
+// (the one place the sweep writes it) to be looked at again by the
+// plan's Verify step, without holding a cursor back; a reader's failure
+// hints the sender too, whose visit makes it due at once.
 func (w *walk) settle(ctx context.Context, sender string, o competition.Outcome, hint bool) bool {
 	a := w.run.a
 	w.res.Requests += o.Requests

@@ -22,6 +22,7 @@ const (
 	ReadTail     Kind = "readTail"
 	ReadContract Kind = "readContract"
 	Visit        Kind = "visit"
+	Verify       Kind = "verify"
 	Wait         Kind = "wait"
 	Stop         Kind = "stop"
 )
@@ -89,10 +90,14 @@ type Run struct {
 	TailEvery        time.Duration
 	ReconcileEvery   time.Duration
 	Agents           Agents
-	// LastVisit is when the run's last Visit step ended, or when the run
-	// began: while agents are due, a reader that read since then waits
-	// for one visit batch before it reads again, so readers whose reads
-	// outlast their interval cannot starve the visits.
+	// Pending is how many pending transactions are due for a look again
+	// (at most a batch): a Verify step takes them.
+	Pending int
+	// LastVisit is when the run's last Visit or Verify step ended, or
+	// when the run began: while agents or pending transactions are due, a
+	// reader that read since then waits for one such step before it reads
+	// again, so readers whose reads outlast their interval cannot starve
+	// them.
 	LastVisit time.Time
 	Budget    Budget
 	// Linger is when the run stops reading for more; Cap when it ends
@@ -140,25 +145,15 @@ func (r Reader) Due(every time.Duration) time.Time {
 	return r.LastRead.Add(every)
 }
 
-// ContractEvery is the contracts' lists' interval.
-func (s Run) ContractEvery() time.Duration {
-	if s.ContractsAreTail {
+// Every is the interval the plan reads the reader name at: the tail's
+// (TailInterval) for the tail, or for the contracts' lists while they are
+// the tail; ReconcileEvery for the reconciler's lists, or for the feed's
+// probe while the lists are the tail.
+func (s Run) Every(name string) time.Duration {
+	if (name == ReaderTail) != s.ContractsAreTail {
 		return s.TailInterval()
 	}
 	return s.ReconcileEvery
-}
-
-// Every is the interval the plan reads the reader name at: a contract's
-// list at ContractEvery, the tail at TailInterval, or, while the
-// contracts' lists are the tail, the feed's probe at ReconcileEvery.
-func (s Run) Every(name string) time.Duration {
-	switch {
-	case name != ReaderTail:
-		return s.ContractEvery()
-	case s.ContractsAreTail:
-		return s.ReconcileEvery
-	}
-	return s.TailInterval()
 }
 
 // room is what the lane may take now (unbounded when unknown).
@@ -219,7 +214,7 @@ func (s Run) readers() []due {
 	}
 	for _, c := range s.Contracts {
 		if !c.Held {
-			out = append(out, due{Step{Kind: ReadContract, Reader: c.Name, Reason: c.Name + why}, at(c.Due(s.ContractEvery())), last(c), s.ContractsAreTail})
+			out = append(out, due{Step{Kind: ReadContract, Reader: c.Name, Reason: c.Name + why}, at(c.Due(s.Every(c.Name))), last(c), s.ContractsAreTail})
 		}
 	}
 	return out
@@ -232,11 +227,15 @@ func (s Run) tailMode() bool { return s.Tail != nil || len(s.Contracts) > 0 }
 // while agents wait for the budget in tail mode (the tail goes on beside
 // them).
 func (s Run) end() time.Time {
-	if s.Cap.Before(s.Linger) || s.tailMode() && s.Agents.Hinted+s.Agents.Due > 0 {
+	if s.Cap.Before(s.Linger) || s.tailMode() && s.waiting() > 0 {
 		return s.Cap
 	}
 	return s.Linger
 }
+
+// waiting is the work due now beside the readers: agents to visit and
+// pending transactions to look at again.
+func (s Run) waiting() int { return s.Agents.Hinted + s.Agents.Due + s.Pending }
 
 // Plan is the run's next step.
 func Plan(s Run) Step {
@@ -258,6 +257,7 @@ func Plan(s Run) Step {
 	// Visits may go now: they have room beside the tail's reads due
 	// before the window ends (hinted ones need only room).
 	visits := agents > 0 && room >= 1 && (s.Agents.Hinted > 0 || room-s.tailReserve(tailDue) >= 1)
+	verify := s.Pending > 0 && room-s.tailReserve(tailDue) >= 1
 	var read *Step
 	readerDue := false
 	for _, d := range readers {
@@ -267,8 +267,9 @@ func Plan(s Run) Step {
 		next = earliest(next, d.at)
 		switch {
 		case d.at.After(now):
-		case visits && !d.read.IsZero() && d.read.After(s.LastVisit):
-			// It read since the last batch: the visits' turn first.
+		case (visits || verify) && !d.read.IsZero() && d.read.After(s.LastVisit):
+			// It read since the last batch: the visits' (or the pending
+			// transactions') turn first.
 		case read == nil:
 			readerDue, read = true, &d.step
 		}
@@ -276,6 +277,9 @@ func Plan(s Run) Step {
 	need := s.Budget.readNeed()
 	if read != nil && room >= need {
 		return *read
+	}
+	if verify {
+		return Step{Kind: Verify, Reason: "pending transactions are due for a look again"}
 	}
 	if visits {
 		n, why := min(agents, VisitBatch, int(room-1-s.tailReserve(tailDue))), "agents are due"
@@ -289,10 +293,10 @@ func Plan(s Run) Step {
 		// page, be held, and read the page again next time.
 		return wait(s, s.Budget.WindowEnd, "the window's rest is less than a read costs")
 	}
-	if agents > 0 && room >= 1 {
+	if s.waiting() > 0 && room >= 1 {
 		return wait(s, tailDue, "the window's rest is kept for the tail's next read")
 	}
-	if agents > 0 || readerDue {
+	if s.waiting() > 0 || readerDue {
 		return wait(s, s.Budget.RoomAt, "the budget has no room: "+s.Budget.Why)
 	}
 	if a := s.Agents.Next; !a.After(end) {
@@ -323,7 +327,7 @@ func wait(s Run, at time.Time, why string) Step {
 	}
 	if at.After(s.end()) || (s.MaxWait > 0 && at.Sub(s.Now) > s.MaxWait) {
 		by := pacer.StoppedDone
-		if s.Budget.Known && s.Budget.Room < 1 || s.Agents.Hinted+s.Agents.Due > 0 {
+		if s.Budget.Known && s.Budget.Room < 1 || s.waiting() > 0 {
 			by = s.Budget.Why
 		}
 		return stop(s, by, why)
@@ -361,7 +365,7 @@ func NextRun(s Run) time.Time {
 	if held { // cut short in this run: it goes on at the next, as soon as it may
 		next = earliest(next, s.Now)
 	}
-	if s.Agents.Hinted+s.Agents.Due > 0 {
+	if s.waiting() > 0 {
 		next = earliest(next, s.Now)
 	} else {
 		next = earliest(next, s.Agents.Next)

@@ -55,6 +55,9 @@ func (genRun) Generate(r *rand.Rand, _ int) reflect.Value {
 	if r.Intn(2) == 0 {
 		s.Agents.Next = now.Add(secs(600))
 	}
+	if r.Intn(3) == 0 {
+		s.Pending = 1 + r.Intn(20)
+	}
 	s.LastVisit = now.Add(-secs(600)) // the run's start or its last visit
 	b := &s.Budget
 	b.Known = r.Intn(6) > 0
@@ -134,7 +137,7 @@ func dueAt(s discovery.Run, rd discovery.Reader, every time.Duration) (time.Time
 // runEnd is how long the run reads: its linger, its cap when agents wait
 // in tail mode.
 func runEnd(s discovery.Run) time.Time {
-	if (s.Tail != nil || len(s.Contracts) > 0) && s.Agents.Hinted+s.Agents.Due > 0 || s.Cap.Before(s.Linger) {
+	if (s.Tail != nil || len(s.Contracts) > 0) && s.Agents.Hinted+s.Agents.Due+s.Pending > 0 || s.Cap.Before(s.Linger) {
 		return s.Cap
 	}
 	return s.Linger
@@ -151,6 +154,20 @@ func tailDueNow(s discovery.Run) bool {
 	}
 	at, ok := dueAt(s, *s.Tail, tailEvery(s))
 	return dueNow(s, at, ok)
+}
+
+// tailReserve is what the tail's reads due before the window ends cost:
+// each its ReadCost (at least 1), the first at its due time, then one an
+// interval.
+func tailReserve(s discovery.Run) int64 {
+	if s.Tail == nil || s.ContractsAreTail {
+		return 0
+	}
+	at, ok := dueAt(s, *s.Tail, tailEvery(s))
+	if !ok || !at.Before(s.Budget.WindowEnd) {
+		return 0
+	}
+	return int64(math.Ceil(max(s.Budget.ReadCost, 1))) * (1 + int64(s.Budget.WindowEnd.Sub(at)/tailEvery(s)))
 }
 
 func contractEvery(s discovery.Run) time.Duration {
@@ -182,11 +199,11 @@ func readersNext(s discovery.Run) (next time.Time, any bool) {
 
 func workDueNow(s discovery.Run) bool {
 	next, any := readersNext(s)
-	return s.Agents.Hinted+s.Agents.Due > 0 || any && !next.After(s.Now)
+	return s.Agents.Hinted+s.Agents.Due+s.Pending > 0 || any && !next.After(s.Now)
 }
 
 func progress(k discovery.Kind) bool {
-	return k == discovery.ReadTail || k == discovery.ReadContract || k == discovery.Visit
+	return k == discovery.ReadTail || k == discovery.ReadContract || k == discovery.Visit || k == discovery.Verify
 }
 
 func check(t *testing.T, name string, prop func(genRun) bool) {
@@ -218,12 +235,12 @@ func TestPlanProperties(t *testing.T) {
 		if !s.Tail.LastRead.After(s.LastVisit) || s.Tail.Scanning {
 			return discovery.Plan(s).Kind == discovery.ReadTail
 		}
-		// It read since the last visit batch: the other readers due and
-		// at most one batch go first, then the tail.
+		// It read since the last visit batch: the other readers due, a
+		// look at the pending and at most one batch go first, then the tail.
 		tail, contracts := *s.Tail, slices.Clone(s.Contracts)
 		s.Tail, s.Contracts = &tail, contracts
 		batches := 0
-		for range len(contracts) + 2 {
+		for range len(contracts) + 3 {
 			st := discovery.Plan(s)
 			switch st.Kind {
 			case discovery.ReadTail:
@@ -232,6 +249,8 @@ func TestPlanProperties(t *testing.T) {
 				batches++
 				s.LastVisit = s.Now
 				s.Agents.Hinted, s.Agents.Due = max(0, s.Agents.Hinted-st.Agents), max(0, s.Agents.Due-st.Agents)
+			case discovery.Verify: // one request, from the room beyond the tail's reserve
+				s.Pending, s.LastVisit = 0, s.Now
 			case discovery.ReadContract:
 				for i := range contracts {
 					if contracts[i].Name == st.Reader {
@@ -247,6 +266,14 @@ func TestPlanProperties(t *testing.T) {
 		}
 		return false
 	})
+	check(t, "pending looks and history visits leave the tail's reads in the window", func(g genRun) bool {
+		s := g.Run
+		st := discovery.Plan(s)
+		if !s.Budget.Known || st.Kind != discovery.Verify && (st.Kind != discovery.Visit || s.Agents.Hinted > 0) {
+			return true
+		}
+		return s.Budget.Room-tailReserve(s) >= int64(max(st.Agents, 1))
+	})
 	check(t, "no step exceeds its lane's room", func(g genRun) bool {
 		s := g.Run
 		st := discovery.Plan(s)
@@ -255,6 +282,9 @@ func TestPlanProperties(t *testing.T) {
 		}
 		if capped(s) || !hasRoom(s) {
 			return false
+		}
+		if st.Kind == discovery.Verify {
+			return s.Pending > 0
 		}
 		if st.Kind == discovery.Visit {
 			due := s.Agents.Hinted + s.Agents.Due
@@ -276,11 +306,11 @@ func TestPlanProperties(t *testing.T) {
 		if !readRoom(s) && readerDueNow(s) && s.Agents.Hinted == 0 {
 			return st.Kind == discovery.Stop || !st.Until.After(s.Budget.WindowEnd)
 		}
-		// The other exception: history visits leave the window's rest to
-		// the tail's read due before the window ends; hinted agents and
-		// due readers never wait for it.
+		// The other exception: history visits and pending looks leave the
+		// window's rest to the tail's read due before the window ends;
+		// hinted agents and due readers never wait for it.
 		next, _ := readersNext(s)
-		return s.Agents.Hinted == 0 && s.Agents.Due > 0 && s.Budget.Known && next.After(s.Now) &&
+		return s.Agents.Hinted == 0 && s.Agents.Due+s.Pending > 0 && s.Budget.Known && next.After(s.Now) &&
 			next.Before(s.Budget.WindowEnd) && (st.Kind == discovery.Stop || st.Until.Equal(next))
 	})
 	check(t, "a wait is never in the past nor beyond the next due time", func(g genRun) bool {
@@ -301,10 +331,10 @@ func TestPlanProperties(t *testing.T) {
 		tail, tailAny := readersNext(discovery.Run{Now: s.Now, Tail: s.Tail, TailEvery: s.TailEvery, Budget: s.Budget,
 			Agents: s.Agents, Linger: s.Linger, Cap: s.Cap})
 		switch {
-		case s.Agents.Hinted == 0 && s.Agents.Due > 0 && hasRoom(s) && s.Tail != nil && !s.ContractsAreTail &&
+		case s.Agents.Hinted == 0 && s.Agents.Due+s.Pending > 0 && hasRoom(s) && s.Tail != nil && !s.ContractsAreTail &&
 			tailAny && tail.Before(s.Budget.WindowEnd):
 			bound = tail // the window's rest kept for the tail's read
-		case s.Agents.Hinted+s.Agents.Due > 0 || !any:
+		case s.Agents.Hinted+s.Agents.Due+s.Pending > 0 || !any:
 			bound = s.Now
 		}
 		if hasRoom(s) && !readRoom(s) && readerDueNow(s) && s.Agents.Hinted == 0 && s.Budget.WindowEnd.After(bound) {

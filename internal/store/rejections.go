@@ -79,7 +79,7 @@ on conflict (txid) do nothing`, txid, sender)
 }
 
 // PendingTxs returns the transactions of sender kept as pending, oldest
-// first, at most limit of them: what a visit of the agent looks at again.
+// first, at most limit of them.
 func (s *Store) PendingTxs(ctx context.Context, sender string, limit int) ([]string, error) {
 	if limit < 1 {
 		return nil, fmt.Errorf("pending txs: limit %d is not positive", limit)
@@ -88,6 +88,53 @@ func (s *Store) PendingTxs(ctx context.Context, sender string, limit int) ([]str
 select txid from pending_txs where sender = $1
 order by first_seen_at, txid collate "C"
 limit $2`, sender, limit)
+}
+
+// PendingTx is a transaction kept as pending, and its sender.
+type PendingTx struct {
+	TxID, Sender string
+}
+
+// DuePending returns the pending transactions of registered agents last
+// looked at (or first seen) at least every ago, on the database's clock
+// (first_seen_at's), longest waiting first, at most limit of them: what
+// the sweep plan's Verify step looks at again.
+func (s *Store) DuePending(ctx context.Context, every time.Duration, limit int) ([]PendingTx, error) {
+	if limit < 1 {
+		return nil, fmt.Errorf("due pending txs: limit %d is not positive", limit)
+	}
+	return collect(ctx, s.pool, "due pending txs", pgx.RowToStructByPos[PendingTx], `
+select p.txid, p.sender from pending_txs p
+join agents a on a.stx_address = p.sender and a.deregistered_at is null
+where coalesce(p.checked_at, p.first_seen_at) <= now() - $1::interval
+order by coalesce(p.checked_at, p.first_seen_at), p.txid collate "C"
+limit $2`, every, limit)
+}
+
+// CheckedPending records that the pending transactions txids were looked
+// at now: they are due again a reconcile interval later, but for those
+// the ledger holds as a swap or a (final) rejection, which leave the
+// table (the verifier knew them without a fetch).
+func (s *Store) CheckedPending(ctx context.Context, txids []string) error {
+	_, err := s.pool.Exec(ctx, `update pending_txs set checked_at = now() where txid = any($1)`, txids)
+	if err == nil {
+		_, err = s.pool.Exec(ctx, `delete from pending_txs p where p.txid = any($1)
+and (exists (select 1 from swaps s where s.txid = p.txid) or exists (select 1 from swap_rejections r where r.txid = p.txid))`, txids)
+	}
+	if err != nil {
+		return fmt.Errorf("checked pending txs: %w", err)
+	}
+	return nil
+}
+
+// PendingDueOf makes the pending transactions of sender due for a look
+// at once: a visit of the agent found what its list shows, and the rest
+// (the mempool's, or gone) is the plan's Verify step's.
+func (s *Store) PendingDueOf(ctx context.Context, sender string) error {
+	if _, err := s.pool.Exec(ctx, `update pending_txs set checked_at = '-infinity' where sender = $1`, sender); err != nil {
+		return fmt.Errorf("pending txs of %s due: %w", sender, err)
+	}
+	return nil
 }
 
 // ForgetPending drops a pending transaction that will not be looked at again

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pacer-dev/pacer/internal/competition"
+	"github.com/pacer-dev/pacer/internal/store"
 )
 
 func TestRejections(t *testing.T) {
@@ -129,4 +130,65 @@ func TestPendingTxs(t *testing.T) {
 	pending, err = s.PendingTxs(ctx, agent, 10)
 	require.NoError(t, err)
 	require.Equal(t, []string{"0x0d"}, pending)
+}
+
+// The plan's Verify step looks at a pending transaction again once it has
+// waited its interval since it was first seen or last looked at; a visit
+// of its sender makes it due at once; a deregistered agent's are not due.
+func TestDuePending(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := t.Context()
+	const agent, gone = "SP4DXVEC16FS6QR7RBKGWZYJKTXPC81W49W0ATJE", "SP1M8KHCJXB3SBRQRDBCG3J3859AA1CN0AWDHN17B"
+	register(t, s, agent)
+	register(t, s, gone)
+	for _, txid := range []string{"0x0a", "0x0b", "0x0c"} {
+		require.NoError(t, s.RecordPending(ctx, txid, agent))
+	}
+	require.NoError(t, s.RecordPending(ctx, "0x0d", gone))
+	_, err := s.Pool().Exec(ctx, `update pending_txs set first_seen_at = now() - interval '1 hour' where txid in ('0x0a', '0x0d')`)
+	require.NoError(t, err)
+	_, err = s.Pool().Exec(ctx, `update agents set deregistered_at = now() where stx_address = $1`, gone)
+	require.NoError(t, err)
+
+	due, err := s.DuePending(ctx, 15*time.Minute, 10)
+	require.NoError(t, err)
+	require.Equal(t, []store.PendingTx{{TxID: "0x0a", Sender: agent}}, due, "seen an hour ago; the others too recently, or a former agent's")
+
+	require.NoError(t, s.CheckedPending(ctx, []string{"0x0a"}))
+	due, err = s.DuePending(ctx, 15*time.Minute, 10)
+	require.NoError(t, err)
+	require.Empty(t, due, "looked at just now")
+
+	require.NoError(t, s.PendingDueOf(ctx, agent))
+	due, err = s.DuePending(ctx, 15*time.Minute, 2)
+	require.NoError(t, err)
+	require.Len(t, due, 2, "a visit made the agent's due at once, at most the limit")
+	_, err = s.DuePending(ctx, 0, 0)
+	require.Error(t, err)
+}
+
+// A pending transaction the ledger already judged leaves the table when
+// it is looked at again; one still pending stays, looked at.
+func TestCheckedPendingForgetsWhatTheLedgerKnows(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := t.Context()
+	const agent = "SP4DXVEC16FS6QR7RBKGWZYJKTXPC81W49W0ATJE"
+	register(t, s, agent)
+	for _, txid := range []string{"0x0a", "0x0b", "0x0c"} {
+		require.NoError(t, s.RecordPending(ctx, txid, agent))
+	}
+	_, err := s.Pool().Exec(ctx, `insert into swap_rejections (txid, sender, reason, first_seen_at, last_seen_at) values ('0x0b', $1, 'tx_failed', now(), now())`, agent)
+	require.NoError(t, err)
+	_, err = s.Pool().Exec(ctx, `insert into swaps (txid, sender, contract_id, function_name, token_in, amount_in,
+		token_out, amount_out, burn_block_time, tx_status, source) values ('0x0c', 'SP1', 'SP2.c', 'f', 'stx', 1, 'x', 1, 1, 'success', 'sweep')`)
+	require.NoError(t, err)
+	require.NoError(t, s.CheckedPending(ctx, []string{"0x0a", "0x0b", "0x0c"}))
+	pending, err := s.PendingTxs(ctx, agent, 10)
+	require.NoError(t, err)
+	require.Equal(t, []string{"0x0a"}, pending)
+	var checked bool
+	require.NoError(t, s.Pool().QueryRow(ctx, `select checked_at is not null from pending_txs where txid = '0x0a'`).Scan(&checked))
+	require.True(t, checked)
 }

@@ -231,6 +231,7 @@ order by table_name, ordinal_position`)
 		{"pending_txs", "sender", "text", false, ""},
 		{"pending_txs", "first_seen_at", tz, false, ""},
 		{"pending_txs", "hold_through", "bigint", true, ""},
+		{"pending_txs", "checked_at", "timestamp with time zone", true, ""},
 		{"price_observations", "token_id", "text", false, ""},
 		{"price_observations", "observed_at", tz, false, ""},
 		{"price_observations", "price_usd", "numeric", true, ""},
