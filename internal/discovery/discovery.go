@@ -70,7 +70,8 @@ const (
 	// DefaultReconcileEvery is PACER_RECONCILE_EVERY's default: how often
 	// each allowlisted contract's list is read for what the tail missed,
 	// or, in the agents mode with push on, the floor of the agents'
-	// polling (ingest.Config.ReconcileEvery).
+	// polling (ingest.Config.ReconcileEvery); and how often a pending
+	// transaction is looked at again (the plan's Verify step).
 	DefaultReconcileEvery = 15 * time.Minute
 	DefaultMaxPages       = 200
 	// ReconcileMaxPages bounds a scan of the last reader (a contract's
