@@ -445,10 +445,3 @@ func TestAllocationsKeepASolveForItsTTL(t *testing.T) {
 	require.InDelta(t, 4.0, got.Scale, 0, "a failed solve keeps nothing")
 	require.Equal(t, 3, solves)
 }
-
-func TestAllocateRequestsPaysTheSwapsFirst(t *testing.T) {
-	t.Parallel()
-	cfg := Config{Policy: PolicyOptimal}.WithDefaults()
-	rates := []float64{0.5, 2, 10}
-	require.Equal(t, cfg.Allocate(rates, (300-12.5)*Headroom), cfg.AllocateRequests(rates, 300))
-}
