@@ -433,7 +433,7 @@ func (c *Allocations) Get(cfg Config, now time.Time, solve func() (Allocation, e
 // AllocateRequests is Allocate for a budget of requestsPerDay, times
 // Headroom. The swaps' details are not paid apart: a Visit step verifies
 // the swaps on all its agents' pages in one tx/multiple request (one
-// request in 16 to 470 visits in the chain benchmark's minute plans), and
+// request in 11 to 470 visits in the chain benchmark's minute plans), and
 // where they pass the headroom the budget's stops hold the sweep to the
 // lane's rate. Charging each swap a request of its own planned fewer
 // visits than the budget paid for (docs/benchmarks.md).
