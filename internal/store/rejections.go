@@ -116,11 +116,11 @@ limit $2`, every, limit)
 // the ledger holds as a swap or a (final) rejection, which leave the
 // table (the verifier knew them without a fetch).
 func (s *Store) CheckedPending(ctx context.Context, txids []string) error {
-	_, err := s.pool.Exec(ctx, `update pending_txs set checked_at = now() where txid = any($1)`, txids)
-	if err == nil {
-		_, err = s.pool.Exec(ctx, `delete from pending_txs p where p.txid = any($1)
-and (exists (select 1 from swaps s where s.txid = p.txid) or exists (select 1 from swap_rejections r where r.txid = p.txid))`, txids)
-	}
+	_, err := s.pool.Exec(ctx, `with judged as (
+  delete from pending_txs p where p.txid = any($1)
+  and (exists (select 1 from swaps s where s.txid = p.txid) or exists (select 1 from swap_rejections r where r.txid = p.txid))
+  returning p.txid)
+update pending_txs set checked_at = now() where txid = any($1) and txid not in (select txid from judged)`, txids)
 	if err != nil {
 		return fmt.Errorf("checked pending txs: %w", err)
 	}
