@@ -225,6 +225,14 @@ func (s *State) Observe(c Config, lane Lane, o Observation, now time.Time) {
 	c = c.WithDefaults()
 	s.roll(c, now)
 	extra := max(o.Cost, 1) - 1
+	if o.Reset != nil && *o.Reset >= 0 && !now.Add(*o.Reset).After(s.WindowEnd.Add(alignTolerance-c.Window)) {
+		// A late answer: sent in the last window, it names a window that
+		// ended by the time this one began. Its minute figures are that
+		// window's (spent: little left), not this one's, whose capacity
+		// they would cut to a few requests for a minute and mislead every
+		// plan solved on the lane's rate meanwhile.
+		o.Reset, o.Remaining = nil, nil
+	}
 	if o.Reset != nil && *o.Reset >= 0 {
 		end := now.Add(*o.Reset)
 		switch d := end.Sub(s.WindowEnd); {

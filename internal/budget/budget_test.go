@@ -301,6 +301,34 @@ func TestObserveFollowsHeaders(t *testing.T) {
 	require.Equal(t, int64(898), *month)
 }
 
+// TestLateAnswerDoesNotCutTheNextWindow: a request sent as one window
+// ends is answered in the next; the answer's few requests left are the
+// spent window's, and the new window keeps its capacity (before, it
+// learned 0 spent + 3 left = a window of 3, and every plan solved on the
+// lane's rate in that minute planned for 3 a minute).
+func TestLateAnswerDoesNotCutTheNextWindow(t *testing.T) {
+	t.Parallel()
+	c := Config{PerMinute: 450}
+	var s State
+	sent := t0.Add(59*time.Second + 900*time.Millisecond)
+	for s.Take(c, LaneSweep, 1, sent).OK {
+	}
+	full := s.Rate(c, LaneSweep, sent)
+	second := time.Second // Hiro's reset, in whole seconds rounded up
+	answered := t0.Add(time.Minute + 50*time.Millisecond)
+	s.Observe(c, LaneSweep, Observation{Status: 200, Cost: 1, Limit: i64(450), Remaining: i64(3), Reset: &second}, answered)
+	require.Equal(t, full, s.Rate(c, LaneSweep, answered), "the new window's rate is the plan's")
+	require.Equal(t, t0.Add(2*time.Minute), s.WindowEnd, "the window is not cut to the old one's last second")
+	minute, _ := s.Remaining(c, answered)
+	require.Equal(t, int64(450), minute)
+
+	// The window's own first answer is believed.
+	reset := 58 * time.Second
+	s.Observe(c, LaneSweep, Observation{Status: 200, Cost: 1, Limit: i64(450), Remaining: i64(400), Reset: &reset}, t0.Add(62*time.Second))
+	minute, _ = s.Remaining(c, t0.Add(62*time.Second))
+	require.Equal(t, int64(400), minute)
+}
+
 func TestManualLaneSpendsTheMonthReserveWithinTheMinute(t *testing.T) {
 	t.Parallel()
 	// Halfway through June, 45 a minute: a window holds 42 for the sweep's
