@@ -137,7 +137,7 @@ func (w *walk) list(ctx context.Context) *page {
 	}
 	w.pages++
 	for _, e := range entries {
-		if p := discovery.PositionOf(e); e.Mined() && (w.head == nil || p.Compare(*w.head) > 0) {
+		if p := discovery.PositionOf(e); e.Mined() && (w.head == nil || p.Compare(w.head.Position) > 0) {
 			w.head = &p
 		}
 	}

@@ -226,12 +226,7 @@ func (s *State) Observe(c Config, lane Lane, o Observation, now time.Time) {
 	s.roll(c, now)
 	extra := max(o.Cost, 1) - 1
 	if o.Reset != nil && *o.Reset >= 0 && !now.Add(*o.Reset).After(s.WindowEnd.Add(alignTolerance-c.Window)) {
-		// A late answer: sent in the last window, it names a window that
-		// ended by the time this one began. Its minute figures are that
-		// window's (spent: little left), not this one's, whose capacity
-		// they would cut to a few requests for a minute and mislead every
-		// plan solved on the lane's rate meanwhile.
-		o.Reset, o.Remaining = nil, nil
+		o.Reset, o.Remaining = nil, nil // a late answer: its window ended before this one began
 	}
 	if o.Reset != nil && *o.Reset >= 0 {
 		end := now.Add(*o.Reset)
@@ -488,26 +483,19 @@ func (s *State) windowLeft(c Config) int64 {
 	return *s.Left
 }
 
-// LaneRemaining is what lane may still take of the minute window at now,
-// as Take counts it: what is left of the window but the fast lane's
-// reserve, which the other lanes leave it (0 when nothing is).
-func (s *State) LaneRemaining(c Config, lane Lane, now time.Time) int64 {
-	c, probe := s.rolled(c, now)
-	fastCap, keep := probe.fastShare(c, probe.capacity(c))
-	left := probe.windowLeft(c)
-	if lane == LaneFast {
-		left, keep = min(left, fastCap-probe.FastUsed), 0
-	}
-	return max(0, left-keep)
-}
-
-// Room is what lane may take at now, the minute window and the month
-// (its banked pace included) together: n requests, or, when n is 0, when
-// it may take one again and which window binds (Decision.Why). The first
-// of them is as Take would answer; it changes nothing.
+// Room is what lane may take at now, the minute window (less the fast
+// lane's reserve, which the other lanes leave it) and the month (its
+// banked pace included) together: n requests, or, when n is 0, when it
+// may take one again and which window binds (Decision.Why). The first of
+// them is as Take would answer; it changes nothing.
 func (s *State) Room(c Config, lane Lane, now time.Time) (n int64, at time.Time, why string) {
 	c, probe := s.rolled(c, now)
-	n = probe.LaneRemaining(c, lane, now)
+	fastCap, keep := probe.fastShare(c, probe.capacity(c))
+	n = probe.windowLeft(c)
+	if lane == LaneFast {
+		n, keep = min(n, fastCap-probe.FastUsed), 0
+	}
+	n = max(0, n-keep)
 	if m := &probe.Month; m.Remaining != nil {
 		month := float64(*m.Remaining)
 		if lane != LaneManual {

@@ -160,11 +160,11 @@ func TestFastLaneIsCappedAndNeverStarvesTheSweep(t *testing.T) {
 	require.InDelta(t, 9, s.Rate(c, LaneFast, now), 0.01)
 }
 
-// LaneRemaining is what Take would still give the lane, one request at a
+// Room (without a month) is what Take would still give the lane, one request at a
 // time: the sweep's excludes the fast lane's reserve, which the whole
 // window's Remaining counts (the sweep's visits read the window's rest
 // as theirs and left the tail nothing).
-func TestLaneRemainingIsWhatTakeGives(t *testing.T) {
+func TestMinuteRoomIsWhatTakeGives(t *testing.T) {
 	t.Parallel()
 	c := Config{PerMinute: 450}
 	for _, tt := range []struct {
@@ -192,7 +192,7 @@ func TestLaneRemainingIsWhatTakeGives(t *testing.T) {
 				s.Left = tt.left
 			}
 			for _, lane := range []Lane{LaneSweep, LaneFast} {
-				want := s.LaneRemaining(c, lane, t0)
+				want, _, _ := s.Room(c, lane, t0)
 				probe := s
 				if probe.Left != nil {
 					l := *probe.Left
@@ -205,7 +205,8 @@ func TestLaneRemainingIsWhatTakeGives(t *testing.T) {
 				require.Equal(t, got, want, "lane %s", lane)
 			}
 			minute, _ := s.Remaining(c, t0)
-			require.LessOrEqual(t, s.LaneRemaining(c, LaneSweep, t0), minute)
+			sweep, _, _ := s.Room(c, LaneSweep, t0)
+			require.LessOrEqual(t, sweep, minute)
 		})
 	}
 }

@@ -141,13 +141,12 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
-// Position is a place in the chain, as a reader keeps it: a block height,
-// a transaction index and the transaction there (two forks can share a
-// height and index).
+// Position is a place in the chain, as a reader keeps it: a block height
+// and a transaction index (hiro.Position, whose Compare orders them; two
+// forks can share one) and the transaction there.
 type Position struct {
-	BlockHeight int64  `json:"blockHeight"`
-	TxIndex     int64  `json:"txIndex"`
-	TxID        string `json:"txid"`
+	hiro.Position
+	TxID string `json:"txid"`
 	// Time is the entry's block time (unix seconds; its burn block's when
 	// the block's own is unknown), what the lag behind the head is
 	// measured by.
@@ -156,16 +155,8 @@ type Position struct {
 
 // PositionOf is where a mined entry sits.
 func PositionOf(e hiro.Entry) Position {
-	return Position{BlockHeight: e.BlockHeight, TxIndex: e.TxIndex, TxID: e.TxID, Time: cmp.Or(e.BlockTime, e.BurnBlockTime)}
+	return Position{Position: e.Position(), TxID: e.TxID, Time: cmp.Or(e.BlockTime, e.BurnBlockTime)}
 }
-
-// Compare orders positions by height, then index: -1 older, 0 same place
-// (maybe another transaction, on another fork), +1 newer.
-func (p Position) Compare(o Position) int {
-	return cmp.Or(cmp.Compare(p.BlockHeight, o.BlockHeight), cmp.Compare(p.TxIndex, o.TxIndex))
-}
-
-func (p Position) String() string { return fmt.Sprintf("%d:%d", p.BlockHeight, p.TxIndex) }
 
 // Filter decides locally, without a request, whether a list entry is a
 // candidate: a mined, canonical contract call whose sender is a registered
@@ -390,7 +381,7 @@ func (s *Scan) add(entries []hiro.Entry, next string, total int) Page {
 // at o's place but another transaction (forks can share a place; the
 // scan hands such an entry out rather than risk skipping it).
 func below(p, o Position) bool {
-	c := p.Compare(o)
+	c := p.Compare(o.Position)
 	return c < 0 || (c == 0 && p.TxID != o.TxID)
 }
 
@@ -398,7 +389,7 @@ func below(p, o Position) bool {
 // at o's place but another transaction (o naming one: an agent's cursor
 // names only the place).
 func newer(p, o Position) bool {
-	c := p.Compare(o)
+	c := p.Compare(o.Position)
 	return c > 0 || (c == 0 && o.TxID != "" && p.TxID != o.TxID)
 }
 
@@ -434,7 +425,7 @@ func (s *Scan) NextToken() string { return s.st.Token }
 // Position is the reader's position once the scan is done: the newest
 // entry it saw, or From when the list brought nothing newer.
 func (s *Scan) Position() *Position {
-	if s.st.Top != nil && (s.cfg.From == nil || s.st.Top.Compare(*s.cfg.From) >= 0) {
+	if s.st.Top != nil && (s.cfg.From == nil || s.st.Top.Compare(s.cfg.From.Position) >= 0) {
 		return s.st.Top
 	}
 	return s.cfg.From
@@ -447,7 +438,7 @@ func (s *Scan) Gap() *Gap { return s.gap }
 // seconds of block time: head is the newest entry seen at the top of the
 // list. A reader at the head lags 0.
 func Lag(pos *Position, head *Position) float64 {
-	if pos == nil || head == nil || pos.Compare(*head) >= 0 || head.Time <= pos.Time {
+	if pos == nil || head == nil || pos.Compare(head.Position) >= 0 || head.Time <= pos.Time {
 		return 0
 	}
 	return float64(head.Time - pos.Time)

@@ -216,9 +216,9 @@ func TestTailIntervalStretchesWhenTheBudgetBinds(t *testing.T) {
 }
 
 func TestLag(t *testing.T) {
-	pos := &Position{BlockHeight: 5, Time: 100}
+	pos := &Position{Position: hiro.Position{BlockHeight: 5}, Time: 100}
 	require.Zero(t, Lag(pos, pos))
-	require.Equal(t, 30.0, Lag(pos, &Position{BlockHeight: 9, Time: 130}))
+	require.Equal(t, 30.0, Lag(pos, &Position{Position: hiro.Position{BlockHeight: 9}, Time: 130}))
 	require.Zero(t, Lag(nil, pos))
 }
 
@@ -290,7 +290,7 @@ func TestAgentScanHandsOutItsWholeListDownToTheMargin(t *testing.T) {
 	c.entries[2].Canonical = false
 	pending := hiro.Entry{TxID: "0xpend", TxStatus: hiro.StatusPending, TxType: hiro.TxTypeContractCall}
 	list := append([]hiro.Entry{pending}, c.entries...)
-	cursor := &Position{BlockHeight: 15} // an agent's cursor names only the place
+	cursor := &Position{Position: hiro.Position{BlockHeight: 15}} // an agent's cursor names only the place
 
 	s := NewScan(ScanConfig{From: cursor, Tokens: true, Agent: true, Margin: 2}, State{})
 	p := s.AddList(list, "next")

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pacer-dev/pacer"
 	"github.com/pacer-dev/pacer/internal/discovery"
+	"github.com/pacer-dev/pacer/internal/hiro"
 )
 
 // Reader is one row of discovery_cursors (SPEC §5.0, §6): a reader's
@@ -149,7 +150,7 @@ func position3(height *int64, index *int32, txid *string, btime *int64) *discove
 	if height == nil || index == nil {
 		return nil
 	}
-	p := &discovery.Position{BlockHeight: *height, TxIndex: int64(*index)}
+	p := &discovery.Position{Position: hiro.Position{BlockHeight: *height, TxIndex: int64(*index)}}
 	if txid != nil {
 		p.TxID = *txid
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pacer-dev/pacer/internal/discovery"
+	"github.com/pacer-dev/pacer/internal/hiro"
 	"github.com/pacer-dev/pacer/internal/store"
 )
 
@@ -18,14 +19,14 @@ func TestDiscoveryReaderKeepsItsPlace(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, found)
 
-	head := &discovery.Position{BlockHeight: 100, TxIndex: 3, TxID: "0xa", Time: 1000}
+	head := &discovery.Position{Position: hiro.Position{BlockHeight: 100, TxIndex: 3}, TxID: "0xa", Time: 1000}
 	now := time.Now()
 	require.NoError(t, s.SaveDiscoveryReader(ctx, store.Reader{Name: discovery.ReaderTail, Position: head, Start: head, LastReadAt: &now},
 		store.ReaderCounts{Requests: 2, Pages: 1}))
-	scan := discovery.State{Top: &discovery.Position{BlockHeight: 120, TxID: "0xb"}, Offset: 49, Pages: 1}
-	newer := &discovery.Position{BlockHeight: 110, TxIndex: 0, TxID: "0xc"}
+	scan := discovery.State{Top: &discovery.Position{Position: hiro.Position{BlockHeight: 120}, TxID: "0xb"}, Offset: 49, Pages: 1}
+	newer := &discovery.Position{Position: hiro.Position{BlockHeight: 110, TxIndex: 0}, TxID: "0xc"}
 	require.NoError(t, s.SaveDiscoveryReader(ctx, store.Reader{Name: discovery.ReaderTail, Position: newer,
-		Start: &discovery.Position{BlockHeight: 1}, Scan: scan, HeadLagSeconds: 7}, store.ReaderCounts{Requests: 3, Pages: 2, Candidates: 1}))
+		Start: &discovery.Position{Position: hiro.Position{BlockHeight: 1}}, Scan: scan, HeadLagSeconds: 7}, store.ReaderCounts{Requests: 3, Pages: 2, Candidates: 1}))
 	// A stale writer (an attempt that lost its lease) never moves it back.
 	require.NoError(t, s.SaveDiscoveryReader(ctx, store.Reader{Name: discovery.ReaderTail, Position: head, Scan: scan, HeadLagSeconds: 7},
 		store.ReaderCounts{}))

@@ -17,7 +17,7 @@ import (
 func TestPlanReadersFromTheRows(t *testing.T) {
 	t.Parallel()
 	at := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
-	start := &discovery.Position{BlockHeight: 100}
+	start := &discovery.Position{Position: hiro.Position{BlockHeight: 100}}
 	contracts := []string{"SP1.dex", "SP2.pool"}
 	tail := store.Reader{Name: discovery.ReaderTail, Position: start, Start: start, LastReadAt: &at}
 	dex := store.Reader{Name: discovery.ContractReader("SP1.dex"), Scan: discovery.State{Top: start}}
@@ -52,7 +52,7 @@ func TestReaderReportsItsStanding(t *testing.T) {
 	t.Parallel()
 	at := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 	now := at.Add(time.Minute)
-	rd := store.Reader{Position: &discovery.Position{BlockHeight: 7, TxIndex: 2}, HeadLagSeconds: 4.5, Gaps: 2, LastReadAt: &at}
+	rd := store.Reader{Position: &discovery.Position{Position: hiro.Position{BlockHeight: 7, TxIndex: 2}}, HeadLagSeconds: 4.5, Gaps: 2, LastReadAt: &at}
 	rep := pacer.ReaderReport{Requests: 3, Source: "v3"}
 	rd.Report(&rep, 10*time.Second, now)
 	next := at.Add(10 * time.Second)
@@ -79,7 +79,7 @@ func TestAgentIngestKeepsWhereAVisitStands(t *testing.T) {
 	}
 	row := store.AgentIngest{Cursor: &hiro.Position{BlockHeight: 10, TxIndex: 1}}
 	from, st := row.Scan()
-	require.Equal(t, &discovery.Position{BlockHeight: 10, TxIndex: 1}, from)
+	require.Equal(t, &discovery.Position{Position: hiro.Position{BlockHeight: 10, TxIndex: 1}}, from)
 	require.Equal(t, discovery.State{}, st, "no visit cut short")
 
 	// A first page, and the budget stops the visit: the next goes on.
@@ -91,7 +91,7 @@ func TestAgentIngestKeepsWhereAVisitStands(t *testing.T) {
 	require.Equal(t, &hiro.Position{BlockHeight: 30}, row.VisitTop)
 	require.Equal(t, int64(10), row.Cursor.BlockHeight, "the cursor waits for the whole range")
 	from, st = row.Scan()
-	require.Equal(t, discovery.State{Token: "p2", Top: &discovery.Position{BlockHeight: 30}}, st)
+	require.Equal(t, discovery.State{Token: "p2", Top: &discovery.Position{Position: hiro.Position{BlockHeight: 30}}}, st)
 
 	// It goes on and reaches the cursor: the cursor advances to the top.
 	s = discovery.NewScan(discovery.ScanConfig{From: from, Tokens: true, Agent: true}, st)
@@ -107,11 +107,11 @@ func TestAgentIngestKeepsWhereAVisitStands(t *testing.T) {
 func TestReaderCoveredAfterACompleteRead(t *testing.T) {
 	t.Parallel()
 	began, now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC), time.Date(2026, 6, 1, 12, 1, 0, 0, time.UTC)
-	first := &discovery.Position{BlockHeight: 5}
+	first := &discovery.Position{Position: hiro.Position{BlockHeight: 5}}
 	rd := store.Reader{Scan: discovery.State{Top: first}, ScanBegan: &began}
 	rd.Covered(first, now)
 	require.Equal(t, store.Reader{Position: first, Start: first, CoveredAt: &began, LastReadAt: &now}, rd)
-	next := &discovery.Position{BlockHeight: 9}
+	next := &discovery.Position{Position: hiro.Position{BlockHeight: 9}}
 	rd.Covered(next, now)
 	require.Equal(t, first, rd.Start, "the start stays where the reader began")
 	require.Equal(t, next, rd.Position)
@@ -131,7 +131,7 @@ func TestTotalsAddTheTiersUp(t *testing.T) {
 
 func TestReaderBeginsWhereTheTailBegan(t *testing.T) {
 	t.Parallel()
-	start := &discovery.Position{BlockHeight: 42, TxIndex: 3}
+	start := &discovery.Position{Position: hiro.Position{BlockHeight: 42, TxIndex: 3}}
 	var rd store.Reader
 	rd.BeginAt(start)
 	require.Equal(t, start, rd.Position)

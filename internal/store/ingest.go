@@ -46,11 +46,11 @@ const (
 // state of a visit cut short (the zero State: none).
 func (a AgentIngest) Scan() (from *discovery.Position, st discovery.State) {
 	if c := a.Cursor; c != nil {
-		from = &discovery.Position{BlockHeight: c.BlockHeight, TxIndex: c.TxIndex}
+		from = &discovery.Position{Position: *c}
 	}
 	st.Token = string(a.VisitFrom)
 	if t := a.VisitTop; t != nil {
-		st.Top = &discovery.Position{BlockHeight: t.BlockHeight, TxIndex: t.TxIndex}
+		st.Top = &discovery.Position{Position: *t}
 	}
 	return from, st
 }
@@ -62,13 +62,13 @@ func (a *AgentIngest) Walked(scan *discovery.Scan) {
 	st := scan.State()
 	a.VisitFrom, a.VisitTop = hiro.PageToken(st.Token), nil
 	if st.Top != nil {
-		a.VisitTop = &hiro.Position{BlockHeight: st.Top.BlockHeight, TxIndex: st.Top.TxIndex}
+		a.VisitTop = new(st.Top.Position)
 	}
 	if !scan.Done() {
 		return
 	}
 	if p := scan.Position(); p != nil {
-		a.Cursor = &hiro.Position{BlockHeight: p.BlockHeight, TxIndex: p.TxIndex}
+		a.Cursor = new(p.Position)
 	}
 	a.VisitFrom, a.VisitTop = "", nil
 }

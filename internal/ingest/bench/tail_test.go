@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pacer-dev/pacer/internal/catalog"
-	"github.com/pacer-dev/pacer/internal/discovery"
 	"github.com/pacer-dev/pacer/internal/hiro"
 	"github.com/pacer-dev/pacer/internal/ingest"
 )
@@ -24,7 +23,7 @@ func TestChainFeedShifts(t *testing.T) {
 	page, total := c.Feed(at, 0, hiro.MaxLimit)
 	require.Len(t, page, hiro.MaxLimit)
 	for i := 1; i < len(page); i++ {
-		require.Negative(t, discovery.PositionOf(page[i]).Compare(discovery.PositionOf(page[i-1])))
+		require.Negative(t, page[i].Position().Compare(page[i-1].Position()))
 	}
 	require.LessOrEqual(t, page[0].BurnBlockTime, at.Unix())
 	later, laterTotal := c.Feed(at.Add(30*time.Second), 0, hiro.MaxLimit)

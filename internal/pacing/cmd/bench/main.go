@@ -21,10 +21,8 @@ import (
 )
 
 func main() {
-	// Issue 18: the service's discovery engine reading the chain's tail
-	// (on the benchmark's allowlist and the service's), beside the agents
-	// mode, at every size, volume and plan unless the flags pick some (one
-	// world alone runs in seconds).
+	// The chain: the tail (both allowlists) beside the agents mode, at every
+	// size, volume and plan unless the flags pick some.
 	o := discovery.ChainOptions{Sizes: discovery.ChainSizes, Volumes: discovery.ChainVolumes,
 		Budgets: discovery.Budgets, Horizon: 48 * time.Hour, Tails: []discovery.Strategy{discovery.Tail, discovery.ServiceTail},
 		PerAgent: []ingest.Policy{ingest.PolicyTiers, ingest.PolicyOptimal}}
