@@ -279,19 +279,16 @@ func (a *Activities) allocation(ctx context.Context, cfg ingest.Config, lane bud
 	if cfg.Policy != ingest.PolicyOptimal || a.Budget == nil {
 		return ingest.Allocation{}, nil
 	}
-	solve := func() (ingest.Allocation, error) {
-		rates, err := a.Store.SwapRates(ctx, now)
-		if err != nil {
-			return ingest.Allocation{}, err
+	solve := func() (l ingest.Lane, err error) {
+		if l.Rates, err = a.Store.SwapRates(ctx, now); err != nil {
+			return l, err
 		}
 		st, dbNow, err := a.Budget.Snapshot(ctx)
-		if err != nil {
-			return ingest.Allocation{}, err
-		}
-		return cfg.AllocateRequests(rates, st.Rate(a.Budget.Config(), lane, dbNow)*24*60), nil
+		l.Rate, l.Taken = st.Rate(a.Budget.Config(), lane, dbNow)*24*60, st.SweepTaken
+		return l, err
 	}
 	if lane != budget.LaneSweep {
-		return solve()
+		return new(ingest.Allocations).Get(cfg, now, solve)
 	}
 	return a.plan.Get(cfg, now, solve)
 }

@@ -133,6 +133,14 @@ type State struct {
 	// BlockedUntil holds every request after a 429 with Retry-After.
 	BlockedUntil time.Time `json:"blockedUntil"`
 	Month        Month     `json:"month"`
+	// SweepTaken counts the sweep lane's requests (ingest.Allocations).
+	SweepTaken int64 `json:"sweepTaken,omitempty"`
+}
+
+func (s *State) taken(lane Lane, cost int64) {
+	if lane == LaneSweep {
+		s.SweepTaken += max(cost, 0)
+	}
 }
 
 // Month is the month quota's state; Remaining nil means no quota is known.
@@ -214,6 +222,7 @@ func (s *State) Take(c Config, lane Lane, cost int64, now time.Time) Decision {
 		*s.Month.Remaining -= cost
 	}
 	*s.used(lane) += cost
+	s.taken(lane, cost)
 	if s.Left != nil {
 		*s.Left -= cost
 	}
@@ -247,6 +256,7 @@ func (s *State) Observe(c Config, lane Lane, o Observation, now time.Time) {
 		}
 	}
 	*s.used(lane) += extra
+	s.taken(lane, extra)
 	switch {
 	case o.Remaining != nil:
 		lower(&s.Left, *o.Remaining)

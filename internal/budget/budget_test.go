@@ -330,6 +330,22 @@ func TestLateAnswerDoesNotCutTheNextWindow(t *testing.T) {
 	require.Equal(t, int64(400), minute)
 }
 
+// SweepTaken counts what the sweep lane took, a request's extra cost
+// included, and nothing of the other lanes.
+func TestSweepTakenCountsTheSweepLane(t *testing.T) {
+	t.Parallel()
+	c := Config{PerMinute: 45}
+	var s State
+	require.True(t, s.Take(c, LaneSweep, 1, t0).OK)
+	s.Observe(c, LaneSweep, Observation{Status: 200, Cost: 3}, t0)
+	require.True(t, s.Take(c, LaneFast, 1, t0).OK)
+	require.True(t, s.Take(c, LaneManual, 1, t0).OK)
+	s.Observe(c, LaneFast, Observation{Status: 200, Cost: 2}, t0)
+	require.Equal(t, int64(3), s.SweepTaken)
+	require.True(t, s.Take(c, LaneSweep, 2, t0.Add(time.Minute)).OK)
+	require.Equal(t, int64(5), s.SweepTaken, "a new window keeps the count")
+}
+
 func TestManualLaneSpendsTheMonthReserveWithinTheMinute(t *testing.T) {
 	t.Parallel()
 	// Halfway through June, 45 a minute: a window holds 42 for the sweep's

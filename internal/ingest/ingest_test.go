@@ -421,27 +421,75 @@ func TestAllocationsKeepASolveForItsTTL(t *testing.T) {
 	t.Parallel()
 	var c Allocations
 	cfg := Config{Policy: PolicyOptimal}.WithDefaults()
-	solves := 0
-	solve := func(scale float64) func() (Allocation, error) {
-		return func() (Allocation, error) { solves++; return Allocation{Scale: scale}, nil }
+	rates := make([]float64, 1000)
+	reads := 0
+	read := func(rate float64) func() (Lane, error) {
+		return func() (Lane, error) { reads++; return Lane{Rates: rates, Rate: rate}, nil }
 	}
-	got, err := c.Get(cfg, t0, solve(1))
+	first, err := c.Get(cfg, t0, read(100_000))
 	require.NoError(t, err)
-	require.InDelta(t, 1.0, got.Scale, 0)
-	got, _ = c.Get(cfg, t0.Add(AllocationTTL-time.Second), solve(2))
-	require.InDelta(t, 1.0, got.Scale, 0, "kept within the TTL")
-	require.Equal(t, 1, solves)
+	require.Equal(t, cfg.Allocate(rates, 100_000*Headroom), first)
+	got, _ := c.Get(cfg, t0.Add(AllocationTTL-time.Second), read(200_000))
+	require.Equal(t, first, got, "kept within the TTL")
+	require.Equal(t, 1, reads)
 
 	other := cfg
 	other.HotEvery *= 2
-	got, _ = c.Get(other, t0.Add(time.Second), solve(3))
-	require.InDelta(t, 3.0, got.Scale, 0, "another configuration solves again")
-	got, _ = c.Get(other, t0.Add(time.Second+AllocationTTL), solve(4))
-	require.InDelta(t, 4.0, got.Scale, 0, "and so does the TTL's end")
+	got, _ = c.Get(other, t0.Add(time.Second), read(300_000))
+	require.Equal(t, other.Allocate(rates, 300_000*Headroom), got, "another configuration solves again")
+	got, _ = c.Get(other, t0.Add(time.Second+AllocationTTL), read(400_000))
+	require.Equal(t, other.Allocate(rates, 400_000*Headroom), got, "and so does the TTL's end")
 
-	_, err = c.Get(cfg, t0.Add(time.Hour), func() (Allocation, error) { return Allocation{}, errors.New("no budget") })
+	_, err = c.Get(cfg, t0.Add(time.Hour), func() (Lane, error) { return Lane{}, errors.New("no budget") })
 	require.Error(t, err)
-	got, _ = c.Get(other, t0.Add(time.Second+AllocationTTL), solve(5))
-	require.InDelta(t, 4.0, got.Scale, 0, "a failed solve keeps nothing")
-	require.Equal(t, 3, solves)
+	got, _ = c.Get(other, t0.Add(time.Second+AllocationTTL), read(500_000))
+	require.Equal(t, other.Allocate(rates, 400_000*Headroom), got, "a failed solve keeps nothing")
+	require.Equal(t, 3, reads)
+}
+
+// The plan's share follows what the lane spent: raised while it spends
+// less than Spend of its rate (intervals round up to the next run), back
+// toward Headroom, and never below it, when it spends more; held while
+// the plan does not bind.
+func TestAllocationsPlanWhatTheLaneSpends(t *testing.T) {
+	t.Parallel()
+	cfg := DefaultConfig()
+	rates := make([]float64, 1000)
+	const rate = 450.0 * 60 * 24 // requests a day
+	var c Allocations
+	var taken int64
+	at := t0
+	step := func(spent float64) Allocation { // the lane spent spent of its rate since the last solve
+		taken += int64(spent * rate * AllocationTTL.Hours() / 24)
+		at = at.Add(AllocationTTL)
+		a, err := c.Get(cfg, at, func() (Lane, error) { return Lane{Rates: rates, Rate: rate, Taken: taken}, nil })
+		require.NoError(t, err)
+		return a
+	}
+	first := step(0)
+	require.InDelta(t, Headroom, c.share, 1e-9)
+	under := step(0.75)
+	require.InDelta(t, Headroom*math.Sqrt(Spend/0.75), c.share, 1e-3)
+	require.Greater(t, under.Scale, first.Scale, "a lane spending less is planned more visits")
+	for range 50 {
+		step(0.6)
+	}
+	require.InDelta(t, MaxShare, c.share, 1e-9, "bounded")
+	step(0.99)
+	require.Less(t, c.share, MaxShare)
+	for range 50 {
+		step(0.99)
+	}
+	require.InDelta(t, Headroom, c.share, 1e-9, "a lane spent is planned Headroom of its rate, not less")
+
+	// Budget to cover every agent at the fastest interval: nothing binds,
+	// and a lane left unspent does not wind the share up.
+	var idle Allocations
+	for i := range 5 {
+		a, _ := idle.Get(cfg, t0.Add(time.Duration(i)*AllocationTTL), func() (Lane, error) {
+			return Lane{Rates: rates, Rate: 1e9, Taken: int64(i) * 1000}, nil
+		})
+		require.True(t, math.IsInf(a.Scale, 1))
+	}
+	require.InDelta(t, Headroom, idle.share, 1e-9)
 }

@@ -53,6 +53,11 @@ func TestSharedBudgetIsOneBudgetForEveryProcess(t *testing.T) {
 	wg.Wait()
 	// 50 a window less the fast lane's reserve (5% of 50, rounded up).
 	require.Equal(t, int64(47), granted.Load())
+	// What the sweep lane took is counted in the one budget, whichever
+	// process took it: the optimal policy's plan follows it.
+	st, _, err := budgets[1].Snapshot(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, granted.Load(), st.SweepTaken)
 }
 
 func TestLimiterFollowsHiroAndNeverWaitsInTheFastLane(t *testing.T) {

@@ -41,7 +41,7 @@ type ChainOptions struct {
 	Sizes, Volumes []int
 	Budgets        []Budget
 	// Horizon is the minute plans' run (default 2 days); the month plan
-	// runs a calendar month unless ShortMonth.
+	// runs a calendar month unless ShortMonth (tests).
 	Horizon    time.Duration
 	ShortMonth bool
 	// PerAgentUpTo also runs the agents mode (PACER_DISCOVERY=agents)
@@ -51,8 +51,7 @@ type ChainOptions struct {
 	// which is the point.
 	PerAgentUpTo int
 	PerAgent     []ingest.Policy
-	// Tails are the tail's strategies, each on a chain of its allowlist
-	// (a what-if may set their Batch).
+	// Tails are the tail's strategies, each on a chain of its allowlist.
 	Tails []Strategy
 }
 

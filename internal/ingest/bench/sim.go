@@ -170,7 +170,7 @@ func (x *sim) run(now *time.Time) time.Time {
 	if x.c != nil {
 		x.decideSource(began)
 	} else if x.cfg.Policy == ingest.PolicyOptimal {
-		x.alloc, _ = x.allocs.Get(x.cfg, began, func() (ingest.Allocation, error) { return x.allocate(began) })
+		x.alloc, _ = x.allocs.Get(x.cfg, began, func() (ingest.Lane, error) { return x.lane(began) })
 	}
 	for now.Before(x.w.End) {
 		st := x.state(*now, began, held)

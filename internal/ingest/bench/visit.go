@@ -209,15 +209,14 @@ func (x *sim) list(a *agent, now time.Time, token string) (entries []hiro.Entry,
 	return entries, next
 }
 
-// allocate solves the optimal policy as the activity does: every agent's
-// smoothed rate, and the visits the sweep lane's rate leaves after the
-// swaps' own detail requests.
-func (x *sim) allocate(now time.Time) (ingest.Allocation, error) {
+// lane is what the optimal policy is solved for, as the activity reads
+// it: every agent's smoothed rate, the sweep lane's rate and what it took.
+func (x *sim) lane(now time.Time) (ingest.Lane, error) {
 	rates := make([]float64, len(x.agents))
 	for i, a := range x.agents {
 		rates[i] = a.RateAt(now)
 	}
-	return x.cfg.AllocateRequests(rates, x.st.Rate(x.bcfg, budget.LaneSweep, now)*24*60), nil
+	return ingest.Lane{Rates: rates, Rate: x.st.Rate(x.bcfg, budget.LaneSweep, now) * 24 * 60, Taken: x.st.SweepTaken}, nil
 }
 
 // agentHeap is a heap of agents that knows where each agent sits, so an
