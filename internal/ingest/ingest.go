@@ -35,8 +35,8 @@
 //
 // A visit costs c_i requests (one listing page; the swaps' details ride in
 // their Visit step's one batch and a busy agent's further pages are rare,
-// so they are paid from what the lane leaves, see Allocations). With B requests
-// per unit time for visits:
+// so they are paid from what the lane leaves, see Allocations). With B
+// requests per unit time for visits:
 //
 //	minimise D(f)  subject to  Σ_i c_i f_i = B,  f_min ≤ f_i ≤ f_max.
 //
