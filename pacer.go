@@ -15,7 +15,12 @@ const (
 	// TaskRegistry reads the competition's registry (SPEC §12); it runs
 	// only with PACER_REGISTRY_URL set.
 	TaskRegistry = "registry"
-	TaskAll      = "all"
+	// TaskFinalize finalizes the competition's rounds (SPEC §13).
+	TaskFinalize = "finalize"
+	// TaskChainhook keeps pacer's hook on Hiro's Chainhooks platform
+	// (SPEC §11); it runs only with PACER_CHAINHOOK_MANAGE=1.
+	TaskChainhook = "chainhook"
+	TaskAll       = "all"
 )
 
 // ErrorClass says what kind of trouble ended a call (internal/fault carries
@@ -291,6 +296,65 @@ type RegistryResult struct {
 	Restored     int `json:"restored"`
 	Deregistered int `json:"deregistered"`
 	Claims       int `json:"claims"`
+}
+
+// FinalizeInput is the input of the finalize activity (SPEC §13).
+type FinalizeInput struct {
+	Occurrence Occurrence `json:"occurrence"`
+}
+
+// FinalizeResult is what one run of the finalize task did.
+type FinalizeResult struct {
+	Run
+	// Finalized are the ids of the rounds this run finalized.
+	Finalized []string `json:"finalized"`
+	// Waiting is the round the task waits for, when one does: its id,
+	// why (WaitGrace or WaitCompleteThrough) and, for completeThrough,
+	// how far behind the round's end it is.
+	Waiting *RoundWait `json:"waiting,omitempty"`
+	// NextDueAt is when the workflow should run finalize again (the
+	// earliest grace end of a round not yet final, or a minute on while
+	// one waits); nil when no round is left to finalize.
+	NextDueAt *time.Time `json:"nextDueAt"`
+}
+
+// Why a round waits to be finalized (SPEC §13).
+const (
+	WaitGrace           = "grace"
+	WaitCompleteThrough = "completeThrough"
+)
+
+// RoundWait says which round finalize waits for, and why.
+type RoundWait struct {
+	Round  string `json:"round"`
+	Reason string `json:"reason"`
+	// BehindSeconds is how far completeThrough is behind the round's end
+	// (reason completeThrough), or how long the grace has left (grace).
+	BehindSeconds int64 `json:"behindSeconds"`
+}
+
+// ChainhookInput is the input of the chainhook activity (SPEC §11).
+type ChainhookInput struct {
+	Occurrence Occurrence `json:"occurrence"`
+}
+
+// ChainhookResult is what one run of the chainhook task did to pacer's
+// hook on Hiro's platform.
+type ChainhookResult struct {
+	Run
+	// Action is what the run did: "created", "updated", "enabled" or
+	// "none" (the hook was as it should be).
+	Action string `json:"action"`
+	// HookUUID and HookStatus are the hook's as the platform reports them.
+	HookUUID   string `json:"hookUuid,omitempty"`
+	HookStatus string `json:"hookStatus,omitempty"`
+	// LagBlocks is how far the hook's last evaluated block is behind the
+	// chain; Replayed counts the blocks the run asked the platform to
+	// evaluate again.
+	LagBlocks int64 `json:"lagBlocks"`
+	Replayed  int   `json:"replayed"`
+	// LastDeliveryAt is when pacer last received a delivery of the hook.
+	LastDeliveryAt *time.Time `json:"lastDeliveryAt,omitempty"`
 }
 
 // RollupInput is the input of the rollup activity (SPEC §10.1).

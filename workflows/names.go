@@ -38,6 +38,10 @@ const (
 	ActivityRollup        = "Rollup"
 	ActivityDeliver       = "Deliver"
 	ActivityRegistry      = "Registry"
+	// ActivityFinalize and ActivityChainhook are the methods of
+	// activities.Activities that run the finalize and chainhook tasks.
+	ActivityFinalize  = "Finalize"
+	ActivityChainhook = "Chainhook"
 
 	// pause, resume and tune are updates too, under the signals' names:
 	// Temporal keeps signal and update names apart, so the temporal CLI's
