@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"sync"
 	"time"
@@ -76,7 +77,11 @@ type sweepRun struct {
 
 	// visited are the agents visited in this run, lastVisit when the
 	// last batch ended; held the readers that stopped short in it; src
-	// where the tail reads in it. Only the run's loop touches them.
+	// where the tail reads in it; due and pending the agents and the
+	// pending transactions the last state found due, for the step to
+	// take. Only the run's loop touches them.
+	due       []store.AgentIngest
+	pending   []store.PendingTx
 	visited   []string
 	lastVisit time.Time
 	held      map[string]bool
@@ -113,49 +118,49 @@ func (a *Activities) sweep(ctx context.Context, in pacer.SweepInput) (res pacer.
 	if r.alloc, err = a.allocation(ctx, r.cfg, r.lane, started); err != nil {
 		return r.fail(pacer.ClassTransport, "plan the sweep: "+err.Error())
 	}
-	for {
-		if err := ctx.Err(); err != nil {
-			return r.fail(pacer.ClassTimeout, "sweep cancelled: "+err.Error())
-		}
-		st, due, pending, err := r.state(ctx)
-		if err != nil {
-			return r.fail(pacer.ClassTransport, err.Error())
-		}
-		step := discovery.Plan(st)
-		r.mu.Lock()
-		r.res.Reason, r.res.Step = step.Reason, string(step.Kind)
-		stopped := r.stop != nil
-		r.mu.Unlock()
-		if stopped || step.Kind == discovery.Stop {
-			return r.finish(ctx, st, step)
-		}
-		if err := r.execute(ctx, step, due, pending); err != nil {
-			return r.fail(pacer.ClassTransport, err.Error())
-		}
+	st, step, err := discovery.Drive(ctx, r)
+	switch {
+	case err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		return r.fail(pacer.ClassTimeout, "sweep cancelled: "+err.Error())
+	case err != nil:
+		return r.fail(pacer.ClassTransport, err.Error())
 	}
+	return r.finish(ctx, st, step)
 }
 
-// execute carries out one step. Its error is the database's.
-func (r *sweepRun) execute(ctx context.Context, step discovery.Step, due []store.AgentIngest, pending []store.PendingTx) error {
+// Planned records the plan's step as the run's last and ends the run when
+// a step found it must (discovery.Runner).
+func (r *sweepRun) Planned(step discovery.Step) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.res.Reason, r.res.Step = step.Reason, string(step.Kind)
+	return r.stop != nil
+}
+
+// Execute carries out one step (discovery.Runner). Its error is the
+// database's.
+func (r *sweepRun) Execute(ctx context.Context, step discovery.Step) error {
 	switch step.Kind {
 	case discovery.ReadTail:
 		return r.readTail(ctx)
 	case discovery.ReadContract:
 		return r.readContract(ctx, step.Reader)
 	case discovery.Visit:
-		r.visitBatch(ctx, due[:step.Agents])
+		r.visitBatch(ctx, r.due[:step.Agents])
 	case discovery.Verify:
-		return r.verifyPending(ctx, pending)
+		return r.verifyPending(ctx, r.pending)
 	case discovery.Wait:
 		_ = wait.Sleep(ctx, step.Until.Sub(r.a.now())) // a cancellation: the loop reports it
 	}
 	return nil
 }
 
-// state is the plan's input at this instant: the readers, the agents due
-// (hinted ones first) and the pending transactions due, returned too for
-// the step to take, the budget and the run's limits.
-func (r *sweepRun) state(ctx context.Context) (s discovery.Run, due []store.AgentIngest, pending []store.PendingTx, err error) {
+// State is the plan's input at this instant (discovery.Runner): the
+// readers, the agents due (hinted ones first) and the pending
+// transactions due, kept too for the step to take, the budget and the
+// run's limits.
+func (r *sweepRun) State(ctx context.Context) (s discovery.Run, err error) {
+	r.due, r.pending = nil, nil
 	now := r.a.now()
 	s = discovery.Run{Now: now, TailEvery: r.dc.TailEvery, ReconcileEvery: r.dc.ReconcileEvery,
 		Linger: r.started, Cap: r.started.Add(sweepRunCap), MaxRequests: r.in.MaxRequests}
@@ -169,22 +174,22 @@ func (r *sweepRun) state(ctx context.Context) (s discovery.Run, due []store.Agen
 	if r.dc.Mode == discovery.ModeTail {
 		s.Linger = r.started.Add(min(r.dc.Linger, sweepRunCap))
 		if err = r.readers(ctx, &s); err != nil {
-			return s, nil, nil, err
+			return s, err
 		}
 	}
 	if !r.held[readerPending] { // looked at again every ReconcileEvery, or once a visit of the sender made them due
-		if pending, err = r.a.Store.DuePending(ctx, r.dc.ReconcileEvery, hiro.MaxBatch); err != nil {
-			return s, nil, nil, err
+		if r.pending, err = r.a.Store.DuePending(ctx, r.dc.ReconcileEvery, hiro.MaxBatch); err != nil {
+			return s, err
 		}
 	}
-	if due, err = r.a.Store.HintedAgents(ctx, now, discovery.VisitBatch, r.visited); err == nil && len(due) == 0 {
-		due, err = r.a.Store.DueAgents(ctx, r.cfg, now, discovery.VisitBatch, r.visited)
-		s.Agents.Due = len(due)
+	if r.due, err = r.a.Store.HintedAgents(ctx, now, discovery.VisitBatch, r.visited); err == nil && len(r.due) == 0 {
+		r.due, err = r.a.Store.DueAgents(ctx, r.cfg, now, discovery.VisitBatch, r.visited)
+		s.Agents.Due = len(r.due)
 	} else {
-		s.Agents.Hinted = len(due)
+		s.Agents.Hinted = len(r.due)
 	}
-	s.Pending = len(pending)
-	return s, due, pending, err
+	s.Pending = len(r.pending)
+	return s, err
 }
 
 // budget is the run's lane's snapshot of the shared budget, on the run's

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"cmp"
+	"context"
 	"sort"
 	"time"
 
@@ -158,10 +159,11 @@ func Simulate(w *World, c *Chain, b Budget, s Strategy, from, to time.Time) Resu
 }
 
 // run is one sweep run from *now: where the tail reads (or the optimal
-// allocation), then the plan's steps until it stops. It returns when the
-// next run is due.
+// allocation), then the sweep activity's loop (discovery.Drive) over the
+// simulation's steps until the plan stops. It returns when the next run
+// is due.
 func (x *sim) run(now *time.Time) time.Time {
-	began, held := *now, map[string]bool{}
+	began := *now
 	x.lastVisit = began
 	for _, a := range x.visited {
 		x.future.push(a)
@@ -172,32 +174,52 @@ func (x *sim) run(now *time.Time) time.Time {
 	} else if x.cfg.Policy == ingest.PolicyOptimal {
 		x.alloc, _ = x.allocs.Get(x.cfg, began, func() (ingest.Lane, error) { return x.lane(began) })
 	}
-	for now.Before(x.w.End) {
-		st := x.state(*now, began, held)
-		step := discovery.Plan(st)
-		switch step.Kind {
-		case discovery.Stop:
-			// The agents it visited count again for the next run's time
-			// (the sweep's finish: the due set's summary).
-			for _, a := range x.visited {
-				if st.Agents.Next.IsZero() || a.NextRunAt.Before(st.Agents.Next) {
-					st.Agents.Next = a.NextRunAt
-				}
-			}
-			return cmp.Or(discovery.NextRun(st), now.Add(discovery.NextRunCap))
-		case discovery.Wait:
-			*now = step.Until
-		case discovery.ReadTail:
-			held[ReaderTail] = !x.readTail(now)
-		case discovery.ReadContract:
-			if held[step.Reader] = !x.reconcile(now, x.onLists()); !held[step.Reader] {
-				x.recRead = *now
-			}
-		case discovery.Visit:
-			x.visitBatch(now, step.Agents)
+	st, step, _ := discovery.Drive(context.Background(), &runner{x: x, now: now, began: began, held: map[string]bool{}})
+	if step.Kind != discovery.Stop {
+		return *now // the horizon is over
+	}
+	// The agents it visited count again for the next run's time (the
+	// sweep's finish: the due set's summary).
+	for _, a := range x.visited {
+		if st.Agents.Next.IsZero() || a.NextRunAt.Before(st.Agents.Next) {
+			st.Agents.Next = a.NextRunAt
 		}
 	}
-	return *now
+	return cmp.Or(discovery.NextRun(st), now.Add(discovery.NextRunCap))
+}
+
+// runner is one run of the simulation as the sweep activity's loop
+// drives it (discovery.Runner), on the virtual clock *now: held are the
+// readers that stopped short in the run.
+type runner struct {
+	x     *sim
+	now   *time.Time
+	began time.Time
+	held  map[string]bool
+}
+
+func (r *runner) State(context.Context) (discovery.Run, error) {
+	return r.x.state(*r.now, r.began, r.held), nil
+}
+
+// Planned ends the run with the horizon.
+func (r *runner) Planned(discovery.Step) bool { return !r.now.Before(r.x.w.End) }
+
+func (r *runner) Execute(_ context.Context, step discovery.Step) error {
+	x, now, held := r.x, r.now, r.held
+	switch step.Kind {
+	case discovery.Wait:
+		*now = step.Until
+	case discovery.ReadTail:
+		held[ReaderTail] = !x.readTail(now)
+	case discovery.ReadContract:
+		if held[step.Reader] = !x.reconcile(now, x.onLists()); !held[step.Reader] {
+			x.recRead = *now
+		}
+	case discovery.Visit:
+		x.visitBatch(now, step.Agents)
+	}
+	return nil
 }
 
 // state is the plan's input at now, built as the sweep activity builds
