@@ -135,7 +135,7 @@ func (r Report) WriteChain(w io.Writer) {
 		pbench.WriteTable(w, cols, rows)
 	}
 	fmt.Fprint(w, "### Goals\n\n")
-	pbench.WriteGoals(w, r.chainGoals())
+	pbench.WriteGoals(w, r.Goals())
 	fmt.Fprintf(w, "(%d simulations in %s.)\n", len(r.Results), r.Took.Round(time.Second))
 }
 
@@ -151,9 +151,9 @@ func fmtSource(onLists float64) string {
 	return fmt.Sprintf("feed, lists %.0f%%", 100*onLists)
 }
 
-// chainGoals checks the chain report against issue 18's goals for the
-// tail (and issue 26's month row).
-func (r Report) chainGoals() []pbench.Goal {
+// Goals checks the chain report against issue 18's goals for the tail
+// (and issue 26's month row).
+func (r Report) Goals() []pbench.Goal {
 	// Cost independent of agents: per budget and volume, the tail
 	// reader's (and with the reconciler's) requests across sizes, on the
 	// minute plans, where the tail reads every TailEvery. On the month

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,8 +48,42 @@ func TestBenchArithmetic(t *testing.T) {
 	// One run an hour, 53 requests 6 s apart: 318 s, 3 heartbeats (one per
 	// 96 s); a timer, an activity and the heartbeats, 24 times a day.
 	require.InDelta(t, 24*(1+1+3)+24*11/2000.0, hourly.ActionsPerDay, 0.01)
-	require.InDelta(t, 24*(1+1+3), hourly.FloorPerDay, 0.01)
+	// The floor is the task's schedule's (tenero every 5 minutes: 288
+	// wake-ups and 288 activities a day), whatever a strategy ran.
+	require.InDelta(t, 288+288, hourly.FloorPerDay, 0.01)
 	require.Equal(t, 11, hourly.EventsPerTick)
+}
+
+// TestCostFloorIsTheSchedules: the default cadence's floor is counted from
+// its schedules (the sweep every minute, tenero every 5: 1,440 wake-ups,
+// tenero's shared with the sweep's, and 1,440 + 288 activities a day), the
+// same for every strategy; a strategy that costs more than 1.1× it misses
+// the goal.
+func TestCostFloorIsTheSchedules(t *testing.T) {
+	t.Parallel()
+	var def Scenario
+	for _, sc := range Scenarios() {
+		if sc.Name == "default" {
+			def = sc
+		}
+	}
+	def.Duration = 2 * 24 * time.Hour
+	out := Run(def)
+	for _, r := range out.Results {
+		require.InDelta(t, 1440+1440+288, r.FloorPerDay, 0.01, r.Strategy)
+	}
+	p := find(out.Results, "pacer")
+	require.NotNil(t, p)
+	costly := Outcome{Scenario: def, Results: []Result{*p}}
+	costly.Results[0].ActionsPerDay = 1.11 * p.FloorPerDay
+	var goal *Goal
+	for _, g := range Goals([]Outcome{costly}) {
+		if strings.HasPrefix(g.Goal, "Temporal actions") {
+			goal = &g
+		}
+	}
+	require.NotNil(t, goal)
+	require.False(t, goal.Met, goal.Got)
 }
 
 func TestUpstream(t *testing.T) {

@@ -49,7 +49,7 @@ func Goals(outcomes []Outcome) []Goal {
 		if name == "default" {
 			x := p.ActionsPerDay / p.FloorPerDay
 			goals = append(goals, Goal{Scenario: name,
-				Goal: "Temporal actions a day ≤ 1.1× the floor (a timer per wake-up, an activity a run, its heartbeats)",
+				Goal: "Temporal actions a day ≤ 1.1× the schedule's floor (a timer per instant a task is due, an activity per task due)",
 				Got:  fmt.Sprintf("%s vs %s (×%.3f)", Count(p.ActionsPerDay), Count(p.FloorPerDay), x), Met: x <= 1.1})
 		}
 	}

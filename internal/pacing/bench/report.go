@@ -33,9 +33,9 @@ type Result struct {
 	// month scenario).
 	Month
 	// ActionsPerDay and EventsPerDay price the runs by pacing.Cost, with
-	// one timer per wake-up; FloorPerDay is what they cannot go below: a
-	// timer per wake-up, an activity a run and its heartbeats.
-	// EventsPerTick is the history one run writes.
+	// one timer per wake-up; FloorPerDay is what the tasks' schedules
+	// cannot go below, counted from the schedules alone (scheduleFloor),
+	// not from the runs. EventsPerTick is the history one run writes.
 	ActionsPerDay float64
 	FloorPerDay   float64
 	EventsPerTick int
@@ -99,9 +99,6 @@ func measure(sims []*taskSim, cost pacing.Cost) Result {
 	var used, capacity float64
 	var actions, days float64
 	perTask := make([]float64, len(sims))
-	// floor is what liveness needs: an activity a run, its heartbeats and,
-	// below, one timer per wake-up.
-	var floor float64
 	wakeups := map[int64]bool{}
 	for i, s := range sims {
 		r.Runs += len(s.runs)
@@ -130,7 +127,6 @@ func measure(sims []*taskSim, cost pacing.Cost) Result {
 			r.Rejected += float64(run.rejected)
 			hb := cost.Heartbeats(run.end.Sub(run.start))
 			perTask[i] += float64(1 + hb)
-			floor += float64(1 + hb)
 			// One timer wakes the workflow for every task due then.
 			wakeups[run.start.Unix()] = true
 		}
@@ -158,8 +154,7 @@ func measure(sims []*taskSim, cost pacing.Cost) Result {
 		r.Rejected /= float64(r.Requests)
 	}
 	actions += float64(len(wakeups))
-	floor += float64(len(wakeups))
-	r.ActionsPerDay, r.FloorPerDay = actions/days, floor/days
+	r.ActionsPerDay, r.FloorPerDay = actions/days, scheduleFloor(sims)/days
 	if len(sims) > 1 {
 		for i, s := range sims {
 			r.PerTask += fmt.Sprintf("%s %s + ", s.task.Name, Count(perTask[i]/days))
@@ -169,6 +164,22 @@ func measure(sims []*taskSim, cost pacing.Cost) Result {
 	r.EventsPerTick = cost.EventsPerRun
 	r.EventsPerDay = float64(r.Runs*cost.EventsPerRun) / days
 	return r
+}
+
+// scheduleFloor is the Temporal actions the tasks' schedules need over
+// the horizon, counted from the schedules themselves (every CronEvery from
+// the start) and from nothing a strategy did: one timer per instant at
+// which some task is due (tasks due together share one wake-up) and one
+// activity per task due.
+func scheduleFloor(sims []*taskSim) float64 {
+	instants, activities := map[time.Time]bool{}, 0
+	for _, s := range sims {
+		for at := s.start; at.Before(s.end) && s.task.CronEvery > 0; at = at.Add(s.task.CronEvery) {
+			instants[at] = true
+			activities++
+		}
+	}
+	return float64(len(instants) + activities)
 }
 
 // staleness is the p50 and p99 age of the task's prices, sampled at every

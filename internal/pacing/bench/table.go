@@ -37,6 +37,17 @@ type Goal struct {
 	Met      bool
 }
 
+// Missed are the goals not met.
+func Missed(goals []Goal) []Goal {
+	var out []Goal
+	for _, g := range goals {
+		if !g.Met {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
 // WriteGoals writes the goals as a Markdown table.
 func WriteGoals(w io.Writer, goals []Goal) {
 	rows := make([][]string, len(goals))

@@ -4,7 +4,8 @@
 // internal/ingest/bench (how soon the sweep finds each swap, the tail
 // beside the agents mode, per world, chain volume and Hiro budget) with its
 // goals. Both run in virtual time and need nothing running; the output is
-// the same on every run but for its time.
+// the same on every run but for its time. It exits 1 when a goal is
+// missed (each one said on stderr), 2 on bad flags.
 package main
 
 import (
@@ -48,14 +49,25 @@ func main() {
 		fmt.Fprintf(os.Stderr, "bench: -section %q must be all, pacing or chain\n", *section)
 		os.Exit(2)
 	}
+	var goals []bench.Goal
 	if *section == "all" || *section == "pacing" {
 		outcomes := bench.RunAll()
 		bench.WriteTables(os.Stdout, outcomes)
 		fmt.Print("### Goals\n\n")
-		bench.WriteGoals(os.Stdout, bench.Goals(outcomes))
+		g := bench.Goals(outcomes)
+		bench.WriteGoals(os.Stdout, g)
+		goals = append(goals, g...)
 	}
 	if *section == "all" || *section == "chain" {
-		discovery.RunChain(o).WriteChain(os.Stdout)
+		rep := discovery.RunChain(o)
+		rep.WriteChain(os.Stdout)
+		goals = append(goals, rep.Goals()...)
+	}
+	if missed := bench.Missed(goals); len(missed) > 0 {
+		for _, g := range missed {
+			fmt.Fprintf(os.Stderr, "bench: goal missed: %s: %s: got %s\n", g.Scenario, g.Goal, g.Got)
+		}
+		os.Exit(1)
 	}
 }
 
