@@ -9,7 +9,10 @@ GOLANGCI_LINT_VERSION := v2.15.0
 WORKFLOWCHECK_VERSION := v0.6.0
 GOLANGCI_LINT := $(BIN)/golangci-lint
 WORKFLOWCHECK := $(BIN)/workflowcheck
-GO_TEST_FLAGS ?= -race -count=1 -timeout 25m
+# make test runs packages four at a time and each package's parallel tests
+# four at a time: on two cores most of the integration tests wait on a dev
+# server, a child process or Postgres, not the CPU.
+GO_TEST_FLAGS ?= -race -count=1 -timeout 25m -p 4 -parallel 4
 FUZZTIME ?= 10s
 FUZZFLAGS ?=
 # package:target pairs; go test fuzzes one target per invocation.
@@ -23,7 +26,7 @@ FUZZ_TARGETS := \
 	workflows:FuzzParsePause workflows:FuzzParseRefresh workflows:FuzzParseTune workflows:FuzzParseReconfigure \
 	internal/cron:FuzzParseSpec internal/chainhook:FuzzParse
 
-.PHONY: help build dev test test-unit lint docs tools clean postgres chromium histories wf-lines bench bench-hidden bench-push bench-public bench-tail bench-outage bench-hint bench-board cost catchup sched-check deliver-check deploy-check fuzz
+.PHONY: help build dev test test-short test-unit evidence lint docs tools clean postgres chromium histories wf-lines bench bench-hidden bench-push bench-public bench-tail bench-outage bench-hint bench-board cost catchup sched-check deliver-check deploy-check fuzz
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -64,6 +67,12 @@ fuzz: ## fuzz every target for FUZZTIME each (default 10s; seed corpora also run
 	  pkg=$${t%%:*}; fn=$${t##*:}; echo "fuzz $$fn ($$pkg, $(FUZZTIME))"; \
 	  go test -run='^$$' -fuzz="^$$fn\$$" -fuzztime=$(FUZZTIME) $(FUZZFLAGS) ./$$pkg/ > /tmp/pacer-fuzz.log 2>&1 || { cat /tmp/pacer-fuzz.log; exit 1; }; \
 	done; echo "fuzz: $(words $(FUZZ_TARGETS)) targets passed"
+
+test-short: postgres ## the developer's loop: every test but those that run the pacer binary on the real stack, no race detector (make test runs them all)
+	go test -short -count=1 -p 4 ./...
+
+evidence: tools postgres ## every published figure: the real-stack checks and benchmarks (hours; EVIDENCE_ONLY=regex for some), then one table of figures against their bounds, pass/FAIL (docs/benchmarks.md)
+	@./scripts/evidence.sh
 
 test-unit: ## run the tests that need nothing running
 	go test -count=1 ./workflows/ ./internal/schedule/ ./internal/cron/ ./internal/catalog/ ./internal/tenero/ ./internal/hiro/ ./internal/competition/ ./internal/sim/ ./internal/pacing/... ./internal/ingest/... ./internal/budget/

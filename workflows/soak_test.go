@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"sort"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -20,17 +22,27 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/evidence"
 	"github.com/pacer-dev/pacer/internal/fault"
 )
 
-// The soak runs the scheduler for 30 days of virtual time, with operators' messages sprinkled over it and upstreams that
+// The soak runs the scheduler for a month of virtual time (soakDays), with operators' messages sprinkled over it and upstreams that
 // fail now and then, through every continue-as-new. It checks what a
 // month of production would show: each run's history stays bounded, the
 // state a run hands over is the state it had, and no message is lost: every
 // run the scheduler starts is one the cadence, a back-off, a pause or an
 // explicit request accounts for, at the moment the model says.
+// soakDays is the soak's length: PACER_SOAK_DAYS days (`make evidence`
+// runs the month, 30), else 5, which still crosses a dozen continue-as-new
+// hand-overs and every kind of message, in a fraction of make test's time.
+var soakDays = func() int {
+	if d, err := strconv.Atoi(os.Getenv("PACER_SOAK_DAYS")); err == nil && d > 0 {
+		return d
+	}
+	return 5
+}()
+
 const (
-	soakDays = 30
 	// The cadences are three times the defaults' so that the month costs a
 	// few seconds under the race detector; nothing in the loop depends on
 	// their size.
@@ -105,7 +117,7 @@ func newSoakWorld(start time.Time, seed uint64) *soakWorld {
 		}
 		return []string{task}
 	}
-	for at := 17 * time.Minute; at < soakDays*24*time.Hour; at += time.Duration(20+rng.IntN(160)) * time.Minute {
+	for at := 17 * time.Minute; at < time.Duration(soakDays)*24*time.Hour; at += time.Duration(20+rng.IntN(160)) * time.Minute {
 		m := &soakMessage{at: at + time.Duration(1+rng.IntN(59_998))*time.Millisecond}
 		switch k := rng.IntN(10); {
 		case k < 2:
@@ -286,7 +298,7 @@ func (w *soakWorld) runGeneration(t *testing.T, start time.Time, in SchedulerInp
 func TestSoakThirtyDaysOfTicking(t *testing.T) {
 	t.Parallel()
 	w := newSoakWorld(t0, 30)
-	end := t0.Add(soakDays * 24 * time.Hour)
+	end := t0.Add(time.Duration(soakDays) * 24 * time.Hour)
 	cfg := Config{TeneroEvery: pacer.Duration(soakTeneroEvery), SweepEvery: pacer.Duration(soakSweepEvery), MaxHistoryEvents: soakMaxHistory}
 	in := SchedulerInput{Config: cfg}
 	now := t0
@@ -307,9 +319,14 @@ func TestSoakThirtyDaysOfTicking(t *testing.T) {
 	}
 	require.False(t, now.Before(end), "the soak stopped at %v, before the month was over", now)
 
+	unsent := 0
 	for _, m := range w.messages {
-		require.True(t, m.sent, "message at %v was never sent", m.at)
+		if !m.sent {
+			unsent++
+			t.Errorf("message at %v was never sent", m.at)
+		}
 	}
+	evidence.Check(t, "soak.messages_unsent", float64(unsent), evidence.Exactly, 0, "count")
 	pauses := w.pauseWindows()
 	for _, task := range []string{pacer.TaskTenero, pacer.TaskSweep} {
 		every := soakTeneroEvery
@@ -334,6 +351,8 @@ func TestSoakThirtyDaysOfTicking(t *testing.T) {
 	t.Logf("figures: %d days, %d runs of the workflow (continue-as-new), max history %d events, %d tenero runs, %d sweep runs, %d signals, %d updates, %d malformed messages, %d pause windows",
 		soakDays, len(gens), maxHistory(gens), len(w.runs[pacer.TaskTenero]), len(w.runs[pacer.TaskSweep]),
 		signals, updates, malformed, len(pauses))
+	evidence.Check(t, "soak.max_history_events", float64(maxHistory(gens)), evidence.AtMost, soakMaxHistory+soakHistorySlack, "count")
+	evidence.Check(t, "soak.continue_as_new_runs", float64(len(gens)), evidence.AtLeast, 2, "count")
 }
 
 func maxHistory(gens []soakGeneration) int {
@@ -495,5 +514,5 @@ func (w *soakWorld) requireRunsExplained(t *testing.T, task string, every time.D
 	}
 	last := runs[len(runs)-1]
 	due := afterPauses(last.start.Add(max(every, last.finish.Add(last.backoff).Sub(last.start))), pauses)
-	require.False(t, due.Before(w.start.Add(soakDays*24*time.Hour-soakRunSlack)), "%s stopped running at %v", task, last.start)
+	require.False(t, due.Before(w.start.Add(time.Duration(soakDays)*24*time.Hour-soakRunSlack)), "%s stopped running at %v", task, last.start)
 }

@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/pacer-dev/pacer/internal/catalog"
 )
 
 // The simulated chain carries everyone's traffic (SPEC §8): besides the
@@ -110,7 +109,7 @@ const (
 	flagFailed
 )
 
-func newChain(seed int64, cfg ChainConfig, from time.Time, tokens worldTokens, cat *catalog.Catalog) *chain {
+func newChain(seed int64, cfg ChainConfig, from time.Time, tokens worldTokens) *chain {
 	c := &chain{
 		seed:       uint64(seed),
 		cfg:        cfg.withDefaults(),
@@ -130,9 +129,9 @@ func newChain(seed int64, cfg ChainConfig, from time.Time, tokens worldTokens, c
 	// A third of the traffic swaps through the allowlisted pairs, a tenth
 	// does other business with the same contracts, and the rest goes
 	// elsewhere: other DEXes, stacking, tokens, names.
-	pairs := cat.Pairs()
+	pairs := allowPairs()
 	for _, p := range pairs {
-		kind(p.ContractID, p.Function, true, 0.33/float64(len(pairs)))
+		kind(p.contract, p.function, true, 0.33/float64(len(pairs)))
 	}
 	allowContracts := c.contracts // so far, the pairs' contracts, each once
 	for _, id := range allowContracts {
@@ -418,7 +417,7 @@ func StrangerBlocks(seed int64, volume int, from, to time.Time) []uint32 {
 	if volume <= 0 {
 		return out
 	}
-	c := newChain(seed, ChainConfig{Volume: volume, ForkShare: -1}, from, worldTokens{}, catalog.Default())
+	c := newChain(seed, ChainConfig{Volume: volume, ForkShare: -1}, from, worldTokens{})
 	for d, day := range c.upTo(to) {
 		for _, call := range day.calls {
 			if at := c.at(d, call); !at.Before(from) && at.Before(to) {

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pacer-dev/pacer/internal/catalog"
 	"github.com/pacer-dev/pacer/internal/competition"
 	"github.com/pacer-dev/pacer/internal/registry"
 )
@@ -178,16 +177,15 @@ func newGenerator(m *making, seed, stream uint64) *generator {
 
 // newWorld generates the world of seed.
 func newWorld(seed int64, cfg HiroConfig, tokens []Token, price func(Token, time.Time) float64) *World {
-	cat := catalog.Default()
 	w := &World{
 		start:   cfg.CompetitionStart,
 		origin:  cfg.Origin,
-		allow:   cat,
+		allow:   worldAllowlist{},
 		byAgent: map[string]Agent{},
 		byID:    map[string]*worldTx{},
 		lists:   map[string][]*worldTx{},
 	}
-	g := newGenerator(&making{w: w, tokens: groupTokens(tokens), price: price, provider: cat.ProviderAddress(),
+	g := newGenerator(&making{w: w, tokens: groupTokens(tokens), price: price, provider: worldProvider,
 		present: later(cfg.CompetitionStart, cfg.Origin), roles: map[string]role{}}, uint64(seed), 0x4170)
 	g.histFrom = later(cfg.CompetitionStart, cfg.Origin.Add(-cfg.History))
 	g.futureTo = g.present.Add(cfg.Arrivals)
@@ -222,7 +220,7 @@ func newWorld(seed int64, cfg HiroConfig, tokens []Token, price func(Token, time
 		w.add(tx)
 	}
 	w.makeReorgs(cfg.Reorgs, g.txs, g.present)
-	w.chain = newChain(seed, cfg.Chain, g.histFrom, g.tokens, cat)
+	w.chain = newChain(seed, cfg.Chain, g.histFrom, g.tokens)
 	return w
 }
 

@@ -123,9 +123,14 @@ var (
 )
 
 // PacerBinary builds cmd/pacer once per test binary and returns its path,
-// for tests that must run, kill and restart real worker processes.
+// for tests that must run, kill and restart real worker processes. Under
+// -short (make test-short, the developer's loop) such a test is skipped, by
+// name in the -v output: these are the minutes of make test, which runs them.
 func PacerBinary(t testing.TB) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: runs the pacer binary on the real stack (make test runs it)")
+	}
 	buildOnce.Do(func() {
 		root, err := moduleRoot()
 		if err != nil {
