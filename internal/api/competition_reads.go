@@ -16,6 +16,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/pacer-dev/pacer/internal/catalog"
 	"github.com/pacer-dev/pacer/internal/competition"
 	"github.com/pacer-dev/pacer/internal/registry"
 	"github.com/pacer-dev/pacer/internal/store"
@@ -56,6 +57,7 @@ func (s *Server) newCompetition() {
 	s.handleCached("GET /api/competition/trades", s.tradesList)
 	s.handleCached("GET /api/competition/status", s.agentStatus)
 	s.handleCached("GET /api/competition/allowlist", s.allowlist)
+	s.newAIBTC()
 }
 
 // ParseCORSOrigins reads PACER_CORS_ORIGINS: comma-separated origins
@@ -213,22 +215,37 @@ func (s *Server) tradesList(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	rows, err := s.reads().Trades(r.Context(), addr, after, limit+1)
+	rows, next, err := s.tradesPage(r.Context(), addr, after, limit)
 	if err != nil {
 		s.dbError(w, err)
 		return
 	}
-	resp := TradesResponse{Trades: make([]TradeJSON, 0, min(len(rows), limit))}
+	resp := TradesResponse{Trades: make([]TradeJSON, len(rows))}
 	for i, t := range rows {
-		if i == limit {
-			last := rows[limit-1]
-			next := tradeCursor(store.TradeKey{BurnBlockTime: last.BurnBlockTime, TxID: last.TxID})
-			resp.Next = &next
-			break
-		}
-		resp.Trades = append(resp.Trades, TradeJSON(t))
+		resp.Trades[i] = TradeJSON{TxID: t.TxID, Sender: t.Sender, ContractID: t.ContractID, FunctionName: t.FunctionName,
+			TokenIn: t.TokenIn, AmountIn: t.AmountIn, TokenOut: t.TokenOut, AmountOut: t.AmountOut,
+			BurnBlockTime: t.BurnBlockTime, BlockTime: t.BlockTime, Source: t.Source}
+	}
+	if next != nil {
+		c := tradeCursor(*next)
+		resp.Next = &c
 	}
 	s.writeRead(w, r, resp, ReadsMaxAge)
+}
+
+// tradesPage is one page of the trades list, newest first, for both of its
+// encodings (pacer's and the landing page's, SPEC §7.1): the rows and
+// where the next page begins, nil on the last.
+func (s *Server) tradesPage(ctx context.Context, addr string, after *store.TradeKey, limit int) ([]store.TradeRow, *store.TradeKey, error) {
+	rows, err := s.reads().Trades(ctx, addr, after, limit+1)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(rows) <= limit {
+		return rows, nil, nil
+	}
+	last := rows[limit-1]
+	return rows[:limit], &store.TradeKey{BurnBlockTime: last.BurnBlockTime, TxID: last.TxID}, nil
 }
 
 // AgentStatusResponse answers GET /api/competition/status.
@@ -299,17 +316,23 @@ func (s *Server) allowlist(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "the allowlist takes no parameters")
 		return
 	}
-	resp := AllowlistResponse{Contracts: []AllowedContract{}}
-	for _, p := range s.o.Catalog.Pairs() {
-		n := len(resp.Contracts)
-		if n == 0 || resp.Contracts[n-1].ContractID != p.ContractID {
-			resp.Contracts = append(resp.Contracts, AllowedContract{ContractID: p.ContractID})
+	s.writeRead(w, r, AllowlistResponse{Contracts: allowedContracts(s.o.Catalog)}, AllowlistMaxAge)
+}
+
+// allowedContracts is the catalog's allowlist by contract, each contract's
+// functions sorted: what both encodings of the allowlist write.
+func allowedContracts(cat *catalog.Catalog) []AllowedContract {
+	out := []AllowedContract{}
+	for _, p := range cat.Pairs() {
+		n := len(out)
+		if n == 0 || out[n-1].ContractID != p.ContractID {
+			out = append(out, AllowedContract{ContractID: p.ContractID})
 			n++
 		}
-		resp.Contracts[n-1].Functions = append(resp.Contracts[n-1].Functions, p.Function)
+		out[n-1].Functions = append(out[n-1].Functions, p.Function)
 	}
-	for i := range resp.Contracts {
-		slices.Sort(resp.Contracts[i].Functions)
+	for i := range out {
+		slices.Sort(out[i].Functions)
 	}
-	s.writeRead(w, r, resp, AllowlistMaxAge)
+	return out
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -169,13 +168,11 @@ func (s *Server) index(w http.ResponseWriter, _ *http.Request) {
 // called when admitted.
 func (s *Server) readGate(w http.ResponseWriter, r *http.Request) (release func(), ok bool) {
 	if allowed, wait := s.readers.allow(s.clientKey(r), time.Now()); !allowed {
-		w.Header().Set("Retry-After", strconv.Itoa(max(1, int(wait.Seconds()+0.999))))
-		writeError(w, http.StatusTooManyRequests, "this address's reads a minute are spent")
+		s.refuseRead(w, r, http.StatusTooManyRequests, "this address's reads a minute are spent", wait)
 		return nil, false
 	}
 	if !s.readRate.Allow() {
-		w.Header().Set("Retry-After", "1")
-		writeError(w, http.StatusServiceUnavailable, "too many reads; retry shortly")
+		s.refuseRead(w, r, http.StatusServiceUnavailable, "too many reads; retry shortly", time.Second)
 		return nil, false
 	}
 	select {
@@ -192,8 +189,7 @@ func (s *Server) readGate(w http.ResponseWriter, r *http.Request) (release func(
 		return nil, false
 	case <-wait.C:
 		s.o.Logger.Debug("api.reads_shed")
-		w.Header().Set("Retry-After", "1")
-		writeError(w, http.StatusServiceUnavailable, "too many reads in flight; retry shortly")
+		s.refuseRead(w, r, http.StatusServiceUnavailable, "too many reads in flight; retry shortly", time.Second)
 		return nil, false
 	}
 }

@@ -15,6 +15,10 @@ import (
 type BoardAgent struct {
 	STXAddress  string
 	DisplayName string
+	// BTCAddress is "" when the registry gave none; ERC8004 is nil until
+	// the agent has an identity.
+	BTCAddress string
+	ERC8004    *int64
 	Trades      int64
 	// FirstTrade and LatestTrade are burn block times (unix seconds).
 	FirstTrade, LatestTrade int64
@@ -51,7 +55,7 @@ priced as (
     left join f f2 on f1.token is null and f2.token = split_part(t.token_id, '::', 1)
     group by t.stx_address
 )
-select p.stx_address, coalesce(a.display_name, ''), tt.trades, tt.first_trade, tt.latest_trade,
+select p.stx_address, coalesce(a.display_name, ''), coalesce(a.btc_address, ''), a.erc8004_agent_id, tt.trades, tt.first_trade, tt.latest_trade,
        p.sent, p.received, p.all_priced, p.prices_at
 from priced p
 join agents a on a.stx_address = p.stx_address and a.deregistered_at is null
@@ -70,7 +74,7 @@ func (s *Store) Board(ctx context.Context, factors []TokenFactor) ([]BoardAgent,
 	return collect(ctx, s.pool, "board", func(row pgx.CollectableRow) (BoardAgent, error) {
 		var a BoardAgent
 		var first, latest *int64
-		err := row.Scan(&a.STXAddress, &a.DisplayName, &a.Trades, &first, &latest, &a.SentUSD, &a.ReceivedUSD,
+		err := row.Scan(&a.STXAddress, &a.DisplayName, &a.BTCAddress, &a.ERC8004, &a.Trades, &first, &latest, &a.SentUSD, &a.ReceivedUSD,
 			&a.AllPriced, &a.PricesAt)
 		a.FirstTrade, a.LatestTrade = deref64(first), deref64(latest)
 		return a, err
@@ -138,7 +142,7 @@ type TradeRow struct {
 	TokenIn, AmountIn, TokenOut, AmountOut string
 	BurnBlockTime                          int64
 	BlockTime                              *int64
-	Source                                 string
+	TxStatus, Source                       string
 }
 
 // Trades reads up to limit swaps, newest first by (burn_block_time, txid),
@@ -153,11 +157,11 @@ func (s *Store) Trades(ctx context.Context, sender string, after *TradeKey, limi
 	return collect(ctx, s.pool, "trades", func(row pgx.CollectableRow) (TradeRow, error) {
 		var r TradeRow
 		err := row.Scan(&r.TxID, &r.Sender, &r.ContractID, &r.FunctionName, &r.TokenIn, &r.AmountIn,
-			&r.TokenOut, &r.AmountOut, &r.BurnBlockTime, &r.BlockTime, &r.Source)
+			&r.TokenOut, &r.AmountOut, &r.BurnBlockTime, &r.BlockTime, &r.TxStatus, &r.Source)
 		return r, err
 	}, `
 select txid, sender, contract_id, function_name, token_in, amount_in::text, token_out, amount_out::text,
-       burn_block_time, block_time, source
+       burn_block_time, block_time, tx_status, source
 from swaps
 where ($1 = '' or sender = $1)
   and (burn_block_time, txid collate "C") < ($2, $3 collate "C")
