@@ -14,6 +14,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/pacer-dev/pacer"
 	"github.com/pacer-dev/pacer/internal/catalog"
 	"github.com/pacer-dev/pacer/internal/store"
 )
@@ -280,4 +281,70 @@ func rewards(in Inputs, ranked []*tally) []store.RoundReward {
 		award(store.RewardReturn, w)
 	}
 	return out
+}
+
+// WaitPoll is how often finalize looks again while a round past its
+// grace waits for completeThrough (SPEC §13).
+const WaitPoll = time.Minute
+
+// Plan is what the finalize task does at an instant: the rounds to
+// finalize now, the round it waits for and why, and when it is next due.
+type Plan struct {
+	Finalize []string
+	Waiting  *pacer.RoundWait
+	// NextDueAt is the earliest grace end of a round left open, or
+	// WaitPoll on while one waits for completeThrough; nil when none is
+	// left.
+	NextDueAt *time.Time
+}
+
+// Decide is the finalize task's one decision (SPEC §13): a round is
+// finalized once its grace has passed and completeThrough (unix seconds,
+// nil while unknown) has reached its end. open are the rounds not yet
+// final. Waiting names the earliest-grace round that waits: for
+// completeThrough (BehindSeconds how far it is behind the round's end, 0
+// while it is unknown) before one that waits for its grace (how long the
+// grace has left).
+func Decide(open []store.Round, completeThrough *int64, now time.Time) Plan {
+	var p Plan
+	var graceWait *pacer.RoundWait
+	var next *time.Time
+	earliest := func(t time.Time) {
+		if next == nil || t.Before(*next) {
+			next = &t
+		}
+	}
+	open = slices.Clone(open)
+	slices.SortFunc(open, func(a, b store.Round) int {
+		return cmp.Or(a.GraceEndsAt.Compare(b.GraceEndsAt), cmp.Compare(a.ID, b.ID))
+	})
+	for _, r := range open {
+		switch {
+		case now.Before(r.GraceEndsAt):
+			earliest(r.GraceEndsAt)
+			if graceWait == nil {
+				graceWait = &pacer.RoundWait{Round: r.ID, Reason: pacer.WaitGrace,
+					BehindSeconds: int64(r.GraceEndsAt.Sub(now).Round(time.Second) / time.Second)}
+			}
+		case completeThrough != nil && *completeThrough >= r.EndsAt.Unix():
+			p.Finalize = append(p.Finalize, r.ID)
+		default:
+			earliest(now.Add(WaitPoll))
+			if p.Waiting == nil {
+				behind := int64(0)
+				if completeThrough != nil {
+					behind = r.EndsAt.Unix() - *completeThrough
+				}
+				p.Waiting = &pacer.RoundWait{Round: r.ID, Reason: pacer.WaitCompleteThrough, BehindSeconds: behind}
+			}
+		}
+	}
+	if p.Waiting == nil {
+		p.Waiting = graceWait
+	}
+	if next != nil {
+		t := next.UTC()
+		p.NextDueAt = &t
+	}
+	return p
 }
