@@ -167,12 +167,13 @@ func (s *Server) aibtcStatus(w http.ResponseWriter, r *http.Request) {
 	resp := aibtc.FromStatus(addr, st)
 	// A failure here leaves the field out and the status standing, as on
 	// the landing page: the round is a bonus to the answer.
-	res, placed, err := s.rounds().LatestResult(r.Context(), addr)
+	res, err := s.reads().LatestRoundResult(r.Context(), addr)
 	switch {
 	case err != nil:
 		s.o.Logger.Warn("api.latest_round_result_failed", zap.Error(err))
-	case placed:
-		resp.LatestRoundResult = &res
+	case res != nil:
+		latest := aibtc.FromResult(*res)
+		resp.LatestRoundResult = &latest
 	}
 	s.writeRead(w, r, resp, ReadsMaxAge)
 }

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -22,6 +23,7 @@ import (
 	"github.com/pacer-dev/pacer/internal/competition"
 	"github.com/pacer-dev/pacer/internal/registry"
 	"github.com/pacer-dev/pacer/internal/sim"
+	"github.com/pacer-dev/pacer/internal/store"
 	"github.com/pacer-dev/pacer/internal/testenv"
 )
 
@@ -345,4 +347,88 @@ func TestAIBTCSubmit(t *testing.T) {
 	require.Equal(t, "tx_fetch_failed", body["code"])
 	require.Equal(t, true, body["retryable"])
 	require.NotEmpty(t, h.Get("Retry-After"))
+}
+
+// Finalized rounds in the landing page's shapes (its RoundResult and
+// CompetitionReward fields): the list newest first, a round's detail, an
+// agent's result and its latestRoundResult on /status; a round still open
+// is round_not_found everywhere.
+func TestAIBTCRounds(t *testing.T) {
+	t.Parallel()
+	f := newBoardFixture(t)
+	ctx := context.Background()
+	placed, absent := stxAddr(11), stxAddr(12)
+	f.exec(t, `insert into agents (stx_address, btc_address, erc8004_agent_id) values ($1, 'bc1qplaced', 7), ($2, null, null)`, placed, absent)
+	start := time.Date(2026, 5, 13, 19, 30, 0, 0, time.UTC)
+	change := store.Change{At: start, Actor: "test", Action: store.ActionRoundPut}
+	id7 := int64(7)
+	pct := 0.0248
+	latest := int64(1779000000)
+	for i, id := range []string{"week-1", "week-2", "week-3"} {
+		s := start.AddDate(0, 0, 7*i)
+		_, _, err := f.st.PutRound(ctx, store.RoundSpec{ID: id, StartsAt: s, EndsAt: s.AddDate(0, 0, 7),
+			GraceEndsAt: s.AddDate(0, 0, 7).Add(time.Hour), MinVolumeUSD: 50, MinPricedTradeCount: 3}, change)
+		require.NoError(t, err)
+		if id == "week-3" {
+			continue // still open
+		}
+		_, err = f.st.FinalizeRound(ctx, id, func(in store.FinalizeInputs) (store.FinalizeOutcome, error) {
+			return store.FinalizeOutcome{
+				Results: []store.RoundResult{{RoundID: id, Rank: 1, STXAddress: placed, BTCAddress: "bc1qplaced", ERC8004AgentID: &id7,
+					TradeCount: 5, PricedTradeCount: 4, UnpricedTradeCount: 1, VolumeUSD: 1, ReceivedUSD: 1.0248, PnLUSD: 0.0248,
+					PnLPercent: &pct, LatestTradeAt: &latest, SourceCounts: store.SourceCounts{Agent: 3, Sweep: 2},
+					UnpricedTokens: []string{"SP1.x::x"}, CalculatedAt: in.At}},
+				Rewards: []store.RoundReward{{RoundID: id, Category: store.RewardOverallPnL, Rank: 1, STXAddress: placed,
+					ERC8004AgentID: &id7, Status: store.RewardPending, CreatedAt: in.At}},
+			}, nil
+		})
+		require.NoError(t, err)
+	}
+
+	code, _, body := getAIBTC(t, f.srv.URL, "/rounds?limit=1")
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, map[string]any{"limit": json.Number("1"), "offset": json.Number("0"), "hasMore": true}, body["pagination"])
+	rounds := body["rounds"].([]any)
+	require.Len(t, rounds, 1)
+	r := rounds[0].(map[string]any)
+	require.Equal(t, "week-2", r["round_id"], "newest first; week-3 is not final")
+	require.Equal(t, []string{"created_at", "ends_at", "finalized_at", "grace_ends_at", "min_priced_trade_count",
+		"min_volume_usd", "round_id", "starts_at", "status"}, keys(r))
+	require.Equal(t, json.Number(strconv.FormatInt(start.AddDate(0, 0, 7).Unix(), 10)), r["starts_at"])
+	require.Equal(t, "finalized", r["status"])
+	require.Regexp(t, `^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$`, r["finalized_at"])
+
+	code, _, body = getAIBTC(t, f.srv.URL, "/rounds/week-1")
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, []string{"results", "rewards", "round"}, keys(body))
+	res := body["results"].([]any)[0].(map[string]any)
+	require.Equal(t, []string{"btc_address", "calculated_at", "erc8004_agent_id", "latest_trade_at", "pnl_percent", "pnl_usd",
+		"priced_trade_count", "rank", "received_usd", "result_json", "round_id", "stx_address", "trade_count",
+		"unpriced_trade_count", "volume_usd"}, keys(res))
+	require.Equal(t, json.Number("0.0248"), res["pnl_percent"], "a fraction, as the landing page stores it")
+	require.Equal(t, map[string]any{"source_counts": map[string]any{"agent": json.Number("3"), "cron": json.Number("2"),
+		"chainhook": json.Number("0")}, "unpriced_tokens": []any{"SP1.x::x"}}, res["result_json"])
+	rw := body["rewards"].([]any)[0].(map[string]any)
+	require.Equal(t, []string{"amount_sats", "category", "created_at", "erc8004_agent_id", "notes", "paid_at", "payout_txid",
+		"rank", "round_id", "status", "stx_address"}, keys(rw))
+
+	code, _, body = getAIBTC(t, f.srv.URL, "/rounds/week-1/results/"+placed)
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, "week-1", body["round_id"])
+	require.Equal(t, json.Number("1"), body["result"].(map[string]any)["rank"])
+	code, _, body = getAIBTC(t, f.srv.URL, "/rounds/week-1/results/"+absent)
+	require.Equal(t, http.StatusNotFound, code)
+	require.Equal(t, aibtc.CodeAgentNotPlaced, body["error"])
+	for _, path := range []string{"/rounds/week-3", "/rounds/week-3/results/" + placed} {
+		code, _, body = getAIBTC(t, f.srv.URL, path)
+		require.Equal(t, http.StatusNotFound, code, path)
+		require.Equal(t, aibtc.CodeRoundNotFound, body["error"], path)
+	}
+
+	code, _, body = getAIBTC(t, f.srv.URL, "/status?address="+placed)
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, "week-2", body["latestRoundResult"].(map[string]any)["round_id"], "the newest finalized round it placed in")
+	code, _, body = getAIBTC(t, f.srv.URL, "/status?address="+absent)
+	require.Equal(t, http.StatusOK, code)
+	require.NotContains(t, body, "latestRoundResult")
 }

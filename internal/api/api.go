@@ -108,9 +108,6 @@ type Options struct {
 	// CORSOrigins are the origins whose browsers may read the public API
 	// (PACER_CORS_ORIGINS); never the operator listener.
 	CORSOrigins []string
-	// Rounds reads the finalized rounds the landing page's routes serve
-	// (SPEC §7.1, §13); nil serves none.
-	Rounds RoundsReader
 }
 
 // Server is the HTTP handler.

@@ -1,5 +1,11 @@
 package aibtc
 
+import (
+	"time"
+
+	"github.com/pacer-dev/pacer/internal/store"
+)
+
 // Round is a finalized round as the landing page's competition_rounds row
 // has it: window times in unix seconds, bookkeeping times ISO-8601.
 type Round struct {
@@ -101,3 +107,56 @@ const (
 	CodeRoundNotFound  = "round_not_found"
 	CodeAgentNotPlaced = "agent_not_placed"
 )
+
+// isoTime is a bookkeeping time as the landing page wrote it (JavaScript's
+// toISOString: UTC, milliseconds).
+func isoTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
+
+func isoTimePtr(t *time.Time) *string {
+	if t == nil {
+		return nil
+	}
+	s := isoTime(*t)
+	return &s
+}
+
+// FromRound is a finalized round in the contract's shape.
+func FromRound(r store.Round) Round {
+	return Round{RoundID: r.ID, StartsAt: r.StartsAt.Unix(), EndsAt: r.EndsAt.Unix(), GraceEndsAt: r.GraceEndsAt.Unix(),
+		Status: r.Status, MinVolumeUSD: r.MinVolumeUSD, MinPricedTradeCount: int64(r.MinPricedTradeCount),
+		CreatedAt: isoTime(r.CreatedAt), FinalizedAt: isoTimePtr(r.FinalizedAt)}
+}
+
+// FromResult is a round result in the contract's shape.
+func FromResult(r store.RoundResult) Result {
+	unpriced := r.UnpricedTokens
+	if unpriced == nil {
+		unpriced = []string{}
+	}
+	return Result{RoundID: r.RoundID, Rank: int64(r.Rank), STXAddress: r.STXAddress, BTCAddress: r.BTCAddress,
+		ERC8004AgentID: r.ERC8004AgentID, TradeCount: int64(r.TradeCount), PricedTradeCount: int64(r.PricedTradeCount),
+		UnpricedTradeCount: int64(r.UnpricedTradeCount), VolumeUSD: r.VolumeUSD, ReceivedUSD: r.ReceivedUSD, PnLUSD: r.PnLUSD,
+		PnLPercent: r.PnLPercent, LatestTradeAt: r.LatestTradeAt,
+		ResultJSON: ResultJSON{SourceCounts: SourceCounts{Agent: int64(r.SourceCounts.Agent), Cron: int64(r.SourceCounts.Sweep),
+			Chainhook: int64(r.SourceCounts.Chainhook)}, UnpricedTokens: unpriced},
+		CalculatedAt: isoTime(r.CalculatedAt)}
+}
+
+// FromReward is a round's reward in the contract's shape.
+func FromReward(r store.RoundReward) Reward {
+	return Reward{RoundID: r.RoundID, Category: r.Category, Rank: int64(r.Rank), STXAddress: r.STXAddress,
+		ERC8004AgentID: r.ERC8004AgentID, AmountSats: r.AmountSats, Status: r.Status, PayoutTxID: r.PayoutTxID,
+		PaidAt: isoTimePtr(r.PaidAt), Notes: r.Notes, CreatedAt: isoTime(r.CreatedAt)}
+}
+
+// FromDetail is a finalized round with its results and rewards.
+func FromDetail(d store.RoundDetail) RoundDetail {
+	out := RoundDetail{Round: FromRound(d.Round), Results: make([]Result, len(d.Results)), Rewards: make([]Reward, len(d.Rewards))}
+	for i, r := range d.Results {
+		out.Results[i] = FromResult(r)
+	}
+	for i, r := range d.Rewards {
+		out.Rewards[i] = FromReward(r)
+	}
+	return out
+}
