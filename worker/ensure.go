@@ -345,9 +345,10 @@ func applyMemo(m workflows.Memo, st *workflows.State) {
 
 // start starts a run with in, or finds the one another caller just started.
 func start(ctx context.Context, c client.Client, s Scheduler, in workflows.SchedulerInput) (Ensured, error) {
-	// The registry's cadence follows the deployment's PACER_REGISTRY_URL
-	// at every start, whatever the carried configuration said (SPEC §12).
-	in.Config.RegistryEvery = s.Config.RegistryEvery
+	// The registry's and the chainhook task's cadences follow the
+	// deployment's PACER_REGISTRY_URL and PACER_CHAINHOOK_MANAGE at every
+	// start, whatever the carried configuration said (SPEC §12, §11).
+	in.Config.RegistryEvery, in.Config.ChainhookEvery = s.Config.RegistryEvery, s.Config.ChainhookEvery
 	if in.Defaults == nil {
 		// The defaults in force for the run are this build's, in its
 		// input (SPEC §3.5): the run need not record them in a side effect.

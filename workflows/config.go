@@ -39,6 +39,10 @@ type Config struct {
 	// set: how often the registry task reads it (SPEC §12); 0 = no
 	// registry task.
 	RegistryEvery pacer.Duration `json:"registryEvery,omitempty"`
+	// ChainhookEvery is PACER_CHAINHOOK_EVERY when PACER_CHAINHOOK_MANAGE=1:
+	// how often the chainhook task keeps pacer's hook on Hiro's platform
+	// (SPEC §11); 0 = no chainhook task.
+	ChainhookEvery pacer.Duration `json:"chainhookEvery,omitempty"`
 }
 
 // Bounds of a valid Config.
@@ -76,6 +80,7 @@ func (c Config) Validate() error {
 	every("sweepEvery", c.SweepEvery)
 	every("breakerCooldown", c.BreakerCooldown)
 	every("registryEvery", c.RegistryEvery)
+	every("chainhookEvery", c.ChainhookEvery)
 	if h := time.Duration(c.HeartbeatTimeout); h != 0 && (h < MinEvery || h > time.Hour) {
 		errs = append(errs, fmt.Errorf("heartbeatTimeout %s: want 0 (the default, %s) or %s to 1h", h, DefaultHeartbeatTimeout, MinEvery))
 	}
@@ -133,6 +138,8 @@ func (c Config) schedule(task string) (cron.Spec, bool) {
 		return cron.Spec{Every: time.Duration(c.SweepEvery)}, true
 	case pacer.TaskRegistry:
 		return cron.Spec{Every: time.Duration(c.RegistryEvery)}, c.RegistryEvery > 0
+	case pacer.TaskChainhook:
+		return cron.Spec{Every: time.Duration(c.ChainhookEvery)}, c.ChainhookEvery > 0
 	}
 	return cron.Spec{}, false
 }

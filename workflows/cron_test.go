@@ -84,6 +84,9 @@ func TestCronCatchUpAfterOutage(t *testing.T) {
 			env.RegisterActivityWithOptions(func(context.Context, pacer.DeliverInput) (pacer.DeliverResult, error) {
 				return pacer.DeliverResult{}, nil
 			}, activity.RegisterOptions{Name: workflows.ActivityDeliver})
+			env.RegisterActivityWithOptions(func(context.Context, pacer.FinalizeInput) (pacer.FinalizeResult, error) {
+				return pacer.FinalizeResult{}, nil
+			}, activity.RegisterOptions{Name: workflows.ActivityFinalize})
 			carried := &workflows.State{Tasks: []*schedule.Task{{
 				Name: pacer.TaskRollup, LastRunAt: ptr(day(9, 0)), Started: 7, Finished: 7,
 				Cron: &cron.State{Last: day(9, 0)},

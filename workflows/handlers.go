@@ -26,7 +26,7 @@ func (s *scheduler) registerHandlers(ctx workflow.Context) error {
 		name, description  string
 		handler, validator any
 	}{
-		{UpdateRefreshNow, `run tasks now and return their results; {"task":"tenero"|"sweep"|"rollup"|"deliver"|"all"}`,
+		{UpdateRefreshNow, `run tasks now and return their results; {"task":"<task>"|"all"}`,
 			s.refreshNow, func(ctx workflow.Context, raw json.RawMessage) error {
 				_, err := ParseRefresh(raw, s.taskNames())
 				return s.unlessStopping(err)
@@ -121,6 +121,10 @@ func (s *scheduler) refreshNow(ctx workflow.Context, raw json.RawMessage) (Refre
 			res.Rollup = s.state.LastRollupResult
 		case pacer.TaskDeliver:
 			res.Deliver = s.state.LastDeliverResult
+		case pacer.TaskFinalize:
+			res.Finalize = s.state.LastFinalizeResult
+		case pacer.TaskChainhook:
+			res.Chainhook = s.state.LastChainhookResult
 		}
 	}
 	return res, nil

@@ -36,6 +36,9 @@ type RefreshNowResult struct {
 	Sweep   *pacer.SweepResult   `json:"sweep,omitempty"`
 	Rollup  *pacer.RollupResult  `json:"rollup,omitempty"`
 	Deliver *pacer.DeliverResult `json:"deliver,omitempty"`
+	// Revision 3's tasks (SPEC §13, §11).
+	Finalize  *pacer.FinalizeResult  `json:"finalize,omitempty"`
+	Chainhook *pacer.ChainhookResult `json:"chainhook,omitempty"`
 }
 
 // ErrEmptyInput is returned for a message that needs a payload and has none.

@@ -90,8 +90,9 @@ const (
 	RevisionFloor workflow.Version = 1
 	// RevisionCurrent is the revision new runs record. Revision 1 is the
 	// scheduler of the first releases, its ten gates retired into it;
-	// revision 2 adds the registry task (tasksOf).
-	RevisionCurrent workflow.Version = 2
+	// revision 2 adds the registry task (tasksOf); revision 3 adds the
+	// finalize and chainhook tasks, and the fence's fixes (issue 41).
+	RevisionCurrent workflow.Version = 3
 )
 
 // The back-off of an owed cron occurrence: its run failed, and it is
@@ -116,7 +117,11 @@ const (
 	// replay compares: no gate.)
 	rollupHeartbeatTimeout  = 10 * time.Second
 	deliverHeartbeatTimeout = 30 * time.Second
-	// deliverRetryAfterFailure is when a deliver run that failed as a whole
-	// (the database down) is tried again.
-	deliverRetryAfterFailure = time.Minute
+	// onDemandRetryAfterFailure is when a deliver or finalize run that
+	// failed as a whole (the database down) is tried again.
+	onDemandRetryAfterFailure = time.Minute
+	// A finalize run is one transaction; a chainhook run a few calls to
+	// Hiro's platform and at most PACER_CHAINHOOK_REPLAY_MAX evaluations.
+	finalizeStartToClose  = 2 * time.Minute
+	chainhookStartToClose = 3 * time.Minute
 )

@@ -49,6 +49,9 @@ func (s *scheduler) setupPacing() {
 func (s *scheduler) every(task string) pacer.Duration {
 	cadence := s.cfg.every(task)
 	if p := s.state.Pacing[task]; p != nil && p.Pace != nil && p.Pace.Cadence == cadence {
+		if s.revision >= 3 {
+			return min(max(p.Pace.Every, cadence), max(cadence, pacer.Duration(maxAhead)))
+		}
 		return max(p.Pace.Every, cadence)
 	}
 	return cadence

@@ -1,7 +1,6 @@
 package workflows
 
 import (
-	"slices"
 	"time"
 
 	"go.temporal.io/sdk/workflow"
@@ -12,15 +11,6 @@ import (
 
 // registryStartToClose bounds one read of the registry, every page.
 const registryStartToClose = 5 * time.Minute
-
-// tasksOf is the task list of a run. Revision 2 adds the registry task
-// (SPEC §12) when its cadence is configured (PACER_REGISTRY_URL set).
-func tasksOf(revision workflow.Version, cfg Config) []taskDef {
-	if revision < 2 || cfg.RegistryEvery <= 0 {
-		return taskDefs
-	}
-	return append(slices.Clone(taskDefs), taskDef{name: pacer.TaskRegistry, run: runRegistry})
-}
 
 // runRegistry reads the registry once; when it registered, restored or
 // changed agents, the sweep runs soon, as on a hint, so their swaps reach

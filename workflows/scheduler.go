@@ -34,6 +34,10 @@ type State struct {
 	// LastDeliverResult carries the deliveries' counts by status, which
 	// the status document shows.
 	LastDeliverResult *pacer.DeliverResult `json:"lastDeliverResult,omitempty"`
+	// LastFinalizeResult says which round finalize waits for and why;
+	// LastChainhookResult is the hook as the chainhook task last found it.
+	LastFinalizeResult  *pacer.FinalizeResult  `json:"lastFinalizeResult,omitempty"`
+	LastChainhookResult *pacer.ChainhookResult `json:"lastChainhookResult,omitempty"`
 	// Generation counts the runs of this workflow ID (continue-as-new chain).
 	Generation int `json:"generation"`
 	// Pacing is each task's adaptive controller, looked up by name only,
@@ -190,7 +194,7 @@ func newScheduler(ctx workflow.Context, in SchedulerInput, opts runOptions) *sch
 			`no scheduled run starts until then (refreshes still run); {"for":"30m"} or {"until":"<RFC3339>"}, at most 30 days`),
 		resumeCh: signalChannel(ctx, SignalResume, "clear a pause and close every open circuit breaker; no input"),
 		refreshCh: signalChannel(ctx, SignalRefresh,
-			`run tasks as soon as possible, ignoring pause and due checks; {"task":"tenero"|"sweep"|"rollup"|"deliver"|"all"}`),
+			`run tasks as soon as possible, ignoring pause and due checks; {"task":"<task>"|"all"}`),
 		tuneCh: signalChannel(ctx, SignalTune,
 			`set a task's pacing within its bounds: {"task":…,"batch":20,"interval":"10m"}, or {"task":…,"reset":true}`),
 		hintCh: signalChannel(ctx, SignalHint,
@@ -479,6 +483,9 @@ func (s *scheduler) occurrence(t *schedule.Task, now time.Time) pacer.Occurrence
 
 // finish records a run's outcome, logs what it changed, and wakes the loop.
 func (s *scheduler) finish(ctx workflow.Context, t *schedule.Task, o schedule.Outcome) {
+	if s.revision >= 3 && o.Backoff > maxAhead {
+		o.Backoff = maxAhead
+	}
 	if t.Finish(workflow.Now(ctx), o, s.cfg.breaker()) {
 		s.logger.Error("scheduler.breaker_tripped", "task", t.Name, "consecutiveFailures", t.ConsecutiveFailures,
 			"class", o.Class, "error", o.Message, "probeAt", t.BreakerUntil,
@@ -688,7 +695,23 @@ func runSweep(ctx workflow.Context, s *scheduler, occ pacer.Occurrence, _ bool) 
 	// The sweep is due when its earliest agent is, never sooner than its
 	// cadence: a run that failed says nothing.
 	if res.ErrorClass == "" {
-		t.NextDueAt = utc(res.NextDueAt)
+		t.NextDueAt = s.capDue(workflow.Now(ctx), res.NextDueAt)
 	}
 	return o
+}
+
+// maxAhead bounds how far an activity's answer (a due time, a back-off, a
+// paced interval) can put off a task's next run: the longest wait the
+// SPEC asks for is the month quota's 24-hour back-off (§3.3), and an
+// answer past it is a defect that would silence the task for good.
+// Revision 3 brought the bound.
+const maxAhead = 24 * time.Hour
+
+// capDue is a due time an activity returned, at most maxAhead from now.
+func (s *scheduler) capDue(now time.Time, at *time.Time) *time.Time {
+	if at != nil && s.revision >= 3 && at.After(now.Add(maxAhead)) {
+		capped := now.Add(maxAhead)
+		at = &capped
+	}
+	return utc(at)
 }

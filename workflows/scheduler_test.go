@@ -98,12 +98,39 @@ func (f *fakeDeliver) run(context.Context, pacer.DeliverInput) (pacer.DeliverRes
 
 func (f *fakeDeliver) set(a func(call int32) (pacer.DeliverResult, error)) { f.answer.Store(&a) }
 
+// fakeFinalize stands in for the finalize activity (SPEC §13): by
+// default no round waits (nothing to finalize, dormant).
+type fakeFinalize struct {
+	calls  atomic.Int32
+	answer atomic.Pointer[func(call int32) (pacer.FinalizeResult, error)]
+}
+
+func (f *fakeFinalize) run(context.Context, pacer.FinalizeInput) (pacer.FinalizeResult, error) {
+	n := f.calls.Add(1)
+	if a := f.answer.Load(); a != nil {
+		return (*a)(n)
+	}
+	return pacer.FinalizeResult{}, nil
+}
+
+func (f *fakeFinalize) set(a func(call int32) (pacer.FinalizeResult, error)) { f.answer.Store(&a) }
+
+// fakeChainhook counts chainhook runs: the hook is as it should be.
+type fakeChainhook struct{ calls atomic.Int32 }
+
+func (f *fakeChainhook) run(context.Context, pacer.ChainhookInput) (pacer.ChainhookResult, error) {
+	f.calls.Add(1)
+	return pacer.ChainhookResult{Action: "none", HookStatus: "streaming"}, nil
+}
+
 type harness struct {
-	env     *testsuite.TestWorkflowEnvironment
-	tenero  *fakeTenero
-	sweep   *fakeSweep
-	rollup  *fakeRollup
-	deliver *fakeDeliver
+	env       *testsuite.TestWorkflowEnvironment
+	tenero    *fakeTenero
+	sweep     *fakeSweep
+	rollup    *fakeRollup
+	deliver   *fakeDeliver
+	finalize  *fakeFinalize
+	chainhook *fakeChainhook
 }
 
 func newHarness(t *testing.T) *harness {
@@ -133,7 +160,8 @@ func newHarnessOpts(t *testing.T, rollup func(context.Context, pacer.RollupInput
 			return schedulerWorkflow(ctx, in, *opts)
 		}, workflow.RegisterOptions{Name: WorkflowType})
 	}
-	h := &harness{env: env, tenero: &fakeTenero{}, sweep: &fakeSweep{}, rollup: &fakeRollup{}, deliver: &fakeDeliver{}}
+	h := &harness{env: env, tenero: &fakeTenero{}, sweep: &fakeSweep{}, rollup: &fakeRollup{}, deliver: &fakeDeliver{},
+		finalize: &fakeFinalize{}, chainhook: &fakeChainhook{}}
 	env.RegisterActivityWithOptions(h.tenero.run, activity.RegisterOptions{Name: ActivityRefreshTenero})
 	env.RegisterActivityWithOptions(h.sweep.run, activity.RegisterOptions{Name: ActivitySweep})
 	if rollup == nil {
@@ -141,6 +169,8 @@ func newHarnessOpts(t *testing.T, rollup func(context.Context, pacer.RollupInput
 	}
 	env.RegisterActivityWithOptions(rollup, activity.RegisterOptions{Name: ActivityRollup})
 	env.RegisterActivityWithOptions(h.deliver.run, activity.RegisterOptions{Name: ActivityDeliver})
+	env.RegisterActivityWithOptions(h.finalize.run, activity.RegisterOptions{Name: ActivityFinalize})
+	env.RegisterActivityWithOptions(h.chainhook.run, activity.RegisterOptions{Name: ActivityChainhook})
 	return h
 }
 
@@ -357,7 +387,7 @@ func TestSchedulerContinuesAsNewWithState(t *testing.T) {
 	require.Equal(t, pacer.Duration(3*time.Minute), next.Config.TeneroEvery)
 	require.NotNil(t, next.State)
 	require.Equal(t, t0.Add(7*time.Minute+2*time.Hour), *next.State.PausedUntil)
-	require.Len(t, next.State.Tasks, 4) // tenero, sweep, rollup, deliver
+	require.Len(t, next.State.Tasks, 5) // tenero, sweep, rollup, deliver, finalize
 	tk := next.State.Tasks[0]
 	require.Equal(t, pacer.TaskTenero, tk.Name)
 	// Runs at 0, 3 and 6 minutes, then the refresh drained at 7 ran before

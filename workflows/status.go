@@ -27,6 +27,10 @@ type Status struct {
 	// run that began before those tasks, or before their first run.
 	LastRollupResult  *pacer.RollupResult  `json:"lastRollupResult"`
 	LastDeliverResult *pacer.DeliverResult `json:"lastDeliverResult"`
+	// The finalize and chainhook tasks' last results (SPEC §13, §11);
+	// null before their first run, or in a run of an older revision.
+	LastFinalizeResult  *pacer.FinalizeResult  `json:"lastFinalizeResult"`
+	LastChainhookResult *pacer.ChainhookResult `json:"lastChainhookResult"`
 	// Deliveries counts the deliveries by status as the last deliver run
 	// left them (SPEC §3.2); null before it.
 	Deliveries *DeliveryCounts `json:"deliveries"`
@@ -70,6 +74,9 @@ type TaskStatus struct {
 	// Broken is the panic of the task's scheduling code that fenced it off
 	// (waiting "broken"): the other tasks run on; resume retries it.
 	Broken *schedule.RunError `json:"broken,omitempty"`
+	// Round is the round finalize waits for (SPEC §13): its id, why
+	// (grace or completeThrough) and how far behind; finalize only.
+	Round *pacer.RoundWait `json:"round,omitempty"`
 	// Hinted says a hint asked for a sweep that has not started yet.
 	Hinted bool `json:"hinted,omitempty"`
 	// Pacing is what the adaptive controller decided and the upstream's
@@ -151,6 +158,8 @@ func (s *scheduler) statusAt(workflowID, runID string, now time.Time) Status {
 		LastSweepResult:     s.state.LastSweepResult,
 		LastRollupResult:    s.state.LastRollupResult,
 		LastDeliverResult:   s.state.LastDeliverResult,
+		LastFinalizeResult:  s.state.LastFinalizeResult,
+		LastChainhookResult: s.state.LastChainhookResult,
 		ConsecutiveFailures: map[string]int{},
 		NextRunAfter:        map[string]*time.Time{},
 		Tasks:               map[string]TaskStatus{},
@@ -182,6 +191,9 @@ func (s *scheduler) statusAt(workflowID, runID string, now time.Time) Status {
 		}
 		if !d.At.IsZero() {
 			ts.NextDueAt = utc(&d.At)
+		}
+		if r := s.state.LastFinalizeResult; t.Name == pacer.TaskFinalize && r != nil {
+			ts.Round = r.Waiting
 		}
 		s.scheduleStatus(&ts, t, st.Now)
 		st.Tasks[t.Name] = ts

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"slices"
 	"time"
 
 	"go.temporal.io/sdk/workflow"
@@ -9,6 +10,26 @@ import (
 	"github.com/pacer-dev/pacer/internal/cron"
 	"github.com/pacer-dev/pacer/internal/schedule"
 )
+
+// tasksOf is the task list of a run. Revision 2 adds the registry task
+// (SPEC §12) when its cadence is configured (PACER_REGISTRY_URL set).
+// Revision 3 adds finalize (SPEC §13), always: it is dormant while no
+// round waits, and a run whose rounds changed is woken by a refresh of
+// it; and chainhook (SPEC §11) when its cadence is configured
+// (PACER_CHAINHOOK_MANAGE=1).
+func tasksOf(revision workflow.Version, cfg Config) []taskDef {
+	defs := slices.Clone(taskDefs)
+	if revision >= 2 && cfg.RegistryEvery > 0 {
+		defs = append(defs, taskDef{name: pacer.TaskRegistry, run: runRegistry})
+	}
+	if revision >= 3 {
+		defs = append(defs, taskDef{name: pacer.TaskFinalize, run: runFinalize})
+		if cfg.ChainhookEvery > 0 {
+			defs = append(defs, taskDef{name: pacer.TaskChainhook, run: runChainhook})
+		}
+	}
+	return defs
+}
 
 // compileCrons compiles the schedule of every cron task and gives the task
 // its occurrence state, keeping what it carried; a task that follows an
@@ -109,16 +130,59 @@ func runDeliver(ctx workflow.Context, s *scheduler, occ pacer.Occurrence, _ bool
 		s.state.LastDeliverResult = &last
 	}
 	t := s.tasks[pacer.TaskDeliver]
-	switch {
-	case s.deliverWoken:
+	if s.deliverWoken {
 		t.Dormant, t.NextDueAt = false, nil
-	case res.ErrorClass != "":
-		at := workflow.Now(ctx).Add(deliverRetryAfterFailure)
+		return o
+	}
+	s.dueAfter(ctx, t, res.ErrorClass != "", res.NextDueAt)
+	return o
+}
+
+// dueAfter points an on-demand task (deliver, finalize) at its next run
+// as its result said: at next, dormant (until a message or another task
+// wakes it) when next is nil, and a minute on after a run that failed as
+// a whole, which says nothing.
+func (s *scheduler) dueAfter(ctx workflow.Context, t *schedule.Task, failed bool, next *time.Time) {
+	now := workflow.Now(ctx)
+	switch {
+	case failed:
+		at := now.Add(onDemandRetryAfterFailure)
 		t.Dormant, t.NextDueAt = false, &at
-	case res.NextDueAt == nil:
+	case next == nil:
 		t.Dormant, t.NextDueAt = true, nil
 	default:
-		t.Dormant, t.NextDueAt = false, utc(res.NextDueAt)
+		t.Dormant, t.NextDueAt = false, s.capDue(now, next)
 	}
+}
+
+// runFinalize finalizes the rounds whose grace has passed and whose
+// ledger is complete through their end (SPEC §13). Its result says when
+// it is due again: the earliest grace end of a round not yet final, a
+// minute on while one waits, or never (no round left), when it is
+// dormant until the rounds CLI or the admin API refreshes it.
+func runFinalize(ctx workflow.Context, s *scheduler, occ pacer.Occurrence, _ bool) schedule.Outcome {
+	opts := s.activityOptions("round finalization", finalizeStartToClose)
+	opts.HeartbeatTimeout = 0 // one transaction: bounded by its start-to-close
+	res, o := runTask[pacer.FinalizeResult](ctx, opts, ActivityFinalize, pacer.FinalizeInput{Occurrence: occ})
+	if res.ErrorClass == "" || s.state.LastFinalizeResult == nil {
+		s.state.LastFinalizeResult = res
+	} else {
+		// A failed run knows no round: keep what the last one waited for.
+		last := *s.state.LastFinalizeResult
+		last.Run, last.Finalized = res.Run, nil
+		s.state.LastFinalizeResult = &last
+	}
+	s.dueAfter(ctx, s.tasks[pacer.TaskFinalize], res.ErrorClass != "", res.NextDueAt)
+	return o
+}
+
+// runChainhook keeps pacer's hook on Hiro's platform as it should be
+// (SPEC §11): created, its filter the allowlist's, enabled, and the blocks
+// it missed replayed.
+func runChainhook(ctx workflow.Context, s *scheduler, occ pacer.Occurrence, _ bool) schedule.Outcome {
+	opts := s.activityOptions("chainhook upkeep", chainhookStartToClose)
+	opts.HeartbeatTimeout = 0 // a few platform calls: bounded by its start-to-close
+	res, o := runTask[pacer.ChainhookResult](ctx, opts, ActivityChainhook, pacer.ChainhookInput{Occurrence: occ})
+	s.state.LastChainhookResult = res
 	return o
 }

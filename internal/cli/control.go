@@ -417,12 +417,13 @@ func sweepLine(r *pacer.SweepResult) string {
 }
 
 // refreshable are the names refresh takes.
-var refreshable = []string{pacer.TaskTenero, pacer.TaskSweep, pacer.TaskRollup, pacer.TaskDeliver, pacer.TaskRegistry, pacer.TaskAll}
+var refreshable = []string{pacer.TaskTenero, pacer.TaskSweep, pacer.TaskRollup, pacer.TaskDeliver, pacer.TaskRegistry,
+	pacer.TaskFinalize, pacer.TaskChainhook, pacer.TaskAll}
 
 func newRefreshCmd(c *config) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "refresh tenero|sweep|rollup|deliver|all",
+		Use:   "refresh tenero|sweep|rollup|deliver|registry|finalize|chainhook|all",
 		Short: "Run tasks now (the refreshNow update) and print their results",
 		Long: `refresh runs tasks now, ignoring pause and due checks, and prints their
 results. A refresh of rollup computes the hour and days as of now and never

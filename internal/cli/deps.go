@@ -71,7 +71,7 @@ func (c *config) scheduler() worker.Scheduler {
 		WorkflowID: c.workflowID,
 		TaskQueue:  c.taskQueue,
 		Config: workflows.Config{TeneroEvery: pacer.Duration(c.teneroEvery), SweepEvery: pacer.Duration(c.sweepEvery),
-			Schedules: c.schedules, RegistryEvery: c.registryCadence()},
+			Schedules: c.schedules, RegistryEvery: c.registryCadence(), ChainhookEvery: c.chainhookCadence()},
 		Deployment: c.operating.deployment(),
 	}
 }
@@ -107,4 +107,13 @@ func (c *config) registryCadence() pacer.Duration {
 		return 0
 	}
 	return pacer.Duration(c.registryEvery)
+}
+
+// chainhookCadence is PACER_CHAINHOOK_EVERY with PACER_CHAINHOOK_MANAGE=1;
+// without it there is no chainhook task.
+func (c *config) chainhookCadence() pacer.Duration {
+	if !c.chainhookManage {
+		return 0
+	}
+	return pacer.Duration(c.chainhookEvery)
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/pacer-dev/pacer/internal/cron"
 	"github.com/pacer-dev/pacer/internal/discovery"
 	"github.com/pacer-dev/pacer/internal/ingest"
+	"github.com/pacer-dev/pacer/workflows"
 )
 
 // UsageError is a problem with the command line: exit code 2.
@@ -90,6 +91,10 @@ type config struct {
 	fastPathPerMinute int
 	// chainhookSecret is the bearer secret of POST /api/chainhook.
 	chainhookSecret string
+	// chainhookManage turns on the chainhook task, every chainhookEvery
+	// (SPEC §11).
+	chainhookManage bool
+	chainhookEvery  time.Duration
 	logLevel        string
 	logFormat       string
 	// schedulesJSON is PACER_SCHEDULES as given; schedules is it parsed
@@ -199,6 +204,10 @@ func (c *config) bind(fs *pflag.FlagSet) {
 	fs.IntVar(&c.fastPathPerMinute, "fastpath-per-minute", int(c.envInt("PACER_FASTPATH_PER_MINUTE", 30)), "fast-path requests a minute per client address (0 = 30) [PACER_FASTPATH_PER_MINUTE]")
 	fs.StringVar(&c.chainhookSecret, "chainhook-secret", env("PACER_CHAINHOOK_SECRET", ""),
 		"bearer secret of POST /api/chainhook, empty turns it off; discouraged as a flag (any user sees it in ps): prefer PACER_CHAINHOOK_SECRET [PACER_CHAINHOOK_SECRET]")
+	fs.BoolVar(&c.chainhookManage, "chainhook-manage", c.envBool("PACER_CHAINHOOK_MANAGE"),
+		"keep pacer's hook on Hiro's Chainhooks platform with the chainhook task (create, update, re-enable, replay missed blocks) [PACER_CHAINHOOK_MANAGE]")
+	fs.DurationVar(&c.chainhookEvery, "chainhook-every", c.envDuration("PACER_CHAINHOOK_EVERY", 2*time.Minute),
+		"how often the chainhook task looks at the hook, with chainhook-manage [PACER_CHAINHOOK_EVERY]")
 	fs.BoolVar(&c.webhookAllowPrivate, "webhook-allow-private", c.envBool("PACER_WEBHOOK_ALLOW_PRIVATE"),
 		"let webhooks reach loopback, private and link-local addresses (development only) [PACER_WEBHOOK_ALLOW_PRIVATE]")
 	fs.StringVar(&c.operatorTokensRaw, "operator-token", env("PACER_OPERATOR_TOKEN", ""),
@@ -268,6 +277,9 @@ func (c *config) validate() error {
 	}
 	if err := c.parseSchedules(); err != nil {
 		return err
+	}
+	if c.chainhookManage && (c.chainhookEvery < workflows.MinEvery || c.chainhookEvery > workflows.MaxEvery) {
+		return usagef("PACER_CHAINHOOK_EVERY (--chainhook-every) %s: want %s to %s", c.chainhookEvery, workflows.MinEvery, workflows.MaxEvery)
 	}
 	if c.registryURL != "" {
 		if u, err := url.Parse(c.registryURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
