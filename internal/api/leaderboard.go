@@ -43,11 +43,22 @@ const (
 
 var boardSorts = []string{SortTrades, SortVolume, SortPnL, SortLatest}
 
-// LeaderboardRow is one agent on the leaderboard.
+// LeaderboardRow is one agent on the leaderboard, or with ?by=identity
+// one ERC-8004 identity: its addresses' totals summed, named by the
+// address that traded last.
 type LeaderboardRow struct {
-	Rank          int       `json:"rank"`
-	STXAddress    string    `json:"stxAddress"`
-	DisplayName   *string   `json:"displayName"`
+	Rank        int     `json:"rank"`
+	STXAddress  string  `json:"stxAddress"`
+	DisplayName *string `json:"displayName"`
+	// BTCAddress is the agent's Bitcoin address (the pages' avatar and
+	// profile link); null when the registry gave none.
+	BTCAddress *string `json:"btcAddress"`
+	// BNSName is the agent's BNS name: null until pacer knows it (it does
+	// not look names up yet).
+	BNSName        *string `json:"bnsName"`
+	ERC8004AgentID *int64  `json:"erc8004AgentId"`
+	// Addresses are an identity's addresses (?by=identity only).
+	Addresses     []string  `json:"addresses,omitempty"`
 	Trades        int64     `json:"trades"`
 	VolumeUSD     float64   `json:"volumeUsd"`
 	PnLUSD        float64   `json:"pnlUsd"`
@@ -64,15 +75,30 @@ type LeaderboardResponse struct {
 	PricesAt        *time.Time       `json:"pricesAt"`
 }
 
-// board is one computation of the leaderboard: its rows in every order.
+// board is one computation of the leaderboard: its rows in every order,
+// per address and per identity.
 type board struct {
-	rows            []LeaderboardRow
-	order           map[string][]int
+	views           map[string]*boardView
 	completeThrough *time.Time
 	pricesAt        *time.Time
 	// pages holds each page asked for, encoded, until the next computation.
 	pages sync.Map // boardQuery → encodedRead
 }
+
+// boardView is one way of counting competitors: its rows in every sort.
+type boardView struct {
+	rows  []LeaderboardRow
+	order map[string][]int
+}
+
+// Leaderboard views, the values of ?by=.
+const (
+	// ByAddress (the default) ranks each address.
+	ByAddress = "address"
+	// ByIdentity ranks each ERC-8004 identity once, however many wallets
+	// it rotated through (SPEC §7.1); an address without one stays itself.
+	ByIdentity = "identity"
+)
 
 // pricing resolves a token's USD price and decimals: the stored price
 // under its own id, else under its contract id (how pegs and plain
@@ -172,33 +198,87 @@ func factors(prices []store.Price, cat *catalog.Catalog) []store.TokenFactor {
 	return out
 }
 
-// rankBoard orders the priced agents (SPEC §7): every sort at once.
+// rankBoard orders the priced agents (SPEC §7): every view, every sort.
 func rankBoard(agents []store.BoardAgent) *board {
-	out := &board{rows: make([]LeaderboardRow, len(agents)), order: map[string][]int{}}
+	out := &board{}
+	rows := make([]LeaderboardRow, len(agents))
 	for i, a := range agents {
-		row := LeaderboardRow{STXAddress: a.STXAddress, Trades: a.Trades, VolumeUSD: a.SentUSD,
+		row := LeaderboardRow{STXAddress: a.STXAddress, ERC8004AgentID: a.ERC8004, Trades: a.Trades, VolumeUSD: a.SentUSD,
 			PnLUSD: a.ReceivedUSD - a.SentUSD, LatestTradeAt: time.Unix(a.LatestTrade, 0).UTC(), AllPriced: a.AllPriced}
 		if a.DisplayName != "" {
 			name := a.DisplayName
 			row.DisplayName = &name
 		}
-		if row.VolumeUSD != 0 {
-			pct := row.PnLUSD / row.VolumeUSD * 100
-			row.PnLPercent = &pct
+		if a.BTCAddress != "" {
+			btc := a.BTCAddress
+			row.BTCAddress = &btc
 		}
+		row.PnLPercent = pnlPercent(row.PnLUSD, row.VolumeUSD)
 		if a.PricesAt != nil && (out.pricesAt == nil || a.PricesAt.Before(*out.pricesAt)) {
 			t := a.PricesAt.UTC()
 			out.pricesAt = &t
 		}
-		out.rows[i] = row
+		rows[i] = row
 	}
+	out.views = map[string]*boardView{ByAddress: sortView(rows), ByIdentity: sortView(byIdentity(rows))}
+	return out
+}
+
+func pnlPercent(pnl, volume float64) *float64 {
+	if volume == 0 {
+		return nil
+	}
+	pct := pnl / volume * 100
+	return &pct
+}
+
+// byIdentity merges the rows of each ERC-8004 identity into one: the sums
+// of its addresses' totals, named by the address that traded last (ties:
+// the first address), its addresses listed. Rows without an identity stay.
+func byIdentity(rows []LeaderboardRow) []LeaderboardRow {
+	var out []LeaderboardRow
+	at := map[int64]int{} // identity → its row in out
+	for _, r := range rows {
+		if r.ERC8004AgentID == nil {
+			out = append(out, r)
+			continue
+		}
+		i, seen := at[*r.ERC8004AgentID]
+		if !seen {
+			at[*r.ERC8004AgentID] = len(out)
+			r.Addresses = []string{r.STXAddress}
+			out = append(out, r)
+			continue
+		}
+		m := &out[i]
+		if c := r.LatestTradeAt.Compare(m.LatestTradeAt); c > 0 || c == 0 && r.STXAddress < m.STXAddress {
+			m.STXAddress, m.DisplayName, m.BTCAddress, m.BNSName = r.STXAddress, r.DisplayName, r.BTCAddress, r.BNSName
+			m.LatestTradeAt = r.LatestTradeAt
+		}
+		m.Addresses = append(m.Addresses, r.STXAddress)
+		m.Trades += r.Trades
+		m.VolumeUSD += r.VolumeUSD
+		m.PnLUSD += r.PnLUSD
+		m.AllPriced = m.AllPriced && r.AllPriced
+		m.PnLPercent = pnlPercent(m.PnLUSD, m.VolumeUSD)
+	}
+	for i := range out {
+		slices.Sort(out[i].Addresses)
+	}
+	return out
+}
+
+// sortView orders rows in every sort (SPEC §7): descending by the sort's
+// field, ties by latestTradeAt descending, then stxAddress ascending.
+func sortView(rows []LeaderboardRow) *boardView {
+	v := &boardView{rows: rows, order: map[string][]int{}}
 	for _, sort := range boardSorts {
-		order := make([]int, len(out.rows))
+		order := make([]int, len(rows))
 		for i := range order {
 			order[i] = i
 		}
 		slices.SortFunc(order, func(x, y int) int {
-			a, b := &out.rows[x], &out.rows[y]
+			a, b := &rows[x], &rows[y]
 			var c int
 			switch sort {
 			case SortTrades:
@@ -210,28 +290,35 @@ func rankBoard(agents []store.BoardAgent) *board {
 			}
 			return cmp.Or(c, b.LatestTradeAt.Compare(a.LatestTradeAt), strings.Compare(a.STXAddress, b.STXAddress))
 		})
-		out.order[sort] = order
+		v.order[sort] = order
 	}
-	return out
+	return v
 }
 
 // boardQuery is a parsed GET /api/competition/leaderboard.
 type boardQuery struct {
-	sort          string
+	by, sort      string
 	limit, offset int
 }
 
-// parseBoardQuery reads sort, limit and cursor; the cursor is opaque to
-// clients: the sort it was made for and where the next page begins.
+// parseBoardQuery reads by, sort, limit and cursor; the cursor is opaque
+// to clients: the view and sort it was made for and where the next page
+// begins.
 func parseBoardQuery(raw string) (boardQuery, error) {
 	q, err := url.ParseQuery(raw)
 	if err != nil {
 		return boardQuery{}, fmt.Errorf("malformed query string")
 	}
-	if err := onlyParams(q, "sort", "limit", "cursor"); err != nil {
+	if err := onlyParams(q, "sort", "limit", "cursor", "by"); err != nil {
 		return boardQuery{}, err
 	}
-	out := boardQuery{sort: SortTrades}
+	out := boardQuery{by: ByAddress, sort: SortTrades}
+	if v := q.Get("by"); v != "" {
+		if v != ByAddress && v != ByIdentity {
+			return boardQuery{}, fmt.Errorf("by must be address or identity")
+		}
+		out.by = v
+	}
 	if v := q.Get("sort"); v != "" {
 		if !slices.Contains(boardSorts, v) {
 			return boardQuery{}, fmt.Errorf("sort must be trades, volume, pnl or latest")
@@ -243,10 +330,16 @@ func parseBoardQuery(raw string) (boardQuery, error) {
 	}
 	if c := q.Get("cursor"); c != "" {
 		raw, err := base64.RawURLEncoding.DecodeString(c)
-		sort, off, found := strings.Cut(string(raw), ":")
+		// An address view's cursor is "sort:offset", an identity view's
+		// "identity:sort:offset".
+		view, rest, _ := strings.Cut(string(raw), ":")
+		if view != ByIdentity {
+			view, rest = ByAddress, string(raw)
+		}
+		sort, off, found := strings.Cut(rest, ":")
 		n, perr := strconv.Atoi(off)
-		if err != nil || !found || perr != nil || n < 0 || sort != out.sort {
-			return boardQuery{}, fmt.Errorf("cursor is not one this leaderboard gave (for this sort)")
+		if err != nil || !found || perr != nil || n < 0 || sort != out.sort || view != out.by {
+			return boardQuery{}, fmt.Errorf("cursor is not one this leaderboard gave (for this sort and by)")
 		}
 		out.offset = n
 	}
@@ -279,15 +372,20 @@ func limitParam(q url.Values) (int, error) {
 
 // page is one page of the board in q's order.
 func (b *board) page(q boardQuery) LeaderboardResponse {
-	order := b.order[q.sort]
+	v := b.views[q.by]
+	order := v.order[q.sort]
 	resp := LeaderboardResponse{Rows: []LeaderboardRow{}, CompleteThrough: b.completeThrough, PricesAt: b.pricesAt}
 	for i := q.offset; i < len(order) && i < q.offset+q.limit; i++ {
-		row := b.rows[order[i]]
+		row := v.rows[order[i]]
 		row.Rank = i + 1
 		resp.Rows = append(resp.Rows, row)
 	}
 	if end := q.offset + q.limit; end < len(order) {
-		next := base64.RawURLEncoding.EncodeToString([]byte(q.sort + ":" + strconv.Itoa(end)))
+		c := q.sort + ":" + strconv.Itoa(end)
+		if q.by == ByIdentity {
+			c = ByIdentity + ":" + c
+		}
+		next := base64.RawURLEncoding.EncodeToString([]byte(c))
 		resp.Next = &next
 	}
 	return resp
