@@ -12,6 +12,7 @@ require (
 	github.com/prometheus/common v0.72.0
 	github.com/prometheus/prometheus v0.305.0
 	github.com/robfig/cron/v3 v3.0.1
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.2
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.9
 	github.com/standard-webhooks/standard-webhooks/libraries v0.0.1

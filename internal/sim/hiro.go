@@ -3,6 +3,7 @@ package sim
 import (
 	"cmp"
 	"fmt"
+	"math/big"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -379,11 +380,41 @@ func (tx *worldTx) renderV3(principal string, at time.Time) doc {
 	if principal == tx.Sender {
 		involvement = "sender"
 	}
+	sent, received := new(big.Int), new(big.Int)
+	if principal == tx.Sender {
+		if fee, ok := new(big.Int).SetString(v1.FeeRate, 10); ok {
+			sent.Add(sent, fee)
+		}
+	}
+	ft := false
+	for _, e := range tx.events {
+		if e.Asset == nil {
+			continue
+		}
+		if e.EventType != "stx_asset" {
+			ft = ft || e.Asset.Sender == principal || e.Asset.Recipient == principal
+			continue
+		}
+		amount, ok := new(big.Int).SetString(e.Asset.Amount, 10)
+		if !ok {
+			continue
+		}
+		if e.Asset.Sender == principal {
+			sent.Add(sent, amount)
+		}
+		if e.Asset.Recipient == principal {
+			received.Add(received, amount)
+		}
+	}
+	// Hiro's PrincipalTransactionSchema (src/api/schemas/v3/entities/
+	// principal-transactions.ts, in openapi.yaml): the principal's STX
+	// moves (the fee counts as sent) and which kinds of balance moved.
 	return doc{
-		"transaction":          t,
-		"involvement":          involvement,
-		"balance_changes":      doc{"stx": doc{}},
-		"affected_asset_types": doc{"stx": true, "ft": tx.call != nil, "nft": false},
+		"transaction": t,
+		"involvement": involvement,
+		"balance_changes": doc{"stx": doc{"sent": sent.String(), "received": received.String(),
+			"net": new(big.Int).Sub(received, sent).String()}},
+		"affected_balances": doc{"stx": sent.Sign() != 0 || received.Sign() != 0, "ft": ft, "nft": false},
 	}
 }
 
@@ -475,6 +506,22 @@ type minedJSON struct {
 	TxIndex             int64        `json:"tx_index"`
 	TxResult            clarityValue `json:"tx_result"`
 	EventCount          int          `json:"event_count"`
+	// The rest of what Hiro's schema requires of a mined transaction
+	// (TransactionSchema, openapi.yaml; internal/hiro/openapi holds the
+	// simulator to it). Nakamoto blocks have no microblocks: Hiro sends
+	// microblock_hash "0x" and microblock_sequence 2147483647 for them.
+	ParentBlockHash          string  `json:"parent_block_hash"`
+	ParentBurnBlockTime      int64   `json:"parent_burn_block_time"`
+	ParentBurnBlockTimeISO   string  `json:"parent_burn_block_time_iso"`
+	IsUnanchored             bool    `json:"is_unanchored"`
+	MicroblockHash           string  `json:"microblock_hash"`
+	MicroblockSequence       int64   `json:"microblock_sequence"`
+	ExecutionCostReadCount   int64   `json:"execution_cost_read_count"`
+	ExecutionCostReadLength  int64   `json:"execution_cost_read_length"`
+	ExecutionCostRuntime     int64   `json:"execution_cost_runtime"`
+	ExecutionCostWriteCount  int64   `json:"execution_cost_write_count"`
+	ExecutionCostWriteLength int64   `json:"execution_cost_write_length"`
+	VMError                  *string `json:"vm_error"`
 }
 
 type clarityValue struct {
@@ -489,9 +536,11 @@ type contractCallJSON struct {
 	FunctionArgs      []functionArgJSON `json:"function_args"`
 }
 
-// functionArgJSON leaves out Hiro's hex: nothing in pacer reads it, and
-// encoding principals would need real c32check addresses.
+// functionArgJSON's hex is empty: Hiro's schema requires the field, nothing
+// in pacer reads it, and encoding principals would need real c32check
+// addresses.
 type functionArgJSON struct {
+	Hex  string `json:"hex"`
 	Repr string `json:"repr"`
 	Name string `json:"name"`
 	Type string `json:"type"`
@@ -649,6 +698,13 @@ func (tx *worldTx) render(at time.Time, win eventWindow) txJSON {
 		TxIndex:             p.index,
 		TxResult:            tx.result,
 		EventCount:          len(events),
+		ParentBlockHash:     blockHash(p.height - 1),
+		// The burn block before the transaction's: a Nakamoto tenure's
+		// parent is the previous tenure's burn block.
+		ParentBurnBlockTime:    burn.Unix() - burnBlockPeriod,
+		ParentBurnBlockTimeISO: isoTime(burn.Add(-burnBlockPeriod * time.Second)),
+		MicroblockHash:         "0x",
+		MicroblockSequence:     2147483647,
 	}
 	from, to := min(win.offset, len(events)), min(win.offset+win.limit, len(events))
 	out.Events = make([]eventJSON, 0, to-from)
