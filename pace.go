@@ -71,6 +71,10 @@ type PaceStatus struct {
 	// ActionsPerDay is the Temporal actions the task costs a day at this
 	// pace, with runs lasting the last run's duration.
 	ActionsPerDay float64 `json:"actionsPerDay"`
+	// HeldBy names what set Interval when the controller's own would be
+	// faster: "month" (the month's remaining requests paced to its end,
+	// SPEC §4.7); empty when the controller's interval stands.
+	HeldBy string `json:"heldBy,omitempty"`
 }
 
 // PrincipalPattern is a standard Stacks principal: the version letter

@@ -74,6 +74,14 @@ func startPace(task string, in *pacer.PaceInput, now time.Time) (*pacing.Control
 // endPace feeds a finished run to its controller and returns the pace the
 // workflow carries to the next run.
 func endPace(c *pacing.Controller, in *pacer.PaceInput, run pacer.Run, err error, successes int, now time.Time) *pacer.Pace {
+	return endPaceHeld(c, in, run, err, successes, now, nil)
+}
+
+// endPaceHeld is endPace for a task whose next run of a batch must also
+// wait hold(batch) for what the controller does not see (the month's
+// pace): the interval is the longer of the two.
+func endPaceHeld(c *pacing.Controller, in *pacer.PaceInput, run pacer.Run, err error, successes int, now time.Time,
+	hold func(batch int) (time.Duration, string)) *pacer.Pace {
 	if c == nil {
 		return nil
 	}
@@ -87,8 +95,14 @@ func endPace(c *pacing.Controller, in *pacer.PaceInput, run pacer.Run, err error
 	if jerr != nil {
 		return nil
 	}
-	return &pacer.Pace{State: raw, Cadence: in.Cadence, Every: pacer.Duration(c.Decide(now).Interval),
-		Status: pacing.StatusOf(now, c, time.Duration(run.DurationMs)*time.Millisecond, pacing.DefaultCost())}
+	d := c.Decide(now)
+	every, wait, by := d.Interval, time.Duration(0), ""
+	if hold != nil {
+		wait, by = hold(d.Batch)
+		every = max(every, wait)
+	}
+	return &pacer.Pace{State: raw, Cadence: in.Cadence, Every: pacer.Duration(every),
+		Status: pacing.StatusHeld(now, c, wait, by, time.Duration(run.DurationMs)*time.Millisecond, pacing.DefaultCost())}
 }
 
 // withResult is err carrying res as its details, so that the workflow
@@ -106,6 +120,15 @@ func withResult(err error, res any) error {
 // then the controller fed with what the run did.
 func paced[R any](ctx context.Context, a *Activities, task string, in *pacer.PaceInput,
 	run func(ctx context.Context, batch int) (R, error), meta func(*R) (*pacer.Run, int, **pacer.Pace)) (R, error) {
+	return pacedHeld(ctx, a, task, in, run, meta, nil)
+}
+
+// pacedHeld is paced for a task whose next run also waits for what the
+// controller does not see: hold says how long after this run, whose
+// result is r, the next run of a batch waits (endPaceHeld).
+func pacedHeld[R any](ctx context.Context, a *Activities, task string, in *pacer.PaceInput,
+	run func(ctx context.Context, batch int) (R, error), meta func(*R) (*pacer.Run, int, **pacer.Pace),
+	hold func(r *R, now time.Time, batch int) (time.Duration, string)) (R, error) {
 	c, batch := startPace(task, in, a.now())
 	res, err := run(ctx, batch)
 	if c == nil {
@@ -118,6 +141,11 @@ func paced[R any](ctx context.Context, a *Activities, task string, in *pacer.Pac
 		}
 	}
 	r, successes, pace := meta(&res)
-	*pace = endPace(c, in, *r, err, successes, a.now())
+	now := a.now()
+	var next func(int) (time.Duration, string)
+	if hold != nil {
+		next = func(batch int) (time.Duration, string) { return hold(&res, now, batch) }
+	}
+	*pace = endPaceHeld(c, in, *r, err, successes, now, next)
 	return res, withResult(err, res)
 }

@@ -26,7 +26,7 @@ const maxUpstreamStreak = 5
 // the tokens agents trade, pegs at 1 USD without a call, stopping at once
 // when Tenero says a quota is spent.
 func (a *Activities) RefreshTenero(ctx context.Context, in pacer.TeneroInput) (pacer.TeneroResult, error) {
-	return paced(ctx, a, pacer.TaskTenero, in.Pace, func(ctx context.Context, batch int) (pacer.TeneroResult, error) {
+	return pacedHeld(ctx, a, pacer.TaskTenero, in.Pace, func(ctx context.Context, batch int) (pacer.TeneroResult, error) {
 		if in.Pace != nil {
 			in.MaxTokens = batch
 		}
@@ -37,7 +37,24 @@ func (a *Activities) RefreshTenero(ctx context.Context, in pacer.TeneroInput) (p
 		// Pegs cost no request; not_found and parse_error are item
 		// problems the upstream answered, so they count as its successes.
 		return &r.Run, r.Succeeded - r.Pegged + r.Failed - r.UpstreamFailed, &r.Pace
-	})
+	}, teneroMonthHold)
+}
+
+// teneroMonthHold paces Tenero's month (SPEC §4.7): Tenero says how many
+// requests are left of the month, never how many it allows, so what is
+// left is spread evenly over what is left of the month, and the next run
+// waits until that pace has paid for the requests it will make: its batch,
+// or the whole token set when that is smaller (pegs cost nothing). A run
+// that heard nothing of the month is not held.
+func teneroMonthHold(r *pacer.TeneroResult, now time.Time, batch int) (time.Duration, string) {
+	if r.MonthRemaining == nil {
+		return 0, ""
+	}
+	cost := batch
+	if r.Wanted > 0 {
+		cost = min(batch, r.Wanted)
+	}
+	return pacing.MonthHold(now, int64(*r.MonthRemaining), cost), pacing.HeldByMonth
 }
 
 func (a *Activities) refreshTenero(ctx context.Context, in pacer.TeneroInput) (res pacer.TeneroResult, err error) {

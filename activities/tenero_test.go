@@ -24,6 +24,7 @@ import (
 	"github.com/pacer-dev/pacer/internal/discovery"
 	"github.com/pacer-dev/pacer/internal/fault"
 	"github.com/pacer-dev/pacer/internal/metrics"
+	"github.com/pacer-dev/pacer/internal/pacing"
 	"github.com/pacer-dev/pacer/internal/sim"
 	"github.com/pacer-dev/pacer/internal/store"
 	"github.com/pacer-dev/pacer/internal/testenv"
@@ -247,4 +248,63 @@ func TestRefreshTeneroLogsTheCFRay(t *testing.T) {
 		require.Equal(t, "8f1c2d3e4a5b6c7d-AMS", e.ContextMap()["cfRay"])
 		require.Contains(t, e.ContextMap()["error"], "(cf-ray 8f1c2d3e4a5b6c7d-AMS)")
 	}
+}
+
+// Tenero says only what is left of its month (no limit): a paced run
+// holds the next one until the even pace of what is left, over what is
+// left of the month, has paid for the requests it will make (issue 41.0:
+// 400 left two days before the end at a 1-minute cadence spent 47 requests
+// in 11 minutes). Mid-month with plenty left, the cadence stands.
+func TestRefreshTeneroPacesTheMonthToItsEnd(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		giveNow  time.Time
+		giveUsed int // of a 10,000 month
+		wantHeld bool
+	}{
+		{"400 left two days before the end", time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC), 9_600, true},
+		{"half left mid-month", time.Date(2026, 11, 16, 0, 0, 0, 0, time.UTC), 5_000, true},
+		{"a fresh month on its first day", time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), 0, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			now := func() time.Time { return tt.giveNow }
+			f := newTeneroFixture(t, sim.Config{Seed: 3, Now: now,
+				Tenero: sim.TeneroConfig{Anonymous: sim.Limits{PerMinute: 100, PerMonth: 10_000, MonthUsed: tt.giveUsed}}},
+				func(o *activities.Options) { o.Clock = now })
+			cadence := pacer.Duration(time.Minute)
+			res, err := f.runWith(t, pacer.TeneroInput{Pace: &pacer.PaceInput{Cadence: cadence}})
+			require.NoError(t, err)
+			require.NotNil(t, res.Pace)
+			// The oracle: what is left, spread evenly over what is left of
+			// the month, pays one request every (month's end − now) / left;
+			// the next run makes min(batch, tokens wanted) requests.
+			left := 10_000 - tt.giveUsed - res.Requests
+			require.Equal(t, left, *res.MonthRemaining)
+			end := time.Date(tt.giveNow.Year(), tt.giveNow.Month()+1, 1, 0, 0, 0, 0, time.UTC)
+			perRequest := end.Sub(tt.giveNow) / time.Duration(left)
+			cost := min(res.Pace.Status.Batch, res.Wanted)
+			want := time.Duration(cost) * perRequest
+			require.InDelta(t, float64(want), float64(res.Pace.Every), float64(time.Duration(cost)*time.Nanosecond+time.Microsecond))
+			require.Equal(t, tt.wantHeld, time.Duration(res.Pace.Every) > time.Duration(cadence))
+			if tt.wantHeld {
+				require.Equal(t, pacing.HeldByMonth, res.Pace.Status.HeldBy)
+				require.Equal(t, time.Duration(res.Pace.Every).String(), res.Pace.Status.Interval)
+			}
+			t.Logf("figures: %s: %d left, next run of %d requests in %s (cadence %s)", tt.name, left, cost,
+				time.Duration(res.Pace.Every).Round(time.Second), time.Duration(cadence))
+		})
+	}
+
+	// Plenty left mid-month: the controller's cadence stands.
+	now := func() time.Time { return time.Date(2026, 11, 16, 0, 0, 0, 0, time.UTC) }
+	f := newTeneroFixture(t, sim.Config{Seed: 3, Now: now,
+		Tenero: sim.TeneroConfig{Anonymous: sim.Limits{PerMinute: 100, PerMonth: 100_000_000}}},
+		func(o *activities.Options) { o.Clock = now })
+	res, err := f.runWith(t, pacer.TeneroInput{Pace: &pacer.PaceInput{Cadence: pacer.Duration(time.Minute)}})
+	require.NoError(t, err)
+	require.Equal(t, pacer.Duration(time.Minute), res.Pace.Every)
+	require.Empty(t, res.Pace.Status.HeldBy)
 }

@@ -76,6 +76,14 @@ type TaskStatus = pacer.PaceStatus
 // StatusOf reports a task's pacing at now without changing anything: safe in
 // a query handler. lastRun is the duration of the last run.
 func StatusOf(now time.Time, c *Controller, lastRun time.Duration, cost Cost) TaskStatus {
+	return StatusHeld(now, c, 0, "", lastRun, cost)
+}
+
+// StatusHeld is StatusOf for a task held to hold between runs by what the
+// controller does not see (by names it, as HeldByMonth): when hold is
+// longer than the controller's interval, the status reports hold, and the
+// runs, items and actions a day it leads to.
+func StatusHeld(now time.Time, c *Controller, hold time.Duration, by string, lastRun time.Duration, cost Cost) TaskStatus {
 	d := c.Snapshot(now)
 	st := TaskStatus{
 		Zone: d.Zone, Batch: d.Batch, Interval: d.Interval.String(), CooldownRemaining: d.CooldownRemaining.String(),
@@ -85,6 +93,9 @@ func StatusOf(now time.Time, c *Controller, lastRun time.Duration, cost Cost) Ta
 	interval := d.Interval
 	if d.CooldownRemaining > 0 {
 		interval = time.Duration(c.Config.MaxInterval)
+	}
+	if hold > interval {
+		interval, st.Interval, st.HeldBy = hold, hold.String(), by
 	}
 	perRun := float64(d.Batch)
 	st.RunsPerDay = float64(24*time.Hour) / float64(interval)
