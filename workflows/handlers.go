@@ -3,6 +3,7 @@ package workflows
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -28,7 +29,10 @@ func (s *scheduler) registerHandlers(ctx workflow.Context) error {
 	}{
 		{UpdateRefreshNow, `run tasks now and return their results; {"task":"<task>"|"all"}`,
 			s.refreshNow, func(ctx workflow.Context, raw json.RawMessage) error {
-				_, err := ParseRefresh(raw, s.taskNames())
+				names, err := ParseRefresh(raw, s.taskNames())
+				if err == nil {
+					_, err = s.unbroken(names, "")
+				}
 				return s.unlessStopping(err)
 			}},
 		{UpdatePause, `pause scheduled runs and return when the pause ends; {"for":"30m"} or {"until":"<RFC3339>"}, at most 30 days, optionally "task":"<task>" for one task`,
@@ -90,6 +94,9 @@ func (s *scheduler) unlessStopping(err error) error {
 // refreshNow asks for a run of each selected task and waits for those runs.
 func (s *scheduler) refreshNow(ctx workflow.Context, raw json.RawMessage) (RefreshNowResult, error) {
 	names, err := ParseRefresh(raw, s.taskNames())
+	if err == nil {
+		names, err = s.unbroken(names, "update")
+	}
 	if err != nil {
 		return RefreshNowResult{}, err
 	}
@@ -378,6 +385,9 @@ func (s *scheduler) onHint(ctx workflow.Context, raw json.RawMessage) {
 
 func (s *scheduler) onRefresh(ctx workflow.Context, raw json.RawMessage) {
 	names, err := ParseRefresh(raw, s.taskNames())
+	if err == nil {
+		names, err = s.unbroken(names, "signal")
+	}
 	if err != nil {
 		s.reject(SignalRefresh, err, raw)
 		return
@@ -398,6 +408,36 @@ func (s *scheduler) onTune(ctx workflow.Context, raw json.RawMessage) {
 // reject logs a dropped signal with its reason (SPEC §3.1).
 func (s *scheduler) reject(name string, err error, raw json.RawMessage) {
 	s.logger.Warn("scheduler.message_rejected", "message", name, "reason", clip([]byte(err.Error())), "input", clip(raw))
+}
+
+// unbroken is a refresh's tasks but the broken ones (revision 3): the
+// fence never starts a broken task, so its request would never be taken
+// and the run never idle (issue 41.1). A refresh of broken tasks alone is
+// refused with the panic; "all" runs the others, and logs which it left
+// (via names the message; the validator passes "").
+func (s *scheduler) unbroken(names []string, via string) ([]string, error) {
+	if s.revision < 3 {
+		return names, nil
+	}
+	var out []string
+	var broken []string
+	for _, name := range names {
+		if t := s.tasks[name]; t.Broken != nil {
+			broken = append(broken, name)
+			continue
+		}
+		out = append(out, name)
+	}
+	if len(out) == 0 && len(broken) > 0 {
+		t := s.tasks[broken[0]]
+		return nil, fmt.Errorf("task %s is broken, its scheduling code panicked: %.200s; resume, or a fixed build's next run, tries it again",
+			t.Name, t.Broken.Message)
+	}
+	if len(broken) > 0 && via != "" { // "": the validator, which the handler follows
+		s.logger.Warn("scheduler.refresh_skipped_broken", "tasks", broken, "via", via,
+			"hint", "a broken task does not run: a fixed build's next run, or resume, tries it again")
+	}
+	return out, nil
 }
 
 // request asks for a run of each task as soon as possible. An explicit

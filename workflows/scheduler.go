@@ -86,6 +86,9 @@ func SchedulerWorkflow(ctx workflow.Context, in SchedulerInput) (*StopResult, er
 type runOptions struct {
 	// fault, when set, is called in every task's fenced scheduling code.
 	fault func(task string)
+	// arith, when set, is called as a task's own arithmetic starts in the
+	// decision (schedule.View.Fault), wherever that decision runs.
+	arith func(task string, at time.Time)
 	// defaults stands for CodeDefaults.
 	defaults func() Config
 }
@@ -317,10 +320,11 @@ func (s *scheduler) holdStarts(ctx workflow.Context) bool {
 	return workflow.GetInfo(ctx).GetCurrentHistoryLength() >= 2*s.cfg.MaxHistoryEvents
 }
 
-// idle reports whether no run is in flight and none is requested.
+// idle reports whether no run is in flight and none is requested. A
+// broken task's request is none (revision 3): the fence never starts it.
 func (s *scheduler) idle() bool {
 	for _, t := range s.state.Tasks {
-		if t.Running() || t.Requested {
+		if t.Running() || t.Requested && (t.Broken == nil || s.revision < 3) {
 			return false
 		}
 	}
@@ -430,6 +434,12 @@ func (s *scheduler) fence(t *schedule.Task, now time.Time, f func()) {
 		}
 		msg := fmt.Sprint(r)
 		t.Broken = &schedule.RunError{Class: schedule.ReasonBroken, Message: msg, At: now.UTC()}
+		if s.revision >= 3 {
+			// A request the fenced task can never take would keep the run
+			// from ever being idle: no continue-as-new, and a stop that
+			// waits for ever (issue 41.1).
+			t.Requested, t.RequestedAt = false, nil
+		}
 		s.logger.Error("scheduler.task_broken", "task", t.Name, "panic", msg,
 			"hint", "the task's scheduling code failed: the other tasks run on; resume retries it, as does the next run of a fixed build")
 		s.changed()
@@ -449,7 +459,7 @@ func (s *scheduler) shouldStart(t *schedule.Task, now time.Time) bool {
 // schedules, and whether starts are stopped or held.
 func (s *scheduler) view() schedule.View {
 	return schedule.View{Tasks: s.state.Tasks, Pauses: s.state.Pauses, Crons: s.crons,
-		Stopping: s.stopping != nil, Holding: s.holding}
+		Stopping: s.stopping != nil, Holding: s.holding, Isolated: s.revision >= 3, Fault: s.opts.arith}
 }
 
 // owedBackoff is how long an owed occurrence waits after its n-th failure
@@ -569,17 +579,21 @@ func (s *scheduler) armWakes(ctx workflow.Context, now time.Time, wanted []time.
 	}
 	tctx, cancel := workflow.WithCancel(ctx)
 	f := workflow.NewTimerWithOptions(tctx, max(wake.Sub(now), time.Second),
-		workflow.TimerOptions{Summary: "next wake: " + s.dueSummary(wake)})
+		workflow.TimerOptions{Summary: "next wake: " + s.dueSummary(now, wake)})
 	s.armed = append(s.armed, &armedTimer{at: wake, f: f, cancel: cancel})
 }
 
-// dueSummary names the tasks (or the pause) the timer wakes for.
-func (s *scheduler) dueSummary(wake time.Time) string {
+// dueSummary names the tasks (or the pause) the timer wakes for. Each
+// task's decision is fenced here too: a panic in it outside any fence
+// would fail every workflow task (issue 41.2).
+func (s *scheduler) dueSummary(now, wake time.Time) string {
 	var names []string
 	for _, t := range s.state.Tasks {
-		if !t.Running() && !s.dueAt(t, wake).After(wake) {
-			names = append(names, t.Name)
-		}
+		s.fence(t, now, func() {
+			if !t.Running() && !s.dueAt(t, wake).After(wake) {
+				names = append(names, t.Name)
+			}
+		})
 	}
 	if len(names) == 0 {
 		if s.state.PausedUntil != nil && s.state.PausedUntil.Equal(wake) {

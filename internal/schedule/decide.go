@@ -59,6 +59,14 @@ type View struct {
 	Stopping bool
 	// Holding: scheduled starts wait for the runs in flight (holdStarts).
 	Holding bool
+	// Isolated keeps each task's arithmetic to its own decision: aligning
+	// one task to another never lets the other's panic out (the workflow's
+	// revision 3; issue 41.2). Without it a panic in rollup's cron
+	// arithmetic surfaced in tenero's decision and fenced tenero off too.
+	Isolated bool
+	// Fault, when set (tests only), is called as a task's own arithmetic
+	// starts, with the instant it decides for: where a test plants a panic.
+	Fault func(task string, at time.Time)
 }
 
 // Decision is when a task next starts on its own and the one reason it
@@ -153,6 +161,9 @@ func (v View) decide(t *Task, now time.Time) Decision {
 // what that time comes from; ok is false for a task that has nothing to
 // do until something wakes it.
 func (v View) due(t *Task, now time.Time) (time.Time, string, bool) {
+	if v.Fault != nil {
+		v.Fault(t.Name, now)
+	}
 	var due time.Time
 	reason := ReasonCadence
 	if sched := v.Crons[t.Name]; sched != nil && t.Cron != nil {
@@ -198,7 +209,10 @@ func (v View) align(t *Task, at time.Time) time.Time {
 		if o == t || o.Running() || o.Requested {
 			continue
 		}
-		od := v.decide(o, at)
+		od, ok := v.decideOther(o, at)
+		if !ok {
+			continue
+		}
 		if od.Reason != ReasonCadence && od.Reason != ReasonCron {
 			continue
 		}
@@ -207,6 +221,21 @@ func (v View) align(t *Task, at time.Time) time.Time {
 		}
 	}
 	return best
+}
+
+// decideOther is another task's decision at at, for aligning to it. With
+// Isolated a panic in that task's arithmetic is not this task's: ok is
+// false, and the other task's own decision, fenced where it runs, meets
+// the panic again and fences that task alone.
+func (v View) decideOther(o *Task, at time.Time) (d Decision, ok bool) {
+	if v.Isolated {
+		defer func() {
+			if r := recover(); r != nil {
+				d, ok = Decision{}, false
+			}
+		}()
+	}
+	return v.decide(o, at), true
 }
 
 // Wake is when the one timer should fire: the earliest At of the tasks

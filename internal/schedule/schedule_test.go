@@ -216,3 +216,30 @@ func TestDormant(t *testing.T) {
 	idle.Requested, idle.Dormant = false, false
 	require.True(t, View{}.Decide(idle, now).Start, "woken: due since its last run")
 }
+
+// Issue 41.2: aligning one task to another runs the other's arithmetic;
+// isolated, a panic in it stays the other's. Tenero (every 10 minutes,
+// last run at 0) aligns to the sweep due a minute after it: the sweep's
+// arithmetic runs inside tenero's decision.
+func TestAPanicInAnotherTasksArithmeticStaysItsOwn(t *testing.T) {
+	t.Parallel()
+	tenero := &Task{Name: "tenero", Every: pacer.Duration(10 * time.Minute), LastRunAt: at(0)}
+	sweep := &Task{Name: "sweep", Every: pacer.Duration(time.Hour), LastRunAt: at(11*time.Minute - time.Hour)}
+	faulty := func(task string, _ time.Time) {
+		if task == "sweep" {
+			panic("sweep arithmetic")
+		}
+	}
+	healthy := View{Tasks: []*Task{tenero, sweep}, Isolated: true}
+	require.Equal(t, t0.Add(11*time.Minute), healthy.Decide(tenero, t0.Add(time.Minute)).At, "tenero joins the sweep's wake")
+
+	isolated := View{Tasks: []*Task{tenero, sweep}, Isolated: true, Fault: faulty}
+	d := isolated.Decide(tenero, t0.Add(time.Minute))
+	require.Equal(t, t0.Add(10*time.Minute), d.At, "no alignment to a task whose arithmetic failed")
+	require.Equal(t, ReasonCadence, d.Reason)
+	require.PanicsWithValue(t, "sweep arithmetic", func() { isolated.Decide(sweep, t0.Add(time.Minute)) },
+		"the sweep's own decision meets its panic, where its fence is")
+
+	shared := View{Tasks: []*Task{tenero, sweep}, Fault: faulty}
+	require.Panics(t, func() { shared.Decide(tenero, t0.Add(time.Minute)) }, "revisions before 3: tenero's decision fails on the sweep's arithmetic")
+}
