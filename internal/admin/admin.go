@@ -118,6 +118,7 @@ func (h *handler) routes() []route {
 		{"PUT " + Prefix + "agents", h.putAgents},
 		{"DELETE " + Prefix + "agents/{stxAddress}", h.deleteAgent},
 		{"PUT " + Prefix + "claims", h.putClaims},
+		{"PUT " + Prefix + "rounds/{id}", h.putRound},
 	}
 }
 

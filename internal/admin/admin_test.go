@@ -128,7 +128,7 @@ func TestBadInputIsAClearJSONError(t *testing.T) {
 func TestRoutesListsEveryRoute(t *testing.T) {
 	t.Parallel()
 	routes := admin.Routes()
-	require.Len(t, routes, 21)
+	require.Len(t, routes, 22)
 	for _, r := range routes {
 		require.True(t, strings.HasPrefix(r.Path, admin.Prefix), r.Path)
 		require.Contains(t, []string{"GET", "POST", "PATCH", "PUT", "DELETE"}, r.Method)

@@ -83,7 +83,7 @@ func (c *config) withService(ctx context.Context, withTemporal bool, f func(cont
 	ctx = actor.With(ctx, actor.CLI)
 	return c.withStore(ctx, func(st *store.Store) error {
 		svc := &operate.Service{Store: st, WorkflowID: c.workflowID, SecretOverlap: c.operating.secretOverlap,
-			AllowPrivate: c.webhookAllowPrivate}
+			AllowPrivate: c.webhookAllowPrivate, RoundGrace: c.roundGrace}
 		if !withTemporal {
 			return cliError(f(ctx, svc))
 		}

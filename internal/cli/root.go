@@ -22,6 +22,7 @@ import (
 	"github.com/pacer-dev/pacer/internal/cron"
 	"github.com/pacer-dev/pacer/internal/discovery"
 	"github.com/pacer-dev/pacer/internal/ingest"
+	"github.com/pacer-dev/pacer/internal/round"
 	"github.com/pacer-dev/pacer/workflows"
 )
 
@@ -69,8 +70,10 @@ type config struct {
 	hiroBaseURL     string
 	registryURL     string
 	registryEvery   time.Duration
-	hiroAPIKey      string
-	hiroKeyFile     string
+	// roundGrace is PACER_ROUND_GRACE (SPEC §13).
+	roundGrace  time.Duration
+	hiroAPIKey  string
+	hiroKeyFile string
 	// allowPlaintextKeys lets a key go over http:// to a non-loopback host.
 	allowPlaintextKeys bool
 	competitionStart   int64
@@ -191,6 +194,8 @@ func (c *config) bind(fs *pflag.FlagSet) {
 		"where the registry task reads the registered agents and their claims; empty: no registry task [PACER_REGISTRY_URL]")
 	fs.DurationVar(&c.registryEvery, "registry-every", c.envDuration("PACER_REGISTRY_EVERY", 5*time.Minute),
 		"how often the registry task reads PACER_REGISTRY_URL [PACER_REGISTRY_EVERY]")
+	fs.DurationVar(&c.roundGrace, "round-grace", c.envDuration("PACER_ROUND_GRACE", round.DefaultGrace),
+		"a round's grace after its end unless it gives its own: finalized once it has passed and completeThrough reached the end [PACER_ROUND_GRACE]")
 	fs.DurationVar(&c.sweepEvery, "sweep-every", c.envDuration("PACER_SWEEP_EVERY", time.Minute), "how often the sweep looks for agents that are due, at most [PACER_SWEEP_EVERY]")
 	fs.StringVar(&c.sweepPolicy, "sweep-policy", env("PACER_SWEEP_POLICY", string(ingest.PolicyOptimal)), "how the sweep paces each agent's visits: optimal or tiers [PACER_SWEEP_POLICY]")
 	fs.DurationVar(&c.hotEvery, "hot-every", c.envDuration("PACER_HOT_EVERY", ingest.DefaultHotEvery), "visit interval of hot agents (a swap in the last 24 h), the fastest any agent is visited [PACER_HOT_EVERY]")
@@ -250,6 +255,9 @@ func (c *config) validate() error {
 	}
 	if _, err := c.ingest(); err != nil {
 		return &UsageError{Err: err}
+	}
+	if c.roundGrace < 0 {
+		return usagef("PACER_ROUND_GRACE (--round-grace) %s is negative", c.roundGrace)
 	}
 	if _, err := c.discovery(); err != nil {
 		return &UsageError{Err: err}
@@ -370,7 +378,7 @@ running scheduler: status, pause, resume, refresh, stop, start, reconfigure.`,
 		newStatusCmd(c), newRefreshCmd(c), newPauseCmd(c), newResumeCmd(c), newTuneCmd(c),
 		newStartCmd(c), newStopCmd(c), newReconfigureCmd(c),
 		newMigrateCmd(c), newPricesCmd(c), newScheduleCmd(c), newSubscribersCmd(c), newDeliveriesCmd(c), newAgentsCmd(c), newClaimsCmd(c),
-		newChainhookCmd(c), newAuditCmd(c), newDeployCmd(c), newVersionCmd(c), newDocsCmd(),
+		newChainhookCmd(c), newRoundsCmd(c), newAuditCmd(c), newDeployCmd(c), newVersionCmd(c), newDocsCmd(),
 	)
 	hideSecretDefaults(root)
 	return root

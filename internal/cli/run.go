@@ -213,7 +213,8 @@ func (c *config) apiHandler(st, reads *store.Store, tc client.Client, v *competi
 		// operations the CLI runs (internal/operate), as the token's name.
 		Admin: admin.New(admin.Options{Logger: log.Named("admin"), Operate: &operate.Service{
 			Store: st, Temporal: tc, WorkflowID: c.workflowID,
-			SecretOverlap: c.operating.secretOverlap, AllowPrivate: c.webhookAllowPrivate, Logger: log.Named("operate")}}),
+			SecretOverlap: c.operating.secretOverlap, AllowPrivate: c.webhookAllowPrivate, Logger: log.Named("operate"),
+			RoundGrace: c.roundGrace}}),
 		SchedulerHealth: func(ctx context.Context) (page.SchedulerHealth, error) {
 			return worker.PageHealth(ctx, tc, c.scheduler())
 		},

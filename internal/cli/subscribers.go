@@ -108,7 +108,7 @@ periods that end after now are delivered.`,
 		},
 	}
 	cmd.Flags().StringVar(&rawURL, "url", "", "the endpoint (http or https, no credentials in it)")
-	cmd.Flags().StringVar(&events, "events", strings.Join(rollup.Events, ","), "which rollups to deliver: hourly, daily or both")
+	cmd.Flags().StringVar(&events, "events", strings.Join(rollup.Events, ","), "what to deliver: hourly, daily (rollups), round.finalized (SPEC §13), comma-separated")
 	cmd.Flags().StringVar(&tokens, "tokens", "", "deliver only these tokens' rollups (comma-separated ids; default all)")
 	cmd.Flags().StringVar(&agents, "agents", "", "deliver only these agents' rollups (comma-separated addresses; default all)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the new subscriber, secret and pull token included, as JSON")

@@ -20,6 +20,7 @@ import (
 	"github.com/pacer-dev/pacer/internal/actor"
 	"github.com/pacer-dev/pacer/internal/catalog"
 	"github.com/pacer-dev/pacer/internal/rollup"
+	"github.com/pacer-dev/pacer/internal/round"
 	"github.com/pacer-dev/pacer/internal/store"
 	"github.com/pacer-dev/pacer/internal/webhook"
 )
@@ -72,6 +73,9 @@ type Service struct {
 	// AllowPrivate is PACER_WEBHOOK_ALLOW_PRIVATE: subscriber URLs may
 	// name loopback and private hosts (development).
 	AllowPrivate bool
+	// RoundGrace is PACER_ROUND_GRACE, a round's grace unless it says
+	// (0: round.DefaultGrace).
+	RoundGrace time.Duration
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
 	// Logger logs what cannot be returned (nil: nothing).
@@ -164,9 +168,11 @@ func (s *Service) validURL(raw string) (string, error) {
 }
 
 func validEvents(events []string) ([]string, error) {
-	out, err := validList("events", events, len(rollup.Events), func(e string) bool { return slices.Contains(rollup.Events, e) })
+	// round.finalized (SPEC §10.2) only when asked for: it is not a default.
+	known := append(slices.Clone(rollup.Events), round.EventFinalized)
+	out, err := validList("events", events, len(known), func(e string) bool { return slices.Contains(known, e) })
 	if err == nil && len(out) == 0 {
-		err = invalid("events", "give hourly, daily or both")
+		err = invalid("events", "give hourly, daily, round.finalized or several")
 	}
 	return out, err
 }

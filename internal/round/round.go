@@ -21,7 +21,7 @@ import (
 
 // EventFinalized is the subscribers' event of a finalized round (SPEC
 // §10.2); a subscriber gets it only when it asked for it.
-const EventFinalized = "round.finalized"
+const EventFinalized = store.EventRoundFinalized
 
 // Defaults of SPEC §13.
 const (
