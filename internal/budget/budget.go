@@ -130,6 +130,16 @@ type State struct {
 	// is the last window's, which sizes a window until its first answer.
 	WindowCapacity *int64 `json:"windowCapacity,omitempty"`
 	Capacity       *int64 `json:"capacity,omitempty"`
+	// LeftAt is when Left was last read from an answer. Regen is what
+	// the answers showed of the limit's shape: true when what is left
+	// rose within a window (a sliding window or a token bucket frees
+	// room as it goes), false when a probe was refused until the
+	// window's end (a fixed window), nil before either.
+	LeftAt time.Time `json:"leftAt,omitzero"`
+	Regen  *bool     `json:"regen,omitempty"`
+	// Uncounted are the requests answered without a count since Left
+	// was read (they may have taken nothing).
+	Uncounted int64 `json:"uncounted,omitempty"`
 	// BlockedUntil holds every request after a 429 with Retry-After.
 	BlockedUntil time.Time `json:"blockedUntil"`
 	Month        Month     `json:"month"`
@@ -191,7 +201,10 @@ func (s *State) Take(c Config, lane Lane, cost int64, now time.Time) Decision {
 		lane = LaneSweep
 	}
 	if s.windowLeft(c)-cost < keep {
-		return untilWindow
+		wait, ok := s.probe(c, cost, now)
+		if !ok {
+			return Decision{RetryIn: min(wait, untilWindow.RetryIn), Why: WhyMinute}
+		}
 	}
 
 	_, monthEnd := MonthOf(now)
@@ -257,23 +270,54 @@ func (s *State) Observe(c Config, lane Lane, o Observation, now time.Time) {
 	}
 	*s.used(lane) += extra
 	s.taken(lane, extra)
+	if o.Status == 429 && s.regenerates() {
+		// A refused request took no room of a limit that frees room as
+		// it goes: counted, it would teach the window a capacity it
+		// does not have.
+		*s.used(lane) = max(0, *s.used(lane)-max(o.Cost, 1))
+	}
+	if o.Remaining == nil {
+		// Answered without a count (a server error): it may have taken
+		// nothing, so a count that follows may be higher by it.
+		s.Uncounted += max(o.Cost, 1)
+	}
 	switch {
 	case o.Remaining != nil:
-		lower(&s.Left, *o.Remaining)
-		lower(&s.WindowCapacity, s.SweepUsed+s.FastUsed+*o.Remaining)
+		r, used := *o.Remaining, s.SweepUsed+s.FastUsed
+		if s.Left != nil && s.Uncounted == 0 && r > *s.Left+1 && o.Status != 429 {
+			s.Regen = new(true) // room came back within the window
+		}
+		if s.regenerates() {
+			// What is left now is the answer's: it rises as the limit
+			// frees room, and the window holds what was spent in it
+			// and what is left at once, at most.
+			s.Left = &r
+			if s.WindowCapacity == nil || used+r > *s.WindowCapacity {
+				s.WindowCapacity = new(used + r)
+			}
+		} else {
+			lower(&s.Left, r)
+			lower(&s.WindowCapacity, used+r)
+		}
+		s.LeftAt, s.Uncounted = now, 0
 	case s.Left != nil:
 		*s.Left -= extra
 	}
-	if o.Limit != nil {
+	if o.Limit != nil && (s.WindowCapacity != nil || !s.regenerates()) {
+		// (A limit that frees room as it goes learns its capacity from
+		// what it said was left, not from what it advertises.)
 		lower(&s.WindowCapacity, *o.Limit)
 	}
 	if o.Status == 429 {
 		// Refused: nothing more until Hiro's Retry-After, or until the
 		// window ends when it names none.
-		s.Left = new(int64)
+		s.Left, s.LeftAt = new(int64), now
 		until := s.WindowEnd
 		if o.RetryAfter != nil && *o.RetryAfter > 0 {
 			until = now.Add(*o.RetryAfter)
+		}
+		if s.Regen == nil && !until.Before(s.WindowEnd.Add(-alignTolerance)) {
+			s.Regen = new(false) // refused until the window's end: a fixed window
 		}
 		if until.After(s.BlockedUntil) {
 			s.BlockedUntil = until
@@ -317,6 +361,39 @@ func (s *State) debitCredit(lane Lane, n int64) {
 	}
 }
 
+// regenerates reports whether the answers showed the limit freeing room
+// within a window.
+func (s *State) regenerates() bool { return s.Regen != nil && *s.Regen }
+
+// probe decides whether one request may go when what the upstream said
+// is left (Left) is spent: a limit that is not a fixed window (or not yet
+// known to be one) frees room as time goes, and only a request can find
+// out. Before the shape is known one may go each quarter of a window (a
+// fixed window refuses it until its end, and no more go); once the limit
+// is known to free room, one each time the window's capacity frees one
+// (its length over its capacity). It reports how long until the next may
+// go otherwise.
+func (s *State) probe(c Config, cost int64, now time.Time) (time.Duration, bool) {
+	if s.Left == nil || s.LeftAt.IsZero() || s.Regen != nil && !*s.Regen {
+		return s.WindowEnd.Sub(now), false
+	}
+	every := c.Window / 4
+	if s.regenerates() {
+		// The window's capacity: what the last whole one held, unless
+		// this one shows more already.
+		capacity := s.capacity(c)
+		if s.Capacity != nil {
+			capacity = max(capacity, min(c.PerMinute, *s.Capacity))
+		}
+		every = time.Duration(float64(c.Window) * float64(cost) / float64(max(capacity, 1)))
+	}
+	if next := s.LeftAt.Add(every); now.Before(next) {
+		return next.Sub(now), false
+	}
+	s.LeftAt = now // one probe an interval, until its answer says more
+	return 0, true
+}
+
 // used is the lane's spend in the window; the manual lane's counts as the
 // sweep's.
 func (s *State) used(lane Lane) *int64 {
@@ -355,7 +432,14 @@ func (s *State) roll(c Config, now time.Time) {
 	if s.WindowCapacity != nil {
 		s.Capacity = s.WindowCapacity
 	}
+	left := s.Left
 	s.SweepUsed, s.FastUsed, s.Left, s.WindowCapacity = 0, 0, nil, nil
+	if s.regenerates() {
+		// A limit that frees room as it goes is not whole again at our
+		// window's start: it has what its last answer said, and frees
+		// more as time goes (probe).
+		s.Left = left
+	}
 
 	if start, _ := MonthOf(now); s.Month.Remaining != nil && !s.Month.Start.Equal(start) {
 		// A new month: the quota is whole again until a header says
@@ -485,8 +569,12 @@ func (s *State) Remaining(c Config, now time.Time) (minute int64, month *int64) 
 	return max(0, probe.windowLeft(c)), probe.Month.Remaining // a copy: probe shares no pointer
 }
 
-// windowLeft is what is left of the window, all lanes together.
+// windowLeft is what is left of the window, all lanes together: for a
+// limit that frees room as it goes, what its last answer said.
 func (s *State) windowLeft(c Config) int64 {
+	if s.regenerates() && s.Left != nil {
+		return *s.Left
+	}
 	if left := s.capacity(c) - s.SweepUsed - s.FastUsed; s.Left == nil || left < *s.Left {
 		return left
 	}

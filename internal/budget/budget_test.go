@@ -242,9 +242,42 @@ func TestRefusalBlocksUntilRetryAfter(t *testing.T) {
 	require.False(t, d.OK)
 	require.Equal(t, WhyBlocked, d.Why)
 	require.Equal(t, 19*time.Second, d.RetryIn)
-	// Blocked, then the window's Left is 0 until it ends.
-	require.False(t, s.Take(c, LaneSweep, 1, t0.Add(30*time.Second)).OK)
+	// Blocked, then the window's Left is 0: a refusal that ends before
+	// the window does may be a limit that frees room as it goes, so one
+	// request a quarter of a window after the answer finds out; no more.
+	require.False(t, s.Take(c, LaneSweep, 1, t0.Add(15*time.Second)).OK)
+	require.True(t, s.Take(c, LaneSweep, 1, t0.Add(30*time.Second)).OK)
+	require.False(t, s.Take(c, LaneSweep, 1, t0.Add(31*time.Second)).OK)
 	require.True(t, s.Take(c, LaneSweep, 1, t0.Add(time.Minute)).OK)
+}
+
+// TestFixedWindowIsProbedOnce: once what the answers said is left is
+// spent, one request finds out whether the limit frees room before the
+// window ends; a fixed window refuses it until its end, and no probe
+// goes again. (Limits that free room as they go: the pacing bench's
+// sliding and bucket scenarios.)
+func TestFixedWindowIsProbedOnce(t *testing.T) {
+	t.Parallel()
+	c := Config{PerMinute: 450}
+	left := func(n int64) *int64 { return &n }
+	var s State
+	spend := func(now time.Time) {
+		for n := int64(3); n >= 1; n-- {
+			require.True(t, s.Take(c, LaneSweep, 1, now).OK)
+			s.Observe(c, LaneSweep, Observation{Status: 200, Remaining: left(n)}, now)
+		}
+		require.True(t, s.Take(c, LaneFast, 1, now).OK) // the fast lane's reserve
+		s.Observe(c, LaneFast, Observation{Status: 200, Remaining: left(0)}, now)
+	}
+	spend(t0)
+	require.False(t, s.Take(c, LaneSweep, 1, t0.Add(time.Second)).OK)
+	require.True(t, s.Take(c, LaneSweep, 1, t0.Add(15*time.Second)).OK, "a probe")
+	ra := 45 * time.Second
+	s.Observe(c, LaneSweep, Observation{Status: 429, Remaining: left(0), RetryAfter: &ra}, t0.Add(15*time.Second))
+	require.NotNil(t, s.Regen)
+	require.False(t, *s.Regen, "refused until the window's end")
+	spend(t0.Add(time.Minute))
+	require.False(t, s.Take(c, LaneSweep, 1, t0.Add(time.Minute+30*time.Second)).OK, "no probe again")
 }
 
 func TestMonthIsPacedAndNeverRunsDry(t *testing.T) {

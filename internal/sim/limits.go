@@ -13,8 +13,12 @@ import (
 )
 
 // Limits is one rate-limit plan: a per-minute and a per-month budget. The
-// windows are fixed, as real quota counters are: a minute window starts on
-// the minute, a month window on the first of the month (UTC).
+// month window is fixed, on the first of the month (UTC). The minute's is
+// of the plan's Shape: a fixed window on the minute (the default), a
+// sliding one (at most the limit in any 60 s), or a token bucket. Whatever
+// the shape, the headers say a fixed minute window ends on the minute:
+// only what is left (ratelimit-remaining) tells the shape, as an upstream
+// that does not document its limiter would.
 type Limits struct {
 	// PerMinute and PerMonth are the budgets; 0 takes the plan's default.
 	PerMinute int `json:"perMinute"`
@@ -33,7 +37,28 @@ type Limits struct {
 	// MonthUsed is what a caller's month has spent already when its
 	// budget starts (a plan used before pacer came to it).
 	MonthUsed int `json:"monthUsed,omitempty"`
+	// Shape is the minute limit's: ShapeFixed (""), ShapeSliding or
+	// ShapeBucket. A neighbour (NoisyPerMinute) spends only in fixed
+	// windows.
+	Shape Shape `json:"shape,omitempty"`
+	// Burst is a token bucket's size (0: the per-minute limit); it fills
+	// at the per-minute limit.
+	Burst int `json:"burst,omitempty"`
+	// HeaderLag makes the remaining header lag: it says what was left
+	// before the caller's last HeaderLag requests (at most what the
+	// limit holds), as a counter read before it is updated does.
+	HeaderLag int `json:"headerLag,omitempty"`
 }
+
+// Shape is a minute limit's shape.
+type Shape string
+
+// Shapes.
+const (
+	ShapeFixed   Shape = ""
+	ShapeSliding Shape = "sliding"
+	ShapeBucket  Shape = "bucket"
+)
 
 // enforced is the per-minute limit requests really meet.
 func (l Limits) enforced() int {
@@ -104,8 +129,17 @@ type Quota struct {
 	Limits      Limits
 	minuteStart time.Time
 	minuteUsed  int
-	monthStart  time.Time
-	monthUsed   int
+	// recent are the units spent in the last minute, oldest first
+	// (ShapeSliding); tokens what a bucket holds at tokensAt
+	// (ShapeBucket).
+	recent   []time.Time
+	tokens   float64
+	tokensAt time.Time
+	// lagged are the minute's remaining counts after the last requests,
+	// newest last (HeaderLag).
+	lagged     []int
+	monthStart time.Time
+	monthUsed  int
 	// DryAt is when the month quota first refused a request.
 	DryAt *time.Time
 }
@@ -125,12 +159,13 @@ type Answer struct {
 func (q *Quota) Take(now time.Time, cost int) Answer {
 	q.roll(now)
 	perMinute, perMonth := q.Limits.enforced(), q.perMonth()
-	minuteSpent := q.minuteUsed+cost > perMinute
+	minuteLeft, minuteWait := q.minute(now, perMinute)
+	minuteSpent := cost > minuteLeft
 	monthSpent := q.monthUsed+cost > perMonth
 	a := Answer{Allowed: !minuteSpent && !monthSpent}
 	switch {
 	case a.Allowed:
-		q.minuteUsed += cost
+		q.spend(now, cost)
 		q.monthUsed += cost
 	case monthSpent:
 		// The month is the longer wall; pointing at the minute would only
@@ -140,11 +175,62 @@ func (q *Quota) Take(now time.Time, cost int) Answer {
 			q.DryAt = &now
 		}
 	default:
-		a.RetryAfter = q.minuteStart.Add(time.Minute).Sub(now)
+		a.RetryAfter = minuteWait(cost)
 	}
-	a.MinuteRemaining = perMinute - q.minuteUsed
+	a.MinuteRemaining, _ = q.minute(now, perMinute)
+	if lag := q.Limits.HeaderLag; lag > 0 {
+		q.lagged = append(q.lagged, a.MinuteRemaining)
+		if len(q.lagged) > lag+1 {
+			q.lagged = q.lagged[1:]
+		}
+		a.MinuteRemaining = q.lagged[0]
+	}
 	a.MonthRemaining = perMonth - q.monthUsed
 	return a
+}
+
+// minute is what the minute limit has left at now, and how long until it
+// has n units.
+func (q *Quota) minute(now time.Time, perMinute int) (left int, wait func(n int) time.Duration) {
+	switch q.Limits.Shape {
+	case ShapeSliding:
+		for len(q.recent) > 0 && !q.recent[0].Add(time.Minute).After(now) {
+			q.recent = q.recent[1:]
+		}
+		return perMinute - len(q.recent), func(n int) time.Duration {
+			if i := len(q.recent) - perMinute + n - 1; i >= 0 && i < len(q.recent) {
+				return q.recent[i].Add(time.Minute).Sub(now)
+			}
+			return time.Second
+		}
+	case ShapeBucket:
+		burst := float64(cmp.Or(max(q.Limits.Burst, 0), perMinute))
+		fill := float64(perMinute) / time.Minute.Seconds() // units a second
+		if q.tokensAt.IsZero() {
+			q.tokens = burst
+		} else if dt := now.Sub(q.tokensAt).Seconds(); dt > 0 {
+			q.tokens = math.Min(burst, q.tokens+dt*fill)
+		}
+		q.tokensAt = now
+		return int(q.tokens), func(n int) time.Duration {
+			return time.Duration((float64(n) - q.tokens) / fill * float64(time.Second))
+		}
+	}
+	return perMinute - q.minuteUsed, func(int) time.Duration { return q.minuteStart.Add(time.Minute).Sub(now) }
+}
+
+// spend debits the minute limit cost units at now.
+func (q *Quota) spend(now time.Time, cost int) {
+	switch q.Limits.Shape {
+	case ShapeSliding:
+		for range cost {
+			q.recent = append(q.recent, now)
+		}
+	case ShapeBucket:
+		q.tokens -= float64(cost)
+	default:
+		q.minuteUsed += cost
+	}
 }
 
 // MonthLeft is what is left of the month last used; -1 without a quota.
@@ -180,7 +266,7 @@ func (q *Quota) roll(now time.Time) {
 		q.monthStart, q.monthUsed = month, used
 	}
 	minute := now.Truncate(time.Minute)
-	if !minute.Equal(q.minuteStart) {
+	if !minute.Equal(q.minuteStart) && l.Shape == ShapeFixed {
 		q.minuteStart = minute
 		q.minuteUsed = l.NoisyPerMinute
 		q.monthUsed = min(q.monthUsed+l.NoisyPerMinute, q.perMonth())

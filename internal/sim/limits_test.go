@@ -48,3 +48,41 @@ func TestQuotaAndItsObservation(t *testing.T) {
 	require.False(t, dry.Take(at.Add(time.Second), 1).Allowed)
 	require.Equal(t, at.Add(time.Second), *dry.DryAt, "when the month first refused")
 }
+
+// TestQuotaShapes: a sliding window holds at most its limit in any 60 s
+// and frees each unit 60 s after it was spent; a token bucket holds its
+// burst and fills at the limit a minute; a lagging header says what was
+// left before the last requests. The headers name the minute's end
+// whatever the shape.
+func TestQuotaShapes(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 6, 1, 0, 0, 50, 0, time.UTC)
+	sliding := Quota{Limits: Limits{PerMinute: 500, HiddenPerMinute: 3, Shape: ShapeSliding}}
+	for i := range 3 {
+		require.True(t, sliding.Take(at.Add(time.Duration(i)*time.Second), 1).Allowed)
+	}
+	over := sliding.Take(at.Add(15*time.Second), 1) // a new minute, the same 60 s
+	require.False(t, over.Allowed, "three in the last 60 s")
+	require.Equal(t, 45*time.Second, over.RetryAfter, "until the first ages out")
+	require.EqualValues(t, 55*time.Second, *over.Observation(sliding.Limits, at.Add(15*time.Second), 1).Reset,
+		"the header says the minute ends on the minute")
+	freed := sliding.Take(at.Add(60*time.Second), 1)
+	require.True(t, freed.Allowed)
+	require.Equal(t, 0, freed.MinuteRemaining, "one freed, one spent")
+
+	bucket := Quota{Limits: Limits{PerMinute: 30, Burst: 2, Shape: ShapeBucket}}
+	require.True(t, bucket.Take(at, 1).Allowed)
+	require.True(t, bucket.Take(at, 1).Allowed)
+	empty := bucket.Take(at, 1)
+	require.False(t, empty.Allowed)
+	require.Equal(t, 2*time.Second, empty.RetryAfter, "30 a minute: a token every 2 s")
+	require.True(t, bucket.Take(at.Add(2*time.Second), 1).Allowed)
+	require.Equal(t, 2, bucket.Take(at.Add(time.Hour), 1).MinuteRemaining+1, "full again, at most the burst")
+
+	lag := Quota{Limits: Limits{PerMinute: 10, HeaderLag: 2}}
+	var said []int
+	for range 4 {
+		said = append(said, lag.Take(at, 1).MinuteRemaining)
+	}
+	require.Equal(t, []int{9, 9, 9, 8}, said)
+}

@@ -7,6 +7,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/pacer-dev/pacer/internal/budget"
+	"github.com/pacer-dev/pacer/internal/sim"
 )
 
 // TestBenchGoals runs the whole bench and holds pacer to the issue's goals,
@@ -164,4 +167,45 @@ func TestStarterPicks(t *testing.T) {
 	}
 	require.Greater(t, cut, len(picks)/2, "on the Starter plan most runs are cut")
 	t.Logf("%d runs in 12 h, %d cut; run 10: n %d, picked %v", len(picks), cut, picks[10].N, picks[10].Picked)
+}
+
+// TestBudgetFollowsLimitsOfEveryShape (issue 40): a crawl that takes
+// every request from pacer's budget (budget.State, as the sweep's client
+// does: a request waits for the budget, and its answer is observed) on a
+// keyed plan that advertises 500 a minute and enforces a hidden 30, in
+// fixed minute windows, in a sliding window (30 in any 60 s) and in a
+// token bucket (10, filling at 30 a minute), the headers naming the
+// minute's end whatever the shape: at least 90% of the hidden limit used,
+// at most 1% refused, over an hour.
+func TestBudgetFollowsLimitsOfEveryShape(t *testing.T) {
+	t.Parallel()
+	for _, h := range []Hidden{
+		{Phases: []Phase{{PerMinute: 30}}},
+		{Phases: []Phase{{PerMinute: 30}}, Shape: sim.ShapeSliding},
+		{Phases: []Phase{{PerMinute: 30}}, Shape: sim.ShapeBucket, Burst: 10},
+	} {
+		u := NewUpstream(h, 500, start)
+		var st budget.State
+		cfg := budget.Config{PerMinute: 450}
+		ok, refused := 0, 0
+		end := start.Add(time.Hour)
+		for now := start; now.Before(end); {
+			if d := st.Take(cfg, budget.LaneSweep, 1, now); !d.OK {
+				now = now.Add(d.RetryIn)
+				continue
+			}
+			a := u.Take(now)
+			now = now.Add(latency)
+			st.Observe(cfg, budget.LaneSweep, a.Obs, now)
+			if a.Allowed {
+				ok++
+			} else {
+				refused++
+			}
+		}
+		used, share := float64(ok)/(30*60), float64(refused)/float64(ok+refused)
+		t.Logf("figures: %q limit: %.1f%% of the hidden 30/min used, %.2f%% refused (%d)", h.Shape, 100*used, 100*share, refused)
+		require.GreaterOrEqual(t, used, 0.90, "shape %q", h.Shape)
+		require.LessOrEqual(t, share, 0.01, "shape %q", h.Shape)
+	}
 }

@@ -28,6 +28,11 @@ type Hidden struct {
 	Phases []Phase
 	// PerMonth is the month quota; 0 for none.
 	PerMonth int
+	// Shape and Burst are the minute limit's shape (internal/sim's:
+	// fixed windows, sliding ones, a token bucket), the same in every
+	// phase.
+	Shape sim.Shape
+	Burst int
 }
 
 // at returns the phase in force at d since the start.
@@ -89,7 +94,7 @@ func (u *Upstream) Take(now time.Time) Answer {
 		}
 	}
 	u.Quota.Limits = sim.Limits{PerMinute: u.documented, HiddenPerMinute: p.PerMinute, NoisyPerMinute: p.Noisy,
-		PerMonth: u.hidden.PerMonth}
+		PerMonth: u.hidden.PerMonth, Shape: u.hidden.Shape, Burst: u.hidden.Burst}
 	a := u.Quota.Take(now, 1)
 	return Answer{Answer: a, Obs: a.Observation(u.Quota.Limits, now, 1)}
 }
