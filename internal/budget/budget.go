@@ -284,7 +284,7 @@ func (s *State) Observe(c Config, lane Lane, o Observation, now time.Time) {
 	switch {
 	case o.Remaining != nil:
 		r, used := *o.Remaining, s.SweepUsed+s.FastUsed
-		if s.Left != nil && s.Uncounted == 0 && r > *s.Left+1 && o.Status != 429 {
+		if s.Left != nil && s.Uncounted == 0 && r > *s.Left+riseMargin && o.Status != 429 {
 			s.Regen = new(true) // room came back within the window
 		}
 		if s.regenerates() {
@@ -360,6 +360,12 @@ func (s *State) debitCredit(lane Lane, n int64) {
 		*s.Month.credit(lane) -= float64(n)
 	}
 }
+
+// riseMargin is how much more than Left an answer must say is left to
+// show a limit that frees room within a window: more than the requests
+// in flight at once (the sweep's concurrent visits), whose answers may
+// come out of order, each saying what was left before the others.
+const riseMargin = 3
 
 // regenerates reports whether the answers showed the limit freeing room
 // within a window.
