@@ -14,6 +14,7 @@ import (
 	"github.com/pacer-dev/pacer"
 	"github.com/pacer-dev/pacer/activities"
 	"github.com/pacer-dev/pacer/internal/api"
+	"github.com/pacer-dev/pacer/internal/evidence"
 	"github.com/pacer-dev/pacer/internal/rollup"
 	"github.com/pacer-dev/pacer/internal/store"
 	"github.com/pacer-dev/pacer/internal/webhook"
@@ -271,6 +272,12 @@ func TestDeliverUnderFailures(t *testing.T) {
 	t.Logf("figures: delivered %d, exhausted %d (pulled %d), lost %d; %d retries, the worst off its ladder step by %.1f%%; "+
 		"healthy delay from period end p50 %s p99 %s; healthy first-attempt latency p99 %s (baseline of 100 healthy: %s)",
 		delivered, exhausted, pulled, lost, retries, 100*worst, percentile(healthyDelay, 0.5), p99, gotP99, baseP99)
+	evidence.Check(t, "deliver.failures.lost", float64(lost), evidence.Exactly, 0, "count")
+	// checkLadder's bound on the shortest step: ±20% plus the deliver
+	// loop's granularity (loopSlack), which on this test's second-long
+	// steps is most of it.
+	shortest := slices.Min(testLadder)
+	evidence.Check(t, "deliver.failures.ladder_worst_off", 100*worst, evidence.AtMost, 100*(0.2+float64(loopSlack)/float64(shortest)), "pct")
 }
 
 // loopSlack is how late the test's deliver loop may pick up a due retry.

@@ -155,10 +155,13 @@ func TestTailGapAfterHiroOutageIsFilled(t *testing.T) {
 	waitForLedger(t, s, w, clk.Now(), 2*time.Minute)
 	eventually(t, time.Minute, "the tail has begun", func() bool { return tailRow(t, s).found })
 
+	failedBefore := hiroServerErrors(s.sim.Stats())
 	require.NoError(t, s.sim.SetFaults(sim.Faults{PathPrefix: "/extended/", ServerError: 1}))
 	at := worldAt.Add(3 * time.Hour) // Hiro down while three hours of the chain pass
 	clk.Set(at)
-	time.Sleep(3 * time.Second)
+	// Down until pacer has met it several times (its reads failing), not
+	// for a span of wall time.
+	eventually(t, time.Minute, "pacer met Hiro down", func() bool { return hiroServerErrors(s.sim.Stats()) >= failedBefore+3 })
 	require.NoError(t, s.sim.SetFaults(sim.Faults{}))
 
 	eventually(t, 2*time.Minute, "the gap is reported", func() bool {
@@ -199,4 +202,17 @@ func TestHintedAgentIsVisitedWithinSeconds(t *testing.T) {
 		before, _, err = s.st.AgentIngestRow(ctx, agent)
 		require.NoError(t, err)
 	}
+}
+
+// hiroServerErrors counts the simulator's 5xx answers on every route.
+func hiroServerErrors(st sim.Stats) int {
+	n := 0
+	for _, r := range st.Routes {
+		for status, c := range r.ByStatus {
+			if status >= 500 && status != sim.StatusClientClosed {
+				n += c
+			}
+		}
+	}
+	return n
 }

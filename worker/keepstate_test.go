@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -125,10 +126,14 @@ func TestStopStaysStoppedUntilStart(t *testing.T) {
 	// Workers restart again and again, each checking every 100 ms: the
 	// scheduler stays stopped (a minute-long keep-alive, shortened).
 	core, logs := observer.New(zapcore.InfoLevel)
+	var checks atomic.Int64
+	s.sched.OnCheck = func(worker.Ensured, error) { checks.Add(1) }
 	for range 5 {
+		from := checks.Load()
 		stop := s.keepAlive(t, zap.New(core))
 		eventually(t, 5*time.Second, "the keep-alive looked", func() bool { return logs.FilterMessage("scheduler.left_stopped").Len() > 0 })
-		time.Sleep(300 * time.Millisecond) // let it look a few more times: it must do nothing
+		// It looks a few more times: it must do nothing.
+		eventually(t, 5*time.Second, "the keep-alive looked four times", func() bool { return checks.Load() >= from+4 })
 		stop()
 	}
 	desc, err = s.tc.DescribeWorkflowExecution(ctx, s.sched.WorkflowID, "")

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/evidence"
 	"github.com/pacer-dev/pacer/internal/sim"
 	"github.com/pacer-dev/pacer/internal/testenv"
 	"github.com/pacer-dev/pacer/workflows"
@@ -63,6 +64,7 @@ func runSunset(t *testing.T, agents int) {
 		require.LessOrEqual(t, n, 1, "%s: asked again after its sunset answer", route)
 		deprecated += n
 	}
+	evidence.Check(t, "sunset.deprecated_requests", float64(deprecated), evidence.AtMost, float64(len(sim.SunsetRoutes)), "count")
 	t.Logf("figures: %d requests to deprecated routes (their sunset answers), %d to v3 principals, %d to tx/multiple; slowest new swaps %s",
 		deprecated, st.Routes[sim.HiroPrincipalTransactionsRoute].Total, st.Routes[sim.HiroTxMultipleRoute].Total, slowest.Round(100*time.Millisecond))
 	eventually(t, time.Minute, "the status names the tail's source", func() bool {

@@ -2,6 +2,7 @@ package worker_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -90,13 +91,16 @@ func TestFailingWorkflowTaskIsReported(t *testing.T) {
 	healthy.startWorker(t)
 	hs := healthy.sched
 	hs.KeepAliveEvery = 200 * time.Millisecond
+	var hchecks atomic.Int64
+	hs.OnCheck = func(worker.Ensured, error) { hchecks.Add(1) }
 	hcore, hlogs := observer.New(zapcore.InfoLevel)
 	go worker.KeepRunning(ctx, healthy.tc, hs, zap.New(hcore))
 	eventually(t, time.Minute, "the healthy scheduler answers its status", func() bool {
 		_, err := worker.Status(ctx, healthy.tc, hs.WorkflowID)
 		return err == nil
 	})
-	time.Sleep(time.Second) // several checks
+	from := hchecks.Load()
+	eventually(t, time.Minute, "several checks of the answering scheduler", func() bool { return hchecks.Load() >= from+5 })
 	require.Zero(t, hlogs.FilterMessage("scheduler.workflow_task_failing").Len())
 	hv, err := worker.Describe(ctx, healthy.tc, hs)
 	require.NoError(t, err)
