@@ -19,8 +19,8 @@ import (
 func TestARefreshOfABrokenTaskNeverWedgesTheScheduler(t *testing.T) {
 	t.Parallel()
 	var faulty atomic.Bool
-	h := newHarnessOpts(t, nil, &runOptions{fault: func(task string) {
-		if task == pacer.TaskRollup && faulty.Load() {
+	h := newHarnessOpts(t, nil, &runOptions{fault: func(tk *schedule.Task) {
+		if tk.Name == pacer.TaskRollup && faulty.Load() {
 			panic("rollup decision went wrong")
 		}
 	}})
@@ -104,4 +104,28 @@ func TestAPanicInTheTimerSummaryIsFenced(t *testing.T) {
 	})
 	h.runFor(t, 21*time.Minute, SchedulerInput{})
 	require.EqualValues(t, 21, h.sweep.calls.Load(), "every minute from 0 to 20")
+}
+
+// Issue 41.1, through the update: a refreshNow accepted for a task whose
+// decision then panics (the panic planted where the task is requested)
+// answers with the panic instead of waiting for a run that never starts,
+// and a stop still completes the run.
+func TestARefreshNowWhoseTaskBreaksAnswersWithThePanic(t *testing.T) {
+	t.Parallel()
+	h := newHarnessOpts(t, nil, &runOptions{fault: func(tk *schedule.Task) {
+		if tk.Name == pacer.TaskRollup && tk.Requested {
+			panic("rollup decision went wrong on request")
+		}
+	}})
+	refresh := h.update(5*time.Minute+30*time.Second, UpdateRefreshNow, `{"task":"rollup"}`)
+	stopped := h.update(6*time.Minute+30*time.Second, UpdateStop, `{"reason":"test"}`)
+	h.at(3*time.Hour, h.env.CancelWorkflow) // a wedged stop would wait until here
+	h.env.ExecuteWorkflow(WorkflowType, SchedulerInput{})
+
+	require.NoError(t, h.env.GetWorkflowError(), "the stop completed the run")
+	require.True(t, refresh.done)
+	require.NoError(t, refresh.rejected, "accepted: rollup was not broken yet")
+	require.ErrorContains(t, refresh.err, "rollup decision went wrong on request")
+	require.True(t, stopped.done)
+	require.NoError(t, stopped.err)
 }

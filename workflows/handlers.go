@@ -107,15 +107,24 @@ func (s *scheduler) refreshNow(ctx workflow.Context, raw json.RawMessage) (Refre
 	s.request(names, workflow.Now(ctx))
 	s.logger.Info("scheduler.refresh_requested", "tasks", names, "via", "update")
 	s.wake.SendAsync(struct{}{})
+	// A task whose fence fires before its run starts never runs: it ends
+	// the wait too, and the answer is its panic (revision 3, issue 41.1).
+	broken := func(name string) bool { return s.revision >= 3 && s.tasks[name].Broken != nil }
 	if err := workflow.Await(ctx, func() bool {
 		for _, name := range names {
-			if s.tasks[name].Finished < want[name] {
+			if s.tasks[name].Finished < want[name] && !broken(name) {
 				return false
 			}
 		}
 		return true
 	}); err != nil {
 		return RefreshNowResult{}, err
+	}
+	for _, name := range names {
+		if broken(name) && s.tasks[name].Finished < want[name] {
+			return RefreshNowResult{}, fmt.Errorf("task %s broke before its run started, its scheduling code panicked: %.200s",
+				name, s.tasks[name].Broken.Message)
+		}
 	}
 	var res RefreshNowResult
 	for _, name := range names {

@@ -14,6 +14,7 @@ package workflows_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -32,6 +33,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 	sdkworker "go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/pacer-dev/pacer"
@@ -44,6 +46,9 @@ import (
 
 // historyPrefix names the recordings of today's revision.
 var historyPrefix = fmt.Sprintf("testdata/histories/r%d-", workflows.RevisionCurrent)
+
+// historySums is the recorded histories' manifest (replay_test.go).
+const historySums = "testdata/histories/SHA256SUMS"
 
 // badHistory is the basic recording with its first tenero activity
 // renamed: the replay test's history that must fail.
@@ -118,6 +123,39 @@ func (r *scriptedRegistry) run(ctx context.Context, _ pacer.RegistryInput) (pace
 	return pacer.RegistryResult{}, temporal.NewApplicationError("registry answered 503", string(pacer.ClassServerError))
 }
 
+// scriptedFinalize finds no round on its first run; after the refresh
+// that says one was added it waits out the round's grace (2 s), then
+// completeThrough behind its end for one run a second on, then
+// finalizes it and has nothing left.
+type scriptedFinalize struct{ calls atomic.Int32 }
+
+func (f *scriptedFinalize) run(ctx context.Context, _ pacer.FinalizeInput) (pacer.FinalizeResult, error) {
+	now := activity.GetInfo(ctx).StartedTime
+	next := now.Add(2 * time.Second)
+	switch f.calls.Add(1) {
+	case 1:
+		return pacer.FinalizeResult{}, nil
+	case 2:
+		return pacer.FinalizeResult{NextDueAt: &next, Waiting: &pacer.RoundWait{Round: "r1", Reason: pacer.WaitGrace, BehindSeconds: 2}}, nil
+	case 3:
+		next = now.Add(time.Second)
+		return pacer.FinalizeResult{NextDueAt: &next, Waiting: &pacer.RoundWait{Round: "r1", Reason: pacer.WaitCompleteThrough, BehindSeconds: 30}}, nil
+	case 4:
+		return pacer.FinalizeResult{}, temporal.NewApplicationError("database down", string(pacer.ClassTransport))
+	}
+	return pacer.FinalizeResult{Finalized: []string{"r1"}}, nil
+}
+
+// chainhook finds the hook missing on its first run, then as it should be.
+type scriptedChainhook struct{ calls atomic.Int32 }
+
+func (c *scriptedChainhook) run(context.Context, pacer.ChainhookInput) (pacer.ChainhookResult, error) {
+	if c.calls.Add(1) == 1 {
+		return pacer.ChainhookResult{Action: "created", HookUUID: "hook-1", HookStatus: "streaming"}, nil
+	}
+	return pacer.ChainhookResult{Action: "none", HookUUID: "hook-1", HookStatus: "streaming", LagBlocks: 1}, nil
+}
+
 // recorder is a dev server with a worker whose activities a test chooses.
 type recorder struct {
 	t *testing.T
@@ -140,6 +178,8 @@ func newRecorder(t *testing.T, queue string, tenero any) *recorder {
 	w.RegisterActivityWithOptions(rollup, activity.RegisterOptions{Name: workflows.ActivityRollup})
 	w.RegisterActivityWithOptions((&scriptedDeliver{}).run, activity.RegisterOptions{Name: workflows.ActivityDeliver})
 	w.RegisterActivityWithOptions((&scriptedRegistry{}).run, activity.RegisterOptions{Name: workflows.ActivityRegistry})
+	w.RegisterActivityWithOptions((&scriptedFinalize{}).run, activity.RegisterOptions{Name: workflows.ActivityFinalize})
+	w.RegisterActivityWithOptions((&scriptedChainhook{}).run, activity.RegisterOptions{Name: workflows.ActivityChainhook})
 	require.NoError(t, w.Start())
 	t.Cleanup(w.Stop)
 	return &recorder{t: t, c: c}
@@ -172,6 +212,20 @@ func (r *recorder) update(id, name string, arg any) error {
 	return h.Get(context.Background(), nil)
 }
 
+// toRecord skips a scenario unless it records for today's revision: a
+// scenario records under the revision that brought it (or, with since 0,
+// under every revision that has not recorded it yet) and only files that
+// do not exist yet.
+func toRecord(t *testing.T, since workflow.Version, names ...string) {
+	t.Helper()
+	if since != 0 && workflows.RevisionCurrent != since {
+		t.Skipf("recorded by revision %d", since)
+	}
+	if !missing(names...) {
+		t.Skip("recorded")
+	}
+}
+
 // missing reports which of the files do not exist yet: a scenario whose
 // recordings all exist is not run.
 func missing(names ...string) bool {
@@ -186,9 +240,7 @@ func missing(names ...string) bool {
 func TestWriteHistories(t *testing.T) {
 	const queue = "histories"
 	t.Run("basic", func(t *testing.T) {
-		if !missing("basic") {
-			t.Skip("recorded")
-		}
+		toRecord(t, 0, "basic")
 		r := newRecorder(t, queue, (&scriptedTenero{}).run)
 		// Ticks on a fast cadence, a rate-limit back-off, a failure, every
 		// message as a signal and as an update (good and malformed), a query.
@@ -232,9 +284,7 @@ func TestWriteHistories(t *testing.T) {
 	})
 
 	t.Run("continue-as-new", func(t *testing.T) {
-		if !missing("continue-as-new") {
-			t.Skip("recorded")
-		}
+		toRecord(t, 1, "continue-as-new")
 		r := newRecorder(t, queue, (&scriptedTenero{}).run)
 		// Continue-as-new at the first idle moment, with state and a signal
 		// arriving around the hand-over.
@@ -247,9 +297,7 @@ func TestWriteHistories(t *testing.T) {
 	})
 
 	t.Run("failure-streak", func(t *testing.T) {
-		if !missing("failure-streak") {
-			t.Skip("recorded")
-		}
+		toRecord(t, 1, "failure-streak")
 		r := newRecorder(t, queue, failingTenero)
 		// Tenero fails every run: 12 in a row open its breaker, which then
 		// probes every 3 s and fails again; a resume closes it, and the
@@ -264,9 +312,7 @@ func TestWriteHistories(t *testing.T) {
 	})
 
 	t.Run("reconfigure", func(t *testing.T) {
-		if !missing("reconfigure", "reconfigured") {
-			t.Skip("recorded")
-		}
+		toRecord(t, 1, "reconfigure", "reconfigured")
 		r := newRecorder(t, queue, (&scriptedTenero{}).run)
 		// A reconfigure applies at once and continues as new with the new
 		// config: the run that took it, and the run after it.
@@ -284,9 +330,7 @@ func TestWriteHistories(t *testing.T) {
 	})
 
 	t.Run("catch-up", func(t *testing.T) {
-		if !missing("catch-up") {
-			t.Skip("recorded")
-		}
+		toRecord(t, 1, "catch-up")
 		r := newRecorder(t, queue, (&scriptedTenero{}).run)
 		// A scheduler back after five minutes down: the rollup's minutely
 		// occurrences it missed are backfilled, each its own run, then a
@@ -311,9 +355,7 @@ func TestWriteHistories(t *testing.T) {
 	})
 
 	t.Run("core", func(t *testing.T) {
-		if !missing("core", "core-reconfigured") {
-			t.Skip("recorded")
-		}
+		toRecord(t, 1, "core", "core-reconfigured")
 		r := newRecorder(t, queue, (&scriptedTenero{}).run)
 		// The one decision's messages and rules: a minutely rollup whose
 		// first occurrence fails (owed, retried on its back-off), a pause of
@@ -350,12 +392,7 @@ func TestWriteHistories(t *testing.T) {
 	})
 
 	t.Run("registry", func(t *testing.T) {
-		if workflows.RevisionCurrent < 2 {
-			t.Skip("the registry task is revision 2's")
-		}
-		if !missing("registry") {
-			t.Skip("recorded")
-		}
+		toRecord(t, 2, "registry")
 		r := newRecorder(t, queue, (&scriptedTenero{}).run)
 		// Revision 2: the registry task reads every 2 s; a read that adds
 		// an agent hints the sweep; a failed read is retried on its cadence.
@@ -367,10 +404,29 @@ func TestWriteHistories(t *testing.T) {
 		write(t, r.c, reg.GetID(), reg.GetRunID(), "registry")
 	})
 
+	t.Run("rounds", func(t *testing.T) {
+		toRecord(t, 3, "rounds")
+		r := newRecorder(t, queue, (&scriptedTenero{}).run)
+		// Revision 3: finalize runs at the start and finds no round, is
+		// woken by a refresh (a round added), waits for its grace and then
+		// for completeThrough, fails once, finalizes; chainhook every 2 s.
+		// A refresh of a task the run does not have is refused.
+		run := r.start("history-rounds", queue, workflows.Config{TeneroEvery: pacer.Duration(time.Hour),
+			SweepEvery: pacer.Duration(time.Hour), ChainhookEvery: pacer.Duration(2 * time.Second)})
+		id := run.GetID()
+		time.Sleep(3 * time.Second)
+		r.signal(id, workflows.SignalRefresh, workflows.RefreshInput{Task: pacer.TaskFinalize})
+		time.Sleep(8 * time.Second)
+		require.Error(t, r.update(id, workflows.UpdateRefreshNow, workflows.RefreshInput{Task: pacer.TaskRegistry}))
+		require.NoError(t, r.update(id, workflows.UpdateRefreshNow, workflows.RefreshInput{Task: pacer.TaskAll}))
+		_, err := r.c.QueryWorkflow(context.Background(), id, "", workflows.QueryStatus)
+		require.NoError(t, err)
+		require.NoError(t, r.c.TerminateWorkflow(context.Background(), id, "", "history recorded"))
+		write(t, r.c, id, run.GetRunID(), "rounds")
+	})
+
 	t.Run("stop-start", func(t *testing.T) {
-		if !missing("stopped", "started") {
-			t.Skip("recorded")
-		}
+		toRecord(t, 1, "stopped", "started")
 		r := newRecorder(t, queue, (&scriptedTenero{}).run)
 		// A stop completes the run with its state; a start carries it on.
 		sched := worker.Scheduler{WorkflowID: "history-stop-start", TaskQueue: queue,
@@ -426,6 +482,10 @@ func write(t *testing.T, c client.Client, id, runID, name string) {
 	require.NoError(t, err)
 	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
 	require.NoError(t, os.WriteFile(path, b, 0o644))
-	t.Logf("wrote %s (%d events)", path, len(h.Events))
+	sums, err := os.OpenFile(historySums, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	require.NoError(t, err)
+	_, err = fmt.Fprintf(sums, "%x  %s\n", sha256.Sum256(b), filepath.Base(path))
+	require.NoError(t, errors.Join(err, sums.Close()))
+	t.Logf("wrote %s (%d events) and its sum in %s", path, len(h.Events), historySums)
 	require.False(t, strings.Contains(string(b), "EVENT_TYPE_WORKFLOW_TASK_FAILED"), "%s holds a failed workflow task", path)
 }

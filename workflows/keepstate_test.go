@@ -384,8 +384,8 @@ func TestAPanicFencesOneTask(t *testing.T) {
 	t.Parallel()
 	var faulty atomic.Bool
 	faulty.Store(true)
-	h := newHarnessOpts(t, nil, &runOptions{fault: func(task string) {
-		if task == pacer.TaskRollup && faulty.Load() {
+	h := newHarnessOpts(t, nil, &runOptions{fault: func(tk *schedule.Task) {
+		if tk.Name == pacer.TaskRollup && faulty.Load() {
 			panic("cron arithmetic went wrong")
 		}
 	}})

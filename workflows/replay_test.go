@@ -1,10 +1,15 @@
 package workflows
 
 import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -112,4 +117,40 @@ func versionMarkers(t *testing.T, history []byte) ([]string, []int) {
 		ids, versions = append(ids, id), append(versions, v)
 	}
 	return ids, versions
+}
+
+// A recorded history proves that a change replays the runs it finds in
+// flight only as long as it is what the revision recorded: rewritten by a
+// later build, it proves nothing (issue 41.5). Every file in
+// testdata/histories is listed in SHA256SUMS (make histories appends the
+// sum of each file it records; a new file is added, never replaced), and
+// each must match its sum. Retiring a revision deletes its files and
+// their lines together.
+func TestRecordedHistoriesAreNeverRewritten(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile("testdata/histories/SHA256SUMS")
+	require.NoError(t, err)
+	sums := map[string]string{}
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	for sc.Scan() {
+		sum, name, ok := strings.Cut(sc.Text(), "  ")
+		require.True(t, ok, "SHA256SUMS line %q: want \"<sha256>  <file>\" (sha256sum's format)", sc.Text())
+		_, dup := sums[name]
+		require.False(t, dup, "%s listed twice: a recording is never replaced", name)
+		sums[name] = sum
+	}
+	files, err := filepath.Glob("testdata/histories/*.json")
+	require.NoError(t, err)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		name := filepath.Base(f)
+		want, ok := sums[name]
+		require.True(t, ok, "%s is not in SHA256SUMS: make histories adds the sum of each file it records", name)
+		got := sha256.Sum256(b)
+		require.Equal(t, want, hex.EncodeToString(got[:]),
+			"%s differs from the history its revision recorded: recordings are never rewritten (docs/revisions.md); restore it with git checkout", name)
+		delete(sums, name)
+	}
+	require.Empty(t, sums, "listed in SHA256SUMS but missing: retiring a revision deletes its files and their lines together")
 }

@@ -85,7 +85,7 @@ func SchedulerWorkflow(ctx workflow.Context, in SchedulerInput) (*StopResult, er
 // task's scheduling code, and the build's defaults.
 type runOptions struct {
 	// fault, when set, is called in every task's fenced scheduling code.
-	fault func(task string)
+	fault func(t *schedule.Task)
 	// arith, when set, is called as a task's own arithmetic starts in the
 	// decision (schedule.View.Fault), wherever that decision runs.
 	arith func(task string, at time.Time)
@@ -445,7 +445,7 @@ func (s *scheduler) fence(t *schedule.Task, now time.Time, f func()) {
 		s.changed()
 	}()
 	if s.opts.fault != nil {
-		s.opts.fault(t.Name)
+		s.opts.fault(t)
 	}
 	f()
 }
