@@ -200,8 +200,8 @@ func (s *State) Take(c Config, lane Lane, cost int64, now time.Time) Decision {
 	default:
 		lane = LaneSweep
 	}
-	if s.windowLeft(c)-cost < keep {
-		wait, ok := s.probe(c, cost, now)
+	if s.windowLeft(c, now)-cost < keep {
+		wait, ok := s.probe(c, cost, keep, now)
 		if !ok {
 			return Decision{RetryIn: min(wait, untilWindow.RetryIn), Why: WhyMinute}
 		}
@@ -236,6 +236,10 @@ func (s *State) Take(c Config, lane Lane, cost int64, now time.Time) Decision {
 	}
 	*s.used(lane) += cost
 	s.taken(lane, cost)
+	if s.regenerates() && s.Left != nil {
+		left, at := s.regenLeft(c, now)
+		s.Left, s.LeftAt = &left, at
+	}
 	if s.Left != nil {
 		*s.Left -= cost
 	}
@@ -372,32 +376,51 @@ const riseMargin = 3
 func (s *State) regenerates() bool { return s.Regen != nil && *s.Regen }
 
 // probe decides whether one request may go when what the upstream said
-// is left (Left) is spent: a limit that is not a fixed window (or not yet
-// known to be one) frees room as time goes, and only a request can find
-// out. Before the shape is known one may go each quarter of a window (a
-// fixed window refuses it until its end, and no more go); once the limit
-// is known to free room, one each time the window's capacity frees one
-// (its length over its capacity). It reports how long until the next may
-// go otherwise.
-func (s *State) probe(c Config, cost int64, now time.Time) (time.Duration, bool) {
-	if s.Left == nil || s.LeftAt.IsZero() || s.Regen != nil && !*s.Regen {
+// is left (Left) is spent and the limit's shape is not known yet: a limit
+// that is not a fixed window frees room as time goes, and only a request
+// can find out. One may go each quarter of a window after the last
+// answer (a fixed window refuses it until its end, and no more go). It
+// reports how long until the next may go otherwise.
+func (s *State) probe(c Config, cost, keep int64, now time.Time) (time.Duration, bool) {
+	switch {
+	case s.regenerates() && s.Left != nil:
+		// Room comes back at the window's capacity over its length.
+		left, _ := s.regenLeft(c, now)
+		units := float64(cost + keep - left)
+		return time.Duration(units * float64(c.Window) / float64(s.regenCapacity(c))), false
+	case s.Left == nil || s.LeftAt.IsZero() || s.Regen != nil:
 		return s.WindowEnd.Sub(now), false
 	}
-	every := c.Window / 4
-	if s.regenerates() {
-		// The window's capacity: what the last whole one held, unless
-		// this one shows more already.
-		capacity := s.capacity(c)
-		if s.Capacity != nil {
-			capacity = max(capacity, min(c.PerMinute, *s.Capacity))
-		}
-		every = time.Duration(float64(c.Window) * float64(cost) / float64(max(capacity, 1)))
-	}
-	if next := s.LeftAt.Add(every); now.Before(next) {
+	if next := s.LeftAt.Add(c.Window / 4); now.Before(next) {
 		return next.Sub(now), false
 	}
 	s.LeftAt = now // one probe an interval, until its answer says more
 	return 0, true
+}
+
+// regenCapacity is what a window of a limit that frees room as it goes
+// holds: what the last whole one held, unless this one shows more.
+func (s *State) regenCapacity(c Config) int64 {
+	capacity := s.capacity(c)
+	if s.Capacity != nil {
+		capacity = max(capacity, min(c.PerMinute, *s.Capacity))
+	}
+	return max(capacity, 1)
+}
+
+// regenLeft is what a limit that frees room as it goes has left at now:
+// what its last answer said (less what was taken since), and what it
+// freed since at its capacity a window, at most its capacity. at is when
+// the whole units freed were complete (LeftAt, moved on by them).
+func (s *State) regenLeft(c Config, now time.Time) (left int64, at time.Time) {
+	capacity := s.regenCapacity(c)
+	perUnit := time.Duration(float64(c.Window) / float64(capacity))
+	freed := int64(max(now.Sub(s.LeftAt), 0) / perUnit)
+	left, at = *s.Left+freed, s.LeftAt.Add(time.Duration(freed)*perUnit)
+	if left >= capacity {
+		left, at = max(*s.Left, capacity), now
+	}
+	return left, at
 }
 
 // used is the lane's spend in the window; the manual lane's counts as the
@@ -572,14 +595,15 @@ func (s *State) Rate(c Config, lane Lane, now time.Time) float64 {
 // when unknown), for status and metrics.
 func (s *State) Remaining(c Config, now time.Time) (minute int64, month *int64) {
 	c, probe := s.rolled(c, now)
-	return max(0, probe.windowLeft(c)), probe.Month.Remaining // a copy: probe shares no pointer
+	return max(0, probe.windowLeft(c, now)), probe.Month.Remaining // a copy: probe shares no pointer
 }
 
 // windowLeft is what is left of the window, all lanes together: for a
 // limit that frees room as it goes, what its last answer said.
-func (s *State) windowLeft(c Config) int64 {
+func (s *State) windowLeft(c Config, now time.Time) int64 {
 	if s.regenerates() && s.Left != nil {
-		return *s.Left
+		left, _ := s.regenLeft(c, now)
+		return left
 	}
 	if left := s.capacity(c) - s.SweepUsed - s.FastUsed; s.Left == nil || left < *s.Left {
 		return left
@@ -595,7 +619,7 @@ func (s *State) windowLeft(c Config) int64 {
 func (s *State) Room(c Config, lane Lane, now time.Time) (n int64, at time.Time, why string) {
 	c, probe := s.rolled(c, now)
 	fastCap, keep := probe.fastShare(c, probe.capacity(c))
-	n = probe.windowLeft(c)
+	n = probe.windowLeft(c, now)
 	if lane == LaneFast {
 		n, keep = min(n, fastCap-probe.FastUsed), 0
 	}
