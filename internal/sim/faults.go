@@ -53,6 +53,14 @@ type Faults struct {
 	// valid JSON that a client must refuse to read whole.
 	Huge      float64 `json:"huge,omitempty"`
 	HugeBytes int     `json:"hugeBytes,omitempty"`
+
+	// WSSilent stops Hiro's WebSocket without closing it (ws.go): every
+	// subscription alive while it is on, or taken then, is dropped
+	// silently for good, as Hiro's server drops a subscriber that missed
+	// a ping. WSRefused answers the WebSocket's upgrade 503. Neither
+	// heeds the path filters.
+	WSSilent  bool `json:"wsSilent,omitempty"`
+	WSRefused bool `json:"wsRefused,omitempty"`
 }
 
 const (

@@ -28,6 +28,7 @@
 //	GET    /_sim/world    the Hiro world: agents, claims, transactions, outcomes now
 //	GET    /_sim/push     the Chainhooks deliveries sent: stats and the last 100
 //	GET    /_sim/swaps    when each swap the ledger must hold was mined (SwapTimes)
+//	GET    /_sim/ws       what Hiro's WebSocket (ws.go) did: WSStats
 //
 // With Config.Push, Push delivers the world's blocks to pacer as Hiro
 // Chainhooks does (push.go), faults included; HiroConfig.Reorgs rolls
@@ -74,6 +75,7 @@ type Server struct {
 	tenero *teneroSim
 	hiro   *hiroSim
 	push   *pusher
+	ws     *wsHub
 	trace  tracer
 }
 
@@ -95,6 +97,7 @@ func New(cfg Config) *Server {
 	s.ResetStats()
 	s.hiro = newHiroSim(cfg.Seed, cfg.Hiro, s)
 	s.push = newPusher(cfg.Seed, cfg.Push, s.hiro.world, s.now, s.sleep)
+	s.ws = newWSHub(s)
 	s.routes()
 	return s
 }
@@ -109,6 +112,7 @@ func (s *Server) routes() {
 		"/_sim/world":  s.worldDoc,
 		"/_sim/push":   s.pushDoc,
 		"/_sim/swaps":  s.swapsDoc,
+		"/_sim/ws":     func() any { return s.WSStats() },
 	} {
 		s.mux.HandleFunc("GET "+path, func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, doc()) })
 	}
@@ -117,6 +121,7 @@ func (s *Server) routes() {
 		s.ResetStats()
 		w.WriteHeader(http.StatusNoContent)
 	})
+	s.mux.HandleFunc(HiroWSRoute, s.hiroWS)
 	s.mux.Handle("GET "+RegistryPath, s.count(RegistryPath, s.inject(http.HandlerFunc(s.registry))))
 
 	s.upstream(TeneroTokenRoute, s.teneroLimit, s.teneroToken)
