@@ -231,6 +231,9 @@ type SweepResult struct {
 	// OpenGaps is how many ranges the tail gave up on (it fell too far
 	// behind) the reconciler has not filled yet.
 	OpenGaps int `json:"openGaps,omitempty"`
+	// Push is where Hiro's WebSocket stands (SPEC §5.0 "Push"), nil with
+	// PACER_PUSH=off.
+	Push *PushReport `json:"push,omitempty"`
 	// StoppedBy says why the run stopped (SPEC §3.1): "done" (nothing more
 	// was due), "minute" or "month" (that window of the Hiro budget was
 	// spent), "blocked" (Hiro refused), "maxRequests", "deadline" (the
@@ -275,6 +278,19 @@ type ReaderReport struct {
 	// feed off); for a contract's reader and the agents' visits the list
 	// endpoint, "v3" (principals) or "v1" (the deprecated address list).
 	Source string `json:"source,omitempty"`
+}
+
+// PushReport is where Hiro's WebSocket stands: live (every socket had a
+// block within 30 s) or not, since when, the notifications read and the
+// reconnects, as its holder last wrote them.
+type PushReport struct {
+	Live       bool      `json:"live"`
+	Since      time.Time `json:"since"`
+	Messages   int64     `json:"messages"`
+	Reconnects int64     `json:"reconnects"`
+	// Holder is the worker holding the subscriptions ("" when none has).
+	Holder    string `json:"holder,omitempty"`
+	LastError string `json:"lastError,omitempty"`
 }
 
 // RegistryInput is the input of the registry activity (SPEC §12).

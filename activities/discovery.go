@@ -10,6 +10,7 @@ import (
 	"github.com/pacer-dev/pacer"
 	"github.com/pacer-dev/pacer/internal/discovery"
 	"github.com/pacer-dev/pacer/internal/hiro"
+	"github.com/pacer-dev/pacer/internal/push"
 	"github.com/pacer-dev/pacer/internal/store"
 	"github.com/pacer-dev/pacer/internal/tally"
 )
@@ -35,6 +36,29 @@ func (r *sweepRun) readers(ctx context.Context, s *discovery.Run) error {
 	}
 	s.ContractsAreTail = r.src == discovery.SourceContracts
 	store.PlanReaders(s, rows, contracts, r.held, feedOff, r.a.traffic.ProbedAt())
+	return nil
+}
+
+// push reads where Hiro's WebSocket stands (push_state, written by the
+// worker holding it) into s and the run's report: the plan slows the
+// readers while it is live. An error is the database's.
+func (r *sweepRun) push(ctx context.Context, s *discovery.Run) error {
+	if !r.dc.Push {
+		return nil
+	}
+	st, found, err := r.a.Store.ReadPushState(ctx, push.Silence)
+	if err != nil {
+		return err
+	}
+	s.PushLive = found && st.Live
+	rep := &pacer.PushReport{Live: s.PushLive, Since: st.Since.UTC(), Messages: st.Messages, Reconnects: st.Reconnects,
+		Holder: st.Holder, LastError: st.LastError}
+	if found && st.Live != s.PushLive { // the holder stopped writing: down since its last word
+		rep.Since = st.UpdatedAt.UTC()
+	}
+	r.mu.Lock()
+	r.res.Push = rep
+	r.mu.Unlock()
 	return nil
 }
 

@@ -188,7 +188,15 @@ func (r *sweepRun) State(ctx context.Context) (s discovery.Run, err error) {
 	} else {
 		s.Agents.Hinted = len(r.due)
 	}
+	if err == nil {
+		err = r.push(ctx, &s)
+	}
 	s.Pending = len(r.pending)
+	for _, p := range r.pending {
+		if p.Pushed {
+			s.Pushed++
+		}
+	}
 	return s, err
 }
 

@@ -23,7 +23,8 @@ func (s *stack) startProcess(t *testing.T, bin string, extra ...string) (*exec.C
 	t.Helper()
 	args := append([]string{"worker", "--http", "", "--migrate=false",
 		"--temporal-address", temporalHostPort, "--task-queue", s.sched.TaskQueue, "--workflow-id", s.sched.WorkflowID,
-		"--database-url", s.dbURL, "--tenero-base-url", s.simU, "--log-level", "warn"}, extra...)
+		"--database-url", s.dbURL, "--tenero-base-url", s.simU, "--log-level", "warn",
+		"--push", "off"}, extra...) // push only where a test asks for it (--push ws comes later and wins)
 	cmd := exec.Command(bin, args...)
 	out := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out

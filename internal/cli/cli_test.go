@@ -87,6 +87,8 @@ func TestBadArgumentsExitTwoWithOneLine(t *testing.T) {
 		{name: "bad env policy", give: []string{"status"}, env: map[string]string{"PACER_SWEEP_POLICY": "greedy"}, wantErr: "optimal or tiers"},
 		{name: "bad env discovery", give: []string{"status"}, env: map[string]string{"PACER_DISCOVERY": "everything"}, wantErr: "want tail or agents"},
 		{name: "sub-second tail", give: []string{"status", "--tail-every", "500ms"}, wantErr: "tail-every 500ms is below 1s"},
+		{name: "bad push", give: []string{"status", "--push", "sse"}, wantErr: "push sse: want ws or off"},
+		{name: "bad env push", give: []string{"status"}, env: map[string]string{"PACER_PUSH": "chainhook"}, wantErr: "push chainhook: want ws or off"},
 		{name: "bad env tail pages", give: []string{"status"}, env: map[string]string{"PACER_TAIL_MAX_PAGES": "-3"}, wantErr: "tail-max-pages -3"},
 		{name: "fast path limit negative", give: []string{"status", "--fastpath-per-minute", "-1"}, wantErr: "fastpath-per-minute"},
 		{name: "sweep cadence too short", give: []string{"status", "--sweep-every", "500ms"}, wantErr: "sweepEvery 500ms: want 0 (the default) or 1s"},

@@ -22,6 +22,7 @@ import (
 	"github.com/pacer-dev/pacer/internal/cron"
 	"github.com/pacer-dev/pacer/internal/discovery"
 	"github.com/pacer-dev/pacer/internal/ingest"
+	"github.com/pacer-dev/pacer/internal/push"
 	"github.com/pacer-dev/pacer/internal/round"
 	"github.com/pacer-dev/pacer/workflows"
 )
@@ -89,6 +90,7 @@ type config struct {
 	maxStaleness      time.Duration
 	reconcileEvery    time.Duration
 	discoveryMode     string
+	pushMode          string
 	tailEvery         time.Duration
 	tailMaxPages      int
 	fastPathPerMinute int
@@ -204,6 +206,7 @@ func (c *config) bind(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.maxStaleness, "max-staleness", c.envDuration("PACER_MAX_STALENESS", ingest.DefaultMaxStaleness), "every agent is visited at least this often, whatever the policy [PACER_MAX_STALENESS]")
 	fs.DurationVar(&c.reconcileEvery, "reconcile-every", c.envDuration("PACER_RECONCILE_EVERY", discovery.DefaultReconcileEvery), "how often the reconciler reads each allowlisted contract's own list for what the tail missed (with --discovery agents and push on: the shortest interval between an agent's scheduled visits), and how often a pending transaction is looked at again; at most max-staleness [PACER_RECONCILE_EVERY]")
 	fs.StringVar(&c.discoveryMode, "discovery", env("PACER_DISCOVERY", string(discovery.ModeTail)), "how the sweep finds swaps: tail (read the chain once for every agent) or agents (visit each agent) [PACER_DISCOVERY]")
+	fs.StringVar(&c.pushMode, "push", env("PACER_PUSH", string(push.ModeWS)), "how new swaps are pushed to pacer: ws (Hiro's WebSocket at HIRO_BASE_URL/extended/v1/ws, held by one worker; the tail slows to reconcile-every while it delivers) or off [PACER_PUSH]")
 	fs.DurationVar(&c.tailEvery, "tail-every", c.envDuration("PACER_TAIL_EVERY", discovery.DefaultTailEvery), "how often the tail reads the chain's newest contract calls; stretched when the Hiro budget binds [PACER_TAIL_EVERY]")
 	fs.IntVar(&c.tailMaxPages, "tail-max-pages", int(c.envInt("PACER_TAIL_MAX_PAGES", discovery.DefaultMaxPages)), "the most pages one tail read goes back; a tail further behind reports the gap and leaves it to the reconciler [PACER_TAIL_MAX_PAGES]")
 	fs.IntVar(&c.fastPathPerMinute, "fastpath-per-minute", int(c.envInt("PACER_FASTPATH_PER_MINUTE", 30)), "fast-path requests a minute per client address (0 = 30) [PACER_FASTPATH_PER_MINUTE]")
@@ -339,8 +342,12 @@ func (c *config) discovery() (discovery.Config, error) {
 	case c.reconcileEvery != 0 && c.reconcileEvery < time.Second:
 		return discovery.Config{}, fmt.Errorf("reconcile-every %s is below 1s", c.reconcileEvery)
 	}
+	pm, err := push.ParseMode(c.pushMode)
+	if err != nil {
+		return discovery.Config{}, err
+	}
 	d := discovery.Config{Mode: mode, TailEvery: c.tailEvery, ReconcileEvery: c.reconcileEvery,
-		MaxPages: c.tailMaxPages}.WithDefaults()
+		MaxPages: c.tailMaxPages, Push: pm == push.ModeWS}.WithDefaults()
 	d.Linger = min(max(0, c.sweepEvery-d.TailEvery/2), maxLinger)
 	return d, nil
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,6 +18,7 @@ import (
 	"github.com/pacer-dev/pacer/internal/metrics"
 	"github.com/pacer-dev/pacer/internal/operate"
 	"github.com/pacer-dev/pacer/internal/page"
+	"github.com/pacer-dev/pacer/internal/push"
 	"github.com/pacer-dev/pacer/internal/store"
 	"github.com/pacer-dev/pacer/worker"
 	"github.com/pacer-dev/pacer/workflows"
@@ -153,6 +155,9 @@ func (c *config) runStack(ctx context.Context, o stackOptions) error {
 		s := c.scheduler()
 		s.Stops = st // a stop outlives Temporal's retention
 		g.Go(func() error { return worker.Run(ctx, tc, s, acts, log) })
+		if acts.Discovery.Push {
+			g.Go(func() error { return push.Hold(ctx, c.pushOptions(st, tc, log)) })
+		}
 	}
 	if o.http != "" {
 		// The gauges read from the database and from the scheduler's memo
@@ -160,6 +165,11 @@ func (c *config) runStack(ctx context.Context, o stackOptions) error {
 		// API's scrape is the one place to read them. None is a status
 		// query (a billed action): a description and the run ledger.
 		if err := m.WatchStore(st, catalog.Default(), acts.Budget); err != nil {
+			return err
+		}
+		if err := m.WatchPush(func(ctx context.Context) (store.PushState, bool, error) {
+			return st.ReadPushState(ctx, push.Silence)
+		}); err != nil {
 			return err
 		}
 		sched := c.scheduler()
@@ -227,6 +237,22 @@ func (c *config) apiHandler(st, reads *store.Store, tc client.Client, v *competi
 			return err
 		},
 	})
+}
+
+// pushOptions holds Hiro's WebSocket for the deployment (SPEC §5.0
+// "Push"): a socket per allowlisted contract; a push of an allowlisted
+// call wakes the sweep as a hint does.
+func (c *config) pushOptions(st *store.Store, tc client.Client, log *zap.Logger) push.HoldOptions {
+	cat := catalog.Default()
+	host, _ := os.Hostname()
+	return push.HoldOptions{
+		Reader: push.Config{BaseURL: c.hiroBaseURL, APIKey: c.hiroAPIKey, Contracts: cat.Contracts()},
+		Store:  st, Holder: fmt.Sprintf("%s:%d", host, os.Getpid()), Allowed: cat.Allowed,
+		Wake: func(ctx context.Context, agent string) error {
+			return worker.Signal(ctx, tc, c.workflowID, workflows.SignalHint, map[string]string{"agent": agent})
+		},
+		Logger: log.Named("push"),
+	}
 }
 
 // metricsEvery is how long the scheduler gauges reuse a read: less than a

@@ -121,6 +121,9 @@ type Config struct {
 	// starts a run at most every PACER_SWEEP_EVERY, and the tail reads
 	// more often than that. A run always reads once; 0 is once.
 	Linger time.Duration
+	// Push is PACER_PUSH=ws: Hiro's WebSocket brings new calls while it
+	// is live (Run.PushLive), and the readers reconcile.
+	Push bool
 }
 
 // WithDefaults fills the zero fields; a zero Mode is ParseMode's

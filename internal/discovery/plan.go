@@ -91,8 +91,14 @@ type Run struct {
 	ReconcileEvery   time.Duration
 	Agents           Agents
 	// Pending is how many pending transactions are due for a look again
-	// (at most a batch): a Verify step takes them.
-	Pending int
+	// (at most a batch): a Verify step takes them. Pushed is how many of
+	// them a push named (SPEC §5.0 "Push"): they are verified at once,
+	// before any read.
+	Pending, Pushed int
+	// PushLive is true while Hiro's WebSocket delivers (every socket had
+	// a block within the silence bound): the readers then read at
+	// ReconcileEvery, the tail's interval applying again once it is not.
+	PushLive bool
 	// LastVisit is when the run's last Visit or Verify step ended, or
 	// when the run began: while agents or pending transactions are due, a
 	// reader that read since then waits for one such step before it reads
@@ -146,14 +152,24 @@ func (r Reader) Due(every time.Duration) time.Time {
 }
 
 // Every is the interval the plan reads the reader name at: the tail's
-// (TailInterval) for the tail, or for the contracts' lists while they are
+// (tailEvery) for the tail, or for the contracts' lists while they are
 // the tail; ReconcileEvery for the reconciler's lists, or for the feed's
 // probe while the lists are the tail.
 func (s Run) Every(name string) time.Duration {
 	if (name == ReaderTail) != s.ContractsAreTail {
-		return s.TailInterval()
+		return s.tailEvery()
 	}
 	return s.ReconcileEvery
+}
+
+// tailEvery is how often the tail reads: TailInterval, or, while push is
+// live, its reconciling cadence (pushes bring the new calls; the tail
+// only closes what a push missed).
+func (s Run) tailEvery() time.Duration {
+	if s.PushLive {
+		return max(s.ReconcileEvery, s.TailInterval())
+	}
+	return s.TailInterval()
 }
 
 // room is what the lane may take now (unbounded when unknown).
@@ -247,6 +263,9 @@ func Plan(s Run) Step {
 		return stop(s, pacer.StoppedDeadline, "the run's time cap is reached")
 	}
 	room, agents := s.Budget.room(), s.Agents.Hinted+s.Agents.Due
+	if s.Pushed > 0 && room >= 1 {
+		return Step{Kind: Verify, Reason: "a push named transactions: they are verified at once"}
+	}
 	readers := s.readers()
 	var tailDue, next time.Time
 	for _, d := range readers {
@@ -311,7 +330,7 @@ func Plan(s Run) Step {
 // tailReserve is what the tail's reads due from due to the window's end
 // will take (0 when none is due before it ends).
 func (s Run) tailReserve(due time.Time) int64 {
-	every := s.TailInterval()
+	every := s.tailEvery()
 	if due.IsZero() || !s.Budget.Known || every <= 0 || !due.Before(s.Budget.WindowEnd) {
 		return 0
 	}

@@ -57,7 +57,9 @@ func (genRun) Generate(r *rand.Rand, _ int) reflect.Value {
 	}
 	if r.Intn(3) == 0 {
 		s.Pending = 1 + r.Intn(20)
+		s.Pushed = r.Intn(2) * r.Intn(s.Pending+1)
 	}
+	s.PushLive = r.Intn(3) == 0
 	s.LastVisit = now.Add(-secs(600)) // the run's start or its last visit
 	b := &s.Budget
 	b.Known = r.Intn(6) > 0
@@ -107,7 +109,8 @@ func readerDueNow(s discovery.Run) bool {
 }
 
 // tailEvery is the tail's interval: TailEvery, or the time a read's cost
-// takes at 80% of the lane's rate when that is longer.
+// takes at 80% of the lane's rate when that is longer; while push is
+// live, ReconcileEvery when that is longer still.
 func tailEvery(s discovery.Run) time.Duration {
 	d := s.TailEvery
 	if s.Budget.Rate > 0 {
@@ -115,6 +118,9 @@ func tailEvery(s discovery.Run) time.Duration {
 		if need := time.Duration(float64(time.Minute) * cost / (0.8 * s.Budget.Rate)); need > d {
 			d = need
 		}
+	}
+	if s.PushLive && s.ReconcileEvery > d {
+		d = s.ReconcileEvery
 	}
 	return d
 }
@@ -232,6 +238,12 @@ func TestPlanProperties(t *testing.T) {
 		if capped(s) || !tailDueNow(s) || !readRoom(s) {
 			return true
 		}
+		if s.Pushed > 0 { // a push's transactions first, then the tail
+			if discovery.Plan(s).Kind != discovery.Verify {
+				return false
+			}
+			s.Pending, s.Pushed, s.LastVisit = 0, 0, s.Now
+		}
 		if !s.Tail.LastRead.After(s.LastVisit) || s.Tail.Scanning {
 			return discovery.Plan(s).Kind == discovery.ReadTail
 		}
@@ -250,7 +262,7 @@ func TestPlanProperties(t *testing.T) {
 				s.LastVisit = s.Now
 				s.Agents.Hinted, s.Agents.Due = max(0, s.Agents.Hinted-st.Agents), max(0, s.Agents.Due-st.Agents)
 			case discovery.Verify: // one request, from the room beyond the tail's reserve
-				s.Pending, s.LastVisit = 0, s.Now
+				s.Pending, s.Pushed, s.LastVisit = 0, 0, s.Now
 			case discovery.ReadContract:
 				for i := range contracts {
 					if contracts[i].Name == st.Reader {
@@ -269,7 +281,10 @@ func TestPlanProperties(t *testing.T) {
 	check(t, "pending looks and history visits leave the tail's reads in the window", func(g genRun) bool {
 		s := g.Run
 		st := discovery.Plan(s)
-		if !s.Budget.Known || st.Kind != discovery.Verify && (st.Kind != discovery.Visit || s.Agents.Hinted > 0) {
+		// A push's transactions are verified at once, from the whole room:
+		// they are the fast path, and the tail only reconciles behind them.
+		if !s.Budget.Known || st.Kind != discovery.Verify && (st.Kind != discovery.Visit || s.Agents.Hinted > 0) ||
+			st.Kind == discovery.Verify && s.Pushed > 0 {
 			return true
 		}
 		return s.Budget.Room-tailReserve(s) >= int64(max(st.Agents, 1))
@@ -455,4 +470,28 @@ func TestNextRunResumesAHeldReader(t *testing.T) {
 	s := discovery.Run{Now: t0, Tail: &probe, Contracts: []discovery.Reader{held}, ContractsAreTail: true,
 		TailEvery: 10 * time.Second, ReconcileEvery: 15 * time.Minute, Budget: room}
 	require.Equal(t, t0.Add(17*time.Second), discovery.NextRun(s))
+}
+
+// TestPlanPush: while push is live (SPEC §5.0 "Push") the tail reads at
+// the reconciling cadence, and the tail's interval again once it is not;
+// transactions a push named are verified before any read that is due.
+func TestPlanPush(t *testing.T) {
+	t.Parallel()
+	tail := discovery.Reader{Name: discovery.ReaderTail, LastRead: t0.Add(-30 * time.Second)}
+	s := discovery.Run{Now: t0, Tail: &tail, TailEvery: 10 * time.Second, ReconcileEvery: 15 * time.Minute,
+		LastVisit: t0, Linger: t0.Add(time.Minute), Cap: t0.Add(4 * time.Minute),
+		Budget: discovery.Budget{Known: true, Room: 40, WindowEnd: t0.Add(30 * time.Second), Rate: 450, ReadCost: 1}}
+	require.Equal(t, discovery.ReadTail, discovery.Plan(s).Kind, "push down: the tail is 20 s overdue")
+
+	s.PushLive = true
+	step := discovery.Plan(s)
+	require.Equal(t, discovery.Stop, step.Kind, "push live: nothing is due before the run ends")
+	require.Equal(t, t0.Add(discovery.NextRunCap), step.Until, "the tail is due 15 m after its read: the next run at NextRunCap")
+	require.Equal(t, 15*time.Minute, s.Every(discovery.ReaderTail))
+
+	s.PushLive, s.Pending, s.Pushed = false, 3, 2
+	require.Equal(t, discovery.Verify, discovery.Plan(s).Kind, "pushed transactions before the overdue tail")
+	s.Budget.Room = 0
+	s.Budget.RoomAt, s.Budget.Why = t0.Add(10*time.Second), "minute"
+	require.NotEqual(t, discovery.Verify, discovery.Plan(s).Kind, "no room: no verify")
 }

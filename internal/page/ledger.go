@@ -39,8 +39,9 @@ type LedgerSection struct {
 	Registered, Behind string
 	OverdueAfter       string
 	// CompleteThrough and Registry are SPEC §7's completeThrough and the
-	// registry's last read (registry.go).
-	CompleteThrough, Registry string
+	// registry's last read (registry.go); Push is where Hiro's WebSocket
+	// stands (push.go).
+	CompleteThrough, Registry, Push string
 }
 
 // DelayRow is the discovery delay of one tier's swaps: from the block that
@@ -75,8 +76,8 @@ type ledgerData struct {
 	haveIngest bool
 	agents     []agentRow
 	registered int64
-	// complete and registry are registry.go's lines.
-	complete, registry string
+	// complete and registry are registry.go's lines, push push.go's.
+	complete, registry, push string
 }
 
 // hourlySQL counts swaps per hour of chain time, over swaps_burn_block_time_idx.
@@ -127,6 +128,11 @@ func (p *Page) loadLedger(ctx context.Context, pool *pgxpool.Pool, now time.Time
 		p.o.Logger.Warn("page.registry_unavailable", zap.Error(err))
 	} else {
 		d.complete, d.registry = reg.completeLine(now), reg.registryLine(now)
+	}
+	if line, err := p.loadPush(ctx, pool, now); err != nil {
+		p.o.Logger.Warn("page.push_unavailable", zap.Error(err))
+	} else {
+		d.push = line
 	}
 	d.hourStart = now.Truncate(time.Hour).Add(-(hourlySlots - 1) * time.Hour)
 	rows, _ := pool.Query(ctx, hourlySQL, d.hourStart.Unix(), d.hourStart.Add(hourlySlots*time.Hour).Unix())
@@ -190,7 +196,7 @@ func tierRank(t string) int {
 }
 
 func buildLedger(d ledgerData) LedgerSection {
-	s := LedgerSection{OverdueAfter: span(OverdueAfter), CompleteThrough: d.complete, Registry: d.registry}
+	s := LedgerSection{OverdueAfter: span(OverdueAfter), CompleteThrough: d.complete, Registry: d.registry, Push: d.push}
 	var total int64
 	for _, n := range d.hourly {
 		total += n

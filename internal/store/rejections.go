@@ -90,9 +90,11 @@ order by first_seen_at, txid collate "C"
 limit $2`, sender, limit)
 }
 
-// PendingTx is a transaction kept as pending, and its sender.
+// PendingTx is a transaction kept as pending, and its sender; Pushed is
+// true when Hiro's WebSocket named it (store.RecordPushed).
 type PendingTx struct {
 	TxID, Sender string
+	Pushed       bool
 }
 
 // DuePending returns the pending transactions of registered agents last
@@ -104,7 +106,7 @@ func (s *Store) DuePending(ctx context.Context, every time.Duration, limit int) 
 		return nil, fmt.Errorf("due pending txs: limit %d is not positive", limit)
 	}
 	return collect(ctx, s.pool, "due pending txs", pgx.RowToStructByPos[PendingTx], `
-select p.txid, p.sender from pending_txs p
+select p.txid, p.sender, p.pushed_at is not null from pending_txs p
 join agents a on a.stx_address = p.sender and a.deregistered_at is null
 where coalesce(p.checked_at, p.first_seen_at) <= now() - $1::interval
 order by coalesce(p.checked_at, p.first_seen_at), p.txid collate "C"

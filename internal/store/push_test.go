@@ -1,0 +1,75 @@
+package store_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pacer-dev/pacer/internal/store"
+)
+
+// One worker at a time holds the push lease; it goes when released.
+func TestPushLeaseIsHeldOnce(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := t.Context()
+	const key = 7_700_001
+	first, err := s.TryLease(ctx, key)
+	require.NoError(t, err)
+	require.NotNil(t, first)
+	require.NoError(t, first.Check(ctx))
+	second, err := s.TryLease(ctx, key)
+	require.NoError(t, err)
+	require.Nil(t, second, "held by the first session")
+	first.Release()
+	second, err = s.TryLease(ctx, key)
+	require.NoError(t, err)
+	require.NotNil(t, second, "released: the next may take it")
+	second.Release()
+}
+
+// A pushed transaction of a registered agent waits for the Verify step,
+// due at once and marked pushed; a stranger's is not kept; one kept as
+// pending becomes due at once. The holder's standing is live only while
+// it keeps writing.
+func TestRecordPushed(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := t.Context()
+	const agent, stranger = "SP4DXVEC16FS6QR7RBKGWZYJKTXPC81W49W0ATJE", "SP1M8KHCJXB3SBRQRDBCG3J3859AA1CN0AWDHN17B"
+	register(t, s, agent)
+
+	queued, err := s.RecordPushed(ctx, "0x01", stranger)
+	require.NoError(t, err)
+	require.False(t, queued, "not an agent's")
+	require.NoError(t, s.RecordPending(ctx, "0x02", agent)) // seen in the mempool just now: not due
+	due, err := s.DuePending(ctx, 15*time.Minute, 10)
+	require.NoError(t, err)
+	require.Empty(t, due)
+
+	for _, txid := range []string{"0x03", "0x02"} {
+		queued, err = s.RecordPushed(ctx, txid, agent)
+		require.NoError(t, err)
+		require.True(t, queued, txid)
+	}
+	due, err = s.DuePending(ctx, 15*time.Minute, 10)
+	require.NoError(t, err)
+	require.ElementsMatch(t, []store.PendingTx{{TxID: "0x02", Sender: agent, Pushed: true}, {TxID: "0x03", Sender: agent, Pushed: true}}, due)
+
+	st, found, err := s.ReadPushState(ctx, 30*time.Second)
+	require.NoError(t, err)
+	require.False(t, found)
+	since := time.Now().Add(-time.Minute).Truncate(time.Microsecond)
+	require.NoError(t, s.SavePushState(ctx, store.PushState{Holder: "w:1", Live: true, Since: since, Messages: 9, Sockets: 2, LiveSockets: 2}))
+	st, found, err = s.ReadPushState(ctx, 30*time.Second)
+	require.NoError(t, err)
+	require.True(t, found && st.Live)
+	require.Equal(t, int64(9), st.Messages)
+	require.True(t, since.Equal(st.Since))
+	_, err = s.Pool().Exec(ctx, `update push_state set updated_at = now() - interval '1 minute'`)
+	require.NoError(t, err)
+	st, _, err = s.ReadPushState(ctx, 30*time.Second)
+	require.NoError(t, err)
+	require.False(t, st.Live, "its holder stopped writing")
+}
