@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -72,6 +73,7 @@ type wsHub struct {
 	last    int64
 	running bool
 	stats   WSStats
+	stepMu  sync.Mutex
 }
 
 // wsClient is one socket and its live topics ("block", or a principal).
@@ -299,6 +301,8 @@ func blockTime(height int64) time.Time {
 // step announces the blocks mined since the last one; false once no one
 // is connected (the loop ends).
 func (h *wsHub) step() bool {
+	h.stepMu.Lock() // one announcement at a time, blocks in order
+	defer h.stepMu.Unlock()
 	now := h.s.now()
 	top := heightAt(now)
 	h.mu.Lock()
@@ -336,13 +340,16 @@ func (h *wsHub) step() bool {
 		updates[p] = blockTxs(w.principalList(p, now), from, top)
 	}
 	for height := from + 1; height <= top; height++ {
+		// The block first, then its calls, as the server's transmitter
+		// queues them.
 		block := blockDoc(height, blocks[height])
 		for c, topics := range subs {
+			if slices.Contains(topics, "block") {
+				h.notify(c, "block", block, func(st *WSStats) { st.Blocks++ })
+			}
+		}
+		for c, topics := range subs {
 			for _, t := range topics {
-				if t == "block" {
-					h.notify(c, "block", block, func(st *WSStats) { st.Blocks++ })
-					continue
-				}
 				for _, tx := range updates[t][height] {
 					h.notify(c, "address_tx_update", addressTxDoc(t, tx, now), func(st *WSStats) { st.AddressTxs++ })
 				}
