@@ -25,6 +25,7 @@ import (
 	"github.com/pacer-dev/pacer/internal/catalog"
 	"github.com/pacer-dev/pacer/internal/chainhook"
 	"github.com/pacer-dev/pacer/internal/competition"
+	"github.com/pacer-dev/pacer/internal/api/openapi"
 	"github.com/pacer-dev/pacer/internal/ingest"
 	"github.com/pacer-dev/pacer/internal/page"
 	"github.com/pacer-dev/pacer/internal/store"
@@ -204,6 +205,7 @@ func New(o Options) *Server {
 	})
 	s.handle("GET /readyz", s.ready)
 	s.handleCached("GET /metrics", s.publicMetrics)
+	s.handleCached("GET "+openapi.Path, s.openAPI)
 	s.newCompetition()
 	s.handle("GET /{$}", s.index)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/pacer-dev/pacer/internal/api"
 	"github.com/pacer-dev/pacer/internal/catalog"
+	"github.com/pacer-dev/pacer/internal/registry"
 	"github.com/pacer-dev/pacer/internal/testenv"
 )
 
@@ -158,6 +159,19 @@ select '0x' || md5(i::text) || md5((i + 1)::text),
 from generate_series($1::int, $2::int) i, lateral (select 1 + (hashint4(i) & 2147483647) % $3 as a) ag`, from, min(from+batch, benchSwaps)-1, benchAgents)
 		require.NoError(t, err)
 	}
+	// One agent at a real address (the trades lists check it), with the
+	// busiest agents' share of swaps, for the two encodings of its trades.
+	agent := registry.EncodeSTX(22, []byte("pacer-bench-agent-01"))
+	_, err = st.Pool().Exec(ctx, `insert into agents (stx_address, display_name, erc8004_agent_id) values ($1, 'Bench', 1)`, agent)
+	require.NoError(t, err)
+	_, err = st.Pool().Exec(ctx, `
+insert into swaps (txid, sender, contract_id, function_name, token_in, amount_in, token_out, amount_out,
+                   burn_block_time, tx_status, source)
+select '0x' || md5('a' || i) || md5('b' || i), $1, 'SP1.pool', 'swap',
+       'SPTOKEN.t' || (i % 40), 9007199254740993 + i, 'SPTOKEN.t' || ((i + 1) % 40), 18446744073709551617 + i,
+       1778700600::bigint + i * 7, 'success', (array['agent', 'sweep', 'chainhook'])[1 + i % 3]
+from generate_series(1, 1000) i`, agent)
+	require.NoError(t, err)
 	_, err = st.Pool().Exec(ctx, `vacuum analyze`)
 	require.NoError(t, err)
 	t.Logf("figures: built %d agents and %d swaps in %s", benchAgents, benchSwaps, time.Since(seed).Round(time.Second))
@@ -224,20 +238,38 @@ from generate_series($1::int, $2::int) i, lateral (select 1 + (hashint4(i) & 214
 	deep := hammer(t, "leaderboard cached (limit 200, page 20)", 5000, 4,
 		srv.URL+"/api/competition/leaderboard?limit=200&sort=volume&cursor="+cursorAt("volume", 4000))
 	trades := hammer(t, "trades (newest 50)", 5000, 4, srv.URL+"/api/competition/trades?limit=50")
+	// pacer's and the landing page's encodings of one agent's trades,
+	// request by request in turn, so both see the same machine.
+	both := hammer(t, "", 20000, 4, srv.URL+"/api/competition/trades?limit=50&address="+agent,
+		srv.URL+"/aibtc/api/competition/trades?limit=50&address="+agent)
+	agentNative, agentCompat := both.every(2, 0, "trades, one agent (pacer's encoding)"), both.every(2, 1, "trades, one agent (/aibtc encoding)")
 	runtime.ReadMemStats(&ms)
 	heapAfter, rssAfter := ms.HeapInuse, rssKiB()
 	baseline := hammer(t, "baseline aggregate query", envInt("PACER_BENCH_BASELINE_N", 4), 2, base.URL)
 
-	for _, l := range []load{cold, cached, deep, trades, baseline} {
+	for _, l := range []load{cold, cached, deep, trades, agentNative, agentCompat, baseline} {
 		t.Logf("figures: %-42s n=%5d p50=%8s p99=%8s  %8.0f req/s", l.name, l.n, l.p(0.5).Round(10*time.Microsecond),
 			l.p(0.99).Round(10*time.Microsecond), l.rps())
 	}
 	t.Logf("figures: cached leaderboard %.0fx the baseline's requests a second", cached.rps()/baseline.rps())
+	compatRatio := float64(agentCompat.p(0.99)) / float64(agentNative.p(0.99))
+	t.Logf("figures: the /aibtc trades list's p99 is %.2fx pacer's own (goal 0.80-1.20)", compatRatio)
 	t.Logf("figures: memory while serving: Go heap in use %d MiB -> %d MiB, RSS %d MiB -> %d MiB",
 		heapBefore>>20, heapAfter>>20, rssBefore>>10, rssAfter>>10)
 	require.LessOrEqual(t, cached.p(0.99), 20*time.Millisecond, "cached p99")
 	require.LessOrEqual(t, cold.p(0.99), 500*time.Millisecond, "uncached p99")
 	require.GreaterOrEqual(t, cached.rps(), 10*baseline.rps())
+	require.InDelta(t, 1, compatRatio, 0.2, "the /aibtc trades list's p99 against pacer's own")
+}
+
+// every is the requests i, i+n, i+2n… of a load that sent n URLs in turn.
+func (l load) every(n, i int, name string) load {
+	out := load{name: name, elapsed: l.elapsed}
+	for k := i; k < len(l.latency); k += n {
+		out.latency = append(out.latency, l.latency[k])
+	}
+	out.n = len(out.latency) // over the whole load's time: this URL's share of its requests a second
+	return out
 }
 
 func cursorAt(sort string, offset int) string {
