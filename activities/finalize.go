@@ -32,6 +32,7 @@ func (a *Activities) finalize(ctx context.Context) (pacer.FinalizeResult, error)
 		log.Warn("finalize.failed", zap.Error(err))
 		return res, runError(pacer.ClassTransport, err.Error(), res)
 	}
+	a.lapseHolds(ctx)
 	open, err := a.Store.OpenRounds(ctx)
 	if err != nil {
 		return fail(err)

@@ -239,6 +239,7 @@ func (r *sweepRun) fail(class pacer.ErrorClass, msg string) (pacer.SweepResult, 
 // finish reports where the due set and the readers stand, why the run
 // stopped and when the next is due: the plan's last step says.
 func (r *sweepRun) finish(ctx context.Context, st discovery.Run, step discovery.Step) (pacer.SweepResult, error) {
+	r.a.lapseHolds(ctx)
 	if r.dc.Mode == discovery.ModeTail {
 		if err := r.reportReaders(ctx, st); err != nil {
 			return r.fail(pacer.ClassTransport, "report the readers: "+err.Error())

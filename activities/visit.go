@@ -146,7 +146,7 @@ func (r *sweepRun) verifyPending(ctx context.Context, due []store.PendingTx) err
 		if o.Status == competition.StatusInserted || o.Status == competition.StatusRejected && o.Reason.Final() {
 			w.count(o)
 		}
-		if !w.settle(ctx, due[i].Sender, o, false) {
+		if !w.settle(ctx, due[i].Sender, 0, o, false) {
 			r.held[readerPending] = true
 			return nil
 		}

@@ -89,7 +89,7 @@ func (w *walk) step(ctx context.Context) bool {
 		w.details += o.Requests
 	}
 	for i, o := range p.outs {
-		if !w.settle(ctx, p.cands[i].SenderAddress, o, w.agents != nil) {
+		if !w.settle(ctx, p.cands[i].SenderAddress, seenAt(p.cands[i]), o, w.agents != nil) {
 			for _, o := range p.outs[i+1:] {
 				w.res.Requests += o.Requests
 				if o.Status == competition.StatusInserted {
@@ -164,8 +164,11 @@ func (w *walk) list(ctx context.Context) *page {
 // it cannot read, a transaction it does not know), is kept in pending_txs
 // (the one place the sweep writes it) to be looked at again by the
 // plan's Verify step, without holding a cursor back; a reader's failure
-// hints the sender too, whose visit makes it due at once.
-func (w *walk) settle(ctx context.Context, sender string, o competition.Outcome, hint bool) bool {
+// hints the sender too, whose visit makes it due at once. One seen in a
+// block (seenAt, its block time; 0 for one in the mempool or looked at
+// again) holds completeThrough before that block until it is settled
+// (store.HoldPending): the reader moves past it.
+func (w *walk) settle(ctx context.Context, sender string, seenAt int64, o competition.Outcome, hint bool) bool {
 	a := w.run.a
 	w.res.Requests += o.Requests
 	if o.LedgerErr != nil {
@@ -190,6 +193,12 @@ func (w *walk) settle(ctx context.Context, sender string, o competition.Outcome,
 			w.stop = &fault.Error{Class: pacer.ClassTransport, Op: "sweep " + sender, Err: err}
 			return false
 		}
+		if seenAt > 0 {
+			if err := a.Store.HoldPending(ctx, o.TxID, seenAt); err != nil {
+				w.stop = &fault.Error{Class: pacer.ClassTransport, Op: "sweep " + sender, Err: err}
+				return false
+			}
+		}
 	}
 	if retry && hint {
 		if _, err := a.Store.HintAgent(ctx, sender); err != nil {
@@ -197,6 +206,15 @@ func (w *walk) settle(ctx context.Context, sender string, o competition.Outcome,
 		}
 	}
 	return true
+}
+
+// seenAt is the block time of a listed entry in a block, 0 for one in the
+// mempool.
+func seenAt(e hiro.Entry) int64 {
+	if !e.Mined() {
+		return 0
+	}
+	return competition.SwapTime(e.BlockTime, e.BurnBlockTime)
 }
 
 // count adds one outcome to the counts.

@@ -67,6 +67,8 @@ type Metrics struct {
 	schedule   scheduleMetrics
 	deliveries *deliveryMetrics
 	discovery  discoveryMetrics
+	// holdsLapsed counts completeThrough's holds that lapsed (holds.go).
+	holdsLapsed prometheus.Counter
 }
 
 // New builds a registry holding the Go runtime and process collectors and
@@ -137,6 +139,8 @@ func New() *Metrics {
 	m.schedule = newScheduleMetrics()
 	m.reg.MustRegister(m.schedule.collectors()...)
 	m.reg.MustRegister(m.deliveries.collectors()...)
+	m.holdsLapsed = newHoldsLapsed()
+	m.reg.MustRegister(m.holdsLapsed)
 	m.discovery = newDiscoveryMetrics()
 	m.reg.MustRegister(m.discovery.collectors()...)
 	for _, task := range Tasks {

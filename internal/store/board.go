@@ -187,8 +187,11 @@ const completeThroughIndexing = 60
 //   - each reader's position: T is before the newest block time it has
 //     fully read (another transaction of that block may be unread), or,
 //     for a contract's reader, before what its last complete scan covered;
-//   - a transaction still pending (found, not settled): T stays at most
-//     where it was when the transaction was queued;
+//   - a transaction a reader saw in a block, of a registered genesis
+//     agent on an allowlisted pair, and could not settle (Hiro still said
+//     pending, or failed): T stays before that block's time, for HoldBound
+//     at most (HoldPending, LapseHolds); a transaction in the mempool holds
+//     nothing, so nobody can hold T by posting one to the fast path;
 //   - a registered agent whose history has not been read once, and a gap
 //     a reader gave up on: T does not move until they are.
 func (s *Store) CompleteThrough(ctx context.Context) (*int64, error) {
@@ -203,13 +206,14 @@ select (select value::bigint from competition_state where key = $1),
        (select min(case when reader = 'tail' then block_time
                         else greatest(block_time, extract(epoch from covered_at)::bigint - $2) end) - 1
         from discovery_cursors),
-       (select min(coalesce(p.hold_through, -1)) from pending_txs p
-        join agents a on a.stx_address = p.sender where a.deregistered_at is null),
+       (select min(p.held_block_time) - 1 from pending_txs p
+        join agents a on a.stx_address = p.sender
+        where a.deregistered_at is null and p.held_block_time is not null and p.held_at > now() - $3::interval),
        exists (select 1 from agent_ingest i join agents a on a.stx_address = i.stx_address
                where a.deregistered_at is null and i.last_success_at is null)
        or exists (select 1 from discovery_gaps where filled_at is null)
        or exists (select 1 from discovery_cursors where block_time is null and covered_at is null)`,
-			completeThroughKey, completeThroughIndexing).Scan(&kept, &readers, &readerCap, &pendingCap, &frozen)
+			completeThroughKey, completeThroughIndexing, HoldBound).Scan(&kept, &readers, &readerCap, &pendingCap, &frozen)
 		if err != nil {
 			return fmt.Errorf("complete through: %w", err)
 		}

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/pacer-dev/pacer/internal/store"
 )
 
 // completeThrough follows the slowest reader, stays put while an agent's
@@ -40,10 +42,31 @@ func TestCompleteThrough(t *testing.T) {
 	exec(`update discovery_cursors set covered_at = to_timestamp(2000) where reader = 'contract:SP1.a'`)
 	require.Equal(t, int64(999), *through(), "now the tail")
 
-	// A transaction pending since completeThrough was 999 holds it there.
-	exec(`insert into pending_txs (txid, sender, first_seen_at) values ('0x01', 'SPA', now())`)
+	// A transaction in the mempool holds nothing: mined, it is in a block
+	// no reader has passed yet. One a reader saw in a block and could not
+	// settle holds it before that block, if its sender is a genesis agent,
+	// for store.HoldBound at most; the lapse is reported once.
+	exec(`insert into pending_txs (txid, sender, first_seen_at) values ('0x01', 'SPA', now()), ('0x02', 'SPA', now()), ('0x03', 'SPA', now())`)
+	require.NoError(t, s.HoldPending(ctx, "0x03", 2000), "SPA has no claim yet: no hold")
+	exec(`update agents set btc_address = 'bc1a', erc8004_agent_id = 1 where stx_address = 'SPA'`)
+	exec(`insert into claims values ('bc1a', 'verified')`)
+	require.NoError(t, s.HoldPending(ctx, "0x02", 3000))
+	require.NoError(t, s.HoldPending(ctx, "0x02", 3500), "seen again: the earliest block stands")
 	exec(`update discovery_cursors set block_time = 5000, covered_at = to_timestamp(6000)`)
-	require.Equal(t, int64(999), *through())
+	require.Equal(t, int64(2999), *through(), "held before the block of the one a reader saw")
+	lapsed, err := s.LapseHolds(ctx, store.HoldBound)
+	require.NoError(t, err)
+	require.Empty(t, lapsed)
+	exec(`update pending_txs set held_at = now() - interval '31 minutes' where txid = '0x02'`)
+	require.Equal(t, int64(4999), *through(), "a hold lapses after HoldBound")
+	lapsed, err = s.LapseHolds(ctx, store.HoldBound)
+	require.NoError(t, err)
+	require.Len(t, lapsed, 1)
+	require.Equal(t, "0x02", lapsed[0].TxID)
+	require.Equal(t, int64(3000), lapsed[0].BlockTime)
+	lapsed, err = s.LapseHolds(ctx, store.HoldBound)
+	require.NoError(t, err)
+	require.Empty(t, lapsed, "reported once")
 	exec(`delete from pending_txs`)
 	require.Equal(t, int64(4999), *through())
 

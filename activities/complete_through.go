@@ -1,0 +1,28 @@
+package activities
+
+import (
+	"context"
+
+	"go.uber.org/zap"
+
+	"github.com/pacer-dev/pacer/internal/store"
+)
+
+// lapseHolds ends the holds on completeThrough older than store.HoldBound
+// (completeThrough already ignores them) with a log line each and a
+// metric: a transaction a reader saw in a block that Hiro still cannot
+// settle after that long is an upstream's problem to look into, not a
+// reason to stop completeThrough, and with it the rounds (SPEC §7, §13).
+// A failure to look is logged: the next run looks again.
+func (a *Activities) lapseHolds(ctx context.Context) {
+	lapsed, err := a.Store.LapseHolds(ctx, store.HoldBound)
+	if err != nil {
+		a.Logger.Warn("complete_through.lapse_failed", zap.Error(err))
+		return
+	}
+	for _, h := range lapsed {
+		a.Logger.Warn("complete_through.hold_lapsed", zap.String("txid", h.TxID), zap.String("sender", h.Sender),
+			zap.Int64("blockTime", h.BlockTime), zap.Time("heldAt", h.HeldAt), zap.Duration("bound", store.HoldBound))
+	}
+	a.Metrics.ObserveHoldsLapsed(len(lapsed))
+}
