@@ -26,7 +26,7 @@ FUZZ_TARGETS := \
 	workflows:FuzzParsePause workflows:FuzzParseRefresh workflows:FuzzParseTune workflows:FuzzParseReconfigure \
 	internal/cron:FuzzParseSpec internal/chainhook:FuzzParse
 
-.PHONY: help build dev test test-short test-unit evidence lint docs tools clean postgres chromium histories wf-lines bench bench-hidden bench-push bench-public bench-tail bench-outage bench-hint bench-board cost catchup sched-check deliver-check deploy-check fuzz
+.PHONY: help build dev test test-short test-unit evidence lint docs tools clean postgres chromium histories wf-lines bench bench-hidden bench-push bench-public bench-tail bench-sunset-push bench-outage bench-hint bench-board cost catchup sched-check deliver-check deploy-check fuzz
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -101,8 +101,11 @@ bench-hidden: tools postgres ## the shared Hiro budget on the real stack: 5 minu
 bench-public: tools postgres ## the public surface on the real stack: a replay flood vs the sweep's Hiro requests, a read flood vs sweep/deliver run times, one client's flood of each route vs another's reads (~12 min, see docs/reliability.md)
 	set -o pipefail; go test -tags benchstack -count=1 -timeout 45m -run 'TestReplayFloodDoesNotSpendTheSweep|TestReadFloodDoesNotSlowTheWorkers|TestOneClientCannotStarveAnother' -v ./worker/ | grep -E 'figures|Error Trace|Error:|Messages|^(ok|FAIL|---)'
 
-bench-tail: tools postgres ## discovery on the real stack: pacer worker reads the chain's tail for 1,000 agents beside strangers' traffic; each swap's delay from block to row, Hiro requests a minute (~10 min, see docs/benchmarks.md)
-	set -o pipefail; go test -tags benchstack -count=1 -timeout 30m -run TestTailBench -v ./worker/ | grep -E 'figures|late swap|Error Trace|Error:|^(ok|FAIL|---)'
+bench-tail: tools postgres ## discovery on the real stack: pacer worker reads the chain's tail for 1,000 agents beside strangers' traffic (Hiro's WebSocket refused), then with push on, then with the socket silenced 90 s; each swap's delay from block to row, Hiro requests a minute (~20 min, see docs/benchmarks.md)
+	set -o pipefail; go test -tags benchstack -count=1 -timeout 45m -run TestTailBench -v ./worker/ | grep -E 'figure|late swap|Error Trace|Error:|^(ok|FAIL|---)'
+
+bench-sunset-push: tools postgres ## Hiro's sunset answers on (the contracts' lists the only reader), 1,000 agents: every new swap within 30 s with push off, within 3 s with Hiro's WebSocket on (~20 min, see docs/benchmarks.md)
+	set -o pipefail; go test -tags benchstack -count=1 -timeout 60m -run TestSunsetPushBench -v ./worker/ | grep -E 'figure|late swap|Error Trace|Error:|^(ok|FAIL|---)'
 
 bench-outage: tools postgres ## Hiro down 30 minutes (real time) on a chain of 200,000 calls a day: the tail's gap reported, then filled, 0 missed, 0 doubled (~45 min, see docs/reliability.md)
 	set -o pipefail; go test -tags benchstack -count=1 -timeout 120m -run TestTailOutageBench -v ./worker/ | grep -E 'figures|Error Trace|Error:|^(ok|FAIL|---)'

@@ -9,14 +9,18 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/catalog"
+	"github.com/pacer-dev/pacer/internal/evidence"
 	"github.com/pacer-dev/pacer/internal/ingest/bench"
 	"github.com/pacer-dev/pacer/internal/sim"
+	"github.com/pacer-dev/pacer/internal/store"
 	"github.com/pacer-dev/pacer/internal/testenv"
 	"github.com/pacer-dev/pacer/workflows"
 )
@@ -40,7 +44,10 @@ func TestTailBench(t *testing.T) {
 	s, clk, w := newRunningWorld(t, agents, 6*time.Hour, 40_000)
 	started := time.Now()
 	s.sim.TraceServed(true)
-	_, out := s.startProcess(t, bin, tailBenchArgs(s, w, "--log-level", "info")...)
+	// Push on, its socket refused: the polling row, and polling as before
+	// when Hiro's WebSocket refuses (SPEC §5.0 "Push"); the push rows below.
+	require.NoError(t, s.sim.SetFaults(sim.Faults{WSRefused: true}))
+	_, out := s.startProcess(t, bin, tailBenchArgs(s, w, "--log-level", "info", "--push", "ws")...)
 	keepLog(t, out)
 
 	// The first start: every agent's history, at the budget's pace.
@@ -95,6 +102,86 @@ func TestTailBench(t *testing.T) {
 	require.Zero(t, doubled)
 	require.Zero(t, fs.missed)
 	require.LessOrEqual(t, p99, 2*vb.All.P99, "the real stack's p99 within 2× the chain benchmark's for the same world")
+	sockets := len(catalog.Default().Contracts())
+	refusedWarnings := strings.Count(out.String(), `"msg":"push.socket_down"`)
+	evidence.Check(t, "push.refused.warnings", float64(refusedWarnings), evidence.AtMost, float64(sockets), "count")
+	t.Logf("figures: the socket refused %d times while polling; %d warnings (one a socket)", s.sim.WSStats().Refused, refusedWarnings)
+
+	pushRows(t, s, w, clk, window, settle, before, after, minutes)
+}
+
+// pushRows are make bench-tail's push rows (SPEC §5.0 "Push", issue 39),
+// in the run of the polling row (its window's stats, before and after):
+// the socket accepted, every new swap's delay from its block and the
+// requests that find transactions a minute; then the socket silenced for
+// 90 s with swaps mined meanwhile: every one recorded, and pacer
+// subscribed again.
+func pushRows(t *testing.T, s *stack, w *sim.World, clk *clock, window, settle time.Duration, pollBefore, pollAfter sim.Stats, pollMinutes float64) {
+	t.Helper()
+	ctx := context.Background()
+	pushState := func() store.PushState {
+		st, _, err := s.st.ReadPushState(ctx, 30*time.Second)
+		require.NoError(t, err)
+		return st
+	}
+	finding := func(before, after sim.Stats, minutes float64) (float64, map[string]float64) {
+		per, total := map[string]float64{}, 0.0
+		for route, rs := range after.Routes {
+			n := float64(rs.Total - before.Routes[route].Total)
+			if n > 0 && strings.HasPrefix(route, "GET /extended") && route != sim.HiroTxMultipleRoute && route != sim.HiroTxRoute {
+				per[route] = n / minutes
+				total += n / minutes
+			}
+		}
+		return total, per
+	}
+
+	polled, _ := finding(pollBefore, pollAfter, pollMinutes)
+	require.NoError(t, s.sim.SetFaults(sim.Faults{}))
+	accepted := time.Now()
+	eventually(t, 2*time.Minute, "push is live once the socket is accepted", func() bool { return pushState().Live })
+	t.Logf("figures: push live %s after the socket was accepted", time.Since(accepted).Round(100*time.Millisecond))
+	// The readers' reads due before push went live are done by then.
+	time.Sleep(settle)
+
+	from, before := time.Now(), s.sim.Stats()
+	time.Sleep(window)
+	until, after := time.Now(), s.sim.Stats()
+	time.Sleep(settle)
+	m := measureDiscovery(t, s, w, clk, from, until)
+	require.NotEmpty(t, m.delays, "swaps were mined in the push window")
+	perMinute, per := finding(before, after, until.Sub(from).Minutes())
+	multiple := float64(after.Routes[sim.HiroTxMultipleRoute].Total-before.Routes[sim.HiroTxMultipleRoute].Total) / until.Sub(from).Minutes()
+	t.Logf("figures: push on, window %s: %d swaps mined, delay mean %s p99 %s max %s; missed %d, doubled %d; requests that find transactions %.2f a minute %v (polling %.2f), tx/multiple %.1f a minute",
+		window, len(m.delays), m.mean.Round(100*time.Millisecond), m.p99.Round(100*time.Millisecond), last(m.delays).Round(100*time.Millisecond),
+		m.missed, m.doubled, perMinute, per, polled, multiple)
+	logLate(t, m, s.sim.Traced())
+	evidence.Check(t, "push.tail.p99", m.p99.Seconds(), evidence.AtMost, 3, "s")
+	evidence.Check(t, "push.tail.finding_per_min", perMinute, evidence.AtMost, 3, "per_min")
+	evidence.Check(t, "push.tail.missed", float64(m.missed), evidence.Exactly, 0, "count")
+	evidence.Check(t, "push.tail.doubled", float64(m.doubled), evidence.Exactly, 0, "count")
+
+	// Silenced 90 s: nothing closes, nothing comes.
+	reconnects := pushState().Reconnects
+	require.NoError(t, s.sim.SetFaults(sim.Faults{WSSilent: true}))
+	sfrom := time.Now()
+	time.Sleep(90 * time.Second)
+	require.NoError(t, s.sim.SetFaults(sim.Faults{}))
+	suntil := time.Now()
+	eventually(t, 3*time.Minute, "subscribed again after the silence", func() bool {
+		st := pushState()
+		return st.Live && st.Reconnects > reconnects
+	})
+	resubscribed := time.Since(suntil)
+	time.Sleep(settle)
+	sm := measureDiscovery(t, s, w, clk, sfrom, suntil)
+	require.NotEmpty(t, sm.delays, "swaps were mined in the silence")
+	t.Logf("figures: socket silenced 90 s: %d swaps mined meanwhile, delay mean %s p99 %s max %s, missed %d, doubled %d; live again %s after the silence ended (%d reconnects)",
+		len(sm.delays), sm.mean.Round(100*time.Millisecond), sm.p99.Round(100*time.Millisecond), last(sm.delays).Round(100*time.Millisecond),
+		sm.missed, sm.doubled, resubscribed.Round(100*time.Millisecond), pushState().Reconnects-reconnects)
+	evidence.Check(t, "push.silent.missed", float64(sm.missed), evidence.Exactly, 0, "count")
+	evidence.Check(t, "push.silent.doubled", float64(sm.doubled), evidence.Exactly, 0, "count")
+	evidence.Check(t, "push.silent.resubscribed", resubscribed.Seconds(), evidence.AtMost, 90, "s")
 }
 
 // keepLog writes the worker's log to $PACER_BENCH_LOG when the test ends,
