@@ -68,6 +68,8 @@ type Activities struct {
 
 	// Registry reads PACER_REGISTRY_URL (SPEC §12); nil when it is not set.
 	RegistryClient *registry.Client
+	// Hook is the chainhook task's configuration (SPEC §11).
+	Hook ChainhookConfig
 
 	// plan is the optimal policy's last allocation.
 	plan ingest.Allocations
@@ -206,6 +208,9 @@ type Options struct {
 	// RegistryURL is PACER_REGISTRY_URL: the registry's first page
 	// (empty: no registry task).
 	RegistryURL string
+	// Chainhook configures the chainhook task; its APIKey defaults to
+	// HiroAPIKey.
+	Chainhook ChainhookConfig
 }
 
 // DefaultRegistryPerMinute is the registry's budget until its headers
@@ -264,7 +269,16 @@ func New(o Options) *Activities {
 		Discovery:      o.Discovery.WithDefaults(),
 		Budget:         shared,
 		RegistryClient: newRegistryClient(o),
+		Hook:           chainhookConfig(o),
 	}
+}
+
+func chainhookConfig(o Options) ChainhookConfig {
+	c := o.Chainhook
+	if c.APIKey == "" {
+		c.APIKey = o.HiroAPIKey
+	}
+	return c
 }
 
 // newRegistryClient is the registry's client on a budget of its own, or

@@ -188,7 +188,10 @@ func (w *walk) settle(ctx context.Context, sender string, seenAt int64, o compet
 		}
 		return false
 	}
-	if retry || o.Status == competition.StatusPending {
+	// A verdict from a passing upstream state (a fork, an indexer's lag)
+	// is kept pending too: the reader's cursor moves past it, and only
+	// the plan's Verify step would ever look at it again (SPEC §5.5).
+	if retry || o.Status == competition.StatusPending || o.Status == competition.StatusRejected && o.Reason.Revisited() {
 		if err := a.Store.RecordPending(ctx, o.TxID, sender); err != nil {
 			w.stop = &fault.Error{Class: pacer.ClassTransport, Op: "sweep " + sender, Err: err}
 			return false
@@ -220,6 +223,10 @@ func seenAt(e hiro.Entry) int64 {
 // count adds one outcome to the counts.
 func (w *walk) count(o competition.Outcome) {
 	o.AddTo(&w.res)
+	if o.Status == competition.StatusAlreadyKnown && o.Detail != "" {
+		// A chainhook delivery's row the chain corrected (SPEC §11).
+		w.log.Warn("sweep.push_mismatch", zap.String("txid", o.TxID), zap.String("detail", o.Detail))
+	}
 	if o.Status == competition.StatusRejected {
 		w.log.Info("sweep.rejected", zap.String("txid", o.TxID), zap.String("reason", string(o.Reason)),
 			zap.String("detail", o.Detail), zap.Bool("known", o.Known), zap.Error(o.Err))

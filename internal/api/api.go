@@ -23,7 +23,6 @@ import (
 
 	"github.com/pacer-dev/pacer"
 	"github.com/pacer-dev/pacer/internal/catalog"
-	"github.com/pacer-dev/pacer/internal/chainhook"
 	"github.com/pacer-dev/pacer/internal/competition"
 	"github.com/pacer-dev/pacer/internal/api/openapi"
 	"github.com/pacer-dev/pacer/internal/ingest"
@@ -69,9 +68,13 @@ type Options struct {
 	// Registerer receives the API's own series (the fetches behind its
 	// caches); nil keeps them unregistered.
 	Registerer prometheus.Registerer
-	// ChainhookSecret is the bearer secret of POST /api/chainhook; empty
-	// turns the endpoint off (404).
+	// ChainhookSecret is PACER_CHAINHOOK_SECRET: the consumer secret(s) of
+	// POST /api/chainhook, comma-separated while a rotation rolls over;
+	// empty turns the endpoint off (404).
 	ChainhookSecret string
+	// ChainhookMaxBytes bounds a delivery's body
+	// (PACER_CHAINHOOK_MAX_BYTES); zero means chainhook.DefaultMaxBodyBytes.
+	ChainhookMaxBytes int64
 	// HintEvery is how often public input (the fast path, chainhook
 	// deliveries) may make one agent due: PACER_HOT_EVERY, the fastest any
 	// agent is visited. Zero means ingest.DefaultHotEvery.
@@ -294,7 +297,7 @@ func writeCached(w http.ResponseWriter, r *http.Request, code int, body []byte) 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	limit := int64(MaxBodyBytes)
 	if r.URL.Path == ChainhookPath {
-		limit = chainhook.MaxBodyBytes // a delivery carries whole blocks
+		limit = s.hook.maxBytes // a delivery carries whole blocks
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, limit)
 	// Defaults every answer starts from, the timed-out one included: a

@@ -27,6 +27,9 @@ type hookFixture struct {
 	*tradeFixture
 	url string
 	reg *prometheus.Registry
+	// like maps a made-up transaction to the one whose operations it
+	// takes.
+	like map[string]sim.WorldTx
 }
 
 // newHookFixture serves the API with the chainhook endpoint on, over the
@@ -38,7 +41,7 @@ func newHookFixture(t *testing.T, secret string) *hookFixture {
 	srv := httptest.NewServer(api.New(api.Options{Store: f.st, Catalog: catalog.Default(),
 		Verifier: f.acts.FastVerifier, ChainhookSecret: secret, Registerer: reg}))
 	t.Cleanup(srv.Close)
-	return &hookFixture{tradeFixture: f, url: srv.URL + api.ChainhookPath, reg: reg}
+	return &hookFixture{tradeFixture: f, url: srv.URL + api.ChainhookPath, reg: reg, like: map[string]sim.WorldTx{}}
 }
 
 // block is a block of a delivery: its hash, height and transactions.
@@ -48,8 +51,14 @@ type block struct {
 	txs    []sim.WorldTx
 }
 
-// delivery writes a Chainhooks 2.0 payload from the documented shape.
-func delivery(apply, rollback []block) []byte {
+// delivery writes a Chainhooks 2.0 payload of the documented shape: each
+// transaction's operations are its contract call and, from its events on
+// the simulated Hiro, each transfer as two token_transfer operations (the
+// sender's negative amount, the recipient's positive one). A transaction
+// Hiro does not know takes the operations of f.like[its id], its sender
+// standing for that one's. Build it before counting Hiro's requests.
+func (f *hookFixture) delivery(t *testing.T, apply, rollback []block) []byte {
+	t.Helper()
 	side := func(bs []block) []any {
 		out := []any{}
 		for _, b := range bs {
@@ -63,12 +72,7 @@ func delivery(apply, rollback []block) []byte {
 						"result":   map[string]any{"hex": "0x0703", "repr": "(ok true)"},
 						"position": map[string]any{"index": 0},
 					},
-					"operations": []any{map[string]any{
-						"operation_identifier": map[string]any{"index": 0},
-						"type":                 "contract_call", "status": "success",
-						"account":  map[string]any{"address": tx.Sender},
-						"metadata": map[string]any{"contract_identifier": tx.ContractID, "function_name": tx.FunctionName, "args": []any{}},
-					}},
+					"operations": f.operations(t, tx),
 				})
 			}
 			out = append(out, map[string]any{
@@ -85,6 +89,47 @@ func delivery(apply, rollback []block) []byte {
 		"chainhook": map[string]any{"name": "pacer-competition-swaps", "uuid": "be4ab3ed-b606-4fe0-97c4-6c0b1ac9b185"},
 	})
 	return b
+}
+
+// operations are tx's operations as a delivery gives them.
+func (f *hookFixture) operations(t *testing.T, tx sim.WorldTx) []any {
+	t.Helper()
+	ops := []any{map[string]any{
+		"operation_identifier": map[string]any{"index": 0},
+		"type":                 "contract_call", "status": "success",
+		"account":  map[string]any{"address": tx.Sender},
+		"metadata": map[string]any{"contract_identifier": tx.ContractID, "function_name": tx.FunctionName, "args": []any{}},
+	}}
+	id, sender := tx.TxID, tx.Sender
+	if like, ok := f.like[id]; ok {
+		id, sender = like.TxID, like.Sender
+	}
+	onHiro, err := f.acts.Hiro.Tx(context.Background(), id)
+	require.NoError(t, err)
+	account := func(a string) string {
+		if a == sender {
+			return tx.Sender
+		}
+		return a
+	}
+	for _, e := range onHiro.Events {
+		if e.Asset == nil || e.Asset.AssetEventType != "transfer" {
+			continue
+		}
+		currency := map[string]any{"symbol": "STX", "decimals": 6}
+		if e.EventType != "stx_asset" {
+			currency = map[string]any{"symbol": "", "decimals": 0,
+				"metadata": map[string]any{"token_type": "ft", "asset_identifier": e.Asset.AssetID}}
+		}
+		ops = append(ops,
+			map[string]any{"type": "token_transfer", "status": "success", "operation_identifier": map[string]any{"index": len(ops)},
+				"account": map[string]any{"address": account(e.Asset.Sender)},
+				"amount":  map[string]any{"value": "-" + e.Asset.Amount, "currency": currency}},
+			map[string]any{"type": "token_transfer", "status": "success", "operation_identifier": map[string]any{"index": len(ops) + 1},
+				"account": map[string]any{"address": account(e.Asset.Recipient)},
+				"amount":  map[string]any{"value": e.Asset.Amount, "currency": currency}})
+	}
+	return ops
 }
 
 func (f *hookFixture) push(t *testing.T, auth string, body []byte) (int, api.ChainhookResponse, string) {
@@ -165,9 +210,9 @@ func (f *hookFixture) swapSources(t *testing.T) map[string]string {
 func TestChainhookOffWithoutSecret(t *testing.T) {
 	t.Parallel()
 	f := newHookFixture(t, "")
-	code, _, raw := f.push(t, "Bearer ", delivery(nil, nil))
+	code, _, raw := f.push(t, "Bearer ", f.delivery(t, nil, nil))
 	require.Equal(t, http.StatusNotFound, code, raw)
-	code, _, _ = f.push(t, "", delivery(nil, nil))
+	code, _, _ = f.push(t, "", f.delivery(t, nil, nil))
 	require.Equal(t, http.StatusNotFound, code)
 	require.Empty(t, f.ledger(t)["state"])
 }
@@ -176,7 +221,7 @@ func TestChainhookRefusesWrongSecret(t *testing.T) {
 	t.Parallel()
 	f := newHookFixture(t, hookSecret)
 	tx := f.worldTxs(t, 1)[0]
-	body := delivery([]block{{hash: "0xb1", height: 10, txs: []sim.WorldTx{tx}}}, nil)
+	body := f.delivery(t, []block{{hash: "0xb1", height: 10, txs: []sim.WorldTx{tx}}}, nil)
 	before := f.ledger(t)
 	f.sim.ResetStats()
 	for _, auth := range []string{"", "Bearer", "Bearer ", "Bearer wrong", hookSecret, "Bearer  " + hookSecret,
@@ -199,14 +244,14 @@ func TestChainhookSchemeIsCaseInsensitive(t *testing.T) {
 	t.Parallel()
 	f := newHookFixture(t, hookSecret)
 	for _, scheme := range []string{"bearer", "BEARER", "Bearer"} {
-		code, _, raw := f.push(t, scheme+" "+hookSecret, delivery(nil, nil))
+		code, _, raw := f.push(t, scheme+" "+hookSecret, f.delivery(t, nil, nil))
 		require.Equal(t, http.StatusOK, code, "%s: %s", scheme, raw)
 	}
 }
 
 func TestChainhookRefusesBadBodies(t *testing.T) {
 	t.Parallel()
-	f := newHookFixture(t, hookSecret)
+	f := newHookFixtureMax(t, hookSecret, 5<<20)
 	auth := "Bearer " + hookSecret
 	before := f.ledger(t)
 
@@ -256,12 +301,15 @@ func TestChainhookApplyInsertsWithSourceChainhook(t *testing.T) {
 	stranger := txs[1]
 	stranger.Sender = "SP000000000000000000002Q6VF78"
 	stranger.TxID = madeUp(t)
-	body := delivery([]block{{hash: "0xb1", height: 10, txs: []sim.WorldTx{txs[0], stranger}}}, nil)
+	f.like[stranger.TxID] = txs[1]
+	body := f.delivery(t, []block{{hash: "0xb1", height: 10, txs: []sim.WorldTx{txs[0], stranger}}}, nil)
+	f.sim.ResetStats()
 
 	resp := f.ok(t, body)
 	require.Equal(t, api.ChainhookResponse{Accepted: true, AppliedBlocks: 1, Candidates: 2, Agents: 1, Inserted: 1}, resp)
 	require.Equal(t, map[string]string{txs[0].TxID: competition.SourceChainhook}, f.swapSources(t))
-	require.Equal(t, 1, f.sim.Stats().Routes[sim.HiroTxMultipleRoute].Total, "one detail request, none for a stranger")
+	require.Zero(t, f.sim.Stats().Routes[sim.HiroTxMultipleRoute].Total+f.sim.Stats().Routes[sim.HiroTxRoute].Total,
+		"recorded from the delivery: no detail request")
 
 	row, _, err := f.st.AgentIngestRow(ctx, txs[0].Sender)
 	require.NoError(t, err)
@@ -293,7 +341,7 @@ func TestChainhookFindsWhatPollingFoundFirst(t *testing.T) {
 	tx := f.worldTxs(t, 1)[0]
 	o := f.acts.FastVerifier.Verify(context.Background(), tx.TxID, competition.SourceSweep)
 	require.Equal(t, competition.StatusInserted, o.Status)
-	resp := f.ok(t, delivery([]block{{hash: "0xb1", height: 10, txs: []sim.WorldTx{tx}}}, nil))
+	resp := f.ok(t, f.delivery(t, []block{{hash: "0xb1", height: 10, txs: []sim.WorldTx{tx}}}, nil))
 	require.Equal(t, 1, resp.AlreadyKnown)
 	require.Equal(t, competition.SourceSweep, f.swapSources(t)[tx.TxID], "one row, its first writer's")
 	require.Equal(t, 1.0, counter(t, f.reg, "pacer_chainhook_swaps_total", "sweep"))
@@ -306,7 +354,7 @@ func TestChainhookRollbackAndReapply(t *testing.T) {
 	txs := f.worldTxs(t, 3)
 	b1 := block{hash: "0xb1", height: 10, txs: txs[:2]}
 	b2 := block{hash: "0xb2", height: 11, txs: txs[2:]}
-	applyB1, applyB2 := delivery([]block{b1}, nil), delivery([]block{b2}, nil)
+	applyB1, applyB2 := f.delivery(t, []block{b1}, nil), f.delivery(t, []block{b2}, nil)
 	f.ok(t, applyB1)
 	f.ok(t, applyB2)
 	require.Len(t, f.swapSources(t), 3)
@@ -315,7 +363,7 @@ func TestChainhookRollbackAndReapply(t *testing.T) {
 
 	// A reorg: b1 rolled back, its replacement b1' holds none of its
 	// transactions yet.
-	reorg := delivery([]block{{hash: "0xc1", height: 10}}, []block{b1})
+	reorg := f.delivery(t, []block{{hash: "0xc1", height: 10}}, []block{b1})
 	resp := f.ok(t, reorg)
 	require.Equal(t, 2, resp.SwapsRolledBack)
 	require.Equal(t, map[string]string{txs[2].TxID: competition.SourceChainhook}, f.swapSources(t), "exactly the rolled-back swaps left")
@@ -342,7 +390,7 @@ func TestChainhookRollbackAndReapply(t *testing.T) {
 	// The transactions are mined again in another block: restored.
 	_, err = f.st.Pool().Exec(ctx, `delete from rollup_dirty`)
 	require.NoError(t, err)
-	reapply := delivery([]block{{hash: "0xc2", height: 11, txs: txs[:2]}}, nil)
+	reapply := f.delivery(t, []block{{hash: "0xc2", height: 11, txs: txs[:2]}}, nil)
 	resp = f.ok(t, reapply)
 	require.Equal(t, 2, resp.Inserted)
 	require.Len(t, f.swapSources(t), 3)
@@ -399,7 +447,7 @@ func TestChainhookJunkDoesNotStallTheAPI(t *testing.T) {
 		require.Equal(t, http.StatusOK, resp.StatusCode)
 	}
 	tx := f.worldTxs(t, 1)[0]
-	resp := f.ok(t, delivery([]block{{hash: "0xb1", height: 10, txs: []sim.WorldTx{tx}}}, nil))
+	resp := f.ok(t, f.delivery(t, []block{{hash: "0xb1", height: 10, txs: []sim.WorldTx{tx}}}, nil))
 	require.Equal(t, 1, resp.Inserted, "a real delivery still goes through")
 	wg.Wait()
 	close(codes)

@@ -103,9 +103,9 @@ func TestRolledBackSwapWaitsForAnotherBlock(t *testing.T) {
 	require.NotEmpty(t, onHiro.BlockHash)
 	b := block{hash: onHiro.BlockHash, height: onHiro.BlockHeight, txs: []sim.WorldTx{tx}}
 
-	resp := f.ok(t, delivery([]block{b}, nil))
+	resp := f.ok(t, f.delivery(t, []block{b}, nil))
 	require.Equal(t, 1, resp.Inserted)
-	resp = f.ok(t, delivery(nil, []block{b}))
+	resp = f.ok(t, f.delivery(t, nil, []block{b}))
 	require.Equal(t, 1, resp.SwapsRolledBack)
 	require.Empty(t, f.swapSources(t))
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/pacer-dev/pacer/internal/catalog"
 	"github.com/pacer-dev/pacer/internal/chainhook"
+	"github.com/pacer-dev/pacer/internal/competition"
 )
 
 const (
@@ -38,29 +39,40 @@ func TestParseAndExtractApply(t *testing.T) {
 	require.Len(t, p.Event.Apply, 1)
 	require.Equal(t, block1, p.Event.Apply[0].BlockIdentifier.Hash, "hashes come back lower-case")
 
-	applied, rolled, err := chainhook.Extract(p, catalog.Default())
+	ex, err := chainhook.Extract(p, catalog.Default())
 	require.NoError(t, err)
-	require.Empty(t, rolled)
+	require.Empty(t, ex.RolledBack)
 	// The failed call, the call off the allowlist and the token transfer
-	// are no candidates; the call named only by its operation is one, its
-	// id given the 0x it lacked.
-	require.Equal(t, []chainhook.Candidate{
+	// are no candidates (the failed call is a skip, said in the log); the
+	// call named only by its operation is one, its id given the 0x it
+	// lacked.
+	type brief struct {
+		TxID, Sender, ContractID, FunctionName string
+		Block                                  chainhook.BlockRef
+	}
+	var got []brief
+	for _, c := range ex.Applied {
+		got = append(got, brief{c.TxID, c.Sender, c.ContractID, c.FunctionName, c.Block})
+	}
+	require.Equal(t, []brief{
 		{TxID: swapTx, Sender: agent, ContractID: "SPQC38PW542EQJ5M11CR25P7BS1CA6QT4TBXGB3M.stableswap-stx-ststx-v-1-2",
 			FunctionName: "swap-x-for-y", Block: chainhook.BlockRef{Hash: block1, Height: 3549902, Timestamp: 1778787000}},
 		{TxID: opOnlyTx, Sender: "SP3FBR2AGK5H9QBDH3EEN6DF8EK8JY7RX8QJ5SVTE", ContractID: "SPQC38PW542EQJ5M11CR25P7BS1CA6QT4TBXGB3M.stableswap-stx-ststx-v-1-2",
 			FunctionName: "swap-y-for-x", Block: chainhook.BlockRef{Hash: block1, Height: 3549902, Timestamp: 1778787000}},
-	}, applied)
+	}, got)
+	require.Equal(t, []chainhook.Skip{{TxID: "0x1111111111111111111111111111111111111111111111111111111111111111",
+		Sender: agent, Reason: chainhook.SkipFailed, Status: "abort_by_response"}}, ex.Skipped)
 }
 
 func TestExtractRollback(t *testing.T) {
 	t.Parallel()
 	p, err := chainhook.Parse(bytes.NewReader(readFile(t, "reorg.json")))
 	require.NoError(t, err)
-	applied, rolled, err := chainhook.Extract(p, catalog.Default())
+	ex, err := chainhook.Extract(p, catalog.Default())
 	require.NoError(t, err)
-	require.Empty(t, applied)
+	require.Empty(t, ex.Applied)
 	require.Equal(t, []chainhook.RolledBack{{Block: chainhook.BlockRef{Hash: block1, Height: 3549902, Timestamp: 1778787000},
-		TxIDs: []string{swapTx}}}, rolled)
+		TxIDs: []string{swapTx}}}, ex.RolledBack)
 }
 
 func TestExtractSkipsRepeats(t *testing.T) {
@@ -73,9 +85,9 @@ func TestExtractSkipsRepeats(t *testing.T) {
 	require.NoError(t, err)
 	p, err := chainhook.Parse(bytes.NewReader(b))
 	require.NoError(t, err)
-	applied, _, err := chainhook.Extract(p, catalog.Default())
+	ex, err := chainhook.Extract(p, catalog.Default())
 	require.NoError(t, err)
-	require.Len(t, applied, 2, "a block delivered twice gives its candidates once")
+	require.Len(t, ex.Applied, 2, "a block delivered twice gives its candidates once")
 }
 
 func TestParseRejects(t *testing.T) {
@@ -146,7 +158,7 @@ func TestExtractBadOperationMetadata(t *testing.T) {
 		`{"transaction_identifier":{"hash":"` + hash + `"},"metadata":{"sender_address":"SP1","status":"success"},` +
 		`"operations":[{"type":"contract_call","metadata":{"contract_identifier":7}}]}]}]}}`))
 	require.NoError(t, err)
-	_, _, err = chainhook.Extract(p, catalog.Default())
+	_, err = chainhook.Extract(p, catalog.Default())
 	require.ErrorIs(t, err, chainhook.ErrPayload)
 	require.Contains(t, err.Error(), "operations[0].metadata")
 }
@@ -225,7 +237,8 @@ func FuzzParse(f *testing.F) {
 			require.True(t, errors.Is(err, chainhook.ErrPayload), "every failure is a payload error: %v", err)
 			return
 		}
-		applied, rolled, err := chainhook.Extract(p, allow)
+		ex, err := chainhook.Extract(p, allow)
+		applied, rolled := ex.Applied, ex.RolledBack
 		if err != nil {
 			require.ErrorIs(t, err, chainhook.ErrPayload)
 			return
@@ -247,4 +260,38 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestSwapFromOperations: the swap a delivery describes, built from its
+// token_transfer operations (each one side of a transfer: the account's
+// signed amount), against figures worked out by hand from apply.json: the
+// agent sends 1,000,000 µSTX to the pool and receives 950,000 stSTX from
+// it; its fee operation is no leg.
+func TestSwapFromOperations(t *testing.T) {
+	t.Parallel()
+	p, err := chainhook.Parse(bytes.NewReader(readFile(t, "apply.json")))
+	require.NoError(t, err)
+	ex, err := chainhook.Extract(p, catalog.Default())
+	require.NoError(t, err)
+	require.Len(t, ex.Applied, 2)
+	pool := "SPQC38PW542EQJ5M11CR25P7BS1CA6QT4TBXGB3M.stableswap-stx-ststx-v-1-2"
+	ststx := "SP4SZE494VC2YC5JYG7AYFQ44F5Q4PYV7DVMDPBG.ststx-token::ststx"
+
+	tx := ex.Applied[0].Tx
+	require.Equal(t, block1, tx.BlockHash)
+	require.Equal(t, int64(3549902), tx.BlockHeight)
+	require.Equal(t, int64(1778787000), tx.BlockTime)
+	require.True(t, tx.EventsComplete())
+	sw, err := competition.ParseSwap(tx, catalog.Default())
+	require.NoError(t, err)
+	require.Equal(t, [4]string{"stx", "1000000", ststx, "950000"}, [4]string{sw.TokenIn, sw.AmountIn, sw.TokenOut, sw.AmountOut})
+	var legs competition.Legs
+	require.NoError(t, json.Unmarshal(sw.RawEventJSON, &legs))
+	require.Equal(t, []competition.Leg{{AssetID: "stx", Amount: "1000000", Counterparty: pool}}, legs.LegsOut, "the pool's side pairs with the agent's")
+	require.Equal(t, []competition.Leg{{AssetID: ststx, Amount: "950000", Counterparty: pool}}, legs.LegsIn)
+
+	// Sides without their pair still net: 500 stSTX out, 510 µSTX in.
+	sw, err = competition.ParseSwap(ex.Applied[1].Tx, catalog.Default())
+	require.NoError(t, err)
+	require.Equal(t, [4]string{ststx, "500", "stx", "510"}, [4]string{sw.TokenIn, sw.AmountIn, sw.TokenOut, sw.AmountOut})
 }

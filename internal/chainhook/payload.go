@@ -21,16 +21,18 @@ import (
 )
 
 // Bounds of one delivery. Chainhooks sends a block (or a reorg's few) per
-// delivery; the bounds keep a hostile or broken sender from making pacer
-// hold or walk more than a few megabytes.
+// delivery, and a busy block's passes 1 MiB (teams running it set 32 MiB);
+// the body's bound (PACER_CHAINHOOK_MAX_BYTES, the API's) keeps a hostile
+// or broken sender from making pacer hold more, these keep it from making
+// pacer walk more than such a body holds.
 const (
-	// MaxBodyBytes bounds a delivery's body.
-	MaxBodyBytes = 5 << 20
+	// DefaultMaxBodyBytes is PACER_CHAINHOOK_MAX_BYTES's default.
+	DefaultMaxBodyBytes = 32 << 20
 	// MaxBlocks bounds apply + rollback blocks of a delivery.
 	MaxBlocks = 500
 	// MaxTransactions bounds the transactions of a delivery, all blocks
-	// together.
-	MaxTransactions = 20_000
+	// together: about what 32 MiB of the smallest transactions holds.
+	MaxTransactions = 200_000
 	// maxHashLen bounds a block hash ("0x" + hex).
 	maxHashLen = 130
 )
@@ -103,11 +105,36 @@ type ClarityRepr struct {
 }
 
 // Operation is one state change of a transaction. Its metadata depends on
-// its type; only a contract_call's is read (ContractCall).
+// its type; only a contract_call's is read (ContractCall). A
+// token_transfer moves Amount into (a positive value) or out of (a
+// negative one) Account: one side of a transfer per operation.
 type Operation struct {
 	Type     string          `json:"type"`
 	Status   string          `json:"status"`
+	Account  *Account        `json:"account"`
+	Amount   *Amount         `json:"amount"`
 	Metadata json.RawMessage `json:"metadata"`
+}
+
+// Account is the principal an operation concerns.
+type Account struct {
+	Address string `json:"address"`
+}
+
+// Amount is what a token_transfer moves: Value is a signed decimal integer
+// in the asset's smallest unit. STX has the symbol STX and no asset
+// identifier; a fungible token has token_type ft and its asset identifier
+// (CONTRACT::name); a non-fungible one token_type nft.
+type Amount struct {
+	Value    string `json:"value"`
+	Currency struct {
+		Symbol   string `json:"symbol"`
+		Decimals int    `json:"decimals"`
+		Metadata *struct {
+			TokenType       string `json:"token_type"`
+			AssetIdentifier string `json:"asset_identifier"`
+		} `json:"metadata"`
+	} `json:"currency"`
 }
 
 // ContractCallMetadata is the metadata of a contract_call operation.
@@ -116,10 +143,11 @@ type ContractCallMetadata struct {
 	FunctionName       string `json:"function_name"`
 }
 
-// Transaction types and statuses pacer looks at.
+// Transaction and operation types and statuses pacer looks at.
 const (
-	TypeContractCall = "contract_call"
-	StatusSuccess    = "success"
+	TypeContractCall  = "contract_call"
+	TypeTokenTransfer = "token_transfer"
+	StatusSuccess     = "success"
 )
 
 // ErrPayload is the class of every problem with a delivery's content.

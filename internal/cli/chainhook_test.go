@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -9,6 +10,7 @@ import (
 
 	"github.com/pacer-dev/pacer/internal/catalog"
 	"github.com/pacer-dev/pacer/internal/chainhook"
+	"github.com/pacer-dev/pacer/internal/sim"
 )
 
 func TestChainhookSpecCommand(t *testing.T) {
@@ -55,4 +57,33 @@ func TestChainhookSpecUsage(t *testing.T) {
 		require.Empty(t, out)
 		require.Equal(t, 1, strings.Count(errOut, "\n"), errOut)
 	}
+}
+
+// TestChainhookEnsureCommand: `pacer chainhook ensure` run twice makes one
+// hook on the platform; --dry-run changes nothing; without
+// PACER_PUBLIC_URL it is a usage error.
+func TestChainhookEnsureCommand(t *testing.T) {
+	t.Parallel()
+	sp := sim.NewPlatform("hiro-key-for-tests")
+	srv := httptest.NewServer(sp)
+	t.Cleanup(srv.Close)
+	args := []string{"chainhook", "ensure", "--chainhook-api-url", srv.URL, "--hiro-api-key", "hiro-key-for-tests",
+		"--public-url", "https://pacer.example", "--hiro-base-url", "http://127.0.0.1:1"}
+
+	code, out, errOut := run(append(args, "--dry-run")...)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "would create pacer-mainnet-swaps")
+	require.Empty(t, sp.Hooks())
+
+	code, out, errOut = run(args...)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, ": created")
+	code, out, errOut = run(args...)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, ": none")
+	require.Len(t, sp.Hooks(), 1, "run twice: one hook")
+
+	code, _, errOut = run("chainhook", "ensure", "--chainhook-api-url", srv.URL)
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, "PACER_PUBLIC_URL")
 }

@@ -97,6 +97,7 @@ func (c *config) activities(st *store.Store, log *zap.Logger, m *metrics.Metrics
 		WebhookAllowPrivate: c.webhookAllowPrivate,
 		DisableAfter:        c.operating.disableAfter,
 		RegistryURL:         c.registryURL,
+		Chainhook:           c.chainhookActivities(),
 	})
 }
 

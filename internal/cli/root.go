@@ -107,6 +107,7 @@ type config struct {
 	schedulesJSON string
 	schedules     cron.Schedules
 	rollups       rollupConfig
+	hook          chainhookConfig
 	operating     operatingConfig
 
 	// The public surface (SPEC §7, §10.2).
@@ -211,7 +212,7 @@ func (c *config) bind(fs *pflag.FlagSet) {
 	fs.IntVar(&c.tailMaxPages, "tail-max-pages", int(c.envInt("PACER_TAIL_MAX_PAGES", discovery.DefaultMaxPages)), "the most pages one tail read goes back; a tail further behind reports the gap and leaves it to the reconciler [PACER_TAIL_MAX_PAGES]")
 	fs.IntVar(&c.fastPathPerMinute, "fastpath-per-minute", int(c.envInt("PACER_FASTPATH_PER_MINUTE", 30)), "fast-path requests a minute per client address (0 = 30) [PACER_FASTPATH_PER_MINUTE]")
 	fs.StringVar(&c.chainhookSecret, "chainhook-secret", env("PACER_CHAINHOOK_SECRET", ""),
-		"bearer secret of POST /api/chainhook, empty turns it off; discouraged as a flag (any user sees it in ps): prefer PACER_CHAINHOOK_SECRET [PACER_CHAINHOOK_SECRET]")
+		"the Chainhooks consumer secret(s) of POST /api/chainhook (sent as x-chainhook-consumer-secret or Authorization: Bearer), comma-separated while a rotation rolls over; empty turns it off; discouraged as a flag (any user sees it in ps): prefer PACER_CHAINHOOK_SECRET [PACER_CHAINHOOK_SECRET]")
 	fs.BoolVar(&c.chainhookManage, "chainhook-manage", c.envBool("PACER_CHAINHOOK_MANAGE"),
 		"keep pacer's hook on Hiro's Chainhooks platform with the chainhook task (create, update, re-enable, replay missed blocks) [PACER_CHAINHOOK_MANAGE]")
 	fs.DurationVar(&c.chainhookEvery, "chainhook-every", c.envDuration("PACER_CHAINHOOK_EVERY", 2*time.Minute),
@@ -231,6 +232,7 @@ func (c *config) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&c.logLevel, "log-level", env("PACER_LOG_LEVEL", "info"), "debug, info, warn or error [PACER_LOG_LEVEL]")
 	fs.StringVar(&c.logFormat, "log-format", env("PACER_LOG_FORMAT", "json"), "json or console [PACER_LOG_FORMAT]")
 	c.rollups.bind(fs)
+	c.hook.bind(c, fs)
 	c.operating.bind(c, fs)
 	// A default --help shows must never be a secret (SPEC §2): keys are
 	// blanked (hideSecretDefaults), a database password is masked.
@@ -265,10 +267,8 @@ func (c *config) validate() error {
 	if _, err := c.discovery(); err != nil {
 		return &UsageError{Err: err}
 	}
-	if c.chainhookSecret != "" && len(c.chainhookSecret) < api.MinChainhookSecret {
-		// Never the secret itself, only its length.
-		return usagef("PACER_CHAINHOOK_SECRET (--chainhook-secret) is %d characters; it must be at least %d (try: openssl rand -hex 24)",
-			len(c.chainhookSecret), api.MinChainhookSecret)
+	if err := c.hook.validate(c.chainhookSecret, c.chainhookManage); err != nil {
+		return err
 	}
 	var err error
 	if c.operatorTokens, err = api.ParseOperatorTokens(c.operatorTokensRaw); err != nil {

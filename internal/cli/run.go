@@ -218,6 +218,7 @@ func (c *config) apiHandler(st, reads *store.Store, tc client.Client, v *competi
 		Status:            c.status(tc),
 		HiroBudget:        hb,
 		ChainhookSecret:   c.chainhookSecret,
+		ChainhookMaxBytes: c.hook.maxBytes,
 		HintEvery:         c.hotEvery,
 		// The admin API (SPEC §7) on the operator listener: the same
 		// operations the CLI runs (internal/operate), as the token's name.

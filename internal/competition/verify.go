@@ -74,6 +74,19 @@ type RollbackLedger interface {
 	Rollbacks(ctx context.Context, txid string) ([]Rollback, error)
 }
 
+// PushLedger is a Ledger that knows the swaps chainhook deliveries
+// recorded from their own operations and no reader has confirmed yet
+// (chainhook_pushed; *store.Store is one). A reader verifies such a
+// transaction although swaps has it, and the chain's answer settles the
+// row: it replaces the delivery's values (ConfirmSwap, a mismatch named)
+// or, when the chain does not back it, removes it (DropPushed). One row,
+// never two (SPEC §11).
+type PushLedger interface {
+	Unconfirmed(ctx context.Context, txid string) (bool, error)
+	ConfirmSwap(ctx context.Context, swap Swap) (diff []string, confirmed bool, err error)
+	DropPushed(ctx context.Context, txid string) (dropped bool, err error)
+}
+
 // Rejection is a final verdict on a transaction, as swap_rejections keeps it.
 type Rejection struct {
 	TxID string
@@ -251,7 +264,7 @@ func (v *Verifier) precheck(ctx context.Context, rawID, source string) (txid str
 	if !validSource(source) {
 		return txid, reject(txid, ReasonVerifyThrew, "unknown source", fmt.Errorf("source %q is not agent, sweep or chainhook", source)), true
 	}
-	out, done = v.known(ctx, txid)
+	out, done = v.known(ctx, txid, source)
 	return txid, out, done
 }
 
@@ -264,6 +277,15 @@ func (v *Verifier) conclude(ctx context.Context, txid, source string, tx hiro.Tx
 		out.LedgerErr = v.Ledger.RecordPending(ctx, txid, tx.SenderAddress)
 	case out.Status == StatusRejected && out.Reason.Final():
 		out.LedgerErr = v.Ledger.RecordRejection(ctx, Rejection{TxID: txid, Sender: tx.SenderAddress, Reason: out.Reason, Detail: out.Detail})
+		if pl, ok := v.Ledger.(PushLedger); ok && source != SourceChainhook {
+			dropped, err := pl.DropPushed(ctx, txid)
+			if err != nil && out.LedgerErr == nil {
+				out.LedgerErr = err
+			}
+			if dropped {
+				out.Detail += "; the swap a chainhook delivery recorded was removed (the chain's answer wins)"
+			}
+		}
 	}
 	return out
 }
@@ -352,13 +374,24 @@ func (v *Verifier) safeConclude(ctx context.Context, txid, source string, tx hir
 }
 
 // known answers from the ledger alone when it can: a swap already there, or
-// a final rejection already kept (SPEC §5.5, the first gate).
-func (v *Verifier) known(ctx context.Context, txid string) (Outcome, bool) {
+// a final rejection already kept (SPEC §5.5, the first gate). A swap a
+// chainhook delivery recorded is not known to a reader until the reader
+// has confirmed it against Hiro.
+func (v *Verifier) known(ctx context.Context, txid, source string) (Outcome, bool) {
 	exists, err := v.Ledger.SwapExists(ctx, txid)
 	if err != nil {
 		return reject(txid, ReasonDBUnavailable, "could not look the swap up", err), true
 	}
 	if exists {
+		if pl, ok := v.Ledger.(PushLedger); ok && source != SourceChainhook {
+			pushed, err := pl.Unconfirmed(ctx, txid)
+			if err != nil {
+				return reject(txid, ReasonDBUnavailable, "could not look the swap up", err), true
+			}
+			if pushed {
+				return Outcome{}, false
+			}
+		}
 		return Outcome{TxID: txid, Status: StatusAlreadyKnown}, true
 	}
 	r, found, err := v.Ledger.KnownRejection(ctx, txid)
@@ -451,6 +484,18 @@ func (v *Verifier) judge(ctx context.Context, txid, source string, tx hiro.Tx, e
 	swap.TxID = txid
 	swap.Source = source
 
+	if pl, ok := v.Ledger.(PushLedger); ok && source != SourceChainhook {
+		diff, confirmed, err := pl.ConfirmSwap(ctx, swap)
+		switch {
+		case err != nil:
+			return reject(txid, ReasonDBUnavailable, "could not confirm the swap", err)
+		case confirmed && len(diff) > 0:
+			return Outcome{TxID: txid, Status: StatusAlreadyKnown,
+				Detail: "the chain corrected the chainhook delivery's " + strings.Join(diff, ", ")}
+		case confirmed:
+			return Outcome{TxID: txid, Status: StatusAlreadyKnown}
+		}
+	}
 	inserted, err := v.Ledger.InsertSwap(ctx, swap)
 	switch {
 	case err != nil:

@@ -483,7 +483,42 @@ func hookTxOf(tx *worldTx, at time.Time) doc {
 	return doc{
 		"transaction_identifier": doc{"hash": tx.TxID},
 		"metadata":               meta,
-		"operations": []doc{{"operation_identifier": doc{"index": 0}, "type": txTypeContractCall, "status": status,
-			"account": doc{"address": tx.Sender}, "metadata": call}},
+		"operations":             hookOperations(tx, status, call),
 	}
+}
+
+// hookOperations are a transaction's operations as Chainhooks 2.0 documents
+// them: its fee, its contract call, then each transfer of a successful one
+// as two token_transfer operations (the sender's negative amount, the
+// recipient's positive one), and its prints as contract_log ones.
+func hookOperations(tx *worldTx, status string, call doc) []doc {
+	ops := []doc{
+		{"type": "fee", "status": status, "account": doc{"address": tx.Sender},
+			"amount":   doc{"value": fmt.Sprint(-tx.feeRate), "currency": doc{"symbol": "STX", "decimals": 6}},
+			"metadata": doc{"sponsored": false}},
+		{"type": txTypeContractCall, "status": status, "account": doc{"address": tx.Sender}, "metadata": call},
+	}
+	if tx.status == statusSuccess {
+		for _, e := range tx.events {
+			switch {
+			case e.Asset != nil && e.Asset.AssetEventType == "transfer":
+				currency := doc{"symbol": "STX", "decimals": 6}
+				if e.EventType != "stx_asset" {
+					currency = doc{"symbol": "", "decimals": 0, "metadata": doc{"token_type": "ft", "asset_identifier": e.Asset.AssetID}}
+				}
+				ops = append(ops,
+					doc{"type": "token_transfer", "status": "success", "account": doc{"address": e.Asset.Sender},
+						"amount": doc{"value": "-" + e.Asset.Amount, "currency": currency}},
+					doc{"type": "token_transfer", "status": "success", "account": doc{"address": e.Asset.Recipient},
+						"amount": doc{"value": e.Asset.Amount, "currency": currency}})
+			case e.ContractLog != nil:
+				ops = append(ops, doc{"type": "contract_log", "status": "success",
+					"metadata": doc{"topic": e.ContractLog.Topic, "value": e.ContractLog.Value, "contract_identifier": e.ContractLog.ContractID}})
+			}
+		}
+	}
+	for i, op := range ops {
+		op["operation_identifier"] = doc{"index": i}
+	}
+	return ops
 }

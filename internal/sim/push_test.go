@@ -161,8 +161,9 @@ func TestPushDeliversEachBlockAndFollowsReorgs(t *testing.T) {
 	var rollbacks []chainhook.Block
 	allow := catalog.Default()
 	for _, p := range pw.parsed(t) {
-		cands, rb, err := chainhook.Extract(p, allow)
+		ex, err := chainhook.Extract(p, allow)
 		require.NoError(t, err)
+		cands, rb := ex.Applied, ex.RolledBack
 		for _, b := range p.Event.Apply {
 			for _, tx := range b.Transactions {
 				applied[tx.TransactionIdentifier.Hash] = append(applied[tx.TransactionIdentifier.Hash], b.BlockIdentifier.Hash)

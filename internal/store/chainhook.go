@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/big"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -79,8 +80,12 @@ with noted as (
         applied = true, updated_at = now()
     -- An apply below the block the transaction is applied in now is a
     -- stale replay: moving the record back would let a replayed rollback
-    -- of that old block remove the swap.
-    where not chainhook_txs.applied or excluded.block_height >= chainhook_txs.block_height
+    -- of that old block remove the swap. So is an apply of a block a
+    -- rollback already took the transaction out of: replayed with that
+    -- rollback, it would re-arm it (Hiro decides whether the block came
+    -- back).
+    where (not chainhook_txs.applied or excluded.block_height >= chainhook_txs.block_height)
+      and not exists (select 1 from swap_rollbacks r where r.txid = excluded.txid and r.block_hash = excluded.block_hash)
     returning txid, xmax = 0 as fresh
 ), forgot as (
     delete from swap_rejections where txid = any($1::text[]) and reason = 'not_canonical'
@@ -110,9 +115,13 @@ type RolledBackSwap struct {
 // RollbackBlock moves the swaps among txids out of swaps into
 // swap_rollbacks with the rolled-back block, and marks the UTC hours of
 // their burn_block_time dirty, in one transaction. It acts only on
-// transactions whose last recorded block is this one (or that have none):
-// one re-applied in another block since is left alone. Replaying it
-// changes nothing. It returns the swaps it moved.
+// transactions applied in this block by the record (chainhook_txs), or
+// with no record and never rolled back from it: one re-applied in another
+// block since is left alone, and so is one this block's rollback already
+// took out, whatever happened since. Replaying it changes nothing, at any
+// time: a captured rollback replayed after a reader put the swap back
+// neither removes it again nor restarts its hold (SPEC §11). It returns
+// the swaps it moved.
 func (s *Store) RollbackBlock(ctx context.Context, blockHash string, blockHeight int64, txids []string) ([]RolledBackSwap, error) {
 	if len(txids) == 0 {
 		return nil, nil
@@ -127,12 +136,13 @@ func (s *Store) RollbackBlock(ctx context.Context, blockHash string, blockHeight
 insert into chainhook_txs (txid, block_hash, block_height, applied)
 select i.txid, $2, $3, false
 from unnest($1::text[]) as i(txid)
-where exists (select 1 from swaps w where w.txid = i.txid)
-   or exists (select 1 from chainhook_txs c where c.txid = i.txid and c.block_hash = $2)
+where (exists (select 1 from swaps w where w.txid = i.txid)
+       or exists (select 1 from chainhook_txs c where c.txid = i.txid and c.block_hash = $2))
+  and not exists (select 1 from swap_rollbacks r where r.txid = i.txid and r.block_hash = $2)
 on conflict (txid) do update set
     block_hash = excluded.block_hash, block_height = excluded.block_height,
     applied = false, updated_at = now()
-where chainhook_txs.block_hash = excluded.block_hash
+where chainhook_txs.block_hash = excluded.block_hash and chainhook_txs.applied
 returning txid`, txids, blockHash, blockHeight)
 		if err != nil {
 			return err
@@ -223,4 +233,101 @@ func (s *Store) Rollbacks(ctx context.Context, txid string) ([]competition.Rollb
 	return collect(ctx, s.pool, "rollbacks of "+txid, pgx.RowToStructByPos[competition.Rollback], `
 select block_hash, block_height, make_interval(secs => extract(epoch from now() - rolled_back_at)) from swap_rollbacks where txid = $1
 order by block_height desc, block_hash collate "C"`, txid)
+}
+
+// Unconfirmed reports whether txid's swap was recorded from a chainhook
+// delivery and no reader has confirmed it against Hiro yet.
+func (s *Store) Unconfirmed(ctx context.Context, txid string) (bool, error) {
+	var pushed bool
+	if err := s.pool.QueryRow(ctx, `select exists (select 1 from chainhook_pushed where txid = $1)`, txid).Scan(&pushed); err != nil {
+		return false, fmt.Errorf("unconfirmed %s: %w", txid, err)
+	}
+	return pushed, nil
+}
+
+// ConfirmSwap settles a row a chainhook delivery recorded with the swap a
+// reader built from Hiro's answer: the chain's values replace the
+// delivery's, and diff names the columns that differed (the raw legs are
+// replaced but not compared: a delivery does not say every counterparty).
+// The hours of both times are marked dirty when the time moved. confirmed
+// is false when txid has no unconfirmed pushed row.
+func (s *Store) ConfirmSwap(ctx context.Context, sw competition.Swap) (diff []string, confirmed bool, err error) {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var old competition.Swap
+		err := tx.QueryRow(ctx, `
+select s.sender, s.contract_id, s.function_name, s.token_in, s.amount_in::text, s.token_out, s.amount_out::text,
+       s.burn_block_time, coalesce(s.block_time, 0), s.tx_status
+from swaps s join chainhook_pushed p on p.txid = s.txid
+where s.txid = $1 for update of s`, sw.TxID).Scan(&old.Sender, &old.ContractID, &old.FunctionName,
+			&old.TokenIn, &old.AmountIn, &old.TokenOut, &old.AmountOut, &old.BurnBlockTime, &old.BlockTime, &old.TxStatus)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		confirmed = true
+		diff = swapDiff(old, sw)
+		if _, err := tx.Exec(ctx, `
+update swaps set sender = $2, contract_id = $3, function_name = $4, token_in = $5, amount_in = $6::text::numeric,
+    token_out = $7, amount_out = $8::text::numeric, burn_block_time = $9, tx_status = $10,
+    raw_event_json = $11::text::jsonb, block_time = nullif($12, 0)
+where txid = $1`, sw.TxID, sw.Sender, sw.ContractID, sw.FunctionName, sw.TokenIn, sw.AmountIn, sw.TokenOut, sw.AmountOut,
+			sw.BurnBlockTime, sw.TxStatus, rawJSON(sw.RawEventJSON), sw.BlockTime); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `delete from chainhook_pushed where txid = $1`, sw.TxID); err != nil {
+			return err
+		}
+		if old.BurnBlockTime != sw.BurnBlockTime {
+			return markDirty(ctx, tx, []int64{old.BurnBlockTime, sw.BurnBlockTime}, DirtyReapply)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("confirm swap %s: %w", sw.TxID, err)
+	}
+	return diff, confirmed, nil
+}
+
+// swapDiff names the columns of a and b that differ, amounts compared as
+// numbers.
+func swapDiff(a, b competition.Swap) []string {
+	var diff []string
+	for _, c := range []struct {
+		name string
+		same bool
+	}{
+		{"sender", a.Sender == b.Sender},
+		{"contract_id", a.ContractID == b.ContractID},
+		{"function_name", a.FunctionName == b.FunctionName},
+		{"token_in", a.TokenIn == b.TokenIn},
+		{"amount_in", sameNumber(a.AmountIn, b.AmountIn)},
+		{"token_out", a.TokenOut == b.TokenOut},
+		{"amount_out", sameNumber(a.AmountOut, b.AmountOut)},
+		{"block_time", a.BlockTime == b.BlockTime || b.BlockTime == 0},
+		{"tx_status", a.TxStatus == b.TxStatus},
+	} {
+		if !c.same {
+			diff = append(diff, c.name)
+		}
+	}
+	return diff
+}
+
+func sameNumber(a, b string) bool {
+	x, okA := new(big.Int).SetString(a, 10)
+	y, okB := new(big.Int).SetString(b, 10)
+	return okA && okB && x.Cmp(y) == 0
+}
+
+// DropPushed removes txid's swap when a chainhook delivery recorded it and
+// no reader confirmed it: the chain's answer contradicts the delivery.
+// dropped is false when there was no such row.
+func (s *Store) DropPushed(ctx context.Context, txid string) (dropped bool, err error) {
+	tag, err := s.pool.Exec(ctx, `delete from swaps s using chainhook_pushed p where s.txid = $1 and p.txid = s.txid`, txid)
+	if err != nil {
+		return false, fmt.Errorf("drop pushed %s: %w", txid, err)
+	}
+	return tag.RowsAffected() == 1, nil
 }

@@ -67,6 +67,10 @@ with ins as (
     returning 1
 ), unpend as (
     delete from pending_txs where txid = $1
+), pushed as (
+    -- A row recorded from a chainhook delivery waits for a reader's
+    -- confirmation (chainhook_pushed).
+    insert into chainhook_pushed (txid) select $1 from ins where $11 = 'chainhook'
 )
 select count(*) = 1 from ins`,
 		sw.TxID, sw.Sender, sw.ContractID, sw.FunctionName,
