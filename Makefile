@@ -131,8 +131,8 @@ catchup: tools postgres ## the schedules' catch-up on the real stack: rollup on 
 	set -o pipefail; CATCHUP_OUTAGE=$(CATCHUP_OUTAGE) go test -tags catchup -count=1 -timeout 30m -run TestCatchUpOnTheRealStack -v ./worker/ \
 	  | grep -E 'figures|^\s+\||Error|SIGKILL|_test\.go:[0-9]+:|^(ok|FAIL|---)'
 
-sched-check: tools postgres ## the scheduler core on the real stack: a failed rollup run later and delivered, an operator's skip of an owed occurrence, coalesce over a 3-hour outage, a 6-hour backfill, cron-to-cron reconfigure, pause-restart-resume-terminate (~5 min)
-	set -o pipefail; go test -tags catchup -count=1 -timeout 20m -run 'TestFailedRollupIsRunLaterAndDelivered|TestOperatorSkipOnTheRealStack|TestCoalesceThreeHoursOnTheRealStack|TestBackfillSixHoursOnTheRealStack|TestCronToCronReconfigureOnTheRealStack|TestPauseRestartResumeTerminateOnTheRealStack' -v ./worker/ \
+sched-check: tools postgres ## the scheduler core on the real stack: a failed rollup run later and delivered, an operator's skip of an owed occurrence, coalesce over a 3-hour outage, a 6-hour backfill, cron-to-cron reconfigure, pause-restart-resume-terminate, a broken task refreshed then stopped (~6 min)
+	set -o pipefail; go test -tags catchup -count=1 -timeout 20m -run 'TestFailedRollupIsRunLaterAndDelivered|TestOperatorSkipOnTheRealStack|TestCoalesceThreeHoursOnTheRealStack|TestBackfillSixHoursOnTheRealStack|TestCronToCronReconfigureOnTheRealStack|TestPauseRestartResumeTerminateOnTheRealStack|TestABrokenTaskAndARefreshOnTheRealStack' -v ./worker/ \
 	  | grep -E '_test\.go:[0-9]+:|Error|^(ok|FAIL|---)'
 
 deliver-check: tools postgres ## deliveries on the real stack: 100 subscribers with failures, SIGKILL ×3 mid deliver run, Deliver activities per run (~8 min, see docs/benchmarks.md)

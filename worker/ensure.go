@@ -176,6 +176,12 @@ func Ensure(ctx context.Context, c client.Client, s Scheduler, mode Mode) (Ensur
 			}
 			return startStopped(ctx, c, s, runID, res)
 		}
+		if mode == KeepAlive {
+			// Only a stop completes the scheduler: one whose result lost its
+			// state stays stopped rather than start without it (issue 41.5).
+			return Ensured{RunID: runID}, fmt.Errorf("scheduler %s run %s completed without its state in its result: left stopped; "+
+				"pacer start starts it with the state that run began with", s.WorkflowID, runID)
+		}
 	}
 	in, err := lastInput(ctx, c, s, info)
 	if err != nil {
