@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pacer-dev/pacer/internal/api"
@@ -256,10 +257,11 @@ from generate_series(1, 1000) i`, agent)
 	t.Logf("figures: the /aibtc trades list's p99 is %.2fx pacer's own (goal 0.80-1.20)", compatRatio)
 	t.Logf("figures: memory while serving: Go heap in use %d MiB -> %d MiB, RSS %d MiB -> %d MiB",
 		heapBefore>>20, heapAfter>>20, rssBefore>>10, rssAfter>>10)
-	require.LessOrEqual(t, cached.p(0.99), 20*time.Millisecond, "cached p99")
-	require.LessOrEqual(t, cold.p(0.99), 500*time.Millisecond, "uncached p99")
-	require.GreaterOrEqual(t, cached.rps(), 10*baseline.rps())
-	require.InDelta(t, 1, compatRatio, 0.2, "the /aibtc trades list's p99 against pacer's own")
+	// Every goal is checked, so a run reports each one it missed.
+	assert.LessOrEqual(t, cached.p(0.99), 20*time.Millisecond, "cached p99")
+	assert.LessOrEqual(t, cold.p(0.99), 500*time.Millisecond, "uncached p99")
+	assert.GreaterOrEqual(t, cached.rps(), 10*baseline.rps())
+	assert.InDelta(t, 1, compatRatio, 0.2, "the /aibtc trades list's p99 against pacer's own")
 }
 
 // every is the requests i, i+n, i+2n… of a load that sent n URLs in turn.
