@@ -157,6 +157,13 @@ type WSConn struct {
 	closeOnce sync.Once
 }
 
+// WSRefusedError is an upgrade the server answered with another status.
+type WSRefusedError struct{ Status int }
+
+func (e *WSRefusedError) Error() string {
+	return fmt.Sprintf("hiro websocket: upgrade refused: %d %s", e.Status, http.StatusText(e.Status))
+}
+
 // ErrWSClosed is Next's error once the connection is closed.
 var ErrWSClosed = errors.New("hiro websocket closed")
 
@@ -177,7 +184,7 @@ func DialWS(ctx context.Context, base, apiKey string, client *http.Client) (*WSC
 	}
 	if err != nil {
 		if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
-			return nil, fmt.Errorf("hiro websocket: upgrade refused: %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
+			return nil, &WSRefusedError{Status: resp.StatusCode}
 		}
 		if apiKey != "" {
 			err = errors.New(strings.ReplaceAll(err.Error(), apiKey, "[redacted]"))

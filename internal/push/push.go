@@ -61,6 +61,10 @@ const (
 	// MaxBackoff at most, never a storm.
 	MinBackoff = time.Second
 	MaxBackoff = 30 * time.Second
+	// RefusedBackoff bounds the wait after a refused upgrade instead: a
+	// server that says no is asked again every 5 minutes at most, a
+	// request it may bill, not 80 a minute across the sockets.
+	RefusedBackoff = 5 * time.Minute
 	// leaseEvery is how often a worker without the lease tries to take it,
 	// and the holder checks it still holds it.
 	leaseEvery = 10 * time.Second
@@ -82,8 +86,9 @@ type Config struct {
 	HTTPClient      *http.Client
 	// Contracts are the allowlisted contracts: a socket each.
 	Contracts []string
-	// Silence, MinBackoff and MaxBackoff default to the package's.
-	Silence, MinBackoff, MaxBackoff time.Duration
+	// Silence, MinBackoff, MaxBackoff and RefusedBackoff default to the
+	// package's.
+	Silence, MinBackoff, MaxBackoff, RefusedBackoff time.Duration
 	Logger                          *zap.Logger
 	// OnTx hears each contract call pushed, from the sockets'
 	// goroutines; OnChange each change of the standing (live or not, a
@@ -101,6 +106,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxBackoff < c.MinBackoff {
 		c.MaxBackoff = max(MaxBackoff, c.MinBackoff)
+	}
+	if c.RefusedBackoff < c.MaxBackoff {
+		c.RefusedBackoff = max(RefusedBackoff, c.MaxBackoff)
 	}
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
@@ -215,7 +223,11 @@ func (r *Reader) socket(ctx context.Context, i int, contract string) {
 			return
 		case <-t.C:
 		}
-		backoff = min(backoff*2, r.cfg.MaxBackoff)
+		limit := r.cfg.MaxBackoff
+		if refused := (*hiro.WSRefusedError)(nil); errors.As(err, &refused) {
+			limit = r.cfg.RefusedBackoff
+		}
+		backoff = min(backoff*2, limit)
 	}
 }
 
