@@ -26,7 +26,7 @@ FUZZ_TARGETS := \
 	workflows:FuzzParsePause workflows:FuzzParseRefresh workflows:FuzzParseTune workflows:FuzzParseReconfigure \
 	internal/cron:FuzzParseSpec internal/chainhook:FuzzParse
 
-.PHONY: help build dev test test-short test-unit evidence lint docs tools clean postgres chromium histories wf-lines bench bench-hidden bench-push bench-public bench-tail bench-sunset-push bench-outage bench-hint bench-board cost catchup sched-check deliver-check deploy-check fuzz
+.PHONY: help build dev test test-short test-unit evidence lint docs tools clean postgres chromium histories wf-lines bench bench-hidden bench-push bench-public bench-tail bench-sunset-push bench-outage bench-hint bench-board cost catchup sched-check rounds-check deliver-check deploy-check fuzz
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -134,6 +134,10 @@ catchup: tools postgres ## the schedules' catch-up on the real stack: rollup on 
 sched-check: tools postgres ## the scheduler core on the real stack: a failed rollup run later and delivered, an operator's skip of an owed occurrence, coalesce over a 3-hour outage, a 6-hour backfill, cron-to-cron reconfigure, pause-restart-resume-terminate, a broken task refreshed then stopped (~6 min)
 	set -o pipefail; go test -tags catchup -count=1 -timeout 20m -run 'TestFailedRollupIsRunLaterAndDelivered|TestOperatorSkipOnTheRealStack|TestCoalesceThreeHoursOnTheRealStack|TestBackfillSixHoursOnTheRealStack|TestCronToCronReconfigureOnTheRealStack|TestPauseRestartResumeTerminateOnTheRealStack|TestABrokenTaskAndARefreshOnTheRealStack' -v ./worker/ \
 	  | grep -E '_test\.go:[0-9]+:|Error|^(ok|FAIL|---)'
+
+rounds-check: tools postgres ## a round finalizing itself on the real stack: invisible until final, waiting for completeThrough past its grace, finalized within 2 minutes once it reaches the end (~4 min, SPEC §13)
+	set -o pipefail; go test -tags roundstack -count=1 -timeout 15m -run 'TestRoundFinalizesItselfOnTheRealStack$$' -v ./worker/ \
+	  | grep -E 'figures|Error|_test\.go:[0-9]+:|^(ok|FAIL|---)'
 
 deliver-check: tools postgres ## deliveries on the real stack: 100 subscribers with failures, SIGKILL ×3 mid deliver run, Deliver activities per run (~8 min, see docs/benchmarks.md)
 	set -o pipefail; go test -tags deliverstack -count=1 -timeout 30m -run 'TestDeliveriesOnTheRealStack$$' -v ./worker/ \

@@ -172,6 +172,8 @@ order by table_name, ordinal_position`)
 		{"audit_log", "target", "text", true, ""},
 		{"audit_log", "before", "jsonb", true, ""},
 		{"audit_log", "after", "jsonb", true, ""},
+		{"chainhook_pushed", "txid", "text", false, ""},
+		{"chainhook_pushed", "recorded_at", tz, false, "now()"},
 		{"chainhook_state", "id", "boolean", false, "true"},
 		{"chainhook_state", "last_received_at", tz, false, ""},
 		{"chainhook_state", "deliveries", "bigint", false, "0"},
