@@ -148,7 +148,13 @@ from generate_series(0, 39) i`)
 	require.NoError(t, err)
 	const batch = 100_000
 	for from := 0; from < benchSwaps; from += batch {
-		_, err = st.Pool().Exec(ctx, `
+		// A batch through the statement triggers may outlast the pool's
+		// statement timeout on a busy machine: building is not measured.
+		tx, err := st.Pool().Begin(ctx)
+		require.NoError(t, err)
+		_, err = tx.Exec(ctx, `set local statement_timeout = 0`)
+		require.NoError(t, err)
+		_, err = tx.Exec(ctx, `
 insert into swaps (txid, sender, contract_id, function_name, token_in, amount_in, token_out, amount_out,
                    burn_block_time, tx_status, source)
 select '0x' || md5(i::text) || md5((i + 1)::text),
@@ -159,6 +165,7 @@ select '0x' || md5(i::text) || md5((i + 1)::text),
        1778700600::bigint + i * 3, 'success', 'sweep'
 from generate_series($1::int, $2::int) i, lateral (select 1 + (hashint4(i) & 2147483647) % $3 as a) ag`, from, min(from+batch, benchSwaps)-1, benchAgents)
 		require.NoError(t, err)
+		require.NoError(t, tx.Commit(ctx))
 	}
 	// One agent at a real address (the trades lists check it), with the
 	// busiest agents' share of swaps, for the two encodings of its trades.
