@@ -126,7 +126,7 @@ type Server struct {
 	readRate     *rate.Limiter
 	inFlight     chan struct{}
 	metricsText  *cell[[]byte]
-	rollupsCache *rollupsCache
+	rollupsCache *keyed[store.RollupQuery, rollupsAnswer]
 	comp         *competitionReads
 	// routes are the public listener's patterns.
 	routes []string
@@ -195,7 +195,7 @@ func New(o Options) *Server {
 		readers: newClientLimits(o.ReadsPerMinute, defaultMaxClients), inFlight: make(chan struct{}, o.MaxReadsInFlight),
 		readRate: rate.NewLimiter(rate.Limit(o.ReadsPerSecond), o.ReadsPerSecond+o.ReadsPerMinute)}
 	s.newCells()
-	s.rollupsCache = &rollupsCache{s: s, cells: map[store.RollupQuery]*cell[rollupsAnswer]{}}
+	s.rollupsCache = s.newRollupsCache()
 	s.handle("GET /api/prices", s.prices)
 	s.handle("GET /api/scheduler/status", s.schedulerStatus)
 	s.handle("POST /api/competition/trades", s.trade)

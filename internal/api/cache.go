@@ -198,3 +198,104 @@ func (m *cellMetrics) end(what string) {
 		m.inFlight.WithLabelValues(what).Dec()
 	}
 }
+
+// keyed holds a cell per distinct key, for reads whose answer depends on
+// their parameters (a rollups range, a trades page). It is bounded in
+// entries and in the bytes its answers hold: past either bound it starts
+// over, which costs a fetch per entry at worst and keeps a flood of
+// distinct keys from growing it.
+type keyed[K comparable, T any] struct {
+	// newCell makes the cell of a key; its fetch reports what the answer
+	// weighs through add.
+	newCell    func(k K, add func(bytes int)) *cell[T]
+	maxEntries int
+	maxBytes   int
+
+	mu    sync.Mutex
+	cells map[K]*cell[T]
+	bytes int
+}
+
+func newKeyed[K comparable, T any](maxEntries, maxBytes int, newCell func(K, func(int)) *cell[T]) *keyed[K, T] {
+	return &keyed[K, T]{newCell: newCell, maxEntries: maxEntries, maxBytes: maxBytes, cells: map[K]*cell[T]{}}
+}
+
+func (c *keyed[K, T]) get(k K) *cell[T] {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cl, ok := c.cells[k]; ok {
+		return cl
+	}
+	if len(c.cells) >= c.maxEntries || c.bytes >= c.maxBytes {
+		clear(c.cells)
+		c.bytes = 0
+	}
+	cl := c.newCell(k, func(n int) {
+		c.mu.Lock()
+		c.bytes += n
+		c.mu.Unlock()
+	})
+	c.cells[k] = cl
+	return cl
+}
+
+// len is how many keys the cache holds.
+func (c *keyed[K, T]) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.cells)
+}
+
+// pageSet keeps the encoded pages of one computation of an answer (the
+// leaderboard's), up to a bound in pages and bytes: a page past it is
+// encoded for its request and not kept. Every offset and limit is a
+// distinct page, and while the answer cannot be recomputed (Postgres
+// down) its computation lives on: without the bound, distinct pages would
+// pile up for as long as the outage lasts.
+type pageSet[K comparable] struct {
+	mu    sync.Mutex
+	pages map[K]encodedRead
+	bytes int
+}
+
+// The leaderboard's bound: its canonical pages (every sort, limit 50,
+// 10,000 agents) are 800; at 200 rows a page is ~46 KB.
+const (
+	maxBoardPages     = 1024
+	maxBoardPageBytes = 16 << 20
+)
+
+// get returns k's page, encoding it with enc the first time; it is kept
+// while the set is within its bounds.
+func (p *pageSet[K]) get(k K, enc func() (encodedRead, error)) (encodedRead, error) {
+	p.mu.Lock()
+	e, ok := p.pages[k]
+	p.mu.Unlock()
+	if ok {
+		return e, nil
+	}
+	e, err := enc()
+	if err != nil {
+		return encodedRead{}, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if kept, ok := p.pages[k]; ok {
+		return kept, nil
+	}
+	if len(p.pages) < maxBoardPages && p.bytes+len(e.body) <= maxBoardPageBytes {
+		if p.pages == nil {
+			p.pages = map[K]encodedRead{}
+		}
+		p.pages[k] = e
+		p.bytes += len(e.body)
+	}
+	return e, nil
+}
+
+// len is how many pages the set keeps.
+func (p *pageSet[K]) len() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.pages)
+}

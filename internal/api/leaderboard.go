@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -81,8 +80,9 @@ type board struct {
 	views           map[string]*boardView
 	completeThrough *time.Time
 	pricesAt        *time.Time
-	// pages holds each page asked for, encoded, until the next computation.
-	pages sync.Map // boardQuery → encodedRead
+	// pages holds the pages asked for, encoded, until the next
+	// computation, within a bound.
+	pages pageSet[boardQuery]
 }
 
 // boardView is one way of counting competitors: its rows in every sort.
@@ -433,17 +433,13 @@ func (s *Server) leaderboard(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	b := rd.Value
-	enc, ok := b.pages.Load(q)
-	if !ok {
-		e, err := encodeRead(b.page(q))
-		if err != nil {
-			s.o.Logger.Error("api.encode_failed", zap.Error(err))
-			writeError(w, http.StatusInternalServerError, "internal error")
-			return
-		}
-		enc, _ = b.pages.LoadOrStore(q, e)
+	enc, err := b.pages.get(q, func() (encodedRead, error) { return encodeRead(b.page(q)) })
+	if err != nil {
+		s.o.Logger.Error("api.encode_failed", zap.Error(err))
+		writeError(w, http.StatusInternalServerError, "internal error")
+		return
 	}
-	writeEncoded(w, r, enc.(encodedRead), BoardMaxAge)
+	writeEncoded(w, r, enc, BoardMaxAge)
 }
 
 func (s *Server) logBoardFailure(err error) {

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -42,15 +41,31 @@ const (
 	metricsTimeout = 5 * time.Second
 )
 
-// Metric families that stay on the operator listener (SPEC §7): what the
-// upstream budgets have left (it tells an attacker when a little more
-// traffic would starve the sweep), the subscribers and their deliveries,
-// and the Temporal SDK's series with their namespace, task queue and
-// workflow and activity types.
+// The metric families the public listener serves (SPEC §7): whether pacer
+// is up and keeping its data fresh, nothing about its operators. Anything
+// else, including every family added later, stays on the operator
+// listener until it is named here: what the budgets have left and how the
+// tasks are paced (it tells an attacker when a little more traffic would
+// starve the sweep), breakers, subscribers and deliveries, and the
+// Temporal SDK's series. A family on this list still stays private when a
+// series carries one of privateLabels.
 var (
-	privateFamilies       = []string{"pacer_upstream_budget_remaining", "pacer_hiro_budget_remaining"}
-	privateFamilyPrefixes = []string{"pacer_subscriber", "pacer_deliver", "pacer_temporal_", "temporal_"}
-	privateLabels         = []string{"namespace", "task_queue", "workflow_type", "activity_type", "subscriber", "subscriber_id"}
+	publicFamilies = []string{
+		"pacer_scheduler_up",
+		"pacer_task_runs_total",
+		"pacer_task_last_success_timestamp_seconds",
+		"pacer_sweep_swaps_total",
+		"pacer_discovery_lag_seconds",
+		"pacer_price_oldest_age_seconds",
+		"pacer_prices_tracked",
+		"pacer_prices_missing",
+		"pacer_api_fetches_total",
+		"pacer_api_fetches_in_flight",
+	}
+	// publicFamilyPrefixes are the Go runtime's and the process's own
+	// families (goroutines, memory, file descriptors).
+	publicFamilyPrefixes = []string{"go_", "process_"}
+	privateLabels        = []string{"namespace", "task_queue", "workflow_type", "activity_type", "subscriber", "subscriber_id"}
 )
 
 // reads is the store public reads use: Options.ReadStore, else Store.
@@ -124,13 +139,12 @@ func (s *Server) gather(public bool) ([]byte, error) {
 
 func isPrivateFamily(mf *dto.MetricFamily) bool {
 	name := mf.GetName()
-	if slices.Contains(privateFamilies, name) {
-		return true
+	public := slices.Contains(publicFamilies, name)
+	for _, p := range publicFamilyPrefixes {
+		public = public || strings.HasPrefix(name, p)
 	}
-	for _, p := range privateFamilyPrefixes {
-		if strings.HasPrefix(name, p) {
-			return true
-		}
+	if !public {
+		return true
 	}
 	for _, m := range mf.GetMetric() {
 		for _, l := range m.GetLabel() {
@@ -219,39 +233,18 @@ const (
 	pageRenderTimeout    = 8 * time.Second
 )
 
-// rollupsCache holds a cell per distinct query. It is bounded: at
-// maxCachedRollups entries it starts over, which costs a query per entry
-// at worst and keeps a flood of distinct queries from growing it.
-type rollupsCache struct {
-	s     *Server
-	mu    sync.Mutex
-	cells map[store.RollupQuery]*cell[rollupsAnswer]
-	// bytes is what the answers fetched since the cache last started
-	// over hold.
-	bytes int
-}
-
-func (c *rollupsCache) get(q store.RollupQuery) *cell[rollupsAnswer] {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if cl, ok := c.cells[q]; ok {
-		return cl
-	}
-	if len(c.cells) >= maxCachedRollups || c.bytes >= maxCachedRollupBytes {
-		clear(c.cells)
-		c.bytes = 0
-	}
-	cl := &cell[rollupsAnswer]{what: rollupsCacheWhat, ttl: rollupsTTL, failTTL: time.Second, timeout: rollupsTimeout,
-		fetch: func(ctx context.Context) (rollupsAnswer, error) {
-			a, err := c.s.fetchRollups(ctx, q)
-			c.mu.Lock()
-			c.bytes += len(a.body)
-			c.mu.Unlock()
-			return a, err
-		},
-		onFailure: func(err error) { c.s.o.Logger.Warn("api.rollups_failed", zap.Error(err)) }}
-	c.cells[q] = cl
-	return cl
+// newRollupsCache holds a cell per distinct (normalised) query.
+func (s *Server) newRollupsCache() *keyed[store.RollupQuery, rollupsAnswer] {
+	return newKeyed(maxCachedRollups, maxCachedRollupBytes,
+		func(q store.RollupQuery, add func(int)) *cell[rollupsAnswer] {
+			return &cell[rollupsAnswer]{what: rollupsCacheWhat, ttl: rollupsTTL, failTTL: time.Second, timeout: rollupsTimeout,
+				fetch: func(ctx context.Context) (rollupsAnswer, error) {
+					a, err := s.fetchRollups(ctx, q)
+					add(len(a.body))
+					return a, err
+				},
+				onFailure: func(err error) { s.o.Logger.Warn("api.rollups_failed", zap.Error(err)) }}
+		})
 }
 
 // cachedPage serves a rendered page from one rendering every pageTTL.

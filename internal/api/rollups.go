@@ -90,6 +90,12 @@ func ParseRollupQuery(raw string) (store.RollupQuery, error) {
 	if !out.From.Before(out.To) {
 		return store.RollupQuery{}, fmt.Errorf("from must be before to")
 	}
+	// Every period starts on a quarter hour (hours in UTC; days at
+	// midnight in PACER_DAY_TZ, and every zone's offset is a multiple of
+	// 15 minutes), so [from, to) selects what [ceil(from), ceil(to)) does.
+	// Rounding up makes requests that differ by seconds one query and one
+	// cache entry, instead of a query each.
+	out.From, out.To = ceilQuarter(out.From), ceilQuarter(out.To)
 	if out.To.Sub(out.From) > maxRange {
 		return store.RollupQuery{}, fmt.Errorf("range longer than %s for period %s", maxRange, out.Period)
 	}
@@ -108,6 +114,16 @@ func ParseRollupQuery(raw string) (store.RollupQuery, error) {
 		out.SubjectKind, out.Subject = rollup.KindAgent, agent
 	}
 	return out, nil
+}
+
+// periodGrid is the grid every rollup period starts on.
+const periodGrid = 15 * time.Minute
+
+func ceilQuarter(t time.Time) time.Time {
+	if f := t.Truncate(periodGrid); !f.Equal(t) {
+		return f.Add(periodGrid)
+	}
+	return t
 }
 
 func (s *Server) rollups(w http.ResponseWriter, r *http.Request) {

@@ -215,3 +215,21 @@ values ($1, $2, 'hourly', $3, $4, '{"type":"rollup.hourly","data":{"x":1.10}}', 
 		})
 	}
 }
+
+// Requests that differ by seconds select the same periods, and are one
+// query and one cache entry (issue 41, item 10): from and to round up to
+// the quarter hour every period starts on.
+func TestRollupQueriesRoundToThePeriodGrid(t *testing.T) {
+	t.Parallel()
+	a, err := api.ParseRollupQuery("period=hour&from=2026-11-01T10:17:03Z&to=2026-11-01T12:44:59Z")
+	require.NoError(t, err)
+	b, err := api.ParseRollupQuery("period=hour&from=2026-11-01T10:29:00Z&to=2026-11-01T12:30:01Z")
+	require.NoError(t, err)
+	require.Equal(t, a, b)
+	require.Equal(t, time.Date(2026, 11, 1, 10, 30, 0, 0, time.UTC), a.From)
+	require.Equal(t, time.Date(2026, 11, 1, 12, 45, 0, 0, time.UTC), a.To)
+	// Nepal's midnight (+05:45) is a day's start in that zone: kept as is.
+	c, err := api.ParseRollupQuery("period=day&from=2026-11-01T00:00:00%2B05:45&to=2026-11-03T00:00:00%2B05:45")
+	require.NoError(t, err)
+	require.Equal(t, time.Date(2026, 10, 31, 18, 15, 0, 0, time.UTC), c.From)
+}

@@ -154,20 +154,35 @@ func (s *Store) Trades(ctx context.Context, sender string, after *TradeKey, limi
 	if after != nil {
 		t, txid = after.BurnBlockTime, after.TxID
 	}
+	// Two statements, not one with "($1 = '' or sender = $1)": a prepared
+	// statement may run on a generic plan, which cannot know whether the
+	// sender is given and so cannot use the sender's index; one agent's
+	// page would then walk every swap newer than its cursor.
+	sql, args := tradesAll, []any{t, txid, limit}
+	if sender != "" {
+		sql, args = tradesOf, []any{t, txid, limit, sender}
+	}
 	return collect(ctx, s.pool, "trades", func(row pgx.CollectableRow) (TradeRow, error) {
 		var r TradeRow
 		err := row.Scan(&r.TxID, &r.Sender, &r.ContractID, &r.FunctionName, &r.TokenIn, &r.AmountIn,
 			&r.TokenOut, &r.AmountOut, &r.BurnBlockTime, &r.BlockTime, &r.TxStatus, &r.Source)
 		return r, err
-	}, `
+	}, sql, args...)
+}
+
+// The trades list's statements: every sender's, and one sender's.
+const (
+	tradesSelect = `
 select txid, sender, contract_id, function_name, token_in, amount_in::text, token_out, amount_out::text,
        burn_block_time, block_time, tx_status, source
 from swaps
-where ($1 = '' or sender = $1)
-  and (burn_block_time, txid collate "C") < ($2, $3 collate "C")
+where (burn_block_time, txid collate "C") < ($1, $2 collate "C")`
+	tradesOrder = `
 order by burn_block_time desc, txid collate "C" desc
-limit $4`, sender, t, txid, limit)
-}
+limit $3`
+	tradesAll = tradesSelect + tradesOrder
+	tradesOf  = tradesSelect + ` and sender = $4` + tradesOrder
+)
 
 // completeThroughKey is where completeThrough is kept, so that it never
 // moves backwards.

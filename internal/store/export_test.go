@@ -18,3 +18,7 @@ func (s *Store) SetRetentionMax(table string, max int) {
 	}
 	s.retentionMaxFor[table] = max
 }
+
+// TradesStatements are the trades list's statements: every sender's and
+// one sender's.
+const TradesAll, TradesOf = tradesAll, tradesOf
