@@ -44,12 +44,20 @@ func newWorkerCmd(c *config) *cobra.Command {
 	cmd.Flags().BoolVar(&migrate, "migrate", true, "apply database migrations at start")
 	cmd.Flags().StringVar(&c.httpAddr, "http", env("PACER_HTTP_ADDR", "127.0.0.1:8080"), `HTTP API address, "" for none [PACER_HTTP_ADDR]`)
 	bindAdmin(cmd, c)
-	cmd.Flags().StringVar(&metricsAddr, "metrics-addr", env("PACER_METRICS_ADDR", ""),
-		`serve /metrics and /healthz alone on this address, for a worker run with --http "" [PACER_METRICS_ADDR]`)
+	bindMetricsAddr(cmd, &metricsAddr)
 	return cmd
 }
 
+// bindMetricsAddr is the listener Prometheus scrapes: every family, the
+// operators' included (the public /metrics serves only the families named
+// public), without the operator's page or the admin API.
+func bindMetricsAddr(cmd *cobra.Command, addr *string) {
+	cmd.Flags().StringVar(addr, "metrics-addr", env("PACER_METRICS_ADDR", ""),
+		`serve every metric family and /healthz alone on this address, for Prometheus [PACER_METRICS_ADDR]`)
+}
+
 func newServeCmd(c *config) *cobra.Command {
+	var metricsAddr string
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the HTTP API alone",
@@ -58,11 +66,12 @@ func newServeCmd(c *config) *cobra.Command {
 			if c.httpAddr == "" {
 				return usagef("--http must not be empty for serve")
 			}
-			return c.runStack(cmd.Context(), stackOptions{http: c.httpAddr, admin: c.adminAddr, adminSet: adminFlagSet(cmd)})
+			return c.runStack(cmd.Context(), stackOptions{http: c.httpAddr, metrics: metricsAddr, admin: c.adminAddr, adminSet: adminFlagSet(cmd)})
 		},
 	}
 	cmd.Flags().StringVar(&c.httpAddr, "http", env("PACER_HTTP_ADDR", "127.0.0.1:8080"), "HTTP API address [PACER_HTTP_ADDR]")
 	bindAdmin(cmd, c)
+	bindMetricsAddr(cmd, &metricsAddr)
 	return cmd
 }
 
