@@ -97,6 +97,12 @@ func (s *Server) fastPathAnswer(r *http.Request, strict bool) fastAnswer {
 	if s.o.Verifier == nil {
 		return fastAnswer{kind: fastUnconfigured}
 	}
+	// The client's own limit before anything else, the body's decoding
+	// included, then the process's: a request its client's limit refuses
+	// spends nothing the others need, malformed or not.
+	if ok, wait := s.fast.clients.allow(s.clientKey(r), time.Now()); !ok {
+		return fastAnswer{kind: fastClientLimited, wait: wait}
+	}
 	var req TradeRequest
 	dec := json.NewDecoder(r.Body)
 	if strict {
@@ -119,11 +125,6 @@ func (s *Server) fastPathAnswer(r *http.Request, strict bool) fastAnswer {
 	}
 	if !txidPattern.MatchString(req.TxID) {
 		return fastAnswer{kind: fastBadTxID, msg: "txid must be 64 hex characters, optionally prefixed by 0x"}
-	}
-	// The client's own limit first, then the process's: a request its
-	// client's limit refuses spends nothing the others need.
-	if ok, wait := s.fast.clients.allow(s.clientKey(r), time.Now()); !ok {
-		return fastAnswer{kind: fastClientLimited, txid: req.TxID, wait: wait}
 	}
 	if !s.fast.rate.Allow() {
 		return fastAnswer{kind: fastBusy, txid: req.TxID, wait: time.Second}
