@@ -31,7 +31,7 @@ func TestTheLeaderboardKeepsABoundedSetOfPages(t *testing.T) {
 	start := heap()
 	const pages = 3_000
 	for i := range pages {
-		q := boardQuery{sort: boardSorts[i%len(boardSorts)], limit: MaxBoardLimit, offset: i % 9_800}
+		q := boardQuery{by: ByAddress, sort: boardSorts[i%len(boardSorts)], limit: MaxBoardLimit, offset: i % 9_800}
 		e, err := b.pages.get(q, func() (encodedRead, error) { return encodeRead(b.page(q)) })
 		require.NoError(t, err)
 		require.NotEmpty(t, e.body)
@@ -44,7 +44,7 @@ func TestTheLeaderboardKeepsABoundedSetOfPages(t *testing.T) {
 
 	// A page kept is served as encoded; one past the bound is encoded anew
 	// with the same bytes.
-	q := boardQuery{sort: SortPnL, limit: MaxBoardLimit, offset: 9_799}
+	q := boardQuery{by: ByIdentity, sort: SortPnL, limit: MaxBoardLimit, offset: 9_799}
 	again, err := b.pages.get(q, func() (encodedRead, error) { return encodeRead(b.page(q)) })
 	require.NoError(t, err)
 	want, err := encodeRead(b.page(q))
