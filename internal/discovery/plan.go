@@ -278,7 +278,7 @@ func Plan(s Run) Step {
 	visits := agents > 0 && room >= 1 && (s.Agents.Hinted > 0 || room-s.tailReserve(tailDue) >= 1)
 	verify := s.Pending > 0 && room-s.tailReserve(tailDue) >= 1
 	var read *Step
-	readerDue := false
+	readerDue, forTail := false, false
 	for _, d := range readers {
 		if d.at.After(end) {
 			continue // the next run's
@@ -289,6 +289,11 @@ func Plan(s Run) Step {
 		case (visits || verify) && !d.read.IsZero() && d.read.After(s.LastVisit):
 			// It read since the last batch: the visits' (or the pending
 			// transactions') turn first.
+		case read == nil && !d.tail && room >= s.Budget.readNeed() && room-s.tailReserve(tailDue) < s.Budget.readNeed():
+			// The reconciler's lists leave the tail the room of its reads
+			// due before the window ends, as visits do: a round of many
+			// contracts' pages would hold the tail back otherwise.
+			forTail = true
 		case read == nil:
 			readerDue, read = true, &d.step
 		}
@@ -299,6 +304,9 @@ func Plan(s Run) Step {
 	}
 	if verify {
 		return Step{Kind: Verify, Reason: "pending transactions are due for a look again"}
+	}
+	if forTail && read == nil && !visits {
+		return wait(s, tailDue, "the window's rest is kept for the tail's next read")
 	}
 	if visits {
 		n, why := min(agents, VisitBatch, int(room-1-s.tailReserve(tailDue))), "agents are due"

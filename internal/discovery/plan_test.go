@@ -321,6 +321,15 @@ func TestPlanProperties(t *testing.T) {
 		if !readRoom(s) && readerDueNow(s) && s.Agents.Hinted == 0 {
 			return st.Kind == discovery.Stop || !st.Until.After(s.Budget.WindowEnd)
 		}
+		// Contracts' lists due (the reconciler's, not the tail's) leave
+		// the window's rest to the tail's reads due before it ends too:
+		// then the plan waits for the tail's next read.
+		if s.Tail != nil && !s.ContractsAreTail && s.Agents.Hinted == 0 && readRoom(s) {
+			if tail, ok := dueAt(s, *s.Tail, tailEvery(s)); ok && tail.After(s.Now) && tail.Before(s.Budget.WindowEnd) &&
+				(st.Kind == discovery.Stop || st.Kind == discovery.Wait && st.Until.Equal(tail)) {
+				return true
+			}
+		}
 		// The other exception: history visits and pending looks leave the
 		// window's rest to the tail's read due before the window ends;
 		// hinted agents and due readers never wait for it.
@@ -349,6 +358,9 @@ func TestPlanProperties(t *testing.T) {
 		case s.Agents.Hinted == 0 && s.Agents.Due+s.Pending > 0 && hasRoom(s) && s.Tail != nil && !s.ContractsAreTail &&
 			tailAny && tail.Before(s.Budget.WindowEnd):
 			bound = tail // the window's rest kept for the tail's read
+		case s.Agents.Hinted == 0 && readRoom(s) && readerDueNow(s) && s.Tail != nil && !s.ContractsAreTail &&
+			tailAny && tail.After(s.Now) && tail.Before(s.Budget.WindowEnd):
+			bound = tail // the reconciler's lists leave the window's rest to the tail's read
 		case s.Agents.Hinted+s.Agents.Due+s.Pending > 0 || !any:
 			bound = s.Now
 		}

@@ -213,7 +213,8 @@ func (r *runner) Execute(_ context.Context, step discovery.Step) error {
 	case discovery.ReadTail:
 		held[ReaderTail] = !x.readTail(now)
 	case discovery.ReadContract:
-		if held[step.Reader] = !x.reconcile(now, x.onLists()); !held[step.Reader] {
+		progressed, done := x.reconcile(now, x.onLists())
+		if held[step.Reader] = !progressed; done {
 			x.recRead = *now
 		}
 	case discovery.Visit:
@@ -385,18 +386,20 @@ func (x *sim) unfound(r agentTxRef) bool {
 	return x.w.Agents[r.agent].Txs[r.tx].Swap && x.found[r.agent][r.tx].IsZero()
 }
 
-// reconcile reads every allowlisted contract's list from the contracts'
-// readers' cursor to the head, a page of 50 of every contract at a time
-// (at least one each, to learn there is nothing new), and fetches the
-// details of any swap not found yet. It moves its cursor a round of pages
-// at a time, oldest first: the engine walks each list newest first and
-// resumes where a budget stop left it, which costs the same requests.
-// primary is the tail reading the lists at its cadence (its pages are the
-// tail's, what it finds is not missed); otherwise it is the reconciler.
-// It reports whether it reached the head; a read the budget cut short
-// goes on to the head it began with (as a scan goes on down to its
-// position), the head's news left to the next read.
-func (x *sim) reconcile(now *time.Time, primary bool) bool {
+// reconcile is one step of the contracts' readers' read: one contract's
+// page of a round of pages (a page of 50 of every contract, at least one
+// each, to learn there is nothing new), or, with the round's pages read,
+// the details of any swap not found yet among them; as the service's
+// plan reads one contract's list a step, so the tail reads between them.
+// It moves its cursor a round of pages at a time, oldest first: the
+// engine walks each list newest first and resumes where a budget stop
+// left it, which costs the same requests. primary is the tail reading the
+// lists at its cadence (its pages are the tail's, what it finds is not
+// missed); otherwise it is the reconciler. It reports whether the step
+// went (false: the budget stopped it, the read is held) and whether the
+// read reached the head; a read goes on to the head it began with (as a
+// scan goes on down to its position), the head's news left to the next.
+func (x *sim) reconcile(now *time.Time, primary bool) (progressed, done bool) {
 	if x.recTo == 0 {
 		x.recTo = x.c.Visible(*now)
 	}
@@ -404,29 +407,32 @@ func (x *sim) reconcile(now *time.Time, primary bool) bool {
 	if primary {
 		reader = ReaderTail
 	}
-	for first := true; first || x.recAt < head; first = false {
-		if x.recEnd == 0 {
-			end := x.recAt + sort.Search(head-x.recAt, func(n int) bool {
-				return x.c.AllowedIn(x.recAt, x.recAt+n+1) >= k*hiro.MaxLimit
-			}) + 1
-			x.recEnd, x.recPaid = min(end, head), 0
+	if x.recEnd == 0 {
+		end := x.recAt + sort.Search(head-x.recAt, func(n int) bool {
+			return x.c.AllowedIn(x.recAt, x.recAt+n+1) >= k*hiro.MaxLimit
+		}) + 1
+		x.recEnd, x.recPaid = min(end, head), 0
+	}
+	// Each contract's reader keeps its own place: a budget stop part
+	// way through a round loses none of the pages paid.
+	if x.recPaid < k {
+		if !x.take(now, reader) {
+			return false, false
 		}
-		// Each contract's reader keeps its own place: a budget stop
-		// part way through a round loses none of the pages paid.
-		for ; x.recPaid < k; x.recPaid++ {
-			if !x.take(now, reader) {
-				return false
-			}
-		}
-		refs := x.c.AgentsIn(x.recAt, x.recEnd)
-		if !x.fetch(now, refs) {
-			return false
-		}
-		for _, ref := range refs {
-			x.byTail[ref.agent][ref.tx] = x.byTail[ref.agent][ref.tx] || primary
-		}
-		x.recAt, x.recEnd = x.recEnd, 0
+		x.recPaid++
+		return true, false
+	}
+	refs := x.c.AgentsIn(x.recAt, x.recEnd)
+	if !x.fetch(now, refs) {
+		return false, false
+	}
+	for _, ref := range refs {
+		x.byTail[ref.agent][ref.tx] = x.byTail[ref.agent][ref.tx] || primary
+	}
+	x.recAt, x.recEnd = x.recEnd, 0
+	if x.recAt < head {
+		return true, false
 	}
 	x.recTo = 0
-	return true
+	return true, true
 }
