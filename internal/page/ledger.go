@@ -42,6 +42,9 @@ type LedgerSection struct {
 	// registry's last read (registry.go); Push is where Hiro's WebSocket
 	// stands (push.go).
 	CompleteThrough, Registry, Push string
+	// Rounds are the competition's rounds: their state, the last winners
+	// (rounds.go).
+	Rounds string
 }
 
 // DelayRow is the discovery delay of one tier's swaps: from the block that
@@ -76,8 +79,9 @@ type ledgerData struct {
 	haveIngest bool
 	agents     []agentRow
 	registered int64
-	// complete and registry are registry.go's lines, push push.go's.
-	complete, registry, push string
+	// complete and registry are registry.go's lines, push push.go's,
+	// rounds rounds.go's.
+	complete, registry, push, rounds string
 }
 
 // hourlySQL counts swaps per hour of chain time, over swaps_burn_block_time_idx.
@@ -128,6 +132,11 @@ func (p *Page) loadLedger(ctx context.Context, pool *pgxpool.Pool, now time.Time
 		p.o.Logger.Warn("page.registry_unavailable", zap.Error(err))
 	} else {
 		d.complete, d.registry = reg.completeLine(now), reg.registryLine(now)
+	}
+	if line, err := p.loadRounds(ctx, now); err != nil {
+		p.o.Logger.Warn("page.rounds_unavailable", zap.Error(err))
+	} else {
+		d.rounds = line
 	}
 	if line, err := p.loadPush(ctx, pool, now); err != nil {
 		p.o.Logger.Warn("page.push_unavailable", zap.Error(err))
@@ -196,7 +205,8 @@ func tierRank(t string) int {
 }
 
 func buildLedger(d ledgerData) LedgerSection {
-	s := LedgerSection{OverdueAfter: span(OverdueAfter), CompleteThrough: d.complete, Registry: d.registry, Push: d.push}
+	s := LedgerSection{OverdueAfter: span(OverdueAfter), CompleteThrough: d.complete, Registry: d.registry, Push: d.push,
+		Rounds: d.rounds}
 	var total int64
 	for _, n := range d.hourly {
 		total += n
