@@ -140,7 +140,24 @@ func checkName(s string) error {
 	if strings.IndexFunc(s, unicode.IsControl) >= 0 {
 		return errors.New("contains a control character")
 	}
+	if i := strings.IndexFunc(s, invisible); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(s[i:])
+		return fmt.Errorf("contains the invisible format character U+%04X", r)
+	}
 	return nil
+}
+
+// zeroWidthJoiner joins emoji into one (a family, a flag); it reorders and
+// hides nothing.
+const zeroWidthJoiner = '\u200d'
+
+// invisible says r is a format character (Unicode category Cf) other than
+// the zero-width joiner: bidirectional overrides and isolates, which
+// reorder what a page shows, and zero-width spaces and marks, which make
+// two names that read alike differ. A name that carries them can pass for
+// another agent's on the leaderboard.
+func invisible(r rune) bool {
+	return r != zeroWidthJoiner && unicode.Is(unicode.Cf, r)
 }
 
 // position turns a record's problem into a RecordError at line or index.

@@ -137,3 +137,20 @@ func TestReadClaims(t *testing.T) {
 	require.Equal(t, 1, re.Line)
 	require.Equal(t, FieldStatus, re.Field)
 }
+
+// A display name may not carry bidirectional controls or zero-width
+// characters (issue 41, item 13): "‮" reverses what a page shows after it
+// and a zero-width space makes a name that reads as another agent's. The
+// zero-width joiner of an emoji sequence stays.
+func TestDisplayNamesRefuseInvisibleFormatCharacters(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"alice\u202egnp.exe", "al\u200bice", "\u2066alice\u2069", "\ufeffalice", "a\u200fb"} {
+		_, err := ReadAgents(strings.NewReader(`{"stxAddress":"` + stxA + `","displayName":"` + name + `"}`))
+		re := recordErr(t, err)
+		require.Equal(t, FieldDisplayName, re.Field, "%q", name)
+		require.Contains(t, re.Msg, "invisible format character", "%q", name)
+	}
+	recs, err := ReadAgents(strings.NewReader(`{"stxAddress":"` + stxA + `","displayName":"team 👩‍💻 Ünïcødé"}`))
+	require.NoError(t, err)
+	require.Equal(t, "team 👩\u200d💻 Ünïcødé", recs.Items[0].DisplayName)
+}
