@@ -9,6 +9,7 @@ GOLANGCI_LINT_VERSION := v2.15.0
 WORKFLOWCHECK_VERSION := v0.6.0
 GOLANGCI_LINT := $(BIN)/golangci-lint
 WORKFLOWCHECK := $(BIN)/workflowcheck
+PROMTOOL := $(BIN)/promtool
 # make test runs packages four at a time and each package's parallel tests
 # four at a time: on two cores most of the integration tests wait on a dev
 # server, a child process or Postgres, not the CPU.
@@ -77,9 +78,14 @@ evidence: tools postgres ## every published figure: the real-stack checks and be
 test-unit: ## run the tests that need nothing running
 	go test -count=1 ./workflows/ ./internal/schedule/ ./internal/cron/ ./internal/catalog/ ./internal/tenero/ ./internal/hiro/ ./internal/competition/ ./internal/sim/ ./internal/pacing/... ./internal/ingest/... ./internal/budget/
 
-lint: $(GOLANGCI_LINT) $(WORKFLOWCHECK) ## golangci-lint (.golangci.yml) and Temporal's workflowcheck on the workflow package
+lint: $(GOLANGCI_LINT) $(WORKFLOWCHECK) $(PROMTOOL) ## golangci-lint (.golangci.yml), Temporal's workflowcheck on the workflow package, promtool on deploy/'s alerts and Prometheus config
 	$(GOLANGCI_LINT) run ./...
 	$(WORKFLOWCHECK) -config workflowcheck.config.yaml ./workflows/...
+	$(PROMTOOL) check rules deploy/alerts.yml
+	$(PROMTOOL) check config --syntax-only deploy/prometheus.yml
+
+$(PROMTOOL):
+	@./scripts/ensure-promtool.sh $(BIN)
 
 $(GOLANGCI_LINT):
 	@echo "installing golangci-lint $(GOLANGCI_LINT_VERSION) into bin/ (a few minutes, once)…"
