@@ -5,6 +5,7 @@
 package activities
 
 import (
+	"cmp"
 	"context"
 	"reflect"
 	"time"
@@ -70,6 +71,10 @@ type Activities struct {
 	RegistryClient *registry.Client
 	// Hook is the chainhook task's configuration (SPEC §11).
 	Hook ChainhookConfig
+	// RegistryMaxDrop is PACER_REGISTRY_MAX_DROP: the share of the
+	// registered agents one read may deregister before it is held for an
+	// operator's confirmation.
+	RegistryMaxDrop float64
 
 	// plan is the optimal policy's last allocation.
 	plan ingest.Allocations
@@ -211,6 +216,8 @@ type Options struct {
 	// Chainhook configures the chainhook task; its APIKey defaults to
 	// HiroAPIKey.
 	Chainhook ChainhookConfig
+	// RegistryMaxDrop is PACER_REGISTRY_MAX_DROP (0 = store.DefaultMaxDrop).
+	RegistryMaxDrop float64
 }
 
 // DefaultRegistryPerMinute is the registry's budget until its headers
@@ -260,16 +267,17 @@ func New(o Options) *Activities {
 			Logger:  o.Logger.Named("tenero"),
 			Sleep:   o.Sleep,
 		}),
-		Hiro:           h,
-		Verifier:       verifier(h),
-		FastVerifier:   verifier(hiroClient(budget.LaneFast, 0)),
-		ManualHiro:     manual,
-		ManualVerifier: verifier(manual),
-		Ingest:         ingestFor(o.Ingest, o.Discovery),
-		Discovery:      o.Discovery.WithDefaults(),
-		Budget:         shared,
-		RegistryClient: newRegistryClient(o),
-		Hook:           chainhookConfig(o),
+		Hiro:            h,
+		Verifier:        verifier(h),
+		FastVerifier:    verifier(hiroClient(budget.LaneFast, 0)),
+		ManualHiro:      manual,
+		ManualVerifier:  verifier(manual),
+		Ingest:          ingestFor(o.Ingest, o.Discovery),
+		Discovery:       o.Discovery.WithDefaults(),
+		Budget:          shared,
+		RegistryClient:  newRegistryClient(o),
+		Hook:            chainhookConfig(o),
+		RegistryMaxDrop: cmp.Or(o.RegistryMaxDrop, store.DefaultMaxDrop),
 	}
 }
 

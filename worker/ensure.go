@@ -118,6 +118,7 @@ type StopRecord interface {
 	RecordStop(ctx context.Context, workflowID string, stop store.SchedulerStop) error
 	SchedulerStopped(ctx context.Context, workflowID string) (store.SchedulerStop, bool, error)
 	ClearStop(ctx context.Context, workflowID string, startedAfter time.Time) error
+	ClearStopOf(ctx context.Context, workflowID, runID string) error
 }
 
 // Ensure makes sure the scheduler runs (SPEC §3.5). An open run is left as
@@ -260,14 +261,15 @@ func StoppedStatus(ctx context.Context, stops StopRecord, workflowID string) (st
 }
 
 // startStopped starts the scheduler again carrying the state the stopped
-// run runID returned, and clears the recorded stop.
+// run runID returned, and clears the recorded stop if it is still runID's:
+// a stop of the new run recorded meanwhile stays.
 func startStopped(ctx context.Context, c client.Client, s Scheduler, runID string, res *workflows.StopResult) (Ensured, error) {
 	e, err := start(ctx, c, s, workflows.SchedulerInput{Config: res.Config, State: res.State,
 		Restart: &workflows.Restart{After: "stopped", RunID: runID, StateFrom: res.StoppedAt}})
 	if err != nil || s.Stops == nil {
 		return e, err
 	}
-	return e, s.Stops.ClearStop(ctx, s.WorkflowID, time.Time{})
+	return e, s.Stops.ClearStopOf(ctx, s.WorkflowID, runID)
 }
 
 // RecordStop records in s.Stops (when set) that run runID of the scheduler

@@ -98,6 +98,7 @@ func (c *config) activities(st *store.Store, log *zap.Logger, m *metrics.Metrics
 		DisableAfter:        c.operating.disableAfter,
 		RegistryURL:         c.registryURL,
 		Chainhook:           c.chainhookActivities(),
+		RegistryMaxDrop:     c.registryMaxDrop,
 	})
 }
 

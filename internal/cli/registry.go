@@ -6,12 +6,17 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
 
+	"github.com/pacer-dev/pacer"
 	"github.com/pacer-dev/pacer/internal/operate"
 	"github.com/pacer-dev/pacer/internal/registry"
 	"github.com/pacer-dev/pacer/internal/store"
+	"github.com/pacer-dev/pacer/worker"
+	"github.com/pacer-dev/pacer/workflows"
 )
 
 func newAgentsImportCmd(c *config) *cobra.Command {
@@ -102,4 +107,83 @@ func printRegistryChange(w io.Writer, what string, c store.RegistryChange) error
 			len(c.ClaimsAdded), len(c.ClaimsUpdated), c.ClaimsUnchanged)
 	}
 	return nil
+}
+
+// newRegistryCmd is `pacer registry` (the read held for confirmation, if
+// any) and `pacer registry confirm [DIGEST]` (SPEC §12).
+func newRegistryCmd(c *config) *cobra.Command {
+	var asJSON bool
+	show := &cobra.Command{
+		Use:   "show",
+		Short: "Show the registry read held for confirmation, if any: what it lists and whom it would deregister",
+		Args:  wrapArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return c.withService(cmd.Context(), false, func(ctx context.Context, svc *operate.Service) error {
+				h, err := svc.RegistryHold(ctx)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return printJSON(cmd.OutOrStdout(), h)
+				}
+				if h == nil {
+					fmt.Fprintln(cmd.OutOrStdout(), "no registry read is held")
+					return nil
+				}
+				printHold(cmd.OutOrStdout(), *h)
+				return nil
+			})
+		},
+	}
+	show.Flags().BoolVar(&asJSON, "json", false, "print as JSON (null when none is held)")
+	confirm := &cobra.Command{
+		Use:   "confirm [DIGEST]",
+		Short: "Apply the registry read held for its drop: the next read that deregisters the same agents is applied",
+		Args:  wrapArgs(cobra.MaximumNArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			digest := ""
+			if len(args) == 1 {
+				digest = args[0]
+			}
+			var h store.DropHeld
+			err := c.withService(cmd.Context(), false, func(ctx context.Context, svc *operate.Service) error {
+				var err error
+				h, err = svc.ConfirmRegistryDrop(ctx, digest)
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "confirmed %s: the next registry read that deregisters these %d agents applies it\n", h.Digest, h.Deregister)
+			ctx, cancel := context.WithTimeout(cmd.Context(), 10*time.Second)
+			defer cancel()
+			err = c.withClient(ctx, func(tc client.Client) error {
+				return worker.Signal(ctx, tc, c.workflowID, workflows.SignalRefresh, workflows.RefreshInput{Task: pacer.TaskRegistry})
+			})
+			if err != nil {
+				fmt.Fprintf(out, "the scheduler could not be asked to read the registry now (%v); its next read applies it\n", err)
+				return nil
+			}
+			fmt.Fprintln(out, "the scheduler was asked to read the registry now")
+			return nil
+		},
+	}
+	return groupCmd("registry", "The registry's reads: one held for confirmation, and its confirmation", show, confirm)
+}
+
+func printHold(w io.Writer, h store.DropHeld) {
+	why := fmt.Sprintf("it would deregister %d of %d registered agents (more than %.0f%%)", h.Deregister, h.Registered, h.MaxShare*100)
+	if h.Listed == 0 {
+		why = fmt.Sprintf("it lists nobody: all %d registered agents would be deregistered", h.Registered)
+	}
+	fmt.Fprintf(w, "registry read held since %s: %s\n", h.At.Format(time.RFC3339), why)
+	fmt.Fprintf(w, "  lists %d agents; digest %s\n", h.Listed, h.Digest)
+	for _, a := range h.Sample {
+		fmt.Fprintf(w, "  deregister %s\n", a)
+	}
+	if more := h.Deregister - len(h.Sample); more > 0 {
+		fmt.Fprintf(w, "  … and %d more\n", more)
+	}
+	fmt.Fprintf(w, "apply it with: pacer registry confirm %s\n", h.Digest)
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/pacer-dev/pacer/internal/ingest"
 	"github.com/pacer-dev/pacer/internal/push"
 	"github.com/pacer-dev/pacer/internal/round"
+	"github.com/pacer-dev/pacer/internal/store"
 	"github.com/pacer-dev/pacer/workflows"
 )
 
@@ -72,9 +73,10 @@ type config struct {
 	registryURL     string
 	registryEvery   time.Duration
 	// roundGrace is PACER_ROUND_GRACE (SPEC §13).
-	roundGrace  time.Duration
-	hiroAPIKey  string
-	hiroKeyFile string
+	roundGrace      time.Duration
+	registryMaxDrop float64
+	hiroAPIKey      string
+	hiroKeyFile     string
 	// allowPlaintextKeys lets a key go over http:// to a non-loopback host.
 	allowPlaintextKeys bool
 	competitionStart   int64
@@ -160,6 +162,19 @@ func (c *config) envInt(key string, def int64) int64 {
 	return n
 }
 
+func (c *config) envFloat(key string, def float64) float64 {
+	v := env(key, "")
+	if v == "" {
+		return def
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		c.envErrs = append(c.envErrs, fmt.Errorf("%s=%q is not a number", key, v))
+		return def
+	}
+	return f
+}
+
 func (c *config) envBool(key string) bool {
 	v := env(key, "")
 	if v == "" {
@@ -199,6 +214,8 @@ func (c *config) bind(fs *pflag.FlagSet) {
 		"how often the registry task reads PACER_REGISTRY_URL [PACER_REGISTRY_EVERY]")
 	fs.DurationVar(&c.roundGrace, "round-grace", c.envDuration("PACER_ROUND_GRACE", round.DefaultGrace),
 		"a round's grace after its end unless it gives its own: finalized once it has passed and completeThrough reached the end [PACER_ROUND_GRACE]")
+	fs.Float64Var(&c.registryMaxDrop, "registry-max-drop", c.envFloat("PACER_REGISTRY_MAX_DROP", store.DefaultMaxDrop),
+		"the share of the registered agents (0 to 1; 0 = the default) one registry read may deregister; a read that drops more, or lists nobody, is held until pacer registry confirm [PACER_REGISTRY_MAX_DROP]")
 	fs.DurationVar(&c.sweepEvery, "sweep-every", c.envDuration("PACER_SWEEP_EVERY", time.Minute), "how often the sweep looks for agents that are due, at most [PACER_SWEEP_EVERY]")
 	fs.StringVar(&c.sweepPolicy, "sweep-policy", env("PACER_SWEEP_POLICY", string(ingest.PolicyOptimal)), "how the sweep paces each agent's visits: optimal or tiers [PACER_SWEEP_POLICY]")
 	fs.DurationVar(&c.hotEvery, "hot-every", c.envDuration("PACER_HOT_EVERY", ingest.DefaultHotEvery), "visit interval of hot agents (a swap in the last 24 h), the fastest any agent is visited [PACER_HOT_EVERY]")
@@ -292,6 +309,9 @@ func (c *config) validate() error {
 	if c.chainhookManage && (c.chainhookEvery < workflows.MinEvery || c.chainhookEvery > workflows.MaxEvery) {
 		return usagef("PACER_CHAINHOOK_EVERY (--chainhook-every) %s: want %s to %s", c.chainhookEvery, workflows.MinEvery, workflows.MaxEvery)
 	}
+	if !(c.registryMaxDrop >= 0 && c.registryMaxDrop <= 1) {
+		return usagef("registry-max-drop must be from 0 to 1 (got %v)", c.registryMaxDrop)
+	}
 	if c.registryURL != "" {
 		if u, err := url.Parse(c.registryURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return usagef("PACER_REGISTRY_URL (--registry-url) must be an http:// or https:// URL")
@@ -384,7 +404,7 @@ running scheduler: status, pause, resume, refresh, stop, start, reconfigure.`,
 		newWorkerCmd(c), newServeCmd(c), newDevCmd(c), newSimCmd(c),
 		newStatusCmd(c), newRefreshCmd(c), newPauseCmd(c), newResumeCmd(c), newTuneCmd(c),
 		newStartCmd(c), newStopCmd(c), newReconfigureCmd(c),
-		newMigrateCmd(c), newPricesCmd(c), newScheduleCmd(c), newSubscribersCmd(c), newDeliveriesCmd(c), newAgentsCmd(c), newClaimsCmd(c),
+		newMigrateCmd(c), newPricesCmd(c), newScheduleCmd(c), newSubscribersCmd(c), newDeliveriesCmd(c), newAgentsCmd(c), newClaimsCmd(c), newRegistryCmd(c),
 		newChainhookCmd(c), newRoundsCmd(c), newAuditCmd(c), newDeployCmd(c), newVersionCmd(c), newDocsCmd(),
 	)
 	hideSecretDefaults(root)

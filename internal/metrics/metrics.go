@@ -69,6 +69,8 @@ type Metrics struct {
 	discovery  discoveryMetrics
 	// holdsLapsed counts completeThrough's holds that lapsed (holds.go).
 	holdsLapsed prometheus.Counter
+
+	registryHeld prometheus.Gauge
 }
 
 // New builds a registry holding the Go runtime and process collectors and
@@ -124,8 +126,10 @@ func New() *Metrics {
 			Name: "pacer_sweep_swaps_found_total",
 			Help: "Allowlisted swap calls the sweep's visits found, by the agent's tier after the visit.",
 		}, []string{"tier"}),
-		deliveries: newDeliveryMetrics(),
+		deliveries:   newDeliveryMetrics(),
+		registryHeld: newRegistryHeld(),
 	}
+	m.reg.MustRegister(m.registryHeld)
 	m.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),

@@ -42,3 +42,25 @@ func recordInvalid(err error) error {
 	}
 	return err
 }
+
+// RegistryHold is the registry read held for an operator's confirmation
+// (it would deregister more than PACER_REGISTRY_MAX_DROP of the agents, or
+// lists nobody); nil when none is.
+func (s *Service) RegistryHold(ctx context.Context) (*store.DropHeld, error) {
+	return s.Store.RegistryHold(ctx)
+}
+
+// ConfirmRegistryDrop confirms the held registry read, audited: the next
+// read that would deregister the same agents is applied (SPEC §12).
+// digest, when given, must be the held read's: a registry that answered
+// differently since is confirmed only once its new answer is seen.
+func (s *Service) ConfirmRegistryDrop(ctx context.Context, digest string) (store.DropHeld, error) {
+	h, err := s.Store.ConfirmRegistryDrop(ctx, digest, s.change(ctx, store.ActionRegistryConfirm))
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return h, &Invalid{Msg: "no registry read is held for confirmation"}
+	case errors.Is(err, store.ErrStaleConfirm):
+		return h, &Invalid{Msg: "digest " + digest + " is not the held read's (" + h.Digest + "): pacer registry shows it"}
+	}
+	return h, err
+}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/pacer-dev/pacer"
@@ -36,72 +37,88 @@ type Client struct {
 	Limiter hiro.Limiter
 }
 
+// Page is one page of the registry as a read found it: its URL, its
+// ETag, the agents it listed and its next link. The pages of the last read
+// applied are kept, so that a page answering 304 to its ETag stands for
+// what it listed then.
+type Page struct {
+	URL    string  `json:"url"`
+	ETag   string  `json:"etag,omitempty"`
+	Agents []Agent `json:"agents"`
+	Next   string  `json:"next,omitempty"`
+}
+
 // Read is one complete read of the registry.
 type Read struct {
-	// NotModified: the first page answered 304 to the ETag given; Agents
-	// is then empty and the registry unchanged.
+	// NotModified: every page answered 304 to its ETag; Agents is then
+	// what the pages listed before.
 	NotModified bool
 	Agents      []Agent
-	// ETag is the first page's, to send next time.
-	ETag  string
-	Pages int
+	// Pages are the pages read, to keep for the next read.
+	Pages []Page
+	// Requests counts the pages asked for (304s included).
+	Requests int
 }
 
-type page struct {
-	Agents []json.RawMessage `json:"agents"`
-	Next   *string           `json:"next"`
-}
-
-// Read reads every page from the configured URL, following next. A page
-// that cannot be read, or a record that is bad (named by its page and
-// index), fails the whole read: nothing of it is applied.
-func (c *Client) Read(ctx context.Context, etag string) (Read, error) {
+// Read reads every page from the configured URL, following next, each
+// with If-None-Match when the previous read (prev) had its ETag: a 304
+// stands for what that page listed then, and changes on any page are read
+// (revalidating only the first would read a changed later page only once
+// the first changed too). A page that cannot be read, a record that is bad
+// (named by its page and index), a next link off the configured origin or
+// more records than MaxRecords fail the whole read: nothing of it is
+// applied. progress is told the pages read so far after each page.
+func (c *Client) Read(ctx context.Context, prev []Page, progress func(pages int)) (Read, error) {
 	conn := c.Conn.WithDefaults("")
-	var out Read
+	origin, err := url.Parse(conn.BaseURL)
+	if err != nil || !origin.IsAbs() {
+		return Read{}, classified(pacer.ClassPermanent, errors.New("registry: the configured URL is not absolute"))
+	}
+	known := make(map[string]Page, len(prev))
+	for _, p := range prev {
+		known[p.URL] = p
+	}
+	out := Read{NotModified: true}
 	next := conn.BaseURL
 	seen := map[string]bool{}
 	for next != "" {
-		if out.Pages >= MaxPages {
+		n := len(out.Pages) + 1
+		if n > MaxPages {
 			return Read{}, classified(pacer.ClassParseError, fmt.Errorf("registry: more than %d pages", MaxPages))
 		}
 		if seen[next] {
 			return Read{}, classified(pacer.ClassParseError, errors.New("registry: a page's next names a page already read"))
 		}
 		seen[next] = true
-		ifNone := ""
-		if out.Pages == 0 {
-			ifNone = etag
+		old, ok := known[next]
+		etag := ""
+		if ok {
+			etag = old.ETag
 		}
-		body, tag, status, err := c.get(ctx, conn, next, ifNone)
+		got, err := c.get(ctx, conn, next, etag, MaxRecords-len(out.Agents))
+		out.Requests += got.requests
 		if err != nil {
-			return Read{}, err
+			return Read{}, pageError(n, err)
 		}
-		if status == http.StatusNotModified {
-			return Read{NotModified: true, ETag: etag, Pages: 1}, nil
+		page := Page{URL: next, ETag: got.etag, Agents: got.agents}
+		if got.notModified {
+			page = old
+		} else {
+			out.NotModified = false
+			if got.next != nil {
+				page.Next = *got.next
+			}
 		}
-		if out.Pages == 0 {
-			out.ETag = tag
-		}
-		out.Pages++
-		var p page
-		if err := json.Unmarshal(body, &p); err != nil || p.Agents == nil {
-			return Read{}, classified(pacer.ClassParseError, fmt.Errorf("registry page %d: not {\"agents\": [...], \"next\": …}", out.Pages))
-		}
-		agents, err := DecodeAgents(p.Agents, true)
-		if err != nil {
-			return Read{}, classified(pacer.ClassParseError, fmt.Errorf("registry page %d: %w", out.Pages, err))
-		}
-		out.Agents = append(out.Agents, agents...)
+		out.Pages = append(out.Pages, page)
+		out.Agents = append(out.Agents, page.Agents...)
 		if len(out.Agents) > MaxRecords {
 			return Read{}, classified(pacer.ClassParseError, fmt.Errorf("registry: more than %d agents", MaxRecords))
 		}
-		next = ""
-		if p.Next != nil && *p.Next != "" {
-			u, err := url.Parse(*p.Next)
-			if err != nil || !u.IsAbs() || (u.Scheme != "http" && u.Scheme != "https") {
-				return Read{}, classified(pacer.ClassParseError, fmt.Errorf("registry page %d: next is not an absolute URL", out.Pages))
-			}
-			next = u.String()
+		if next, err = sameOrigin(origin, page.Next); err != nil {
+			return Read{}, classified(pacer.ClassParseError, fmt.Errorf("registry page %d: %w", n, err))
+		}
+		if progress != nil {
+			progress(n)
 		}
 	}
 	if err := CheckAgents(out.Agents, nil); err != nil {
@@ -110,37 +127,94 @@ func (c *Client) Read(ctx context.Context, etag string) (Read, error) {
 	return out, nil
 }
 
+// pageError names the page a record error came from; other errors are
+// classified already.
+func pageError(n int, err error) error {
+	var re *RecordError
+	if errors.As(err, &re) {
+		return classified(pacer.ClassParseError, fmt.Errorf("registry page %d: %w", n, err))
+	}
+	return err
+}
+
+// sameOrigin checks a page's next link: an absolute URL of the configured
+// URL's scheme, host and port, without credentials. The registry's answer
+// decides which page comes next, never which host pacer asks: a next link
+// to loopback, the operator's listener or a metadata address, or from
+// https down to http, is refused. Empty is the last page.
+func sameOrigin(origin *url.URL, next string) (string, error) {
+	if next == "" {
+		return "", nil
+	}
+	u, err := url.Parse(next)
+	switch {
+	case err != nil || !u.IsAbs() || u.Opaque != "":
+		return "", errors.New("next is not an absolute URL")
+	case u.User != nil:
+		return "", errors.New("next carries credentials")
+	case !strings.EqualFold(u.Scheme, origin.Scheme) || !strings.EqualFold(u.Hostname(), origin.Hostname()) ||
+		portOf(u) != portOf(origin):
+		return "", fmt.Errorf("next leaves %s://%s (the configured URL's scheme, host and port)", origin.Scheme, origin.Host)
+	}
+	return u.String(), nil
+}
+
+// portOf is u's port, the scheme's default when it names none.
+func portOf(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return p
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "https":
+		return "443"
+	case "http":
+		return "80"
+	}
+	return ""
+}
+
+// answer is one page as the registry answered it.
+type answer struct {
+	notModified bool
+	etag        string
+	agents      []Agent
+	next        *string
+	requests    int
+}
+
 // get fetches one page, retrying a 429, a server error or a transport
-// failure with back-off (Retry-After when the registry gives one).
-func (c *Client) get(ctx context.Context, conn upstream.Conn, u, etag string) (body []byte, tag string, status int, err error) {
+// failure with back-off (Retry-After when the registry gives one). A page
+// may list at most limit records.
+func (c *Client) get(ctx context.Context, conn upstream.Conn, u, etag string, limit int) (answer, error) {
 	backoff := time.Second
 	for attempt := 1; ; attempt++ {
-		body, tag, status, wait, err := c.attempt(ctx, conn, u, etag)
+		got, wait, err := c.attempt(ctx, conn, u, etag, limit)
+		got.requests = attempt
 		if err == nil || attempt == attempts || wait < 0 {
-			return body, tag, status, err
+			return got, err
 		}
 		if wait == 0 {
 			wait = backoff
 			backoff *= 2
 		}
 		if serr := conn.Sleep(ctx, wait); serr != nil {
-			return nil, "", 0, classified(pacer.ClassTimeout, serr)
+			return got, classified(pacer.ClassTimeout, serr)
 		}
 	}
 }
 
 // attempt is one request; wait < 0 means do not retry.
-func (c *Client) attempt(ctx context.Context, conn upstream.Conn, u, etag string) ([]byte, string, int, time.Duration, error) {
+func (c *Client) attempt(ctx context.Context, conn upstream.Conn, u, etag string, limit int) (answer, time.Duration, error) {
 	if c.Limiter != nil {
 		if err := c.Limiter.Wait(ctx); err != nil {
-			return nil, "", 0, -1, classified(pacer.ClassRateLimit, fmt.Errorf("registry budget: %w", err))
+			return answer{}, -1, classified(pacer.ClassRateLimit, fmt.Errorf("registry budget: %w", err))
 		}
 	}
 	actx, cancel := context.WithTimeout(ctx, conn.AttemptTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(actx, http.MethodGet, u, nil)
 	if err != nil {
-		return nil, "", 0, -1, classified(pacer.ClassPermanent, errors.New("registry: bad URL"))
+		return answer{}, -1, classified(pacer.ClassPermanent, errors.New("registry: bad URL"))
 	}
 	req.Header.Set("Accept", "application/json")
 	if etag != "" {
@@ -151,7 +225,7 @@ func (c *Client) attempt(ctx context.Context, conn upstream.Conn, u, etag string
 	}
 	resp, err := conn.HTTP.Do(req)
 	if err != nil {
-		return nil, "", 0, 0, classified(pacer.ClassTransport, errors.New("registry unreachable"))
+		return answer{}, 0, classified(pacer.ClassTransport, errors.New("registry unreachable"))
 	}
 	defer resp.Body.Close()
 	q := hiro.ParseQuota(resp.Header)
@@ -160,29 +234,110 @@ func (c *Client) attempt(ctx context.Context, conn upstream.Conn, u, etag string
 		c.Limiter.Observe(ctx, q)
 	}
 	switch {
-	case resp.StatusCode == http.StatusNotModified:
-		return nil, resp.Header.Get("ETag"), resp.StatusCode, 0, nil
+	case resp.StatusCode == http.StatusNotModified && etag != "":
+		return answer{notModified: true, etag: etag}, 0, nil
 	case resp.StatusCode == http.StatusTooManyRequests:
 		wait := time.Duration(0)
 		if q.RetryAfter != nil {
 			wait = *q.RetryAfter
 		}
-		return nil, "", 0, wait, classified(pacer.ClassRateLimit, errors.New("registry answered 429"))
+		return answer{}, wait, classified(pacer.ClassRateLimit, errors.New("registry answered 429"))
 	case resp.StatusCode >= 500:
-		return nil, "", 0, 0, classified(pacer.ClassServerError, fmt.Errorf("registry answered %d", resp.StatusCode))
+		return answer{}, 0, classified(pacer.ClassServerError, fmt.Errorf("registry answered %d", resp.StatusCode))
 	case resp.StatusCode == http.StatusNotFound:
-		return nil, "", 0, -1, classified(pacer.ClassNotFound, errors.New("registry answered 404"))
+		return answer{}, -1, classified(pacer.ClassNotFound, errors.New("registry answered 404"))
 	case resp.StatusCode != http.StatusOK:
-		return nil, "", 0, -1, classified(pacer.ClassPermanent, fmt.Errorf("registry answered %d", resp.StatusCode))
+		return answer{}, -1, classified(pacer.ClassPermanent, fmt.Errorf("registry answered %d", resp.StatusCode))
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxPageBytes+1))
-	if err != nil {
-		return nil, "", 0, 0, classified(pacer.ClassTransport, errors.New("registry: body cut short"))
+	body := &bodyReader{r: &io.LimitedReader{R: resp.Body, N: maxPageBytes + 1}}
+	agents, next, err := decodePage(body, limit)
+	switch {
+	case body.err != nil:
+		return answer{}, 0, classified(pacer.ClassTransport, errors.New("registry: body cut short"))
+	case body.r.N <= 0:
+		return answer{}, -1, classified(pacer.ClassParseError, errors.New("registry: page larger than 32 MiB"))
+	case err != nil:
+		return answer{}, -1, err
 	}
-	if len(body) > maxPageBytes {
-		return nil, "", 0, -1, classified(pacer.ClassParseError, errors.New("registry: page larger than 32 MiB"))
+	return answer{etag: resp.Header.Get("ETag"), agents: agents, next: next}, 0, nil
+}
+
+// bodyReader keeps the first read error that is not the end of the body:
+// a connection cut mid-page is the transport's, not the page's.
+type bodyReader struct {
+	r   *io.LimitedReader
+	err error
+}
+
+func (b *bodyReader) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err != nil && !errors.Is(err, io.EOF) && b.err == nil {
+		b.err = err
 	}
-	return body, resp.Header.Get("ETag"), resp.StatusCode, 0, nil
+	return n, err
+}
+
+// decodePage reads {"agents": [...], "next": "<url>"|null} as a stream,
+// each record checked as it arrives: a page of more than limit records
+// fails at the first one past it, before the rest is decoded. A bad
+// record is named by its index on the page.
+func decodePage(r io.Reader, limit int) (agents []Agent, next *string, err error) {
+	shape := func() error {
+		return classified(pacer.ClassParseError, errors.New(`registry page: not {"agents": [...], "next": …}`))
+	}
+	dec := json.NewDecoder(r)
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, nil, shape()
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		t, err := dec.Token()
+		key, ok := t.(string)
+		if err != nil || !ok || seen[key] {
+			return nil, nil, shape()
+		}
+		seen[key] = true
+		switch key {
+		case "agents":
+			if t, err := dec.Token(); err != nil || t != json.Delim('[') {
+				return nil, nil, shape()
+			}
+			agents = []Agent{}
+			for i := 0; dec.More(); i++ {
+				if i >= limit {
+					return nil, nil, classified(pacer.ClassParseError, fmt.Errorf("registry: more than %d agents", MaxRecords))
+				}
+				var obj map[string]json.RawMessage
+				if err := dec.Decode(&obj); err != nil || obj == nil {
+					return nil, nil, &RecordError{Index: i, Msg: "not a JSON object"}
+				}
+				a, err := agentFromJSON(obj, true)
+				if err != nil {
+					return nil, nil, position(err, 0, i)
+				}
+				agents = append(agents, a)
+			}
+			if _, err := dec.Token(); err != nil {
+				return nil, nil, shape()
+			}
+		case "next":
+			if err := dec.Decode(&next); err != nil {
+				return nil, nil, shape()
+			}
+		default:
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				return nil, nil, shape()
+			}
+		}
+	}
+	if _, err := dec.Token(); err != nil || agents == nil {
+		return nil, nil, shape()
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, nil, shape() // something after the object
+	}
+	return agents, next, nil
 }
 
 func classified(class pacer.ErrorClass, err error) error {

@@ -2,9 +2,13 @@ package store
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -18,6 +22,8 @@ const (
 	ActionAgentDeregister = "agent.deregister"
 	ActionClaimsImport    = "claims.import"
 	ActionRegistryRead    = "registry.read"
+	// ActionRegistryConfirm is an operator's confirmation of a held read.
+	ActionRegistryConfirm = "registry.confirm"
 )
 
 // RegistryChange is what one file, request or registry read changed (or,
@@ -33,6 +39,9 @@ type RegistryChange struct {
 	ClaimsUpdated   []string `json:"claimsUpdated"`
 	ClaimsUnchanged int      `json:"claimsUnchanged"`
 	DryRun          bool     `json:"dryRun,omitempty"`
+	// Confirmed is the digest of the held read an operator confirmed,
+	// when this change applied one (DropHeld).
+	Confirmed string `json:"confirmed,omitempty"`
 }
 
 // Changed says whether anything was (or would be) written.
@@ -51,6 +60,83 @@ type ApplyAgents struct {
 	Replace bool
 	DryRun  bool
 	Change  Change
+	// Pages, with Replace, are the registry's pages the read came from,
+	// kept with what was applied (RegistryPages).
+	Pages []registry.Page
+	// Guard, with Replace, holds a read that would deregister too many
+	// agents until an operator confirms it (DropHeld); nil applies any.
+	Guard *DropGuard
+}
+
+// DropGuard bounds what one registry read may deregister (SPEC §12):
+// more than MaxShare of the registered agents, or all of them because the
+// read lists nobody, is held for an operator's confirmation. A registry
+// that answers an empty list, or a page walk its server cut short, would
+// otherwise deregister everyone in one read.
+type DropGuard struct {
+	MaxShare float64
+}
+
+// DefaultMaxDrop is PACER_REGISTRY_MAX_DROP's default.
+const DefaultMaxDrop = 0.2
+
+// DropHeld is a registry read that was not applied because it would
+// deregister more agents than its guard allows: nothing of it is written
+// until an operator confirms Digest (ConfirmRegistryDrop); the next read
+// that would deregister the same agents is then applied.
+type DropHeld struct {
+	At         time.Time `json:"at"`
+	Listed     int       `json:"listed"`
+	Registered int       `json:"registered"`
+	// Deregister is how many agents the read would deregister; Sample
+	// names the first of them.
+	Deregister int      `json:"deregister"`
+	Sample     []string `json:"sample"`
+	MaxShare   float64  `json:"maxShare"`
+	// Digest names the set of agents the read would deregister.
+	Digest string `json:"digest"`
+}
+
+func (h *DropHeld) Error() string {
+	if h.Listed == 0 {
+		return fmt.Sprintf("registry read held: it lists nobody and would deregister all %d registered agents; "+
+			"pacer registry confirm %s applies it", h.Registered, h.Digest)
+	}
+	return fmt.Sprintf("registry read held: it would deregister %d of %d registered agents (more than %.0f%%); "+
+		"pacer registry confirm %s applies it", h.Deregister, h.Registered, h.MaxShare*100, h.Digest)
+}
+
+// Where a held read and its confirmation are kept (competition_state).
+const (
+	RegistryHeldKey      = "registry_held"
+	registryConfirmedKey = "registry_confirmed"
+	// heldSample is how many addresses a held read names.
+	heldSample = 10
+)
+
+// dropDigest names a set of addresses, whatever their order.
+func dropDigest(gone []string) string {
+	sorted := slices.Sorted(slices.Values(gone))
+	sum := sha256.Sum256([]byte(strings.Join(sorted, "\n")))
+	return hex.EncodeToString(sum[:8])
+}
+
+// checkDrop holds a read that would deregister gone of registered agents
+// beyond g's share, unless confirmed names exactly that set.
+func (g *DropGuard) checkDrop(listed, registered int, gone []string, confirmed string, at time.Time) *DropHeld {
+	if g == nil || len(gone) == 0 {
+		return nil
+	}
+	if listed > 0 && float64(len(gone)) <= g.MaxShare*float64(registered) {
+		return nil
+	}
+	h := &DropHeld{At: at.UTC(), Listed: listed, Registered: registered, Deregister: len(gone),
+		MaxShare: g.MaxShare, Digest: dropDigest(gone)}
+	if h.Digest == confirmed {
+		return nil
+	}
+	h.Sample = slices.Sorted(slices.Values(gone))[:min(len(gone), heldSample)]
+	return h
 }
 
 // errDry rolls a dry run's transaction back.
@@ -87,6 +173,13 @@ func (s *Store) ApplyAgents(ctx context.Context, in ApplyAgents) (RegistryChange
 			if a.BTCAddress != "" {
 				btc[i] = &in.Agents[i].BTCAddress
 			}
+		}
+		if in.Replace && in.Guard != nil {
+			confirmed, err := guardDrop(ctx, tx, in, stx)
+			if err != nil {
+				return err
+			}
+			out.Confirmed = confirmed
 		}
 		existing := map[string]agentRow{}
 		rows, _ := tx.Query(ctx, `select stx_address, btc_address, display_name, erc8004_agent_id, deregistered_at is not null
@@ -186,6 +279,9 @@ returning stx_address`, stx)
 			}
 			slices.Sort(gone)
 			out.Deregistered = gone
+			if err := savePages(ctx, tx, in.Pages); err != nil {
+				return err
+			}
 		}
 		if out.Changed() {
 			e, err := in.Change.entry("", nil, out)
@@ -318,4 +414,151 @@ returning deregistered_at`, stx).Scan(&at)
 		return writeAudit(ctx, tx, e)
 	})
 	return at, err
+}
+
+// guardDrop holds a registry read that would deregister more than its
+// guard allows (a *DropHeld, nothing written), unless an operator
+// confirmed that very set; a read that passes clears any earlier hold and
+// its confirmation, and returns the digest it applied when it needed one.
+func guardDrop(ctx context.Context, tx pgx.Tx, in ApplyAgents, stx []string) (confirmed string, err error) {
+	var registered int
+	if err := tx.QueryRow(ctx, `select count(*) from agents where deregistered_at is null`).Scan(&registered); err != nil {
+		return "", fmt.Errorf("count registered agents: %w", err)
+	}
+	rows, _ := tx.Query(ctx, `select stx_address from agents where deregistered_at is null and not (stx_address = any($1))`, stx)
+	gone, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return "", fmt.Errorf("read the agents a read drops: %w", err)
+	}
+	var ok bool
+	if err := tx.QueryRow(ctx, `select value from competition_state where key = $1`, registryConfirmedKey).Scan(&confirmed); err == nil {
+		ok = true
+	} else if !errors.Is(err, pgx.ErrNoRows) {
+		return "", fmt.Errorf("read the registry confirmation: %w", err)
+	}
+	if held := in.Guard.checkDrop(len(in.Agents), registered, gone, confirmed, in.Change.At); held != nil {
+		return "", held
+	}
+	if _, err := tx.Exec(ctx, `delete from competition_state where key = any($1)`,
+		[]string{RegistryHeldKey, registryConfirmedKey}); err != nil {
+		return "", fmt.Errorf("clear the registry hold: %w", err)
+	}
+	if !ok || len(gone) == 0 || confirmed != dropDigest(gone) {
+		confirmed = ""
+	}
+	return confirmed, nil
+}
+
+// savePages keeps the registry's pages a read was applied from, in place
+// of the last read's.
+func savePages(ctx context.Context, tx pgx.Tx, pages []registry.Page) error {
+	if _, err := tx.Exec(ctx, `delete from registry_pages`); err != nil {
+		return fmt.Errorf("registry pages: %w", err)
+	}
+	for i, p := range pages {
+		agents, err := json.Marshal(p.Agents)
+		if err != nil {
+			return fmt.Errorf("registry page %d: %w", i+1, err)
+		}
+		if _, err := tx.Exec(ctx, `insert into registry_pages (seq, url, etag, agents, next) values ($1, $2, $3, $4, nullif($5, ''))`,
+			i, p.URL, p.ETag, agents, p.Next); err != nil {
+			return fmt.Errorf("registry page %d: %w", i+1, err)
+		}
+	}
+	return nil
+}
+
+// RegistryPages are the registry's pages the last applied read came
+// from, in order; none before the first.
+func (s *Store) RegistryPages(ctx context.Context) ([]registry.Page, error) {
+	rows, _ := s.pool.Query(ctx, `select url, etag, agents, coalesce(next, '') from registry_pages order by seq`)
+	var out []registry.Page
+	var p registry.Page
+	var agents []byte
+	if _, err := pgx.ForEachRow(rows, []any{&p.URL, &p.ETag, &agents, &p.Next}, func() error {
+		page := p
+		page.Agents = nil
+		if err := json.Unmarshal(agents, &page.Agents); err != nil {
+			return err
+		}
+		out = append(out, page)
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("registry pages: %w", err)
+	}
+	return out, nil
+}
+
+// RecordRegistryHold keeps a held read for the operator (pacer registry,
+// the operator's page).
+func (s *Store) RecordRegistryHold(ctx context.Context, h DropHeld) error {
+	v, err := json.Marshal(h)
+	if err != nil {
+		return fmt.Errorf("record the registry hold: %w", err)
+	}
+	return s.SetState(ctx, RegistryHeldKey, string(v))
+}
+
+// ClearRegistryHold forgets a held read and its confirmation: the registry
+// answers as it did before the read that was held.
+func (s *Store) ClearRegistryHold(ctx context.Context) error {
+	if _, err := s.pool.Exec(ctx, `delete from competition_state where key = any($1)`,
+		[]string{RegistryHeldKey, registryConfirmedKey}); err != nil {
+		return fmt.Errorf("clear the registry hold: %w", err)
+	}
+	return nil
+}
+
+// RegistryHold is the read held for an operator's confirmation, if any.
+func (s *Store) RegistryHold(ctx context.Context) (*DropHeld, error) {
+	v, ok, err := s.GetState(ctx, RegistryHeldKey)
+	if err != nil || !ok {
+		return nil, err
+	}
+	var h DropHeld
+	if err := json.Unmarshal([]byte(v), &h); err != nil {
+		return nil, fmt.Errorf("read the registry hold: %w", err)
+	}
+	return &h, nil
+}
+
+// ErrStaleConfirm is returned when an operator confirms a digest that is
+// not the held read's (the registry answered differently since).
+var ErrStaleConfirm = errors.New("not the held read")
+
+// ConfirmRegistryDrop confirms the held read (when digest is not empty,
+// only if it is the held read's), audited: the next read that would
+// deregister the same agents is applied. ErrNotFound when no read is held.
+func (s *Store) ConfirmRegistryDrop(ctx context.Context, digest string, c Change) (DropHeld, error) {
+	var h DropHeld
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, registryLock); err != nil {
+			return err
+		}
+		var v string
+		err := tx.QueryRow(ctx, `select value from competition_state where key = $1`, RegistryHeldKey).Scan(&v)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return fmt.Errorf("read the registry hold: %w", err)
+		}
+		if err := json.Unmarshal([]byte(v), &h); err != nil {
+			return fmt.Errorf("read the registry hold: %w", err)
+		}
+		if digest != "" && digest != h.Digest {
+			return fmt.Errorf("%w: the held read is %s", ErrStaleConfirm, h.Digest)
+		}
+		if _, err := tx.Exec(ctx, `
+insert into competition_state (key, value) values ($1, $2)
+on conflict (key) do update set value = excluded.value, updated_at = now()`, registryConfirmedKey, h.Digest); err != nil {
+			return fmt.Errorf("confirm the registry read: %w", err)
+		}
+		e, err := c.entry(h.Digest, nil, h)
+		if err != nil {
+			return err
+		}
+		return writeAudit(ctx, tx, e)
+	})
+	return h, err
 }

@@ -61,7 +61,7 @@ func (s *Store) SchedulerStopped(ctx context.Context, workflowID string) (stop S
 
 // ClearStop removes workflowID's recorded stop if it stopped before
 // startedAfter: a run started after the stop ended it. A zero startedAfter
-// removes it whatever its time (pacer start).
+// removes it whatever its time; pacer start clears with ClearStopOf.
 func (s *Store) ClearStop(ctx context.Context, workflowID string, startedAfter time.Time) error {
 	_, err := s.pool.Exec(ctx, `
 delete from competition_state
@@ -69,6 +69,19 @@ where key = $1 and ($2::timestamptz is null or (value::jsonb->>'stoppedAt')::tim
 		stopKey(workflowID), nullTime(startedAfter))
 	if err != nil {
 		return fmt.Errorf("clear the stop of %s: %w", workflowID, err)
+	}
+	return nil
+}
+
+// ClearStopOf removes workflowID's recorded stop only while it is still
+// the stop of run runID (compare-and-clear): pacer start clears the stop
+// it started from, and a stop recorded since (a concurrent pacer stop of
+// the run it just started) is kept.
+func (s *Store) ClearStopOf(ctx context.Context, workflowID, runID string) error {
+	_, err := s.pool.Exec(ctx, `
+delete from competition_state where key = $1 and value::jsonb->>'runId' = $2`, stopKey(workflowID), runID)
+	if err != nil {
+		return fmt.Errorf("clear the stop of %s run %s: %w", workflowID, runID, err)
 	}
 	return nil
 }
