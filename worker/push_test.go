@@ -270,7 +270,7 @@ func measurePush(t *testing.T, o pushRun) pushFigures {
 	require.Equal(t, want, pushedRows, "push with drops: every swap of the world, exactly")
 	f.PollingRows, f.PushRows = len(want), len(want)
 	require.Equal(t, rolled, txidsIn(t, pushing.st, "swap_rollbacks", wantIDs(want)), "nothing else was rolled back")
-	require.Positive(t, f.Push.Dropped, "some pushes were dropped")
+	require.Positive(t, f.Push.Dropped, "some pushes were dropped: %+v", f.Push)
 
 	f.Delivered, f.Settled, f.LatencyP50, f.LatencyP99, f.LatencyMax = pushLatency(t, pushing, want)
 	return f
@@ -349,7 +349,10 @@ func pushLatency(t *testing.T, s *stack, want []competition.Swap) (delivered, se
 func TestPushEndToEnd(t *testing.T) {
 	t.Parallel()
 	f := measurePush(t, pushRun{Seed: 13, Agents: 24, Arrivals: 25 * time.Second, HotEvery: 2 * time.Second,
-		Floor: 15 * time.Second, Drop: 0.2, Settle: 40 * time.Second})
+		// Half the deliveries dropped: the short world has about seven, and at
+		// 20% one run in five dropped none, leaving the check below nothing
+		// to hold (make bench-push keeps 20% over a longer world).
+		Floor: 15 * time.Second, Drop: 0.5, Settle: 40 * time.Second})
 	t.Logf("figures: %s", f)
 	require.Positive(t, f.Delivered)
 	require.GreaterOrEqual(t, float64(f.Settled), 0.99*float64(f.Delivered),
