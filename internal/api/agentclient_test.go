@@ -52,7 +52,7 @@ func TestAgentsClientAgainstPacerServe(t *testing.T) {
 	const tokB = "SP2C2YFP12AJZB4MABJBAJ55XECVS7E4PMMZ89YZR.arkadiko-token::diko"
 	tenero := map[string]struct{ usd, decimals string }{
 		"stx": {"1.85", "6"},
-		"SP3K8BC0PPEVCV7NZ6QSRWPQ2JE9E5B6N3PA0KBR9.tok-a":         {"0.25", "8"},
+		"SP3K8BC0PPEVCV7NZ6QSRWPQ2JE9E5B6N3PA0KBR9.tok-a":          {"0.25", "8"},
 		"SP2C2YFP12AJZB4MABJBAJ55XECVS7E4PMMZ89YZR.arkadiko-token": {"0.0421", "6"},
 	}
 	for id, p := range tenero {

@@ -22,9 +22,9 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/pacer-dev/pacer"
+	"github.com/pacer-dev/pacer/internal/api/openapi"
 	"github.com/pacer-dev/pacer/internal/catalog"
 	"github.com/pacer-dev/pacer/internal/competition"
-	"github.com/pacer-dev/pacer/internal/api/openapi"
 	"github.com/pacer-dev/pacer/internal/ingest"
 	"github.com/pacer-dev/pacer/internal/page"
 	"github.com/pacer-dev/pacer/internal/store"

@@ -32,7 +32,9 @@ func newOpenAPISchemas(t *testing.T) *openAPISchemas {
 	return &openAPISchemas{doc: doc.(map[string]any), c: c}
 }
 
-func pointerEscape(s string) string { return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1") }
+func pointerEscape(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+}
 
 // schema is the JSON schema of path's method's answer with code.
 func (o *openAPISchemas) schema(t *testing.T, method, path string, code int) *jsonschema.Schema {

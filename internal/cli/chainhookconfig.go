@@ -18,9 +18,9 @@ import (
 type chainhookConfig struct {
 	maxBytesRaw string
 	maxBytes    int64
-	apiURL    string
-	publicURL string
-	replayMax int64
+	apiURL      string
+	publicURL   string
+	replayMax   int64
 }
 
 func (h *chainhookConfig) bind(c *config, fs *pflag.FlagSet) {

@@ -12,9 +12,11 @@ type recorder struct {
 	failed bool
 }
 
-func (r *recorder) Helper()                         {}
-func (r *recorder) Logf(format string, args ...any) { r.logs = append(r.logs, fmt.Sprintf(format, args...)) }
-func (r *recorder) Errorf(string, ...any)           { r.failed = true }
+func (r *recorder) Helper() {}
+func (r *recorder) Logf(format string, args ...any) {
+	r.logs = append(r.logs, fmt.Sprintf(format, args...))
+}
+func (r *recorder) Errorf(string, ...any) { r.failed = true }
 
 func TestCheckFailsExactlyWhenTheBoundIsMissed(t *testing.T) {
 	for _, tc := range []struct {

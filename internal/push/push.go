@@ -89,7 +89,7 @@ type Config struct {
 	// Silence, MinBackoff, MaxBackoff and RefusedBackoff default to the
 	// package's.
 	Silence, MinBackoff, MaxBackoff, RefusedBackoff time.Duration
-	Logger                          *zap.Logger
+	Logger                                          *zap.Logger
 	// OnTx hears each contract call pushed, from the sockets'
 	// goroutines; OnChange each change of the standing (live or not, a
 	// reconnect), one at a time and in order, and must not block.

@@ -83,7 +83,9 @@ func TestAPlantedWrongPairDisagreesWithTheWorld(t *testing.T) {
 		{"a contract added", func(d *doc) {
 			d.Allowlist = append(d.Allowlist, entry{"SP2C2YFP12AJZB4MABJBAJ55XECVS7E4PMMZ89YZR.arkadiko-swap-v2-1", []string{"swap-x-for-y"}})
 		}},
-		{"a contract's version off by one", func(d *doc) { d.Allowlist[1].ContractID = d.Allowlist[1].ContractID[:len(d.Allowlist[1].ContractID)-1] + "9" }},
+		{"a contract's version off by one", func(d *doc) {
+			d.Allowlist[1].ContractID = d.Allowlist[1].ContractID[:len(d.Allowlist[1].ContractID)-1] + "9"
+		}},
 		{"provider attribution moved", func(d *doc) { d.ProviderAttributionContracts = []string{d.Allowlist[0].ContractID} }},
 		{"provider address changed", func(d *doc) { d.ProviderAddress = "SP2C2YFP12AJZB4MABJBAJ55XECVS7E4PMMZ89YZR" }},
 	} {

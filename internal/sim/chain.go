@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
 )
 
 // The simulated chain carries everyone's traffic (SPEC §8): besides the

@@ -19,7 +19,7 @@ type BoardAgent struct {
 	// the agent has an identity.
 	BTCAddress string
 	ERC8004    *int64
-	Trades      int64
+	Trades     int64
 	// FirstTrade and LatestTrade are burn block times (unix seconds).
 	FirstTrade, LatestTrade int64
 	// SentUSD and ReceivedUSD value what the agent sent and received at

@@ -12,7 +12,7 @@ import (
 
 // One agent's trades page reaches the sender's index even on the generic
 // plan a prepared statement may settle on (issue 41, item 10): with the
-// catch-all "($1 = '' or sender = $1)" the generic plan could only filter
+// catch-all "($1 = ” or sender = $1)" the generic plan could only filter
 // by sender after walking every newer swap.
 func TestTradesOfOneSenderUseItsIndexOnAGenericPlan(t *testing.T) {
 	t.Parallel()
