@@ -188,10 +188,7 @@ func (w *walk) settle(ctx context.Context, sender string, seenAt int64, o compet
 		}
 		return false
 	}
-	// A verdict from a passing upstream state (a fork, an indexer's lag)
-	// is kept pending too: the reader's cursor moves past it, and only
-	// the plan's Verify step would ever look at it again (SPEC §5.5).
-	if retry || o.Status == competition.StatusPending || o.Status == competition.StatusRejected && o.Reason.Revisited() {
+	if retry || o.Status == competition.StatusPending {
 		if err := a.Store.RecordPending(ctx, o.TxID, sender); err != nil {
 			w.stop = &fault.Error{Class: pacer.ClassTransport, Op: "sweep " + sender, Err: err}
 			return false

@@ -150,37 +150,3 @@ func utc(ts []time.Time) []time.Time {
 	}
 	return out
 }
-
-// TestRevisitedVerdictStaysPending: a not_canonical or incomplete_events
-// verdict stands for competition.RevisitAfter only, and the readers'
-// cursors have moved past the transaction: it stays in pending_txs, so the
-// plan's Verify step looks at it again, for a day at most. Any other final
-// verdict takes it out.
-func TestRevisitedVerdictStaysPending(t *testing.T) {
-	t.Parallel()
-	s := newStore(t)
-	ctx := t.Context()
-	const agent = "SPREVISITAGENT"
-	_, err := s.Pool().Exec(ctx, `insert into agents (stx_address) values ($1)`, agent)
-	require.NoError(t, err)
-	fork, failed := fmt.Sprintf("0x%064x", 71), fmt.Sprintf("0x%064x", 72)
-	for _, r := range []competition.Rejection{
-		{TxID: fork, Sender: agent, Reason: competition.ReasonNotCanonical},
-		{TxID: failed, Sender: agent, Reason: competition.ReasonTxFailed},
-	} {
-		require.NoError(t, s.RecordPending(ctx, r.TxID, agent))
-		require.NoError(t, s.RecordRejection(ctx, r))
-		require.NoError(t, s.RecordPending(ctx, r.TxID, agent)) // what the walk's settle does
-	}
-	require.NoError(t, s.CheckedPending(ctx, []string{fork, failed}))
-	pending, err := s.PendingTxs(ctx, agent, 10)
-	require.NoError(t, err)
-	require.Equal(t, []string{fork}, pending, "only the verdict looked at again stays")
-
-	_, err = s.Pool().Exec(ctx, `update pending_txs set first_seen_at = now() - interval '25 hours'`)
-	require.NoError(t, err)
-	require.NoError(t, s.CheckedPending(ctx, []string{fork}))
-	pending, err = s.PendingTxs(ctx, agent, 10)
-	require.NoError(t, err)
-	require.Empty(t, pending, "a day on, the fork's verdict stands")
-}

@@ -54,9 +54,7 @@ with kept as (
         first_seen_at = case when r.reason in ('not_canonical', 'incomplete_events') then excluded.first_seen_at else r.first_seen_at end
     returning r.txid
 )
--- A verdict looked at again keeps the transaction pending: the plan's
--- Verify step is what looks again.
-delete from pending_txs where txid = (select txid from kept) and $3 not in ('not_canonical', 'incomplete_events')`,
+delete from pending_txs where txid = (select txid from kept)`,
 		r.TxID, r.Sender, string(r.Reason), r.Detail)
 	if err != nil {
 		return fmt.Errorf("record rejection %s: %w", r.TxID, err)
@@ -123,10 +121,7 @@ func (s *Store) CheckedPending(ctx context.Context, txids []string) error {
 	_, err := s.pool.Exec(ctx, `with judged as (
   delete from pending_txs p where p.txid = any($1)
   and (exists (select 1 from swaps s where s.txid = p.txid)
-       or exists (select 1 from swap_rejections r where r.txid = p.txid
-                  -- A verdict looked at again stays pending, for a day
-                  -- at most: a fork or an indexer's lag is over by then.
-                  and (r.reason not in ('not_canonical', 'incomplete_events') or p.first_seen_at < now() - interval '1 day')))
+       or exists (select 1 from swap_rejections r where r.txid = p.txid))
   returning p.txid)
 update pending_txs set checked_at = now() where txid = any($1) and txid not in (select txid from judged)`, txids)
 	if err != nil {
