@@ -91,7 +91,8 @@ func TestOneClientsReadFloodLeavesAnotherAnswered(t *testing.T) {
 
 // bigGatherer is a metrics registry whose text is about size bytes.
 func bigGatherer(size int) prometheus.Gatherer {
-	name, help, gauge := "pacer_test_big", "A big family.", dto.MetricType_GAUGE
+	// go_: a family the public listener serves (publicFamilyPrefixes).
+	name, help, gauge := "go_test_big", "A big family.", dto.MetricType_GAUGE
 	mf := &dto.MetricFamily{Name: &name, Help: &help, Type: &gauge}
 	label := "series"
 	pad := strings.Repeat("x", 100)
