@@ -387,13 +387,14 @@ func (s *scheduler) startRuns(ctx workflow.Context, now time.Time) {
 		t.Begin(now)
 		s.changed()
 		workflow.Go(ctx, func(ctx workflow.Context) {
-			defer func() {
-				if t.Running() { // its scheduling code panicked (fence)
-					t.Finished = t.Started
-					s.wake.SendAsync(struct{}{})
-				}
-			}()
 			s.fence(t, now, func() { s.runOnce(ctx, d, t, occ, forced) })
+			// Not deferred: the fence has recovered a panic by now, and a
+			// coroutine the SDK ends (Goexit, when the run closes) must
+			// not write state a query may be reading.
+			if t.Running() { // its scheduling code panicked (fence)
+				t.Finished = t.Started
+				s.wake.SendAsync(struct{}{})
+			}
 		})
 	}
 }
