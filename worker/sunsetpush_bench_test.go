@@ -55,6 +55,7 @@ func TestSunsetPushBench(t *testing.T) {
 					return err == nil && st.Live
 				})
 			}
+			// Real-time windows: the sleep is what is measured, not a wait.
 			time.Sleep(settle)
 			from := time.Now()
 			time.Sleep(window)

@@ -57,6 +57,9 @@ func TestTailBench(t *testing.T) {
 	})
 	firstStart := time.Since(started)
 
+	// The windows below are wall-clock time on the real stack: the sleeps
+	// are the measurement (settle, then count what a window of real time
+	// cost), not synchronization.
 	from := time.Now()
 	before := s.sim.Stats()
 	time.Sleep(window)

@@ -247,6 +247,8 @@ func TestWriteHistories(t *testing.T) {
 		basic := r.start("history-basic", queue, workflows.Config{TeneroEvery: pacer.Duration(2 * time.Second),
 			SweepEvery: pacer.Duration(3 * time.Second), HeartbeatTimeout: pacer.Duration(10 * time.Second)})
 		id := basic.GetID()
+		// A recording is a scenario played in real time against a dev
+		// server: each sleep is a span of the scenario the history records.
 		time.Sleep(5 * time.Second)
 		r.signal(id, workflows.SignalPause, workflows.PauseInput{For: "3s"})
 		r.signal(id, workflows.SignalPause, json.RawMessage(`{"for":5}`))
