@@ -46,12 +46,15 @@ func (l *Lease) Check(ctx context.Context) error {
 	return nil
 }
 
-// Release lets the lock go. The connection is closed rather than
+// Release lets the lock go: unlocked first, so the next holder may take
+// it as soon as Release returns (a closed session's locks go only when
+// the server has noticed), then the connection is closed rather than
 // returned, so no lock can outlive the lease in the pool.
 func (l *Lease) Release() {
 	conn := l.conn.Hijack()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	_, _ = conn.Exec(ctx, `select pg_advisory_unlock($1)`, l.key) // a dead connection's lock is gone already
 	_ = conn.Close(ctx)
 }
 

@@ -142,6 +142,21 @@ func (r *Receiver) Duplicates() []string {
 	return dups
 }
 
+// Recovered reports whether a receiver that misbehaves for a while
+// (FailFor > 0) has had its first request and its misbehaviour has ended.
+// One that never fails is recovered; one that fails for ever never is.
+func (r *Receiver) Recovered(now time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case r.b.Mode == OK:
+		return true
+	case r.b.FailFor == 0 || r.first.IsZero():
+		return false
+	}
+	return !now.Before(r.first.Add(r.b.FailFor))
+}
+
 func (r *Receiver) failing(now time.Time) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
