@@ -41,6 +41,7 @@ check soak      PACER_SOAK_DAYS=30 go test -count=1 -timeout 30m -run '^TestSoak
 check hidden    go test -tags benchstack -count=1 -timeout 40m -run '^(TestHiddenMinuteLimit|TestHiddenLimitFirstStart|TestBankedMonthFirstStart)$' $w
 check public    go test -tags benchstack -count=1 -timeout 45m -run '^(TestReplayFloodDoesNotSpendTheSweep|TestReadFloodDoesNotSlowTheWorkers|TestOneClientCannotStarveAnother)$' $w
 check tail      go test -tags benchstack -count=1 -timeout 30m -run '^TestTailBench$' $w
+check sunset    go test -tags benchstack -count=1 -timeout 30m -run '^TestSunsetFromTheStartAtScale$' $w
 check sunsetpush go test -tags benchstack -count=1 -timeout 40m -run '^TestSunsetPushBench$' $w
 check outage    go test -tags benchstack -count=1 -timeout 120m -run '^TestTailOutageBench$' $w
 check hint      go test -tags benchstack -count=1 -timeout 15m -run '^TestFastPathHintWakesACoolingSweep$' $w
