@@ -110,6 +110,9 @@ type Observation struct {
 	RetryAfter       *time.Duration
 	MonthLimit       *int64
 	MonthRemaining   *int64
+	// SentAt is when the request went out, on its sender's clock (zero:
+	// unknown, taken as the newest).
+	SentAt time.Time
 }
 
 // State is the budget as every process shares it. The zero State is a
@@ -137,6 +140,11 @@ type State struct {
 	// window's end (a fixed window), nil before either.
 	LeftAt time.Time `json:"leftAt,omitzero"`
 	Regen  *bool     `json:"regen,omitempty"`
+	// LeftSent is when the request went out whose answer Left was last
+	// read from (Observation.SentAt): an answer to an earlier one,
+	// arriving out of order, says what was left before it and may only
+	// lower Left, never show a rise.
+	LeftSent time.Time `json:"leftSent,omitzero"`
 	// Uncounted are the requests answered without a count since Left
 	// was read (they may have taken nothing).
 	Uncounted int64 `json:"uncounted,omitempty"`
@@ -286,10 +294,17 @@ func (s *State) Observe(c Config, lane Lane, o Observation, now time.Time) {
 		s.Uncounted += max(o.Cost, 1)
 	}
 	switch {
+	case o.Remaining != nil && !o.SentAt.IsZero() && o.SentAt.Before(s.LeftSent):
+		// An older answer, out of order: what was left before the
+		// requests already read; it may only lower what is left.
+		lower(&s.Left, *o.Remaining)
 	case o.Remaining != nil:
 		r, used := *o.Remaining, s.SweepUsed+s.FastUsed
 		if s.Left != nil && s.Uncounted == 0 && r > *s.Left+riseMargin && o.Status != 429 {
 			s.Regen = new(true) // room came back within the window
+		}
+		if !o.SentAt.IsZero() {
+			s.LeftSent = o.SentAt
 		}
 		if s.regenerates() {
 			// What is left now is the answer's: it rises as the limit

@@ -539,3 +539,40 @@ func TestRoomIsWhatTakeGives(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestOutOfOrderAnswersDoNotShowARise: answers to requests in flight
+// together come back in any order, each saying what was left when its
+// request was counted. Read newest first, the older ones say more is left:
+// that is not a limit freeing room, and it must not raise what is left
+// (make bench-hidden: a fixed window read as one that frees room refused
+// 3% and spent 106% of it). An answer whose request went before the one
+// Left was read from can only lower it.
+func TestOutOfOrderAnswersDoNotShowARise(t *testing.T) {
+	t.Parallel()
+	c := Config{PerMinute: 45}
+	var s State
+	sent := func(i int) time.Time { return t0.Add(time.Second + time.Duration(i)*time.Millisecond) }
+	require.True(t, s.Take(c, LaneSweep, 1, t0).OK)
+	s.Observe(c, LaneSweep, Observation{Status: 200, Remaining: i64(29), SentAt: t0}, t0.Add(100*time.Millisecond))
+	// Eight requests go out together; the fixed window of 30 counts them
+	// in the order they went (28 left after the first, 21 after the last)
+	// and the answers come back last first.
+	for range 8 {
+		require.True(t, s.Take(c, LaneSweep, 1, sent(0)).OK)
+	}
+	for i := 7; i >= 0; i-- {
+		s.Observe(c, LaneSweep, Observation{Status: 200, Remaining: i64(28 - int64(i)), SentAt: sent(i)}, sent(8).Add(time.Duration(8-i)*time.Millisecond))
+	}
+	require.Nil(t, s.Regen, "no rise was seen: the limit's shape is not known")
+	minute, _ := s.Remaining(c, sent(20))
+	require.Equal(t, int64(21), minute, "what the newest answer said is left")
+
+	// A limit that does free room shows it in an answer newer than the last.
+	s.Observe(c, LaneSweep, Observation{Status: 200, Remaining: i64(27), SentAt: sent(30)}, sent(31))
+	require.NotNil(t, s.Regen)
+	require.True(t, *s.Regen)
+	// ... and an older answer still cannot raise what is left.
+	s.Observe(c, LaneSweep, Observation{Status: 200, Remaining: i64(29), SentAt: sent(29)}, sent(32))
+	minute, _ = s.Remaining(c, sent(32))
+	require.Equal(t, int64(27), minute)
+}

@@ -267,6 +267,7 @@ func (c *Client) get(ctx context.Context, op, pathAndQuery string) (result, erro
 			return out, err
 		}
 		out.attempts++
+		sent := time.Now()
 		res := c.attempt(ctx, pathAndQuery)
 		if ctx.Err() != nil {
 			// The caller gave up; its deadline is not Hiro's fault.
@@ -275,7 +276,9 @@ func (c *Client) get(ctx context.Context, op, pathAndQuery string) (result, erro
 		if res.header != nil {
 			out.quota = ParseQuota(res.header)
 			out.quota.StatusCode = res.status
-			c.observe(ctx, op, res.header, out.quota)
+			q := out.quota
+			q.SentAt = sent
+			c.observe(ctx, op, res.header, q)
 		}
 
 		var delay time.Duration

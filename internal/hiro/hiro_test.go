@@ -615,6 +615,14 @@ func TestLimiterObservesEveryResponse(t *testing.T) {
 	_, err := c.detail(t.Context(), "0x01")
 	require.NoError(t, err)
 	require.Equal(t, 2, l.waits)
+	// Each answer says when its request went out, so the budget can tell
+	// an older answer arriving late.
+	require.Len(t, l.observed, 2)
+	require.False(t, l.observed[0].SentAt.IsZero())
+	require.False(t, l.observed[1].SentAt.Before(l.observed[0].SentAt))
+	for i := range l.observed {
+		l.observed[i].SentAt = time.Time{}
+	}
 	require.Equal(t, []Quota{
 		{StatusCode: 429, Cost: 2, Remaining: intp(0)},
 		{StatusCode: 200, Cost: 1, Remaining: intp(9)},

@@ -45,6 +45,11 @@ type Quota struct {
 	MinuteRemaining *int64
 	MonthRemaining  *int64
 	MonthLimit      *int64
+	// SentAt is when the request went out (the client's clock), in what
+	// the Limiter observes: answers to requests in flight together arrive
+	// in any order, and an older one's counts are older
+	// (budget.Observation.SentAt).
+	SentAt time.Time
 }
 
 // ParseQuota reads the rate-limit headers of a Hiro response. It never fails:

@@ -215,7 +215,7 @@ func (l *Limiter) Observe(ctx context.Context, q hiro.Quota) {
 // lower of the two minute counters Hiro may send.
 func QuotaObservation(q hiro.Quota) budget.Observation {
 	o := budget.Observation{Status: q.StatusCode, Cost: q.Cost, Limit: q.Limit, Remaining: q.Remaining,
-		Reset: q.Reset, RetryAfter: q.RetryAfter, MonthLimit: q.MonthLimit, MonthRemaining: q.MonthRemaining}
+		Reset: q.Reset, RetryAfter: q.RetryAfter, MonthLimit: q.MonthLimit, MonthRemaining: q.MonthRemaining, SentAt: q.SentAt}
 	if m := q.MinuteRemaining; m != nil && (o.Remaining == nil || *m < *o.Remaining) {
 		o.Remaining = m
 	}
