@@ -407,12 +407,13 @@ func TestWriteHistories(t *testing.T) {
 	})
 
 	t.Run("rounds", func(t *testing.T) {
-		toRecord(t, 3, "rounds")
+		toRecord(t, 0, "rounds")
 		r := newRecorder(t, queue, (&scriptedTenero{}).run)
 		// Revision 3: finalize runs at the start and finds no round, is
 		// woken by a refresh (a round added), waits for its grace and then
 		// for completeThrough, fails once, finalizes; chainhook every 2 s.
-		// A refresh of a task the run does not have is refused.
+		// A refresh of a task the run does not have is refused. Revision
+		// 4: the run that finalized wakes deliver.
 		run := r.start("history-rounds", queue, workflows.Config{TeneroEvery: pacer.Duration(time.Hour),
 			SweepEvery: pacer.Duration(time.Hour), ChainhookEvery: pacer.Duration(2 * time.Second)})
 		id := run.GetID()

@@ -91,8 +91,9 @@ const (
 	// RevisionCurrent is the revision new runs record. Revision 1 is the
 	// scheduler of the first releases, its ten gates retired into it;
 	// revision 2 adds the registry task (tasksOf); revision 3 adds the
-	// finalize and chainhook tasks, and the fence's fixes (issue 41).
-	RevisionCurrent workflow.Version = 3
+	// finalize and chainhook tasks, and the fence's fixes (issue 41);
+	// revision 4 wakes deliver once finalize finalized a round (runFinalize).
+	RevisionCurrent workflow.Version = 4
 )
 
 // The back-off of an owed cron occurrence: its run failed, and it is

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/pacer-dev/pacer"
 )
@@ -141,4 +142,40 @@ func TestActivityAnswersAreCapped(t *testing.T) {
 	require.Equal(t, []time.Duration{0, 24 * time.Hour, 48 * time.Hour}, runs.get())
 	require.EqualValues(t, 3, h.sweep.calls.Load(), "0, 24h, 48h")
 	require.EqualValues(t, 3, h.tenero.calls.Load(), "0, 24h, 48h")
+}
+
+// Revision 4: a finalize run that finalized a round wakes deliver at once,
+// since its round.finalized deliveries are queued (SPEC §10.2); a run of
+// revision 3 leaves them to the next rollup's wake (the hour's :05).
+func TestFinalizedRoundWakesDeliver(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name     string
+		revision workflow.Version
+		want     []time.Duration
+	}{
+		{name: "revision 4", revision: 4, want: []time.Duration{0, 2 * time.Minute, 5 * time.Minute}},
+		{name: "revision 3", revision: 3, want: []time.Duration{0, 5 * time.Minute}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t)
+			h.env.OnGetVersion(ChangeID, RevisionFloor, RevisionCurrent).Return(tt.revision)
+			h.finalize.set(func(call int32) (pacer.FinalizeResult, error) {
+				if call == 1 { // r1's grace ends at 2m
+					next := t0.Add(2 * time.Minute)
+					return pacer.FinalizeResult{NextDueAt: &next, Waiting: &pacer.RoundWait{Round: "r1", Reason: pacer.WaitGrace}}, nil
+				}
+				return pacer.FinalizeResult{Finalized: []string{"r1"}}, nil
+			})
+			var deliveries finalizeRuns
+			h.deliver.set(func(int32) (pacer.DeliverResult, error) {
+				deliveries.add(h.env.Now().Sub(t0))
+				return pacer.DeliverResult{}, nil
+			})
+			h.runFor(t, 6*time.Minute, SchedulerInput{})
+			require.EqualValues(t, 2, h.finalize.calls.Load())
+			require.Equal(t, tt.want, deliveries.get())
+		})
+	}
 }

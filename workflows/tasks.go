@@ -115,7 +115,8 @@ func (s *scheduler) wakeDeliver() {
 // runDeliver runs one deliver run (SPEC §10.3): one activity whatever the
 // number of subscribers. The task is due again when its result says
 // (soon while deliveries are due, the next retry time otherwise) and
-// dormant when nothing is pending, until a rollup run wakes it.
+// dormant when nothing is pending, until a rollup run (or, from revision
+// 4, a finalize run that finalized a round) wakes it.
 func runDeliver(ctx workflow.Context, s *scheduler, occ pacer.Occurrence, _ bool) schedule.Outcome {
 	s.deliverWoken = false
 	opts := s.activityOptions("webhook deliveries", deliverStartToClose)
@@ -156,7 +157,8 @@ func (s *scheduler) dueAfter(ctx workflow.Context, t *schedule.Task, failed bool
 }
 
 // runFinalize finalizes the rounds whose grace has passed and whose
-// ledger is complete through their end (SPEC §13). Its result says when
+// ledger is complete through their end (SPEC §13); once it finalized one,
+// deliver wakes (revision 4). Its result says when
 // it is due again: the earliest grace end of a round not yet final, a
 // minute on while one waits, or never (no round left), when it is
 // dormant until the rounds CLI or the admin API refreshes it.
@@ -173,6 +175,12 @@ func runFinalize(ctx workflow.Context, s *scheduler, occ pacer.Occurrence, _ boo
 		s.state.LastFinalizeResult = &last
 	}
 	s.dueAfter(ctx, s.tasks[pacer.TaskFinalize], res.ErrorClass != "", res.NextDueAt)
+	// Revision 4: a run that finalized a round queued its round.finalized
+	// deliveries (SPEC §10.2), so deliver wakes now rather than at the
+	// next rollup's.
+	if s.revision >= 4 && res.ErrorClass == "" && len(res.Finalized) > 0 {
+		s.wakeDeliver()
+	}
 	return o
 }
 
