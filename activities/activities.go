@@ -114,40 +114,49 @@ const defaultHeartbeatEvery = 96 * time.Second
 // reaches Temporal is a billed action; liveness needs one per heartbeat
 // timeout, and a run that made no progress for a whole interval is stuck:
 // it then times out and is retried, on this worker or another. When the
-// worker begins to stop it heartbeats once more, so that the attempt
-// another worker takes over resumes where this one was.
+// run ends while its worker stops (the worker hands it back, cancelling its
+// context), stop heartbeats its last progress, so that the attempt another
+// worker takes over resumes where this one ended.
 func keepHeartbeating(ctx context.Context, progress func() any) (stop func()) {
 	every := defaultHeartbeatEvery
 	if t := activity.GetInfo(ctx).HeartbeatTimeout; t > 0 {
 		every = time.Duration(float64(t) * heartbeatShare)
 	}
 	stopping := activity.GetWorkerStopChannel(ctx)
-	done := make(chan struct{})
+	// Recorded without ctx's cancellation: the last one is sent after it.
+	hb := context.WithoutCancel(ctx)
+	var last any
+	beat := func() {
+		if p := progress(); !reflect.DeepEqual(p, last) {
+			activity.RecordHeartbeat(hb, p)
+			last = p
+		}
+	}
+	done, exited := make(chan struct{}), make(chan struct{})
 	go func() {
+		defer close(exited)
 		t := time.NewTicker(every)
 		defer t.Stop()
-		var last any
-		beat := func() {
-			if p := progress(); !reflect.DeepEqual(p, last) {
-				activity.RecordHeartbeat(ctx, p)
-				last = p
-			}
-		}
 		for {
 			select {
 			case <-done:
 				return
 			case <-ctx.Done():
 				return
-			case <-stopping:
-				stopping = nil // once
-				beat()
 			case <-t.C:
 				beat()
 			}
 		}
 	}()
-	return func() { close(done) }
+	return func() {
+		close(done)
+		<-exited
+		select {
+		case <-stopping:
+			beat()
+		default:
+		}
+	}
 }
 
 // recordProgress heartbeats a run's progress as it goes, once the attempt

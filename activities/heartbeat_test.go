@@ -2,13 +2,17 @@ package activities
 
 import (
 	"context"
+	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 	"golang.org/x/sync/errgroup"
@@ -72,4 +76,36 @@ func TestProgressFromAnEndedBatchKeepsTheRunGoing(t *testing.T) {
 	var batches int
 	require.NoError(t, run.Get(ctx, &batches), "the run goes on to its end")
 	require.Greater(t, batches, 20)
+}
+
+// A run that ends while its worker stops heartbeats the progress it ended
+// with, so the attempt another worker takes over resumes from there. Before
+// issue 41.4 the one heartbeat of a stop was sent as the stop began, with
+// the progress of that moment, or not at all when the run's cancelled
+// context won the race.
+func TestARunEndingAsItsWorkerStopsHeartbeatsWhereItEnded(t *testing.T) {
+	t.Parallel()
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestActivityEnvironment()
+	stop := make(chan struct{})
+	close(stop)
+	env.SetWorkerStopChannel(stop)
+	var last atomic.Int64
+	last.Store(-1)
+	env.SetOnActivityHeartbeatListener(func(_ *activity.Info, details converter.EncodedValues) {
+		var n int64
+		require.NoError(t, details.Get(&n))
+		last.Store(n)
+	})
+	env.RegisterActivityWithOptions(func(ctx context.Context) error {
+		var visited atomic.Int64
+		defer keepHeartbeating(ctx, func() any { return visited.Load() })()
+		for range 3 {
+			visited.Add(1)
+		}
+		return errors.New("handed back")
+	}, activity.RegisterOptions{Name: "Run"})
+	_, err := env.ExecuteActivity("Run")
+	require.Error(t, err)
+	require.Equal(t, int64(3), last.Load(), "the last heartbeat carries where the run ended")
 }

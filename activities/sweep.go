@@ -112,6 +112,10 @@ func (a *Activities) sweep(ctx context.Context, in pacer.SweepInput) (res pacer.
 	if activity.HasHeartbeatDetails(ctx) && activity.GetHeartbeatDetails(ctx, &prog) == nil {
 		r.res, r.res.RejectionReasons = prog.Result, competition.RejectionReasons(nil)
 		maps.Copy(r.res.RejectionReasons, prog.Result.RejectionReasons)
+		// The counts go on; how the last attempt ended does not (a worker
+		// that stopped heartbeats its progress after the run failed as
+		// "sweep cancelled").
+		r.res.ErrorClass, r.res.Error, r.res.StoppedBy = "", "", ""
 		r.log.Info("sweep.resumed", zap.Int("scanned", r.res.Scanned))
 	}
 	defer keepHeartbeating(ctx, r.progress)()

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/testsuite"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
@@ -181,4 +182,29 @@ func TestSweepReportsThePlansReason(t *testing.T) {
 	capped := discovery.Plan(discovery.Run{Now: now, Linger: now, Cap: now.Add(time.Minute), MaxRequests: 1, Spent: 1})
 	require.Equal(t, capped.Reason, res.Reason, "the request cap: the plan's reason")
 	require.Equal(t, pacer.StoppedMaxRequests, res.StoppedBy)
+}
+
+// A retried attempt goes on from the counts its predecessor heartbeat, not
+// from how it ended: a worker handing its run back heartbeats its progress
+// after the run failed as cancelled, and before issue 41.4's fix the
+// survivor's successful attempt reported that failure as its own (the
+// scheduler counted a failed sweep for a deploy).
+func TestSweepResumedFromAHandedBackAttemptReportsItsOwnOutcome(t *testing.T) {
+	t.Parallel()
+	f := newFaultStack(t)
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestActivityEnvironment()
+	env.RegisterActivity(f.acts)
+	handedBack := pacer.SweepResult{Run: pacer.Run{ErrorClass: pacer.ClassTimeout, Error: "sweep cancelled: context canceled",
+		Requests: 7}, Scanned: 2, StoppedBy: pacer.StoppedError}
+	env.SetHeartbeatDetails(map[string]any{"result": handedBack})
+	v, err := env.ExecuteActivity(f.acts.Sweep, pacer.SweepInput{})
+	require.NoError(t, err)
+	var res pacer.SweepResult
+	require.NoError(t, v.Get(&res))
+	require.Empty(t, res.ErrorClass, res.Error)
+	require.Empty(t, res.Error)
+	require.NotEqual(t, pacer.StoppedError, res.StoppedBy)
+	require.GreaterOrEqual(t, res.Scanned, 2, "the counts go on")
+	require.Greater(t, res.Requests, 7)
 }

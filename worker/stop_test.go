@@ -16,17 +16,22 @@ import (
 	"github.com/pacer-dev/pacer"
 )
 
-// stoppingEnv is an activity environment whose worker is stopping (or not)
-// and which hands activities back after grace.
-func stoppingEnv(t *testing.T, stopping bool, grace time.Duration, fn func(context.Context) error) error {
+// stoppingEnv is an activity environment whose worker is stopping (or not).
+func stoppingEnv(t *testing.T, stopping bool, fn func(context.Context) error) error {
 	t.Helper()
-	var suite testsuite.WorkflowTestSuite
-	env := suite.NewTestActivityEnvironment()
-	env.SetWorkerOptions(sdkworker.Options{Interceptors: []interceptor.WorkerInterceptor{&retryOnStop{grace: grace}}})
 	stop := make(chan struct{})
 	if stopping {
 		close(stop)
 	}
+	return stopEnv(t, stop, fn)
+}
+
+// stopEnv is an activity environment whose worker stops when stop closes.
+func stopEnv(t *testing.T, stop chan struct{}, fn func(context.Context) error) error {
+	t.Helper()
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestActivityEnvironment()
+	env.SetWorkerOptions(sdkworker.Options{Interceptors: []interceptor.WorkerInterceptor{&retryOnStop{}}})
 	env.SetWorkerStopChannel(stop)
 	env.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: "Task"})
 	_, err := env.ExecuteActivity("Task")
@@ -40,33 +45,71 @@ func failsWhenCancelled(ctx context.Context) error {
 	return temporal.NewNonRetryableApplicationError("run cancelled: "+ctx.Err().Error(), string(pacer.ClassTimeout), nil)
 }
 
-func TestActivityOutlastingTheStopIsHandedBack(t *testing.T) {
-	t.Parallel()
-	err := stoppingEnv(t, true, 50*time.Millisecond, failsWhenCancelled)
+// requireHandedBack holds err to the hand-back: retryable, soon, on another
+// worker.
+func requireHandedBack(t *testing.T, err error) {
+	t.Helper()
 	var appErr *temporal.ApplicationError
 	require.ErrorAs(t, err, &appErr)
 	require.Equal(t, string(pacer.ClassTransport), appErr.Type(), "retried on another worker")
 	require.False(t, appErr.NonRetryable())
 	require.Contains(t, appErr.Message(), "worker stopped mid-run")
+	require.Equal(t, handBackRetryDelay, appErr.NextRetryDelay(), "retried at once, not after the policy's back-off")
 }
 
-func TestActivityEndingWithinTheGraceKeepsItsOutcome(t *testing.T) {
+// An activity running when its worker begins to stop is handed back at
+// once: before issue 41.4 it ran on for 25 s first, and the deploy's
+// process manager could kill the worker before it reported.
+func TestActivityRunningAtTheStopIsHandedBackAtOnce(t *testing.T) {
 	t.Parallel()
-	quick := func(ctx context.Context) error {
-		return temporal.NewNonRetryableApplicationError("quota exhausted", string(pacer.ClassRateLimit), nil)
+	stop := make(chan struct{})
+	started := make(chan struct{})
+	var stoppedAt time.Time
+	go func() {
+		<-started
+		stoppedAt = time.Now()
+		close(stop)
+	}()
+	var took time.Duration
+	err := stopEnv(t, stop, func(ctx context.Context) error {
+		close(started)
+		err := failsWhenCancelled(ctx)
+		took = time.Since(stoppedAt)
+		return err
+	})
+	requireHandedBack(t, err)
+	require.Less(t, took, time.Second, "cancelled as the stop began")
+}
+
+// Whichever cancellation reaches the activity first while its worker
+// stops (the SDK's at StopTimeout, a heartbeat's, a context of its own),
+// its failure is the hand-back: before issue 41.4 an attempt could end on
+// "context canceled" and be retried as a plain failure.
+func TestAnyFailureWhileTheWorkerStopsIsTheHandBack(t *testing.T) {
+	t.Parallel()
+	for _, give := range []error{
+		errors.New("read the due agents: context canceled"),
+		temporal.NewNonRetryableApplicationError("sweep cancelled: context canceled", string(pacer.ClassTimeout), nil),
+	} {
+		requireHandedBack(t, stoppingEnv(t, true, func(context.Context) error { return give }))
 	}
-	err := stoppingEnv(t, true, time.Minute, quick)
+}
+
+func TestActivityEndingWellWhileTheWorkerStopsKeepsItsOutcome(t *testing.T) {
+	t.Parallel()
+	require.NoError(t, stoppingEnv(t, true, func(context.Context) error { return nil }))
+	err := stoppingEnv(t, false, func(context.Context) error {
+		return temporal.NewNonRetryableApplicationError("quota exhausted", string(pacer.ClassRateLimit), nil)
+	})
 	var appErr *temporal.ApplicationError
 	require.ErrorAs(t, err, &appErr)
-	require.Equal(t, string(pacer.ClassRateLimit), appErr.Type())
+	require.Equal(t, string(pacer.ClassRateLimit), appErr.Type(), "no stop: the activity's own failure")
 	require.True(t, appErr.NonRetryable())
-
-	require.NoError(t, stoppingEnv(t, true, time.Minute, func(context.Context) error { return nil }))
 }
 
 func TestActivityIsNotCutShortWithoutAStop(t *testing.T) {
 	t.Parallel()
-	err := stoppingEnv(t, false, 10*time.Millisecond, func(ctx context.Context) error {
+	err := stoppingEnv(t, false, func(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return errors.New("cut short")

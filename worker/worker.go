@@ -222,8 +222,9 @@ func NewVersioned(c client.Client, taskQueue string, acts *activities.Activities
 	}
 	w := sdkworker.New(c, taskQueue, sdkworker.Options{
 		DeploymentOptions: deploymentOptions(d),
-		// On SIGTERM give in-flight activities time to finish; what does not
-		// finish is retried elsewhere by Temporal.
+		// On SIGTERM retryOnStop hands in-flight activities back at once;
+		// StopTimeout bounds how long their reports and the workflow tasks
+		// in flight may take.
 		WorkerStopTimeout: StopTimeout,
 		Interceptors:      []interceptor.WorkerInterceptor{&retryOnStop{}},
 	})
@@ -231,49 +232,49 @@ func NewVersioned(c client.Client, taskQueue string, acts *activities.Activities
 	return w
 }
 
-// StopTimeout is how long a stopping worker waits for its in-flight
-// activities. A process manager must wait longer than this between SIGTERM
-// and SIGKILL (docker compose's stop_grace_period, Kubernetes'
+// StopTimeout is how long a stopping worker waits for its in-flight tasks
+// (its activities are handed back as the stop begins, retryOnStop). A
+// process manager must wait longer than this between SIGTERM and SIGKILL
+// (docker compose's stop_grace_period, Kubernetes'
 // terminationGracePeriodSeconds).
 const StopTimeout = 30 * time.Second
 
-// stopGrace is how long an activity may go on once its worker is stopping
-// before retryOnStop hands it back: long enough for a tenero run to end, and
-// short of StopTimeout so that the hand-back is reported while the worker
-// still stands.
-const stopGrace = StopTimeout - 5*time.Second
+// handBackRetryDelay is how long Temporal waits before it retries an
+// attempt a stopping worker handed back (the error's NextRetryDelay, in
+// place of the retry policy's 5 s and more): the attempt did not fail, and
+// another worker is there to take it.
+const handBackRetryDelay = time.Second
 
 // errHandedBack is the cancellation cause of an activity that retryOnStop cut
 // short.
 var errHandedBack = errors.New("worker stopping: activity handed back")
 
-// retryOnStop hands an activity that outlasts its worker's stop back to
-// Temporal for another worker. Left alone, the SDK would cancel the
-// activity's context at StopTimeout and the activity would fail with
+// retryOnStop hands an activity running when its worker begins to stop back
+// to Temporal, at once, for another worker. Left alone, the SDK would let it
+// run for StopTimeout and then cancel its context: the deploy would stall
+// what the activity does for that long, the activity would fail with
 // whatever class a cancellation looks like (a non-retryable timeout),
-// recording a failed run for a task that did not fail, and the worker
-// might exit before even reporting that. Instead, stopGrace after the stop
-// began, the activity's context is cancelled and its failure replaced by a
-// retryable transport error: Temporal retries it on another worker (the
-// workflow's retry policy) and a sweep resumes there from its last
-// heartbeat.
+// recording a failed run for a task that did not fail, and a process
+// manager that does not wait so long kills the worker before it reports,
+// leaving the attempt to its heartbeat timeout (issue 41.4: 105 s from
+// SIGTERM to the next sweep). Instead the activity's context is cancelled as
+// the stop begins, and whatever error the activity ends with while its
+// worker stops, whichever cancellation reached it first (this one, the
+// SDK's, a heartbeat's), becomes a retryable transport error retried after
+// handBackRetryDelay: Temporal retries it on another worker and a sweep
+// resumes there from the heartbeat it recorded on its way out.
 type retryOnStop struct {
 	interceptor.WorkerInterceptorBase
-	grace time.Duration // zero: stopGrace
 }
 
 func (r *retryOnStop) InterceptActivity(_ context.Context, next interceptor.ActivityInboundInterceptor) interceptor.ActivityInboundInterceptor {
-	i := &retryOnStopActivity{grace: r.grace}
-	if i.grace <= 0 {
-		i.grace = stopGrace
-	}
+	i := &retryOnStopActivity{}
 	i.Next = next
 	return i
 }
 
 type retryOnStopActivity struct {
 	interceptor.ActivityInboundInterceptorBase
-	grace time.Duration
 }
 
 func (a *retryOnStopActivity) ExecuteActivity(ctx context.Context, in *interceptor.ExecuteActivityInput) (any, error) {
@@ -285,28 +286,31 @@ func (a *retryOnStopActivity) ExecuteActivity(ctx context.Context, in *intercept
 	go func() {
 		select {
 		case <-finished:
-			return
 		case <-stopping:
-		}
-		t := time.NewTimer(a.grace)
-		defer t.Stop()
-		select {
-		case <-finished:
-		case <-t.C:
 			cancel(errHandedBack)
 		}
 	}()
 
 	out, err := a.Next.ExecuteActivity(ctx, in)
-	if err != nil && ctx.Err() != nil &&
-		(errors.Is(context.Cause(ctx), errHandedBack) || errors.Is(context.Cause(ctx), sdkworker.ErrWorkerShutdown)) {
+	if err != nil && closed(stopping) {
 		// A new error, not a wrap: Temporal reads the outermost error only.
 		// Benign: a worker stopping on purpose is normal operation, so the
 		// SDK logs it at debug rather than as an error with a stack trace.
 		return out, temporal.NewApplicationErrorWithOptions("worker stopped mid-run; retried on another worker",
-			string(pacer.ClassTransport), temporal.ApplicationErrorOptions{Category: temporal.ApplicationErrorCategoryBenign})
+			string(pacer.ClassTransport), temporal.ApplicationErrorOptions{Category: temporal.ApplicationErrorCategoryBenign,
+				NextRetryDelay: handBackRetryDelay})
 	}
 	return out, err
+}
+
+// closed says whether c is closed, without waiting.
+func closed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
 }
 
 // Register registers pacer's workflows and activities on r.
