@@ -20,13 +20,14 @@ import (
 	"github.com/pacer-dev/pacer/internal/sim"
 	"github.com/pacer-dev/pacer/internal/store"
 	"github.com/pacer-dev/pacer/internal/testenv"
+	"github.com/pacer-dev/pacer/internal/webhooktest"
 	"github.com/pacer-dev/pacer/worker"
 	"github.com/pacer-dev/pacer/workflows"
 )
 
 // A round ending two minutes after the worker starts finalizes itself on
 // the real stack: a `pacer worker` process (Temporal dev server, Postgres,
-// revision 3's finalize task) reading a simulated chain's tail at the real
+// revision 4's finalize task) reading a simulated chain's tail at the real
 // clock, the allowlisted contracts' lists reconciled every 20 s
 // (PACER_RECONCILE_EVERY: completeThrough is never past what their last
 // complete scan covered, less a minute of indexing, so at the default 15
@@ -49,6 +50,11 @@ import (
 // completeThrough with how far behind, and no sweep runs. `pacer resume
 // --task sweep` and it is finalized within two minutes, its results the
 // ones computed here from SPEC §13, a swap after the end not counted.
+//
+// Then the subscriber that asked for round.finalized receives it, signed
+// (Standard Webhooks), with the round's results, within 30 s of the
+// round's finalization (the finalize run wakes deliver); one that asked
+// only for the hourly rollups does not.
 //
 //	make rounds-check
 func TestRoundFinalizesItselfOnTheRealStack(t *testing.T) {
@@ -106,7 +112,7 @@ func TestRoundFinalizesItselfOnTheRealStack(t *testing.T) {
 	api := freeAddr(t)
 	_, out := s.startProcess(t, bin, "--hiro-base-url", s.simU, "--hiro-per-minute", "100000",
 		"--competition-start", strconv.FormatInt(w.CompetitionStart().Unix(), 10),
-		"--discovery", "tail", "--tail-every", "1s", "--reconcile-every", "20s", "--http", api)
+		"--discovery", "tail", "--tail-every", "1s", "--reconcile-every", "20s", "--http", api, "--webhook-allow-private")
 	eventually(t, 30*time.Second, "the API answers", func() bool {
 		code, _, err := httpGet("http://" + api + "/healthz")
 		return err == nil && code == http.StatusOK
@@ -121,6 +127,22 @@ func TestRoundFinalizesItselfOnTheRealStack(t *testing.T) {
 		require.Equal(t, string(competition.StatusPending), got.Status, "the fast path answers %s for %s", resp.Status, txid)
 	}
 	post(pending[0])
+
+	// A subscriber asking for round.finalized, and one asking only for
+	// the hourly rollups.
+	subscribe := func(r *webhooktest.Receiver, events string) {
+		t.Helper()
+		code, stdout, stderr := s.pacer("--webhook-allow-private", "subscribers", "add", "--url", r.URL, "--events", events, "--json")
+		require.Zero(t, code, "%s%s", stdout, stderr)
+		var sub struct{ Secret string }
+		require.NoError(t, json.Unmarshal([]byte(stdout), &sub))
+		r.SetSecret(sub.Secret)
+	}
+	rounds, hourly := webhooktest.New(webhooktest.Behaviour{Mode: webhooktest.OK}), webhooktest.New(webhooktest.Behaviour{Mode: webhooktest.OK})
+	t.Cleanup(rounds.Close)
+	t.Cleanup(hourly.Close)
+	subscribe(rounds, store.EventRoundFinalized)
+	subscribe(hourly, "hourly")
 
 	op := &operate.Service{Store: s.st, Temporal: s.tc, WorkflowID: s.sched.WorkflowID, RoundGrace: grace}
 	minVol, minTrades := 1.0, 1
@@ -259,6 +281,39 @@ select count(*) from aged`, store.HoldBound+time.Minute).Scan(&holds))
 		got[r.Category] = r.STXAddress
 	}
 	require.Equal(t, map[string]string{"overall_pnl": agentA, "volume": agentB, "return": agentA}, got)
+
+	// The subscriber that asked for it receives the round, signed
+	// (Standard Webhooks, verified by the library), as soon as it is
+	// final: the finalize run woke deliver (revision 4).
+	var arrival webhooktest.Arrival
+	eventually(t, 30*time.Second, "the round.finalized delivery arrived", func() bool {
+		for _, a := range rounds.Arrivals() {
+			if a.Acked {
+				arrival = a
+				return true
+			}
+		}
+		return false
+	})
+	require.NoError(t, arrival.VerifyErr)
+	var ev store.RoundEvent
+	require.NoError(t, json.Unmarshal(arrival.Body, &ev))
+	require.Equal(t, store.EventRoundFinalized, ev.Type)
+	require.Equal(t, "r1", ev.Data.Round.ID)
+	require.Equal(t, store.RoundFinalized, ev.Data.Round.Status)
+	require.Len(t, ev.Data.Results, 2)
+	for i, r := range ev.Data.Results {
+		require.Equal(t, d.Results[i].STXAddress, r.STXAddress)
+		require.Equal(t, d.Results[i].Rank, r.Rank)
+		require.Equal(t, d.Results[i].PnLUSD, r.PnLUSD)
+		require.Equal(t, d.Results[i].VolumeUSD, r.VolumeUSD)
+	}
+	require.Len(t, ev.Data.Rewards, 3)
+	t.Logf("figures: round.finalized delivered %s after the round was finalized (signature verified, %d results, %d rewards)",
+		arrival.At.Sub(*d.Round.FinalizedAt).Round(100*time.Millisecond), len(ev.Data.Results), len(ev.Data.Rewards))
+	for _, a := range hourly.Arrivals() {
+		require.NotContains(t, string(a.Body), store.EventRoundFinalized, "a subscriber that did not ask for it")
+	}
 }
 
 // diag logs what completeThrough is made of: the pending transactions,
