@@ -215,6 +215,28 @@ func TestTailIntervalStretchesWhenTheBudgetBinds(t *testing.T) {
 	require.InDelta(t, (2/(3.5*TailShare))*60, got.Seconds(), 0.01)
 }
 
+// TestReconcilerStretchesWhenTheBudgetBinds: the reconciler reads a page
+// of each list every PACER_RECONCILE_EVERY, or, when that does not fit
+// what the tail leaves of the lane's rate, as often as it does: on a
+// month of 150,000 the catalog's 40 lists every 15 minutes would cost 77%
+// of the month's pace and hold the tail back (the chain bench's month
+// plan, 40,000 calls a day: p99 17 min).
+func TestReconcilerStretchesWhenTheBudgetBinds(t *testing.T) {
+	at := func(rate float64, lists int) time.Duration {
+		s := Run{ReconcileEvery: 15 * time.Minute, Lists: lists, Budget: Budget{Rate: rate}}
+		return s.Every(ContractReader("SP1.a"))
+	}
+	require.Equal(t, 15*time.Minute, at(0, 40), "rate unknown")
+	require.Equal(t, 15*time.Minute, at(45, 40), "keyless: 40 pages in 15 min fit 20% of 45 a minute")
+	require.InDelta(t, 40/(3.5*(1-TailShare)), at(3.5, 40).Minutes(), 0.01, "the month's pace")
+	require.Equal(t, 15*time.Minute, at(3.5, 5), "5 lists: 5/(0.7) min is under 15 min: no stretch")
+	s := Run{ReconcileEvery: 15 * time.Minute, Contracts: make([]Reader, 40), Budget: Budget{Rate: 3.5}}
+	require.Equal(t, at(3.5, 40), s.Every(ContractReader("SP1.a")), "no Lists: one for each contract's reader")
+	s.ContractsAreTail = true
+	require.Equal(t, s.TailInterval(), s.Every(ContractReader("SP1.a")), "the lists as the tail: the tail's interval")
+	require.Equal(t, 15*time.Minute, s.Every(ReaderTail), "the feed's probe")
+}
+
 func TestLag(t *testing.T) {
 	pos := &Position{Position: hiro.Position{BlockHeight: 5}, Time: 100}
 	require.Zero(t, Lag(pos, pos))

@@ -89,7 +89,10 @@ type Run struct {
 	ContractsAreTail bool
 	TailEvery        time.Duration
 	ReconcileEvery   time.Duration
-	Agents           Agents
+	// Lists is how many allowlisted contracts' lists a whole read of the
+	// contracts' readers reads (0: one for each of Contracts).
+	Lists  int
+	Agents Agents
 	// Pending is how many pending transactions are due for a look again
 	// (at most a batch): a Verify step takes them. Pushed is how many of
 	// them a push named (SPEC §5.0 "Push"): they are verified at once,
@@ -156,10 +159,28 @@ func (r Reader) Due(every time.Duration) time.Time {
 // the tail; ReconcileEvery for the reconciler's lists, or for the feed's
 // probe while the lists are the tail.
 func (s Run) Every(name string) time.Duration {
-	if (name == ReaderTail) != s.ContractsAreTail {
+	switch {
+	case (name == ReaderTail) != s.ContractsAreTail:
 		return s.tailEvery()
+	case name == ReaderTail:
+		return s.ReconcileEvery // the feed's probe: one page
 	}
-	return s.ReconcileEvery
+	return s.reconcileEvery()
+}
+
+// reconcileEvery is how often the reconciler reads the contracts' lists:
+// every ReconcileEvery, stretched when the budget binds so that a page of
+// each list fits what the tail leaves of the lane's rate (1 - TailShare).
+func (s Run) reconcileEvery() time.Duration {
+	r := s.Budget.Rate
+	if r <= 0 || math.IsInf(r, 1) || math.IsNaN(r) {
+		return s.ReconcileEvery
+	}
+	lists := s.Lists
+	if lists <= 0 {
+		lists = len(s.Contracts)
+	}
+	return max(s.ReconcileEvery, time.Duration(float64(max(lists, 1))/(r*(1-TailShare))*float64(time.Minute)))
 }
 
 // tailEvery is how often the tail reads: TailInterval, or, while push is

@@ -180,6 +180,17 @@ func contractEvery(s discovery.Run) time.Duration {
 	if s.ContractsAreTail {
 		return tailEvery(s)
 	}
+	// A page of every list each round, in the 20% of the rate the tail
+	// leaves.
+	lists := s.Lists
+	if lists <= 0 {
+		lists = max(len(s.Contracts), 1)
+	}
+	if s.Budget.Rate > 0 {
+		if need := time.Duration(float64(time.Minute) * float64(lists) / (0.2 * s.Budget.Rate)); need > s.ReconcileEvery {
+			return need
+		}
+	}
 	return s.ReconcileEvery
 }
 

@@ -241,7 +241,7 @@ func (x *sim) state(now, began time.Time, held map[string]bool) discovery.Run {
 		}
 		return s
 	}
-	s.Linger, s.ContractsAreTail = began.Add(runLinger), x.onLists()
+	s.Linger, s.ContractsAreTail, s.Lists = began.Add(runLinger), x.onLists(), x.c.A.Contracts()
 	tail := discovery.Reader{Name: ReaderTail, LastRead: x.tailRead, Scanning: x.scan != nil, Held: held[ReaderTail]}
 	if s.ContractsAreTail {
 		tail = discovery.Reader{Name: ReaderTail, LastRead: x.obs.ProbedAt(), Held: held[ReaderTail]}
