@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pacer-dev/pacer/internal/evidence"
 	pbench "github.com/pacer-dev/pacer/internal/pacing/bench"
 	simulator "github.com/pacer-dev/pacer/internal/sim"
 )
@@ -149,6 +150,43 @@ func fmtSource(onLists float64) string {
 		return "lists"
 	}
 	return fmt.Sprintf("feed, lists %.0f%%", 100*onLists)
+}
+
+// Figures are the goals of the service's own allowlist (ServiceTail's
+// results, the catalog's pairs) as published figures, each with the bound
+// its goal holds (cmd/bench prints them; docs/benchmarks.md quotes them):
+// keyless 10,000 agents at 40,000 a day, and the month-capped plan's worst
+// row. None when the results have no such row.
+func (r Report) Figures() []evidence.Figure {
+	var out []evidence.Figure
+	fig := func(name string, v float64, op evidence.Op, bound float64, unit string) {
+		out = append(out, evidence.Figure{Name: name, Value: v, Op: op, Bound: bound, Unit: unit})
+	}
+	var p99, never, left = -1.0, 0.0, math.Inf(1)
+	for _, x := range r.Results {
+		if x.Strategy != ServiceTail.Name || x.Volume == 0 {
+			continue
+		}
+		if x.World == "10000 agents" && x.Budget == Budgets[0].Name && x.Volume == 40_000 {
+			fig("chain.keyless.p99", x.All.P99.Seconds(), evidence.AtMost, 30, "s")
+			fig("chain.keyless.mean", x.All.Mean.Seconds(), evidence.AtMost, 15, "s")
+			fig("chain.keyless.budget_share", 100*x.PerDay("")/(float64(Budgets[0].PerMinute)*24*60), evidence.AtMost, 25, "pct")
+			fig("chain.keyless.missed", float64(x.Missed+x.NeverFound), evidence.Exactly, 0, "count")
+		}
+		if x.HasMonth {
+			p99, never = max(p99, x.All.P99.Seconds()), never+float64(x.NeverFound)
+			left = min(left, float64(x.MonthLeft))
+			if x.DryAfter != nil {
+				left = min(left, 0)
+			}
+		}
+	}
+	if p99 >= 0 {
+		fig("chain.month.p99_worst", p99, evidence.AtMost, 300, "s")
+		fig("chain.month.never_found", never, evidence.Exactly, 0, "count")
+		fig("chain.month.left_min", left, evidence.AtLeast, 1, "count")
+	}
+	return out
 }
 
 // Goals checks the chain report against issue 18's goals for the tail

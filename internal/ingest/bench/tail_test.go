@@ -123,3 +123,37 @@ func TestServiceAllowlistIsTheCatalog(t *testing.T) {
 	}
 	require.Positive(t, swaps)
 }
+
+// TestChainFiguresAreTheGoals: the figures cmd/bench prints for the
+// service's allowlist fail exactly when its goals are missed.
+func TestChainFiguresAreTheGoals(t *testing.T) {
+	t.Parallel()
+	keyless := Result{World: "10000 agents", Budget: Budgets[0].Name, Strategy: ServiceTail.Name, Volume: 40_000, Days: 1,
+		Requests: map[string]int{ReaderTail: 10_000}, All: Delays{N: 10, Mean: 5 * time.Second, P99: 20 * time.Second}}
+	month := Result{World: "1000 agents", Budget: Budgets[2].Name, Strategy: ServiceTail.Name, Volume: 200_000, Days: 30,
+		Requests: map[string]int{}, All: Delays{N: 10, P99: 4 * time.Minute}}
+	month.HasMonth, month.MonthLeft = true, 750
+	other := month
+	other.Strategy, other.All.P99 = Tail.Name, time.Hour // not the service's allowlist: no figure
+	figures := func(rs ...Result) map[string]bool {
+		pass := map[string]bool{}
+		for _, f := range (Report{Results: rs}).Figures() {
+			pass[f.Name] = f.Pass()
+		}
+		return pass
+	}
+	got := figures(keyless, month, other)
+	require.Len(t, got, 7)
+	for name, ok := range got {
+		require.True(t, ok, name)
+	}
+	keyless.Requests[ReaderDetails] = 7_000 // 17,000 of 64,800: 26%
+	month.All.P99 = 6 * time.Minute
+	got = figures(keyless, month, other)
+	require.False(t, got["chain.keyless.budget_share"])
+	require.False(t, got["chain.month.p99_worst"])
+	require.True(t, got["chain.keyless.p99"])
+	for _, g := range (Report{Results: []Result{keyless, month}}).Goals()[1:] {
+		require.False(t, g.Met, g.Goal)
+	}
+}

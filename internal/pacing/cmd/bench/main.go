@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pacer-dev/pacer/internal/evidence"
 	"github.com/pacer-dev/pacer/internal/ingest"
 	discovery "github.com/pacer-dev/pacer/internal/ingest/bench"
 	"github.com/pacer-dev/pacer/internal/pacing/bench"
@@ -62,6 +63,13 @@ func main() {
 		rep := discovery.RunChain(o)
 		rep.WriteChain(os.Stdout)
 		goals = append(goals, rep.Goals()...)
+		fmt.Println()
+		for _, f := range rep.Figures() {
+			if _, err := evidence.Print(os.Stdout, f); err != nil {
+				fmt.Fprintln(os.Stderr, "bench:", err)
+				os.Exit(2)
+			}
+		}
 	}
 	if missed := bench.Missed(goals); len(missed) > 0 {
 		for _, g := range missed {
