@@ -207,7 +207,7 @@ func (r *sweepRun) State(ctx context.Context) (s discovery.Run, err error) {
 // budget is the run's lane's snapshot of the shared budget, on the run's
 // clock; what the budget has left goes in the result as it stands.
 func (r *sweepRun) budget(ctx context.Context, now time.Time) (b discovery.Budget) {
-	b.ReadCost = r.a.traffic.ReadCost() // what the tail's last whole read cost, in any run
+	b.ReadCost = r.a.traffic.ReadCost() // what the tail's whole reads cost, in any run
 	if r.a.Budget == nil {
 		return b
 	}

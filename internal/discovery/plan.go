@@ -71,7 +71,7 @@ type Budget struct {
 	WindowEnd time.Time
 	// Rate is the lane's sustainable requests a minute (0: unbounded).
 	Rate float64
-	// ReadCost is what a tail read cost when last observed (≥ 1).
+	// ReadCost is what a tail read costs, the recent reads' average (≥ 1).
 	ReadCost float64
 }
 
