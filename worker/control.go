@@ -64,7 +64,12 @@ func Signal(ctx context.Context, c client.Client, workflowID, name string, arg a
 // Stop runs the stop update (arg its input) and returns the stopped run
 // and its result. Record the stop with RecordStop.
 func Stop(ctx context.Context, c client.Client, workflowID string, arg any) (runID string, res *workflows.StopResult, err error) {
-	h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: workflowID, UpdateName: workflows.UpdateStop,
+	return StopWithID(ctx, c, workflowID, "", arg)
+}
+
+// StopWithID is Stop under an update id of the caller's (UpdateWithID).
+func StopWithID(ctx context.Context, c client.Client, workflowID, updateID string, arg any) (runID string, res *workflows.StopResult, err error) {
+	h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{UpdateID: updateID, WorkflowID: workflowID, UpdateName: workflows.UpdateStop,
 		Args: []any{arg}, WaitForStage: client.WorkflowUpdateStageCompleted})
 	if err == nil {
 		err = h.Get(ctx, &res)

@@ -55,7 +55,58 @@ func New(o Options) http.Handler {
 	mux.HandleFunc(Prefix, func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such admin route: see the README's admin API section")
 	})
-	return routed{mux}
+	return routed{h.auditRefusals(mux)}
+}
+
+// auditRefusals keeps an audit entry of every change refused (a 4xx
+// answer to anything but a read), as the token's name (issue 41.13: a
+// refused attempt used to leave no trace), unless the operation audited
+// the refusal itself. The entry names the route and the reason, never
+// the body.
+func (h *handler) auditRefusals(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet || r.Method == http.MethodHead {
+			next.ServeHTTP(w, r)
+			return
+		}
+		rec := &refusalWriter{ResponseWriter: w}
+		next.ServeHTTP(rec, r)
+		if rec.status < 400 || rec.status >= 500 || rec.audited {
+			return
+		}
+		via := r.Pattern
+		if via == "" || via == Prefix {
+			via = r.Method + " " + Prefix + "…" // no such route
+		}
+		err := h.op.RecordRefusal(context.WithoutCancel(r.Context()), operate.Refusal{Via: via, Path: clip(r.URL.Path),
+			Status: rec.status, Error: rec.msg})
+		if err != nil {
+			h.log.Error("admin.refusal_unrecorded", zap.String("method", r.Method), zap.String("path", r.URL.Path), zap.Error(err))
+		}
+	})
+}
+
+// refusalWriter keeps the status and the error message of an answer.
+type refusalWriter struct {
+	http.ResponseWriter
+	status int
+	msg    string
+	// audited says the operation audited its refusal itself.
+	audited bool
+}
+
+func (w *refusalWriter) WriteHeader(status int) {
+	if w.status == 0 {
+		w.status = status
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *refusalWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
 }
 
 // routed is the admin mux with its route patterns.
@@ -437,6 +488,9 @@ func timeParam(w http.ResponseWriter, raw, name string) (time.Time, bool) {
 // An error that is not the caller's is logged and answered without its
 // text, which may name a database host.
 func (h *handler) reply(w http.ResponseWriter, r *http.Request, status int, v any, err error) {
+	if rec, ok := w.(*refusalWriter); ok && err != nil && !operate.Refused(err) {
+		rec.audited = true // by the operation, or not a refusal
+	}
 	var inv *operate.Invalid
 	switch {
 	case err == nil:
@@ -471,6 +525,9 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 func writeError(w http.ResponseWriter, status int, msg string) {
+	if rec, ok := w.(*refusalWriter); ok {
+		rec.msg = msg
+	}
 	writeJSON(w, status, map[string]string{"error": msg})
 }
 

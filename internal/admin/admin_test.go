@@ -2,6 +2,7 @@ package admin_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -11,12 +12,13 @@ import (
 
 	"github.com/pacer-dev/pacer/internal/admin"
 	"github.com/pacer-dev/pacer/internal/operate"
+	"github.com/pacer-dev/pacer/internal/store"
 	"github.com/pacer-dev/pacer/internal/testenv"
 )
 
 // Bad input gets a JSON 400 (or 404, 409, 413, 415, 503) naming the
 // problem, never an internal error, and changes nothing: the audit log
-// stays empty.
+// holds only the refusals of changes (issue 41.13), one for each.
 func TestBadInputIsAClearJSONError(t *testing.T) {
 	t.Parallel()
 	st := testenv.Store(t)
@@ -81,7 +83,11 @@ func TestBadInputIsAClearJSONError(t *testing.T) {
 		{"GET", "nothing", ``, 404, "no such admin route"},
 		{"PUT", "subscribers", `{}`, 404, "no such admin route"},
 	}
+	refusals := 0
 	for _, tt := range tests {
+		if tt.method != "GET" && tt.wantStatus < 500 {
+			refusals++
+		}
 		req, err := http.NewRequestWithContext(t.Context(), tt.method, a.base+tt.path, strings.NewReader(tt.body))
 		require.NoError(t, err)
 		req.Header.Set("Content-Type", "application/json")
@@ -105,21 +111,19 @@ func TestBadInputIsAClearJSONError(t *testing.T) {
 		{"subscribers/" + sub + "/enable", "text/plain", ``},
 		{"subscribers/" + sub + "/enable", "", ``},
 	} {
-		req, _ := http.NewRequestWithContext(t.Context(), "POST", a.base+tt.path, strings.NewReader(tt.body))
-		if tt.ct != "" {
-			req.Header.Set("Content-Type", tt.ct)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		resp.Body.Close()
-		require.Equal(t, http.StatusUnsupportedMediaType, resp.StatusCode, "%s %q", tt.path, tt.ct)
+		require.Equal(t, http.StatusUnsupportedMediaType, a.send("POST", tt.path, tt.ct, tt.body), "%s %q", tt.path, tt.ct)
 	}
 
-	var n int
-	require.NoError(t, st.Pool().QueryRow(t.Context(), `select count(*) from audit_log`).Scan(&n))
-	require.Zero(t, n, "nothing was changed, nothing audited")
+	var n, refused int
+	count := func() {
+		t.Helper()
+		require.NoError(t, st.Pool().QueryRow(t.Context(), `select count(*) filter (where action <> 'refused'), count(*) filter (where action = 'refused') from audit_log`).Scan(&n, &refused))
+	}
+	count()
+	require.Zero(t, n, "nothing was changed")
+	require.Equal(t, refusals+4, refused, "every refused change is on record")
 	a.do("POST", "subscribers", map[string]any{"url": "https://x.example/"}, 201, &created)
-	require.NoError(t, st.Pool().QueryRow(t.Context(), `select count(*) from audit_log`).Scan(&n))
+	count()
 	require.Equal(t, 1, n)
 }
 
@@ -133,4 +137,62 @@ func TestRoutesListsEveryRoute(t *testing.T) {
 		require.True(t, strings.HasPrefix(r.Path, admin.Prefix), r.Path)
 		require.Contains(t, []string{"GET", "POST", "PATCH", "PUT", "DELETE"}, r.Method)
 	}
+}
+
+// A refused change keeps an audit entry (issue 41.13): who tried what,
+// through which route, and why it was refused; never the body. Before,
+// only what was done was audited, so an operator token probing the admin
+// API left no trace. Reads refused for their query are not changes.
+func TestRefusedChangesAreAudited(t *testing.T) {
+	t.Parallel()
+	st := testenv.Store(t)
+	a := newAPI(t, &operate.Service{Store: st})
+	const sub = "sub_aaaaaaaaaaaaaaaa"
+	for _, tt := range []struct {
+		method, path, ct, body string
+		wantStatus             int
+	}{
+		{"POST", "subscribers", "application/json", `{"url":"http://169.254.169.254/latest","secret":"hunter2"}`, 400},
+		{"POST", "subscribers/" + sub + "/disable", "application/json", `{}`, 404},
+		{"POST", "scheduler/pause", "text/plain", `{"for":"1h"}`, 415},
+		{"DELETE", "nothing/here", "application/json", ``, 404},
+		{"GET", "audit?limit=0", "", ``, 400},
+	} {
+		require.Equal(t, tt.wantStatus, a.send(tt.method, tt.path, tt.ct, tt.body), "%s %s", tt.method, tt.path)
+	}
+	entries, err := st.AuditLog(t.Context(), store.AuditQuery{Limit: 10})
+	require.NoError(t, err)
+	var got []string
+	for _, e := range entries {
+		require.Equal(t, operate.ActionRefused, e.Action)
+		require.Equal(t, "alice", e.Actor)
+		require.NotContains(t, string(e.After), "hunter2", "never the body")
+		var r operate.Refusal
+		require.NoError(t, json.Unmarshal(e.After, &r))
+		require.Equal(t, e.Target, r.Via)
+		require.NotEmpty(t, r.Error)
+		got = append(got, fmt.Sprintf("%s %d", r.Via, r.Status))
+	}
+	require.Equal(t, []string{
+		"DELETE /api/admin/… 404",
+		"POST /api/admin/scheduler/pause 415",
+		"POST /api/admin/subscribers/{id}/disable 404",
+		"POST /api/admin/subscribers 400",
+	}, got, "the four refused changes, newest first; not the refused read")
+	t.Logf("figures: 4 refused changes, 4 audit entries: %v", got)
+}
+
+// send sends body as content type ct ("": no Content-Type) and returns
+// the answer's status.
+func (a api) send(method, path, ct, body string) int {
+	a.t.Helper()
+	req, err := http.NewRequestWithContext(a.t.Context(), method, a.base+path, strings.NewReader(body))
+	require.NoError(a.t, err)
+	if ct != "" {
+		req.Header.Set("Content-Type", ct)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(a.t, err)
+	resp.Body.Close()
+	return resp.StatusCode
 }

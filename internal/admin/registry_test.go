@@ -29,7 +29,8 @@ func TestAgentsThroughTheAdminAPI(t *testing.T) {
 	a.do("PUT", "agents", []any{good, "SP1"}, 400, &e)
 	require.Contains(t, e.Error, "record 1: not a JSON object")
 	require.Zero(t, count(`select count(*) from agents`))
-	require.Zero(t, count(`select count(*) from audit_log`))
+	require.Equal(t, 2, count(`select count(*) from audit_log where action = 'refused' and target = 'PUT /api/admin/agents'`), "the refusals, and nothing else")
+	require.Equal(t, 2, count(`select count(*) from audit_log`))
 
 	var out store.RegistryChange
 	a.do("PUT", "agents?dryRun=true", []any{good}, 200, &out)

@@ -1,21 +1,16 @@
 package admin_test
 
 import (
-	"context"
 	"encoding/json"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.temporal.io/sdk/client"
-	"go.uber.org/zap"
-	"go.uber.org/zap/zaptest"
 
-	"github.com/pacer-dev/pacer/activities"
-	"github.com/pacer-dev/pacer/internal/discovery"
 	"github.com/pacer-dev/pacer/internal/operate"
 	"github.com/pacer-dev/pacer/internal/store"
 	"github.com/pacer-dev/pacer/internal/testenv"
+	"github.com/pacer-dev/pacer/internal/testenv/devsched"
 	"github.com/pacer-dev/pacer/worker"
 	"github.com/pacer-dev/pacer/workflows"
 )
@@ -27,20 +22,8 @@ import (
 // validator is a 400 and is not audited.
 func TestScheduleActionsThroughTheAdminAPI(t *testing.T) {
 	t.Parallel()
-	srv, err := testenv.StartTemporal(context.Background())
-	require.NoError(t, err)
-	t.Cleanup(srv.Stop)
-	tc, err := client.Dial(client.Options{HostPort: srv.HostPort})
-	require.NoError(t, err)
-	t.Cleanup(tc.Close)
 	st := testenv.Store(t)
-	sched := worker.Scheduler{WorkflowID: "v1-admin", TaskQueue: "admin-test"}
-	w := worker.New(tc, sched.TaskQueue, activities.New(activities.Options{Discovery: discovery.Config{Mode: "agents"}, Store: st,
-		Logger: zaptest.NewLogger(t, zaptest.Level(zap.ErrorLevel)), TeneroBaseURL: "http://127.0.0.1:1", HiroBaseURL: "http://127.0.0.1:1"}))
-	require.NoError(t, w.Start())
-	t.Cleanup(w.Stop)
-	_, err = worker.EnsureRunning(t.Context(), tc, sched)
-	require.NoError(t, err)
+	tc, sched := devsched.Start(t, st, "v1-admin", "admin-test")
 
 	a := newAPI(t, &operate.Service{Store: st, Temporal: tc, WorkflowID: sched.WorkflowID})
 	var res struct {
@@ -70,19 +53,25 @@ func TestScheduleActionsThroughTheAdminAPI(t *testing.T) {
 	require.Equal(t, res.Result.PausedUntil.UTC(), after.Result.PausedUntil.UTC())
 	require.Equal(t, operate.ActionResume, page.Entries[0].Action)
 
-	// A backfill the scheduler refuses (this build's validator may not know
-	// the update, or the range) is a 400, and nothing is audited.
+	// A backfill is audited whether the scheduler takes it or refuses it
+	// (this build's validator may not know the update, or the range).
 	a.do("POST", "scheduler/backfill", map[string]string{"task": "rollup",
 		"from": time.Now().Add(-2 * time.Hour).UTC().Format(time.RFC3339), "to": time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)}, 0, nil)
 	a.do("GET", "audit", nil, 200, &page)
-	n := len(page.Entries)
-	require.True(t, n == 2 || n == 3 && page.Entries[0].Action == operate.ActionBackfill)
+	require.Len(t, page.Entries, 3)
+	require.Equal(t, operate.ActionBackfill, page.Entries[0].Action)
 
 	// A skip of an occurrence the scheduler does not owe is refused by its
-	// validator, with the reason: a 400, not audited.
+	// validator, with the reason: a 400, and its entry says so (issue
+	// 41.13: it was dropped before), once.
 	var refused struct{ Error string }
 	a.do("POST", "scheduler/skip", map[string]string{"task": "rollup", "nominalAt": "2026-11-01T00:05:00Z"}, 400, &refused)
 	require.Contains(t, refused.Error, "owes no occurrence")
 	a.do("GET", "audit", nil, 200, &page)
-	require.Len(t, page.Entries, n)
+	require.Len(t, page.Entries, 4, "one entry: the operation's, not the listener's too")
+	require.Equal(t, operate.ActionSkip, page.Entries[0].Action)
+	var outcome struct{ Outcome, Error string }
+	require.NoError(t, json.Unmarshal(page.Entries[0].After, &outcome))
+	require.Equal(t, "refused", outcome.Outcome)
+	require.Contains(t, outcome.Error, "owes no occurrence")
 }

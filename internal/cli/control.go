@@ -480,7 +480,7 @@ func newPauseCmd(c *config) *cobra.Command {
 					return err
 				}
 			}
-			return c.withService(cmd.Context(), true, func(ctx context.Context, svc *operate.Service) error {
+			return c.withService(cmd, true, func(ctx context.Context, svc *operate.Service) error {
 				raw, err := svc.Pause(ctx, operate.PauseInput{Task: task, Until: until, For: forDur})
 				if err != nil {
 					return err
@@ -511,7 +511,7 @@ func newResumeCmd(c *config) *cobra.Command {
 		Short: "Clear a pause and close open circuit breakers (the resume update)",
 		Args:  wrapArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return c.withService(cmd.Context(), true, func(ctx context.Context, svc *operate.Service) error {
+			return c.withService(cmd, true, func(ctx context.Context, svc *operate.Service) error {
 				raw, err := svc.Resume(ctx, operate.ResumeInput{Task: task})
 				if err != nil {
 					return err
@@ -563,12 +563,15 @@ func newTuneCmd(c *config) *cobra.Command {
 			if err := workflows.CheckTune(raw, []string{pacer.TaskTenero, pacer.TaskSweep}); err != nil {
 				return &UsageError{Err: err}
 			}
-			return c.withClient(cmd.Context(), func(tc client.Client) error {
-				res, err := worker.Update[workflows.TuneResult](cmd.Context(), tc, c.workflowID, workflows.UpdateTune, json.RawMessage(raw))
+			return c.withService(cmd, true, func(ctx context.Context, svc *operate.Service) error {
+				out, err := svc.Tune(ctx, raw)
 				if err != nil {
 					return err
 				}
-				c.auditTemporal(cmd, operate.ActionTune, json.RawMessage(raw), res)
+				var res workflows.TuneResult
+				if err := json.Unmarshal(out, &res); err != nil {
+					return fmt.Errorf("decode the tune result: %w", err)
+				}
 				for _, name := range slices.Sorted(maps.Keys(res.Tasks)) {
 					p := res.Tasks[name]
 					if p.Batch > 0 {
@@ -594,20 +597,13 @@ func newStartCmd(c *config) *cobra.Command {
 		Args:  wrapArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var e worker.Ensured
-			err := c.withStore(cmd.Context(), func(st *store.Store) error {
-				return c.withClient(cmd.Context(), func(tc client.Client) error {
-					s := c.scheduler()
-					s.Stops = st // a stop Temporal no longer holds is there
-					var err error
-					e, err = worker.Ensure(cmd.Context(), tc, s, worker.Start)
-					return err
-				})
+			err := c.withService(cmd, true, func(ctx context.Context, svc *operate.Service) error {
+				var err error
+				e, err = svc.Start(ctx, c.scheduler())
+				return err
 			})
 			if err != nil {
 				return err
-			}
-			if e.Started {
-				c.auditTemporal(cmd, operate.ActionStart, nil, e)
 			}
 			out := cmd.OutOrStdout()
 			switch {
@@ -638,27 +634,18 @@ func newStopCmd(c *config) *cobra.Command {
 			if _, err := workflows.ParseStop(raw); err != nil {
 				return &UsageError{Err: err}
 			}
-			return c.withClient(cmd.Context(), func(tc client.Client) error {
-				runID, res, err := worker.Stop(cmd.Context(), tc, c.workflowID, json.RawMessage(raw))
+			return c.withService(cmd, true, func(ctx context.Context, svc *operate.Service) error {
+				res, err := svc.Stop(ctx, c.scheduler(), raw)
 				if err != nil {
 					return err
 				}
-				// Kept in Postgres too, where Temporal's retention cannot
-				// remove it; failing that, workers record it at their next
-				// check (while Temporal still holds the stopped run).
-				err = c.withStore(cmd.Context(), func(st *store.Store) error {
-					s := c.scheduler()
-					s.Stops = st
-					return worker.RecordStop(cmd.Context(), s, runID, res)
-				})
-				if err != nil {
-					fmt.Fprintf(cmd.ErrOrStderr(), "pacer: stopped, but not recorded in Postgres yet (workers record it at their next check): %v\n", err)
+				// Failing to keep it in Postgres, workers record it at their
+				// next check (while Temporal still holds the stopped run).
+				if res.RecordedErr != nil {
+					fmt.Fprintf(cmd.ErrOrStderr(), "pacer: stopped, but not recorded in Postgres yet (workers record it at their next check): %v\n", res.RecordedErr)
 				}
-				// The result's state is the scheduler's whole memory; the
-				// audit keeps what the operator asked and when it stopped.
-				c.auditTemporal(cmd, operate.ActionStop, json.RawMessage(raw), map[string]any{"stoppedAt": res.StoppedAt})
 				fmt.Fprintf(cmd.OutOrStdout(), "scheduler %s stopped at %s; workers leave it stopped; pacer start resumes it with its state\n",
-					c.workflowID, res.StoppedAt.Format(time.RFC3339))
+					c.workflowID, res.Result.StoppedAt.Format(time.RFC3339))
 				return nil
 			})
 		},
@@ -714,12 +701,15 @@ deliver none (it runs while deliveries are due).`,
 			if _, err := workflows.ParseReconfigure(raw, workflows.Config{}); err != nil {
 				return &UsageError{Err: err}
 			}
-			return c.withClient(cmd.Context(), func(tc client.Client) error {
-				res, err := worker.Update[workflows.ReconfigureResult](cmd.Context(), tc, c.workflowID, workflows.UpdateReconfigure, json.RawMessage(raw))
+			return c.withService(cmd, true, func(ctx context.Context, svc *operate.Service) error {
+				got, err := svc.Reconfigure(ctx, raw)
 				if err != nil {
 					return err
 				}
-				c.auditTemporal(cmd, operate.ActionReconfigure, json.RawMessage(raw), res)
+				var res workflows.ReconfigureResult
+				if err := json.Unmarshal(got, &res); err != nil {
+					return fmt.Errorf("decode the reconfigure result: %w", err)
+				}
 				out := cmd.OutOrStdout()
 				fmt.Fprintf(out, "reconfigured: tenero every %s, sweep every %s (in force now, carried from the next idle moment)\n",
 					res.Config.TeneroEvery, res.Config.SweepEvery)

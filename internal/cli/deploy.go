@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -77,15 +78,14 @@ build ID; its workers must be running.`,
 			if !worker.NamesBuild(c.operating.buildID) {
 				return usagef("--build-id %q names no build: give the build ID its workers registered under (pacer deploy status)", c.operating.buildID)
 			}
-			return c.withClient(cmd.Context(), func(tc client.Client) error {
-				prev, err := worker.Promote(cmd.Context(), tc, c.operating.deploymentName, c.operating.buildID)
+			return c.withService(cmd, true, func(ctx context.Context, svc *operate.Service) error {
+				p, err := svc.Promote(ctx, c.operating.deploymentName, c.operating.buildID)
 				if err != nil {
 					return err
 				}
-				to := c.operating.deploymentName + "." + c.operating.buildID
-				c.auditTemporal(cmd, operate.ActionPromote, map[string]string{"from": prev}, map[string]string{"to": to})
+				tc, to := svc.Temporal, p.To
 				out := cmd.OutOrStdout()
-				fmt.Fprintf(out, "current version: %s (was %s)\n", to, orDash(prev))
+				fmt.Fprintf(out, "current version: %s (was %s)\n", to, orDash(p.From))
 				// Move the scheduler now rather than at the new build's next
 				// keep-alive check (which does the same if this fails).
 				s := c.scheduler()

@@ -78,18 +78,40 @@ func (o *operatingConfig) deployment() *worker.Deployment {
 }
 
 // withService runs f with the operations, acting as the CLI: a store, and
-// a Temporal client when withTemporal.
-func (c *config) withService(ctx context.Context, withTemporal bool, f func(context.Context, *operate.Service) error) error {
-	ctx = actor.With(ctx, actor.CLI)
+// a Temporal client when withTemporal. f changes something: a refusal
+// (its input, a target that does not exist, a conflict) is audited with
+// the command's name and the reason (issue 41.13), unless the operation
+// audited it already.
+func (c *config) withService(cmd *cobra.Command, withTemporal bool, f func(context.Context, *operate.Service) error) error {
+	return c.runService(cmd, withTemporal, true, f)
+}
+
+// readService is withService for f that reads only: nothing to audit.
+func (c *config) readService(cmd *cobra.Command, f func(context.Context, *operate.Service) error) error {
+	return c.runService(cmd, false, false, f)
+}
+
+func (c *config) runService(cmd *cobra.Command, withTemporal, change bool, f func(context.Context, *operate.Service) error) error {
+	ctx := actor.With(cmd.Context(), actor.CLI)
 	return c.withStore(ctx, func(st *store.Store) error {
 		svc := &operate.Service{Store: st, WorkflowID: c.workflowID, SecretOverlap: c.operating.secretOverlap,
 			AllowPrivate: c.webhookAllowPrivate, RoundGrace: c.roundGrace}
+		run := func() error {
+			err := f(ctx, svc)
+			if change && operate.Refused(err) {
+				// Best effort: nothing was changed, and the one line a
+				// refusal prints is the refusal's (a database that cannot
+				// take the entry says so at the next change).
+				_ = svc.RecordRefusal(context.WithoutCancel(ctx), operate.Refusal{Via: cmd.CommandPath(), Error: err.Error()})
+			}
+			return cliError(err)
+		}
 		if !withTemporal {
-			return cliError(f(ctx, svc))
+			return run()
 		}
 		return c.withClient(ctx, func(tc client.Client) error {
 			svc.Temporal = tc
-			return cliError(f(ctx, svc))
+			return run()
 		})
 	})
 }
@@ -106,18 +128,6 @@ func cliError(err error) error {
 		return &UsageError{Err: err}
 	}
 	return err
-}
-
-// auditTemporal records a change an operator made through Temporal, right
-// after its update returned. The change is made: a failure to record it is
-// reported, not returned.
-func (c *config) auditTemporal(cmd *cobra.Command, action string, input, result any) {
-	err := c.withService(cmd.Context(), false, func(ctx context.Context, svc *operate.Service) error {
-		return svc.RecordTemporal(ctx, action, input, result)
-	})
-	if err != nil {
-		fmt.Fprintf(cmd.ErrOrStderr(), "pacer: %s done, but not recorded in the audit log: %v\n", action, err)
-	}
 }
 
 func newAuditCmd(c *config) *cobra.Command {
@@ -137,7 +147,7 @@ func newAuditCmd(c *config) *cobra.Command {
 				}
 				q.Since = t
 			}
-			return c.withService(cmd.Context(), false, func(ctx context.Context, svc *operate.Service) error {
+			return c.readService(cmd, func(ctx context.Context, svc *operate.Service) error {
 				entries, err := svc.Audit(ctx, q)
 				if err != nil {
 					return err
@@ -185,7 +195,7 @@ func newSubscribersUpdateCmd(c *config) *cobra.Command {
 					*pair.dst = &l
 				}
 			}
-			return c.withService(cmd.Context(), false, func(ctx context.Context, svc *operate.Service) error {
+			return c.withService(cmd, false, func(ctx context.Context, svc *operate.Service) error {
 				sub, err := svc.UpdateSubscriber(ctx, args[0], p)
 				if err != nil {
 					return err
@@ -225,7 +235,7 @@ func subscriberCmd(c *config, use, short string, op func(context.Context, *opera
 		Short: short,
 		Args:  wrapArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return c.withService(cmd.Context(), false, func(ctx context.Context, svc *operate.Service) error {
+			return c.withService(cmd, false, func(ctx context.Context, svc *operate.Service) error {
 				sub, err := op(ctx, svc, args[0])
 				if err != nil {
 					return err
@@ -259,7 +269,7 @@ func newSubscribersRemoveCmd(c *config) *cobra.Command {
 		Short: "Remove a subscriber; its deliveries are kept, readable",
 		Args:  wrapArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return c.withService(cmd.Context(), false, func(ctx context.Context, svc *operate.Service) error {
+			return c.withService(cmd, false, func(ctx context.Context, svc *operate.Service) error {
 				sub, err := svc.DeleteSubscriber(ctx, args[0])
 				if err != nil {
 					return err
@@ -278,7 +288,7 @@ func newSubscribersRotateCmd(c *config) *cobra.Command {
 		Short: "Give a subscriber a new signing secret; the old one stays valid for --secret-overlap",
 		Args:  wrapArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return c.withService(cmd.Context(), false, func(ctx context.Context, svc *operate.Service) error {
+			return c.withService(cmd, false, func(ctx context.Context, svc *operate.Service) error {
 				rot, err := svc.RotateSecret(ctx, args[0])
 				if err != nil {
 					return err
@@ -299,7 +309,7 @@ func newSubscribersReissuePullCmd(c *config) *cobra.Command {
 		Short: "Give a subscriber a new pull token (GET /api/deliveries/{id}); the old one stops working at once",
 		Args:  wrapArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return c.withService(cmd.Context(), false, func(ctx context.Context, svc *operate.Service) error {
+			return c.withService(cmd, false, func(ctx context.Context, svc *operate.Service) error {
 				out, err := svc.ReissuePullToken(ctx, args[0])
 				if err != nil {
 					return err
@@ -334,7 +344,7 @@ func newDeliveriesRecoverCmd(c *config) *cobra.Command {
 				}
 				*t.dst = v
 			}
-			return c.withService(cmd.Context(), false, func(ctx context.Context, svc *operate.Service) error {
+			return c.withService(cmd, false, func(ctx context.Context, svc *operate.Service) error {
 				res, err := svc.Recover(ctx, in)
 				if err != nil {
 					return err

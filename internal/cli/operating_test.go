@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/pacer-dev/pacer/internal/operate"
 	"github.com/pacer-dev/pacer/internal/rollup"
 	"github.com/pacer-dev/pacer/internal/store"
 	"github.com/pacer-dev/pacer/internal/testenv"
@@ -78,10 +79,39 @@ values ($1, $2, 'hourly', $3, $4, '{}', 'exhausted', 4, now())`, did, id, start,
 		require.Equal(t, "cli", e.Actor)
 		actions = append(actions, e.Action)
 	}
-	require.Equal(t, []string{"subscriber.rotate_secret", "deliveries.recover", "subscriber.enable", "subscriber.disable",
-		"subscriber.update", "subscriber.update", "subscriber.create"}, actions)
+	require.Equal(t, []string{"subscriber.rotate_secret", "deliveries.recover", "subscriber.enable", operate.ActionRefused, "subscriber.disable",
+		"subscriber.update", "subscriber.update", "subscriber.create"}, actions, "the recover refused while disabled too")
 	require.NotContains(t, out, secret)
 	code, out, _ = pacer("audit")
 	require.Equal(t, 0, code)
 	require.Contains(t, out, "subscriber.rotate_secret")
+}
+
+// A command refused by the operation it runs (its input, a target that
+// does not exist, a conflict) keeps an audit entry as cli, naming the
+// command and the reason (issue 41.13; before, only what was done was
+// audited). A read refused for its flags is not a change.
+func TestRefusedCommandsAreAudited(t *testing.T) {
+	t.Parallel()
+	st := testenv.Store(t)
+	db := []string{"--database-url", st.Pool().Config().ConnString()}
+	pacer := func(args ...string) int {
+		code, _, _ := run(append(append([]string{}, db...), args...)...)
+		return code
+	}
+	require.Equal(t, 1, pacer("subscribers", "remove", "sub_aaaaaaaaaaaaaaaa"), "not found")
+	require.Equal(t, 2, pacer("subscribers", "add", "--url", "http://127.0.0.1:9/hook"))
+	require.Equal(t, 2, pacer("audit", "--limit", "5000"))
+	entries, err := st.AuditLog(t.Context(), store.AuditQuery{Limit: 10})
+	require.NoError(t, err)
+	var got []string
+	for _, e := range entries {
+		require.Equal(t, operate.ActionRefused, e.Action)
+		require.Equal(t, "cli", e.Actor)
+		var r operate.Refusal
+		require.NoError(t, json.Unmarshal(e.After, &r))
+		require.NotEmpty(t, r.Error)
+		got = append(got, e.Target)
+	}
+	require.Equal(t, []string{"pacer subscribers add", "pacer subscribers remove"}, got)
 }

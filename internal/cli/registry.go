@@ -58,7 +58,7 @@ func importCmd(c *config, what, short string,
 				return usagef("%s: %v", clipArg(args[0]), err)
 			}
 			defer f.Close()
-			return c.withService(cmd.Context(), false, func(ctx context.Context, svc *operate.Service) error {
+			return c.withService(cmd, false, func(ctx context.Context, svc *operate.Service) error {
 				out, err := apply(ctx, svc, f, dryRun)
 				if err != nil {
 					return recordInvalid(args[0], err)
@@ -118,7 +118,7 @@ func newRegistryCmd(c *config) *cobra.Command {
 		Short: "Show the registry read held for confirmation, if any: what it lists and whom it would deregister",
 		Args:  wrapArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return c.withService(cmd.Context(), false, func(ctx context.Context, svc *operate.Service) error {
+			return c.readService(cmd, func(ctx context.Context, svc *operate.Service) error {
 				h, err := svc.RegistryHold(ctx)
 				if err != nil {
 					return err
@@ -146,7 +146,7 @@ func newRegistryCmd(c *config) *cobra.Command {
 				digest = args[0]
 			}
 			var h store.DropHeld
-			err := c.withService(cmd.Context(), false, func(ctx context.Context, svc *operate.Service) error {
+			err := c.withService(cmd, false, func(ctx context.Context, svc *operate.Service) error {
 				var err error
 				h, err = svc.ConfirmRegistryDrop(ctx, digest)
 				return err

@@ -67,7 +67,7 @@ changed by adding it again until it is finalized, never after (exit 2).`,
 			if cmd.Flags().Changed("min-priced-trades") {
 				in.MinPricedTradeCount = &minTrades
 			}
-			return c.withService(cmd.Context(), false, func(ctx context.Context, svc *operate.Service) error {
+			return c.withService(cmd, false, func(ctx context.Context, svc *operate.Service) error {
 				woken := c.wakeable(ctx, svc)
 				defer woken()
 				r, created, err := svc.PutRound(ctx, in)

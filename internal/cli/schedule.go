@@ -99,7 +99,7 @@ func newScheduleBackfillCmd(c *config) *cobra.Command {
 				return usagef("--to %s is in the future: a backfill runs past occurrences", to)
 			}
 			// Through the operations, as the admin API sends it: audited.
-			return c.withService(cmd.Context(), true, func(ctx context.Context, svc *operate.Service) error {
+			return c.withService(cmd, true, func(ctx context.Context, svc *operate.Service) error {
 				raw, err := svc.Backfill(ctx, operate.BackfillInput{Task: task, From: f, To: t})
 				if err != nil {
 					return err
@@ -149,7 +149,7 @@ func newScheduleSkipCmd(c *config) *cobra.Command {
 			if err != nil {
 				return usagef("--at is not an RFC3339 time: %.80q", at)
 			}
-			return c.withService(cmd.Context(), true, func(ctx context.Context, svc *operate.Service) error {
+			return c.withService(cmd, true, func(ctx context.Context, svc *operate.Service) error {
 				raw, err := svc.Skip(ctx, operate.SkipInput{Task: task, NominalAt: nominal})
 				if raw == nil {
 					return err

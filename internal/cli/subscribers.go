@@ -86,7 +86,7 @@ periods that end after now are delivered.`,
 			// the default.
 			in := operate.SubscriberInput{URL: rawURL, Events: append([]string{}, splitComma(events)...),
 				Tokens: splitComma(tokens), Agents: splitComma(agents)}
-			return c.withService(cmd.Context(), false, func(ctx context.Context, svc *operate.Service) error {
+			return c.withService(cmd, false, func(ctx context.Context, svc *operate.Service) error {
 				sub, err := svc.CreateSubscriber(ctx, in)
 				if err != nil {
 					return err
@@ -135,7 +135,7 @@ func newSubscribersListCmd(c *config) *cobra.Command {
 		Short: "List the subscribers (never their secrets)",
 		Args:  wrapArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return c.withService(cmd.Context(), false, func(ctx context.Context, svc *operate.Service) error {
+			return c.readService(cmd, func(ctx context.Context, svc *operate.Service) error {
 				subs, err := svc.Subscribers(ctx)
 				if err != nil {
 					return err
@@ -304,7 +304,7 @@ func newDeliveriesRedeliverCmd(c *config) *cobra.Command {
 		Args:  wrapArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id := args[0]
-			err := c.withService(cmd.Context(), false, func(ctx context.Context, svc *operate.Service) error {
+			err := c.withService(cmd, false, func(ctx context.Context, svc *operate.Service) error {
 				return svc.Redeliver(ctx, id)
 			})
 			if err != nil {

@@ -126,7 +126,8 @@ values ($1, $2, 'daily', $3, $4, '{}', 'exhausted', 6, now(), 503, 'HTTP 503')`,
 	require.Contains(t, errOut, "not found")
 
 	// Every change above is in the audit log, the CLI's as cli, the 410's
-	// as pacer, and never with a secret.
+	// as pacer, the refused ones too (issue 41.13), and never with a
+	// secret.
 	code, out, errOut = pacer("audit", "--json")
 	require.Equal(t, 0, code, errOut)
 	var entries []store.AuditEntry
@@ -135,7 +136,8 @@ values ($1, $2, 'daily', $3, $4, '{}', 'exhausted', 6, now(), 503, 'HTTP 503')`,
 	for _, e := range entries {
 		got = append(got, e.Actor+" "+e.Action)
 	}
-	require.Equal(t, []string{"cli subscriber.delete", "pacer subscriber.disable", "cli delivery.redeliver", "cli subscriber.create"}, got)
+	require.Equal(t, []string{"cli refused", "cli subscriber.delete", "cli refused", "pacer subscriber.disable", "cli delivery.redeliver",
+		"cli subscriber.create", "cli refused"}, got)
 	require.NotContains(t, out, secret)
 	require.NotContains(t, out, "t0ps3cret")
 }

@@ -8,15 +8,12 @@ import (
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
-	"go.uber.org/zap"
-	"go.uber.org/zap/zaptest"
 
-	"github.com/pacer-dev/pacer/activities"
 	"github.com/pacer-dev/pacer/internal/actor"
-	"github.com/pacer-dev/pacer/internal/discovery"
 	"github.com/pacer-dev/pacer/internal/operate"
 	"github.com/pacer-dev/pacer/internal/store"
 	"github.com/pacer-dev/pacer/internal/testenv"
+	"github.com/pacer-dev/pacer/internal/testenv/devsched"
 	"github.com/pacer-dev/pacer/worker"
 )
 
@@ -48,24 +45,12 @@ func (h hangUp) UpdateWorkflow(ctx context.Context, o client.UpdateWorkflowOptio
 // caller's context: the pause was applied and never audited.
 func TestScheduleActionAuditedWhenTheCallerHangsUp(t *testing.T) {
 	t.Parallel()
-	srv, err := testenv.StartTemporal(context.Background())
-	require.NoError(t, err)
-	t.Cleanup(srv.Stop)
-	tc, err := client.Dial(client.Options{HostPort: srv.HostPort})
-	require.NoError(t, err)
-	t.Cleanup(tc.Close)
 	st := testenv.Store(t)
-	sched := worker.Scheduler{WorkflowID: "v1-audit", TaskQueue: "audit-test"}
-	w := worker.New(tc, sched.TaskQueue, activities.New(activities.Options{Discovery: discovery.Config{Mode: "agents"}, Store: st,
-		Logger: zaptest.NewLogger(t, zaptest.Level(zap.ErrorLevel)), TeneroBaseURL: "http://127.0.0.1:1", HiroBaseURL: "http://127.0.0.1:1"}))
-	require.NoError(t, w.Start())
-	t.Cleanup(w.Stop)
-	_, err = worker.EnsureRunning(t.Context(), tc, sched)
-	require.NoError(t, err)
+	tc, sched := devsched.Start(t, st, "v1-audit", "audit-test")
 
 	ctx, cancel := context.WithCancel(actor.With(t.Context(), "alice"))
 	svc := &operate.Service{Store: st, Temporal: hangUp{Client: tc, cancel: cancel}, WorkflowID: sched.WorkflowID}
-	_, err = svc.Pause(ctx, operate.PauseInput{For: "30m"})
+	_, err := svc.Pause(ctx, operate.PauseInput{For: "30m"})
 	require.NoError(t, err, "the caller hung up, the action went on")
 	status, err := worker.Status(t.Context(), tc, sched.WorkflowID)
 	require.NoError(t, err)
@@ -117,4 +102,110 @@ func TestScheduleActionAuditedWhenTheCallerHangsUp(t *testing.T) {
 	require.Equal(t, operate.ActionResume, entries[0].Action)
 	require.JSONEq(t, `{"input":null,"outcome":"requested"}`, string(entries[0].After))
 	t.Logf("figures: pause with the caller gone at once: 1 of 1 audited as alice, update id %s; resume with the outcome unwritable: reported done, entry %q", operate.AuditUpdateID(e.ID, "alice"), entries[0].After)
+}
+
+// intentFirst is the Temporal client of a test that looks at the audit
+// log at the moment an action reaches Temporal: its newest entry must be
+// the action's, as requested.
+type intentFirst struct {
+	client.Client
+	t      *testing.T
+	st     *store.Store
+	action *string // the action under way
+	seen   map[string]string
+}
+
+func (c intentFirst) look() {
+	entries, err := c.st.AuditLog(context.Background(), store.AuditQuery{Limit: 1})
+	require.NoError(c.t, err)
+	require.NotEmpty(c.t, entries, "%s reached Temporal before its audit entry", *c.action)
+	var after struct {
+		Outcome string `json:"outcome"`
+	}
+	require.NoError(c.t, json.Unmarshal(entries[0].After, &after))
+	c.seen[*c.action] = entries[0].Action + " " + after.Outcome
+}
+
+func (c intentFirst) UpdateWorkflow(ctx context.Context, o client.UpdateWorkflowOptions) (client.WorkflowUpdateHandle, error) {
+	c.look()
+	return c.Client.UpdateWorkflow(ctx, o)
+}
+
+func (c intentFirst) ExecuteWorkflow(ctx context.Context, o client.StartWorkflowOptions, wf any, args ...any) (client.WorkflowRun, error) {
+	c.look()
+	return c.Client.ExecuteWorkflow(ctx, o, wf, args...)
+}
+
+// Issue 41.13: the CLI's tune, reconfigure, stop, start and promote were
+// audited after the fact (a change made and then, the audit write
+// failing, only a line on stderr; a refused one, nothing). They now go
+// through operate.Audited as pause does: each action's entry is in the
+// log, as requested, when the action reaches Temporal, and then says
+// what happened; a refusal (the scheduler's validator) and a failure
+// (a promote of a build no worker runs) keep their entry with the reason.
+func TestSchedulerActionsAreAuditedBeforeTheyAct(t *testing.T) {
+	t.Parallel()
+	st := testenv.Store(t)
+	tc, sched := devsched.Start(t, st, "v1-intent", "intent-test")
+
+	var action string
+	seen := map[string]string{}
+	svc := &operate.Service{Store: st, WorkflowID: sched.WorkflowID,
+		Temporal: intentFirst{Client: tc, t: t, st: st, action: &action, seen: seen}}
+	ctx := actor.With(t.Context(), "alice")
+
+	action = operate.ActionTune
+	_, err := svc.Tune(ctx, json.RawMessage(`{"task":"tenero","interval":"10m"}`))
+	require.NoError(t, err)
+	action = operate.ActionReconfigure
+	_, err = svc.Reconfigure(ctx, json.RawMessage(`{"sweepEvery":"2m"}`))
+	require.NoError(t, err)
+	action = operate.ActionReconfigure + " refused"
+	_, err = svc.Reconfigure(ctx, json.RawMessage(`{"sweepEvery":"1ms"}`))
+	require.ErrorIs(t, err, operate.ErrInvalid, "the scheduler's validator refuses it")
+	require.False(t, operate.Refused(err), "the refusal is on record already")
+	action = operate.ActionStop
+	stopped, err := svc.Stop(ctx, sched, json.RawMessage(`{"reason":"maintenance"}`))
+	require.NoError(t, err)
+	require.NoError(t, stopped.RecordedErr)
+	action = operate.ActionStart
+	e, err := svc.Start(ctx, sched)
+	require.NoError(t, err)
+	require.True(t, e.Started)
+	action = operate.ActionPromote
+	_, err = svc.Promote(ctx, "no-such-deployment", "abc1234")
+	require.Error(t, err)
+
+	require.Equal(t, map[string]string{
+		operate.ActionTune:                     operate.ActionTune + " requested",
+		operate.ActionReconfigure:              operate.ActionReconfigure + " requested",
+		operate.ActionReconfigure + " refused": operate.ActionReconfigure + " requested",
+		operate.ActionStop:                     operate.ActionStop + " requested",
+		operate.ActionStart:                    operate.ActionStart + " requested",
+	}, seen, "each entry written before its action reached Temporal")
+
+	entries, err := st.AuditLog(t.Context(), store.AuditQuery{Limit: 10})
+	require.NoError(t, err)
+	var got []string
+	for _, e := range entries {
+		require.Equal(t, "alice", e.Actor)
+		var after struct {
+			Outcome string `json:"outcome"`
+			Error   string `json:"error"`
+		}
+		require.NoError(t, json.Unmarshal(e.After, &after))
+		if after.Outcome != "done" {
+			require.NotEmpty(t, after.Error, "%s %s says why", e.Action, after.Outcome)
+		}
+		got = append(got, e.Action+" "+after.Outcome)
+	}
+	require.Equal(t, []string{
+		operate.ActionPromote + " failed or unknown",
+		operate.ActionStart + " done",
+		operate.ActionStop + " done",
+		operate.ActionReconfigure + " refused",
+		operate.ActionReconfigure + " done",
+		operate.ActionTune + " done",
+	}, got)
+	t.Logf("figures: 6 actions, 6 entries each written before its action: %v", got)
 }

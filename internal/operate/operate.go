@@ -578,14 +578,45 @@ func (s *Service) Audit(ctx context.Context, q AuditQuery) ([]store.AuditEntry, 
 	return out, err
 }
 
-// RecordTemporal audits a change made through Temporal, right after its
-// update returned: what was asked (before is nil: reading the state first
-// would be a billed query) and what the scheduler answered.
-func (s *Service) RecordTemporal(ctx context.Context, action string, input, result any) error {
-	after, err := json.Marshal(map[string]any{"input": input, "result": result})
-	if err != nil {
-		return fmt.Errorf("audit %s: %w", action, err)
-	}
-	return s.Store.RecordAudit(ctx, store.AuditEntry{At: s.now(), Actor: actor.From(ctx), Action: action,
-		Target: s.workflowID(), After: after})
+// ActionRefused is the audit action of an operator's request refused
+// before it changed anything: its input, a target that does not exist, a
+// conflict (issue 41.13: refused attempts stay on record).
+const ActionRefused = "refused"
+
+// Refusal is what the audit log keeps of a refused request: where it came
+// in (an admin route, a CLI command) and why it was refused. Never the
+// request's body or arguments, which may carry a secret.
+type Refusal struct {
+	// Via is the admin route ("POST /api/admin/subscribers") or the
+	// command ("pacer subscribers create").
+	Via    string `json:"via"`
+	Path   string `json:"path,omitempty"`
+	Status int    `json:"status,omitempty"`
+	Error  string `json:"error"`
 }
+
+// RecordRefusal audits a refused request as the context's actor.
+func (s *Service) RecordRefusal(ctx context.Context, r Refusal) error {
+	after, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("audit %s: %w", ActionRefused, err)
+	}
+	return s.Store.RecordAudit(ctx, store.AuditEntry{At: s.now(), Actor: actor.From(ctx), Action: ActionRefused,
+		Target: r.Via, After: after})
+}
+
+// Refused says whether err refuses the request (its input, its target, a
+// conflict) rather than failing it, and the audit log does not hold the
+// refusal yet.
+func Refused(err error) bool {
+	var r recorded
+	if errors.As(err, &r) {
+		return false
+	}
+	return errors.Is(err, ErrInvalid) || errors.Is(err, ErrNotFound) || errors.Is(err, ErrConflict)
+}
+
+// recorded is a refusal the audit log holds already (Audited's).
+type recorded struct{ error }
+
+func (r recorded) Unwrap() error { return r.error }

@@ -51,14 +51,10 @@ var ErrNoTemporal = errors.New("no Temporal client")
 const updateTimeout = 30 * time.Second
 
 // update runs one of the scheduler's updates with in, audited whatever
-// happens to the caller: the entry is written first (the operator, the
-// action, what was asked, outcome "requested"), and nothing is done
-// without it; the update is sent under the id "audit-<entry id>-<actor>",
-// which the workflow's history records; the entry then gets the answer,
-// or the failure. Both go on when the caller's context ends (a closed
-// connection). A validator's rejection (an ErrInvalid) changed nothing and
-// drops the entry. The change being made, a failure to write its outcome
-// is logged and not returned: the entry says it was requested.
+// happens to the caller (Audited), under the update id
+// "audit-<entry id>-<actor>", which the workflow's history records. It
+// goes on when the caller's context ends (a closed connection), for
+// updateTimeout at most.
 func (s *Service) update(ctx context.Context, action, name string, in any) (json.RawMessage, error) {
 	if s.Temporal == nil {
 		return nil, ErrNoTemporal
@@ -67,36 +63,61 @@ func (s *Service) update(ctx context.Context, action, name string, in any) (json
 	if in != nil {
 		arg = in
 	}
-	who := actor.From(ctx)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), updateTimeout)
+	defer cancel()
+	return Audited(ctx, s, action, in, func(ctx context.Context, updateID string) (json.RawMessage, error) {
+		return worker.UpdateWithID[json.RawMessage](ctx, s.Temporal, s.workflowID(), name, updateID, arg)
+	})
+}
+
+// auditWriteTimeout bounds an audit entry's write once the change is under
+// way, whatever the caller's context.
+const auditWriteTimeout = 10 * time.Second
+
+// Audited runs do, an operator's change made through Temporal, audited
+// before and after (issue 41.13): the entry (the actor, the action, what
+// was asked, outcome "requested") is written first and nothing is done
+// without it; do gets the update id that names the entry and the actor
+// ("audit-<entry id>-<actor>"); the entry then gets do's result (outcome
+// "done"), its refusal (outcome "refused" and the reason: the
+// scheduler's handlers fail only for their input, a validator's
+// rejection, before history) or its failure ("failed or unknown"). A
+// refused attempt stays on record. The change being made, a failure to
+// write its outcome is logged and not returned: the entry says it was
+// requested. A refusal comes back as an Invalid the audit log holds
+// already (Recorded).
+func Audited[R any](ctx context.Context, s *Service, action string, in any, do func(ctx context.Context, updateID string) (R, error)) (R, error) {
+	var zero R
+	who := actor.From(ctx)
+	write, cancel := context.WithTimeout(context.WithoutCancel(ctx), auditWriteTimeout)
 	defer cancel()
 	requested, err := json.Marshal(map[string]any{"input": in, "outcome": "requested"})
 	if err != nil {
-		return nil, fmt.Errorf("audit %s: %w", action, err)
+		return zero, fmt.Errorf("audit %s: %w", action, err)
 	}
-	id, err := s.Store.StartAudit(ctx, store.AuditEntry{At: s.now(), Actor: who, Action: action, Target: s.workflowID(), After: requested})
+	id, err := s.Store.StartAudit(write, store.AuditEntry{At: s.now(), Actor: who, Action: action, Target: s.workflowID(), After: requested})
 	if err != nil {
-		return nil, fmt.Errorf("%s not done: %w", action, err)
+		return zero, fmt.Errorf("%s not done: %w", action, err)
 	}
-	res, err := worker.UpdateWithID[json.RawMessage](ctx, s.Temporal, s.workflowID(), name, AuditUpdateID(id, who), arg)
-	outcome := map[string]any{"input": in, "result": res}
+	res, err := do(ctx, AuditUpdateID(id, who))
+	outcome := map[string]any{"input": in, "outcome": "done", "result": res}
 	var app *temporal.ApplicationError
 	refused := errors.As(err, &app)
-	if err != nil {
+	switch {
+	case refused:
+		outcome = map[string]any{"input": in, "outcome": "refused", "error": app.Message()}
+	case err != nil:
 		outcome = map[string]any{"input": in, "outcome": "failed or unknown", "error": err.Error()}
 	}
 	after, _ := json.Marshal(outcome)
-	if ferr := s.Store.FinishAudit(ctx, id, after, refused); ferr != nil {
+	if ferr := s.Store.FinishAudit(write, id, after); ferr != nil {
 		s.logger().Warn("operate.audit_outcome_unrecorded", zap.String("action", action), zap.Int64("audit_id", id), zap.Error(ferr))
 	}
 	switch {
 	case refused:
-		// The scheduler's handlers fail only for their input (a
-		// validator's rejection, before history); anything else, such as
-		// an unreachable or missing scheduler, is a service error.
-		return nil, &Invalid{Msg: app.Message()}
+		return zero, recorded{&Invalid{Msg: app.Message()}}
 	case err != nil:
-		return nil, err
+		return zero, err
 	}
 	return res, nil
 }

@@ -46,8 +46,8 @@ func jsonArg(raw json.RawMessage) any {
 	return string(raw)
 }
 
-// RecordAudit writes one entry on its own: for a change made through
-// Temporal, right after its update returned.
+// RecordAudit writes one entry on its own: an operator's request refused
+// before it changed anything.
 func (s *Store) RecordAudit(ctx context.Context, e AuditEntry) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return writeAudit(ctx, tx, e) })
 }
@@ -66,16 +66,9 @@ insert into audit_log (at, actor, action, target, before, after) values ($1, $2,
 }
 
 // FinishAudit records the outcome of an entry's change as its after
-// document; with drop set, the change was refused before anything was
-// done and the entry goes.
-func (s *Store) FinishAudit(ctx context.Context, id int64, after json.RawMessage, drop bool) error {
-	var err error
-	if drop {
-		_, err = s.pool.Exec(ctx, `delete from audit_log where id = $1`, id)
-	} else {
-		_, err = s.pool.Exec(ctx, `update audit_log set after = $2 where id = $1`, id, jsonArg(after))
-	}
-	if err != nil {
+// document.
+func (s *Store) FinishAudit(ctx context.Context, id int64, after json.RawMessage) error {
+	if _, err := s.pool.Exec(ctx, `update audit_log set after = $2 where id = $1`, id, jsonArg(after)); err != nil {
 		return fmt.Errorf("finish audit %d: %w", id, err)
 	}
 	return nil
