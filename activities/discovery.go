@@ -34,7 +34,7 @@ func (r *sweepRun) readers(ctx context.Context, s *discovery.Run) error {
 				zap.Float64("detailsPerMinute", t.DetailsPerMinute()))
 		}
 	}
-	s.ContractsAreTail = r.src == discovery.SourceContracts
+	s.ContractsAreTail, s.OpenGaps = r.src == discovery.SourceContracts, r.a.traffic.OpenGaps() > 0
 	store.PlanReaders(s, rows, contracts, r.held, feedOff, r.a.traffic.ProbedAt())
 	return nil
 }
@@ -152,6 +152,7 @@ func (r *sweepRun) read(ctx context.Context, rd store.Reader, scan *discovery.Sc
 				return err
 			}
 			rd.Gaps++
+			r.a.traffic.SetOpenGaps(1, true)
 			r.log.Warn("discovery.gap", zap.String("reader", rd.Name), zap.Stringer("to", g.To),
 				zap.Int("maxPages", r.dc.MaxPages), zap.String("filledBy", "the reconciler"))
 		}
@@ -191,6 +192,7 @@ func (r *sweepRun) reportReaders(ctx context.Context, st discovery.Run) error {
 	now := r.a.now()
 	r.mu.Lock()
 	r.res.OpenGaps = open
+	r.a.traffic.SetOpenGaps(open, false)
 	r.mu.Unlock()
 	for _, rd := range readers {
 		if probed := r.a.traffic.ProbedAt(); rd.Name == discovery.ReaderTail && st.ContractsAreTail && !probed.IsZero() {

@@ -232,6 +232,9 @@ func TestReconcilerStretchesWhenTheBudgetBinds(t *testing.T) {
 	require.Equal(t, 15*time.Minute, at(3.5, 5), "5 lists: 5/(0.7) min is under 15 min: no stretch")
 	s := Run{ReconcileEvery: 15 * time.Minute, Contracts: make([]Reader, 40), Budget: Budget{Rate: 3.5}}
 	require.Equal(t, at(3.5, 40), s.Every(ContractReader("SP1.a")), "no Lists: one for each contract's reader")
+	s.OpenGaps = true
+	require.Equal(t, 15*time.Minute, s.Every(ContractReader("SP1.a")), "gaps open: the reconciler is the one reader that fills them")
+	s.OpenGaps = false
 	s.ContractsAreTail = true
 	require.Equal(t, s.TailInterval(), s.Every(ContractReader("SP1.a")), "the lists as the tail: the tail's interval")
 	require.Equal(t, 15*time.Minute, s.Every(ReaderTail), "the feed's probe")

@@ -91,8 +91,13 @@ type Run struct {
 	ReconcileEvery   time.Duration
 	// Lists is how many allowlisted contracts' lists a whole read of the
 	// contracts' readers reads (0: one for each of Contracts).
-	Lists  int
-	Agents Agents
+	Lists int
+	// OpenGaps is true while ranges the tail gave up on are not yet
+	// covered by the contracts' lists: the reconciler, the one reader
+	// that finds their swaps, then reads every ReconcileEvery whatever
+	// the budget.
+	OpenGaps bool
+	Agents   Agents
 	// Pending is how many pending transactions are due for a look again
 	// (at most a batch): a Verify step takes them. Pushed is how many of
 	// them a push named (SPEC §5.0 "Push"): they are verified at once,
@@ -170,10 +175,11 @@ func (s Run) Every(name string) time.Duration {
 
 // reconcileEvery is how often the reconciler reads the contracts' lists:
 // every ReconcileEvery, stretched when the budget binds so that a page of
-// each list fits what the tail leaves of the lane's rate (1 - TailShare).
+// each list fits what the tail leaves of the lane's rate (1 - TailShare),
+// unless gaps are open.
 func (s Run) reconcileEvery() time.Duration {
 	r := s.Budget.Rate
-	if r <= 0 || math.IsInf(r, 1) || math.IsNaN(r) {
+	if s.OpenGaps || r <= 0 || math.IsInf(r, 1) || math.IsNaN(r) {
 		return s.ReconcileEvery
 	}
 	lists := s.Lists

@@ -215,6 +215,25 @@ type Observer struct {
 	source   Source
 	probeAt  time.Time
 	readCost float64
+	openGaps int
+}
+
+// SetOpenGaps records how many gaps are open (a run's report), or, with
+// found, n more found since.
+func (o *Observer) SetOpenGaps(n int, found bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if found {
+		n += o.openGaps
+	}
+	o.openGaps = n
+}
+
+// OpenGaps is how many gaps were open when last recorded.
+func (o *Observer) OpenGaps() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.openGaps
 }
 
 // Choose chooses where the tail reads now and returns it with where it

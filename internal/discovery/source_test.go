@@ -151,6 +151,11 @@ func TestObserverKeepsWhatTheRunsObserved(t *testing.T) {
 	require.InDelta(t, 2.5, o.ReadCost(), 1e-9, "the recent reads' average")
 	o.Probed(at)
 	require.Equal(t, at, o.ProbedAt())
+	o.SetOpenGaps(1, true)
+	o.SetOpenGaps(1, true)
+	require.Equal(t, 2, o.OpenGaps(), "gaps found in runs")
+	o.SetOpenGaps(0, false)
+	require.Zero(t, o.OpenGaps(), "a run's report: every gap filled")
 
 	o.ObserveFeed(1000, nil, nil, at)
 	o.ObserveFeed(1600, nil, nil, at.Add(10*time.Minute))

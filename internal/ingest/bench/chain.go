@@ -203,6 +203,11 @@ func (c *Chain) Entry(g int) hiro.Entry {
 	return e
 }
 
+// Ordinal is the ordinal of the entry at p (its place from the oldest).
+func (c *Chain) Ordinal(p hiro.Position) int {
+	return int(c.cum[p.BlockHeight-chainHeight0]) + int(p.TxIndex)
+}
+
 // AgentTx returns the agent's transaction a rendered entry is, if it is
 // one (its txid is its ordinal).
 func (c *Chain) AgentTx(e hiro.Entry) (agentTxRef, bool) {

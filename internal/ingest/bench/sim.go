@@ -116,7 +116,10 @@ type sim struct {
 	// decided when the source was last decided.
 	listsTime time.Duration
 	decided   time.Time
-	gaps      int
+	// gaps counts the ranges the tail gave up on; gapTo is the ordinal
+	// below which they lie (open while the contracts' lists have not
+	// read past it, recAt).
+	gaps, gapTo int
 
 	// The agents and their due set, as the store's query orders it
 	// (ingest.Config.Less): future by next_run_at, due by the policy's
@@ -242,6 +245,7 @@ func (x *sim) state(now, began time.Time, held map[string]bool) discovery.Run {
 		return s
 	}
 	s.Linger, s.ContractsAreTail, s.Lists = began.Add(runLinger), x.onLists(), x.c.A.Contracts()
+	s.OpenGaps = x.recAt < x.gapTo
 	tail := discovery.Reader{Name: ReaderTail, LastRead: x.tailRead, Scanning: x.scan != nil, Held: held[ReaderTail]}
 	if s.ContractsAreTail {
 		tail = discovery.Reader{Name: ReaderTail, LastRead: x.obs.ProbedAt(), Held: held[ReaderTail]}
@@ -341,8 +345,9 @@ func (x *sim) walk(now *time.Time) bool {
 	if !x.scan.Done() {
 		return false
 	}
-	if x.scan.Gap() != nil {
+	if g := x.scan.Gap(); g != nil {
 		x.gaps++
+		x.gapTo = max(x.gapTo, x.c.Ordinal(g.To.Position)+1)
 	}
 	x.pos, x.scan = x.scan.Position(), nil
 	return true
