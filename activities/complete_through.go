@@ -26,3 +26,14 @@ func (a *Activities) lapseHolds(ctx context.Context) {
 	}
 	a.Metrics.ObserveHoldsLapsed(len(lapsed))
 }
+
+// publishCompleteThrough moves the published completeThrough on as far as
+// the readers allow (store.CompleteThrough keeps the largest value given
+// out). The public API reads only what is published (its pool is
+// read-only, issue 41.12), so the sweep publishes at the end of every
+// run. A failure is logged: the next run publishes again.
+func (a *Activities) publishCompleteThrough(ctx context.Context) {
+	if _, err := a.Store.CompleteThrough(ctx); err != nil {
+		a.Logger.Warn("complete_through.publish_failed", zap.Error(err))
+	}
+}

@@ -244,6 +244,7 @@ func (r *sweepRun) fail(class pacer.ErrorClass, msg string) (pacer.SweepResult, 
 // stopped and when the next is due: the plan's last step says.
 func (r *sweepRun) finish(ctx context.Context, st discovery.Run, step discovery.Step) (pacer.SweepResult, error) {
 	r.a.lapseHolds(ctx)
+	r.a.publishCompleteThrough(ctx)
 	if r.dc.Mode == discovery.ModeTail {
 		if err := r.reportReaders(ctx, st); err != nil {
 			return r.fail(pacer.ClassTransport, "report the readers: "+err.Error())

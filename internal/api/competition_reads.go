@@ -51,7 +51,7 @@ func (s *Server) newCompetition() {
 	s.comp.board = &cell[*board]{what: "leaderboard", ttl: boardTTL, failTTL: time.Second, timeout: boardTimeout,
 		staleOK: true, fetch: s.fetchBoard, onFailure: s.logBoardFailure}
 	s.comp.through = &cell[*int64]{what: "complete_through", ttl: throughTTL, failTTL: time.Second, timeout: throughTimeout,
-		staleOK: true, fetch: func(ctx context.Context) (*int64, error) { return s.reads().CompleteThrough(ctx) },
+		staleOK: true, fetch: func(ctx context.Context) (*int64, error) { return s.reads().PublishedCompleteThrough(ctx) },
 		onFailure: func(err error) { s.o.Logger.Warn("api.complete_through_failed", zap.Error(err)) }}
 	s.handleCached("GET /api/competition/leaderboard", s.leaderboard)
 	s.handleCached("GET /api/competition/trades", s.tradesList)

@@ -2,11 +2,13 @@ package api_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -322,4 +324,59 @@ func TestReadLimitPerClientBehindAProxy(t *testing.T) {
 			require.Equal(t, http.StatusTooManyRequests, code, "an untrusted connection's header is ignored")
 		}
 	}
+}
+
+// Issue 41.12: every public route answers through a read pool whose user
+// may only read what migration 025 grants pacer_public (and whose
+// transactions are read-only): none answers 5xx, the delivery pull
+// included (with its token: the delivery and the subscriber's token
+// hash). Before, the public pool wrote completeThrough's ratchet, which
+// such a user cannot.
+func TestEveryPublicRouteReadsWithThePublicRole(t *testing.T) {
+	t.Parallel()
+	l := newListenersWith(t, nil, func(*store.Store) http.Handler { return newFakeAdmin() }, func(o *api.Options) {
+		reads, err := store.OpenPublicReads(context.Background(), testenv.AsRole(t, o.Store.Pool().Config().ConnString(), "pacer_public"))
+		require.NoError(t, err)
+		t.Cleanup(reads.Close)
+		o.ReadStore = reads
+	})
+	now := time.Now().UTC().Truncate(time.Hour)
+	fill := map[string]string{
+		"id":                "x1",
+		"?GET /api/rollups": "period=hour&from=" + now.Add(-24*time.Hour).Format(time.RFC3339) + "&to=" + now.Format(time.RFC3339),
+		"?GET /api/prices":  "tokens=stx",
+	}
+	// A reader has read on past what was published: the public pool
+	// answers what the worker published, and does not move it (it used to
+	// write the next value, which this role may not).
+	const published = 1778700600
+	_, err := l.st.Pool().Exec(context.Background(), `insert into competition_state (key, value, updated_at) values ('complete_through', $1, now())`,
+		strconv.Itoa(published))
+	require.NoError(t, err)
+	_, err = l.st.Pool().Exec(context.Background(), `insert into discovery_cursors (reader, updated_at, block_time) values ('tail', now(), $1)`, published+3600)
+	require.NoError(t, err)
+	gets := 0
+	for _, p := range l.h.PublicRoutes() {
+		if method, _, _ := strings.Cut(p, " "); method != http.MethodGet || !strings.Contains(p, " ") {
+			continue
+		}
+		gets++
+		code, got := fetch(t, requestFor(t, l.public.URL, p, fill))
+		require.Less(t, code, 500, "%s: %s", p, got)
+	}
+	require.GreaterOrEqual(t, gets, 10)
+	var board struct {
+		CompleteThrough *time.Time `json:"completeThrough"`
+	}
+	code, got := fetch(t, requestFor(t, l.public.URL, "GET /api/competition/leaderboard", nil))
+	require.Equal(t, http.StatusOK, code, got)
+	require.NoError(t, json.Unmarshal([]byte(got[strings.Index(got, "\n\n")+2:]), &board))
+	require.NotNil(t, board.CompleteThrough, "the published completeThrough")
+	require.Equal(t, int64(published), board.CompleteThrough.Unix())
+	fill["id"] = l.dID
+	req := requestFor(t, l.public.URL, api.PullPattern, fill)
+	req.Header.Set("Authorization", "Bearer "+l.sub.PullToken)
+	code, got = fetch(t, req)
+	require.Equal(t, http.StatusOK, code, got)
+	t.Logf("figures: %d public GET routes and the pull, each under 500, as a pacer_public member", gets)
 }

@@ -65,13 +65,15 @@ type config struct {
 	taskQueue       string
 	workflowID      string
 	databaseURL     string
-	httpAddr        string
-	teneroBaseURL   string
-	teneroAPIKey    string
-	teneroKeyFile   string
-	hiroBaseURL     string
-	registryURL     string
-	registryEvery   time.Duration
+	// publicDatabaseURL is the public reads' pool's (empty: databaseURL).
+	publicDatabaseURL string
+	httpAddr          string
+	teneroBaseURL     string
+	teneroAPIKey      string
+	teneroKeyFile     string
+	hiroBaseURL       string
+	registryURL       string
+	registryEvery     time.Duration
 	// roundGrace is PACER_ROUND_GRACE (SPEC §13).
 	roundGrace      time.Duration
 	registryMaxDrop float64
@@ -195,6 +197,8 @@ func (c *config) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&c.taskQueue, "task-queue", env("PACER_TASK_QUEUE", "pacer"), "task queue [PACER_TASK_QUEUE]")
 	fs.StringVar(&c.workflowID, "workflow-id", env("PACER_WORKFLOW_ID", "v1"), "scheduler workflow ID [PACER_WORKFLOW_ID]")
 	fs.StringVar(&c.databaseURL, "database-url", env("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/pacer?sslmode=disable"), "Postgres URL; a password in it is never shown, but a flag is visible in ps: prefer DATABASE_URL [DATABASE_URL]")
+	fs.StringVar(&c.publicDatabaseURL, "public-database-url", env("PACER_PUBLIC_DATABASE_URL", ""),
+		"Postgres URL of the public API's read pool, for a role that may only read (pacer_public; docs/deploying.md); empty: DATABASE_URL. Read-only either way [PACER_PUBLIC_DATABASE_URL]")
 	fs.StringVar(&c.teneroBaseURL, "tenero-base-url", env("TENERO_BASE_URL", "https://api.tenero.io"), "Tenero API base URL [TENERO_BASE_URL]")
 	fs.StringVar(&c.teneroAPIKey, "tenero-api-key", env("TENERO_API_KEY", ""),
 		"Tenero API key, sent as x-api-key; discouraged as a flag (any user sees it in ps): prefer TENERO_API_KEY or --tenero-api-key-file [TENERO_API_KEY]")
@@ -254,6 +258,7 @@ func (c *config) bind(fs *pflag.FlagSet) {
 	// A default --help shows must never be a secret (SPEC §2): keys are
 	// blanked (hideSecretDefaults), a database password is masked.
 	fs.Lookup("database-url").DefValue = redactDatabaseURL(c.databaseURL)
+	fs.Lookup("public-database-url").DefValue = redactDatabaseURL(c.publicDatabaseURL)
 	if v := os.Getenv("TEMPORAL_ADDRESS"); v != "" {
 		c.temporalAddress = v
 	}

@@ -187,9 +187,13 @@ func (c *config) runStack(ctx context.Context, o stackOptions) error {
 		if err := m.WatchScheduler(view, st.LatestRuns, metricsEvery); err != nil {
 			return err
 		}
-		reads, err := store.OpenPublicReads(ctx, c.databaseURL)
+		readsURL, readsVar := c.publicDatabaseURL, "PACER_PUBLIC_DATABASE_URL"
+		if readsURL == "" {
+			readsURL, readsVar = c.databaseURL, "DATABASE_URL"
+		}
+		reads, err := store.OpenPublicReads(ctx, readsURL)
 		if err != nil {
-			return fmt.Errorf("postgres (DATABASE_URL): %w", err)
+			return fmt.Errorf("postgres (%s): %w", readsVar, err)
 		}
 		defer reads.Close()
 		h := c.apiHandler(st, reads, tc, acts.FastVerifier, acts.Budget, m, log)

@@ -193,6 +193,22 @@ const completeThroughKey = "complete_through"
 // has read what was mined more than this before it.
 const completeThroughIndexing = 60
 
+// PublishedCompleteThrough is the completeThrough CompleteThrough last
+// gave out (nil: none yet), read without moving it: the public reads'
+// pool writes nothing (issue 41.12); the sweep publishes at the end of
+// every run.
+func (s *Store) PublishedCompleteThrough(ctx context.Context) (*int64, error) {
+	var out *int64
+	err := s.pool.QueryRow(ctx, `select value::bigint from competition_state where key = $1`, completeThroughKey).Scan(&out)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("published complete through: %w", err)
+	}
+	return out, nil
+}
+
 // CompleteThrough is SPEC §7's completeThrough: the latest block time T
 // (unix seconds) such that every swap with a block time at or before T is
 // in swaps, because every reader has read past T and settled what it
