@@ -35,7 +35,11 @@ func TestSweepVisitsCutShortResume(t *testing.T) {
 	f := newFaultStack(t, func(c *sim.HiroConfig) { c.Activity = true })
 	ctx := context.Background()
 	log := zaptest.NewLogger(t, zaptest.Level(zap.ErrorLevel))
-	const perWindow, window = 5, time.Second
+	// A run is cut short only when its share is spent before the window
+	// ends: at 4 a 2 s window a request would have to take half a second
+	// for a run to go on past it (under a loaded -race run 5 a 1 s window
+	// let one run finish the whole world).
+	const perWindow, window = 4, 2 * time.Second
 	small := budget.Config{PerMinute: perWindow, Window: window}
 	// The frozen simulator says its window resets in 60 s, every time: a
 	// budget that follows it (as it must) would make this test a minute

@@ -162,9 +162,7 @@ func (s *Server) chainhookPush(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusRequestEntityTooLarge, tooLarge)
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), chainhookAnswerWithin)
-	defer cancel()
-	if !h.acquire(ctx) {
+	if !h.acquire(r.Context()) {
 		h.metrics.ObservePush(metrics.PushBusy)
 		w.Header().Set("Retry-After", "1")
 		writeError(w, http.StatusServiceUnavailable, "too many deliveries at once")
@@ -193,6 +191,11 @@ func (s *Server) chainhookPush(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	// The body's read is bounded by the listener's read timeout and the
+	// size limit; the bound on the answer starts once it is read, so a
+	// big delivery over a slow link is not refused for its upload.
+	ctx, cancel := context.WithTimeout(r.Context(), chainhookAnswerWithin)
+	defer cancel()
 	resp, err := s.takeDelivery(ctx, p, ex)
 	if err != nil {
 		// Chainhooks retries; a replay of what did happen changes nothing.
