@@ -444,25 +444,35 @@ func (s *Server) hiroLimitFor(route string, next http.Handler) http.Handler {
 			writeError(w, http.StatusUnauthorized, "Invalid API key")
 			return
 		}
-		h := w.Header()
-		h.Set(hiroHeaderCost, strconv.Itoa(cost))
-		perMinute := strconv.Itoa(plan.PerMinute)
-		h.Set(hiroHeaderLimit, perMinute)
-		h.Set(hiroHeaderRemaining, strconv.Itoa(d.MinuteRemaining))
-		h.Set(hiroHeaderReset, strconv.FormatInt(retryAfterSeconds(now.Truncate(time.Minute).Add(time.Minute).Sub(now)), 10))
-		h.Set(hiroHeaderMinuteLimit, perMinute)
-		h.Set(hiroHeaderMinuteRemaining, strconv.Itoa(d.MinuteRemaining))
-		if plan.HasMonth() {
-			h.Set(hiroHeaderMonthLimit, strconv.Itoa(plan.PerMonth))
-			h.Set(hiroHeaderMonthRemaining, strconv.Itoa(d.MonthRemaining))
-		}
+		d.WriteHiroHeaders(w.Header(), plan, now, cost)
 		if !d.Allowed {
-			h.Set("retry-after", strconv.FormatInt(retryAfterSeconds(d.RetryAfter), 10))
 			writeError(w, http.StatusTooManyRequests, "Too Many Requests")
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// WriteHiroHeaders sets the rate-limit headers Hiro sends with the answer
+// a to a request of cost under the plan l at now (the advertised limit,
+// what is really left, the month only on a plan that has one, retry-after
+// with a refusal). The HTTP simulator sends them, and the benchmarks hand
+// them to the header parsing the service runs.
+func (a Answer) WriteHiroHeaders(h http.Header, l Limits, now time.Time, cost int) {
+	h.Set(hiroHeaderCost, strconv.Itoa(cost))
+	perMinute := strconv.Itoa(l.PerMinute)
+	h.Set(hiroHeaderLimit, perMinute)
+	h.Set(hiroHeaderRemaining, strconv.Itoa(a.MinuteRemaining))
+	h.Set(hiroHeaderReset, strconv.FormatInt(retryAfterSeconds(now.Truncate(time.Minute).Add(time.Minute).Sub(now)), 10))
+	h.Set(hiroHeaderMinuteLimit, perMinute)
+	h.Set(hiroHeaderMinuteRemaining, strconv.Itoa(a.MinuteRemaining))
+	if l.HasMonth() {
+		h.Set(hiroHeaderMonthLimit, strconv.Itoa(l.PerMonth))
+		h.Set(hiroHeaderMonthRemaining, strconv.Itoa(a.MonthRemaining))
+	}
+	if !a.Allowed {
+		h.Set("retry-after", strconv.FormatInt(retryAfterSeconds(a.RetryAfter), 10))
+	}
 }
 
 // txTypeContractCall is the tx_type of contract calls.

@@ -273,22 +273,6 @@ func (q *Quota) roll(now time.Time) {
 	}
 }
 
-// Observation is the answer as pacer's Hiro client reads its headers
-// (hiroLimitFor sends them): what the benchmarks hand internal/budget.
-func (a Answer) Observation(l Limits, now time.Time, cost int) budget.Observation {
-	o := budget.Observation{Status: http.StatusOK, Cost: int64(cost)}
-	if !a.Allowed {
-		o.Status = http.StatusTooManyRequests
-		o.RetryAfter = new(time.Duration(retryAfterSeconds(a.RetryAfter)) * time.Second)
-	}
-	o.Reset = new(time.Duration(retryAfterSeconds(now.Truncate(time.Minute).Add(time.Minute).Sub(now))) * time.Second)
-	o.Limit, o.Remaining = new(int64(l.PerMinute)), new(int64(a.MinuteRemaining))
-	if l.HasMonth() {
-		o.MonthLimit, o.MonthRemaining = new(int64(l.PerMonth)), new(int64(a.MonthRemaining))
-	}
-	return o
-}
-
 // retryAfterSeconds renders a wait as Retry-After does: whole seconds,
 // rounded up so a client that obeys it lands in the next window, never 0.
 func retryAfterSeconds(d time.Duration) int64 {

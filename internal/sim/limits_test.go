@@ -8,30 +8,36 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// headers is what Hiro sends with the answer a.
+func headers(a Answer, l Limits, now time.Time) http.Header {
+	h := http.Header{}
+	a.WriteHiroHeaders(h, l, now, 1)
+	return h
+}
+
 // Quota is what the benchmarks spend: the same windows the HTTP limiter
-// serves, and the headers pacer reads of an answer, as hiroLimitFor sends
+// serves, and the headers Hiro sends with an answer, as hiroLimitFor sends
 // them (the advertised limit, what is really left, the month only on a
 // plan that has one).
-func TestQuotaAndItsObservation(t *testing.T) {
+func TestQuotaAndItsHeaders(t *testing.T) {
 	t.Parallel()
 	at := time.Date(2026, 6, 30, 23, 59, 30, 0, time.UTC)
 	q := Quota{Limits: Limits{PerMinute: 5, HiddenPerMinute: 2, PerMonth: 3}}
 	a := q.Take(at, 1)
 	require.True(t, a.Allowed)
-	o := a.Observation(q.Limits, at, 1)
-	require.Equal(t, http.StatusOK, o.Status)
-	require.EqualValues(t, 5, *o.Limit, "the advertised limit")
-	require.EqualValues(t, 1, *o.Remaining, "the hidden one's rest")
-	require.EqualValues(t, 30*time.Second, *o.Reset)
-	require.EqualValues(t, 2, *o.MonthRemaining)
-	require.EqualValues(t, 3, *o.MonthLimit)
+	h := headers(a, q.Limits, at)
+	require.Equal(t, "5", h.Get("ratelimit-limit"), "the advertised limit")
+	require.Equal(t, "1", h.Get("ratelimit-remaining"), "the hidden one's rest")
+	require.Equal(t, "1", h.Get("x-ratelimit-remaining-stacks-minute"))
+	require.Equal(t, "30", h.Get("ratelimit-reset"))
+	require.Equal(t, "2", h.Get("x-ratelimit-remaining-stacks-month"))
+	require.Equal(t, "3", h.Get("x-ratelimit-limit-stacks-month"))
+	require.Empty(t, h.Get("retry-after"))
 
 	require.True(t, q.Take(at, 1).Allowed)
 	refused := q.Take(at.Add(time.Second), 1)
 	require.False(t, refused.Allowed, "the hidden minute is spent")
-	o = refused.Observation(q.Limits, at.Add(time.Second), 1)
-	require.Equal(t, http.StatusTooManyRequests, o.Status)
-	require.EqualValues(t, 29*time.Second, *o.RetryAfter)
+	require.Equal(t, "29", headers(refused, q.Limits, at.Add(time.Second)).Get("retry-after"))
 	require.Nil(t, q.DryAt)
 
 	next := at.Add(time.Minute) // July: a new month and a new minute
@@ -39,8 +45,8 @@ func TestQuotaAndItsObservation(t *testing.T) {
 	require.Equal(t, 2, q.MonthLeft())
 
 	none := Quota{Limits: Limits{PerMinute: 5}}
-	o = none.Take(at, 1).Observation(none.Limits, at, 1)
-	require.Nil(t, o.MonthRemaining, "no month headers without a month quota")
+	h = headers(none.Take(at, 1), none.Limits, at)
+	require.Empty(t, h.Values("x-ratelimit-remaining-stacks-month"), "no month headers without a month quota")
 	require.Equal(t, -1, none.MonthLeft())
 
 	dry := Quota{Limits: Limits{PerMinute: 5, PerMonth: 1}}
@@ -64,7 +70,7 @@ func TestQuotaShapes(t *testing.T) {
 	over := sliding.Take(at.Add(15*time.Second), 1) // a new minute, the same 60 s
 	require.False(t, over.Allowed, "three in the last 60 s")
 	require.Equal(t, 45*time.Second, over.RetryAfter, "until the first ages out")
-	require.EqualValues(t, 55*time.Second, *over.Observation(sliding.Limits, at.Add(15*time.Second), 1).Reset,
+	require.Equal(t, "55", headers(over, sliding.Limits, at.Add(15*time.Second)).Get("ratelimit-reset"),
 		"the header says the minute ends on the minute")
 	freed := sliding.Take(at.Add(60*time.Second), 1)
 	require.True(t, freed.Allowed)

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -208,4 +209,26 @@ func TestBudgetFollowsLimitsOfEveryShape(t *testing.T) {
 		require.GreaterOrEqual(t, used, 0.90, "shape %q", h.Shape)
 		require.LessOrEqual(t, share, 0.01, "shape %q", h.Shape)
 	}
+}
+
+// The benchmarks' budget reads what the service's does: the simulator's
+// Hiro headers for an answer, through hiro.ParseQuota and
+// store.QuotaObservation (a hidden limit shows only in what is left; a
+// refusal is a 429 with its retry-after).
+func TestBenchReadsTheHeadersAsTheServiceDoes(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 6, 30, 23, 59, 30, 0, time.UTC)
+	u := NewUpstream(Hidden{Phases: []Phase{{PerMinute: 2}}, PerMonth: 3}, 5, at)
+	a := u.Take(at)
+	require.Equal(t, http.StatusOK, a.Obs.Status)
+	require.EqualValues(t, 5, *a.Obs.Limit, "the advertised limit")
+	require.EqualValues(t, 1, *a.Obs.Remaining, "the hidden limit's rest")
+	require.EqualValues(t, 30*time.Second, *a.Obs.Reset)
+	require.EqualValues(t, 2, *a.Obs.MonthRemaining)
+	require.EqualValues(t, 3, *a.Obs.MonthLimit)
+	require.Equal(t, at, a.Obs.SentAt)
+	u.Take(at)
+	refused := u.Take(at.Add(time.Second))
+	require.Equal(t, http.StatusTooManyRequests, refused.Obs.Status)
+	require.EqualValues(t, 29*time.Second, *refused.Obs.RetryAfter)
 }

@@ -6,7 +6,9 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer/internal/budget"
+	"github.com/pacer-dev/pacer/internal/hiro"
 	"github.com/pacer-dev/pacer/internal/sim"
+	"github.com/pacer-dev/pacer/internal/store"
 )
 
 // Phase is one stretch of an upstream's hidden limits, from At (since the
@@ -96,7 +98,22 @@ func (u *Upstream) Take(now time.Time) Answer {
 	u.Quota.Limits = sim.Limits{PerMinute: u.documented, HiddenPerMinute: p.PerMinute, NoisyPerMinute: p.Noisy,
 		PerMonth: u.hidden.PerMonth, Shape: u.hidden.Shape, Burst: u.hidden.Burst}
 	a := u.Quota.Take(now, 1)
-	return Answer{Answer: a, Obs: a.Observation(u.Quota.Limits, now, 1)}
+	return Answer{Answer: a, Obs: observe(a, u.Quota.Limits, now)}
+}
+
+// observe is what the service's budget reads of the answer a: the headers
+// the simulator's Hiro sends with it, read by the service's own parsing
+// (hiro.ParseQuota, then store.QuotaObservation), not a copy of them.
+func observe(a sim.Answer, l sim.Limits, now time.Time) budget.Observation {
+	h := http.Header{}
+	a.WriteHiroHeaders(h, l, now, 1)
+	q := hiro.ParseQuota(h)
+	q.StatusCode = http.StatusOK
+	if !a.Allowed {
+		q.StatusCode = http.StatusTooManyRequests
+	}
+	q.SentAt = now
+	return store.QuotaObservation(q)
 }
 
 // Month is a month quota at a run's end: whether there is one, what is
