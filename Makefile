@@ -27,7 +27,7 @@ FUZZ_TARGETS := \
 	workflows:FuzzParsePause workflows:FuzzParseRefresh workflows:FuzzParseTune workflows:FuzzParseReconfigure \
 	internal/cron:FuzzParseSpec internal/chainhook:FuzzParse
 
-.PHONY: help build dev test test-go fuzz-brief test-short test-unit evidence lint docs tools clean postgres chromium histories wf-lines bench bench-hidden bench-push bench-public bench-tail bench-sunset-push bench-outage bench-hint bench-board cost catchup sched-check rounds-check deliver-check deploy-check fuzz
+.PHONY: help build dev test test-go fuzz-brief test-short test-unit evidence lint docs tools clean postgres chromium histories wf-lines bench bench-hidden bench-push bench-public bench-tail bench-sunset-push bench-outage bench-hint bench-board bench-board-outage cost catchup sched-check rounds-check deliver-check deploy-check fuzz
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -128,6 +128,9 @@ bench-outage: tools postgres ## Hiro down 30 minutes (real time) on a chain of 2
 
 bench-board: tools postgres ## the competition's reads at 10,000 agents and 1,000,000 swaps: leaderboard (cached, uncached) and trades on the public listener vs the straightforward aggregate query (~6 min, see docs/benchmarks.md)
 	set -o pipefail; go test -tags benchboard -count=1 -timeout 30m -run TestBenchBoard -v ./internal/api/ | grep -E 'figures|Error Trace|Error:|Messages|^(ok|FAIL|---)'
+
+bench-board-outage: tools postgres ## a real pacer serve, Postgres cut, 1,000 GETs a second of distinct leaderboard pages for 60 s: VmRSS grows at most 50 MiB (~2 min, see docs/reliability.md)
+	set -o pipefail; go test -tags benchboard -count=1 -timeout 15m -run TestBoardPagesWithPostgresDownOnARealServe -v ./internal/api/ | grep -E 'figure|Error Trace|Error:|Messages|^(ok|FAIL|---)'
 
 bench-hint: tools postgres ## a fast-path insert wakes a sweep its pacing cooled down: the agent's swaps recorded while the status still shows the cooldown (1-6 min, see docs/reliability.md)
 	set -o pipefail; go test -tags benchstack -count=1 -timeout 15m -run TestFastPathHintWakesACoolingSweep -v ./worker/ | grep -E 'figures|Error Trace|Error:|^(ok|FAIL|---)'

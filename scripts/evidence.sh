@@ -48,6 +48,7 @@ check hint      go test -tags benchstack -count=1 -timeout 15m -run '^TestFastPa
 check push      go test -tags benchstack -count=1 -timeout 15m -run '^TestPushBench$' $w
 check stopkept  go test -tags benchstack -count=1 -timeout 15m -run '^TestStopOutlivesDeletedHistoryMinuteCheck$' $w
 check board     go test -tags benchboard -count=1 -timeout 30m -run '^TestBenchBoard$' ./internal/api/
+check boardmem  go test -tags benchboard -count=1 -timeout 15m -run '^TestBoardPagesWithPostgresDownOnARealServe$' ./internal/api/
 check catchup   go test -tags catchup -count=1 -timeout 30m -run '^TestCatchUpOnTheRealStack$' $w
 check sched     go test -tags catchup -count=1 -timeout 20m -run '^(TestFailedRollupIsRunLaterAndDelivered|TestOperatorSkipOnTheRealStack|TestCoalesceThreeHoursOnTheRealStack|TestBackfillSixHoursOnTheRealStack|TestCronToCronReconfigureOnTheRealStack|TestPauseRestartResumeTerminateOnTheRealStack)$' $w
 check deliver   go test -tags deliverstack -count=1 -timeout 30m -run '^TestDeliveriesOnTheRealStack$' $w

@@ -118,8 +118,11 @@ func hammer(t *testing.T, name string, n, conc int, urls ...string) load {
 	return out
 }
 
-func rssKiB() int {
-	b, _ := os.ReadFile("/proc/self/status")
+func rssKiB() int { return vmRSSKiB("/proc/self/status") }
+
+// vmRSSKiB is the VmRSS line of a /proc/<pid>/status file (0: unreadable).
+func vmRSSKiB(status string) int {
+	b, _ := os.ReadFile(status)
 	for _, line := range strings.Split(string(b), "\n") {
 		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
 			n, _ := strconv.Atoi(f[1])
