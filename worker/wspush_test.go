@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pacer-dev/pacer"
@@ -74,11 +75,15 @@ func TestWebSocketPush(t *testing.T) {
 		return mined, recorded
 	}
 
-	eventually(t, 5*time.Minute, "the first start's history visits are done and push is live", func() bool {
-		var left int
+	var left int
+	var ps store.PushState
+	if !assert.Eventually(t, func() bool {
+		ps = pushState()
 		return s.st.Pool().QueryRow(ctx, `select count(*) from agent_ingest where last_visit_at is null`).Scan(&left) == nil &&
-			left == 0 && pushState().Live
-	})
+			left == 0 && ps.Live
+	}, 5*time.Minute, 100*time.Millisecond) {
+		t.Fatalf("the first start's history visits are not done (%d agents left) or push is not live: %+v", left, ps)
+	}
 	require.Equal(t, len(catalog.Default().Contracts()), pushState().Sockets, "a socket per allowlisted contract")
 	// Let the readers' last reads before push went live settle.
 	eventually(t, time.Minute, "the status shows push live", func() bool {
