@@ -18,11 +18,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pacer-dev/pacer/internal/api"
 	"github.com/pacer-dev/pacer/internal/catalog"
+	"github.com/pacer-dev/pacer/internal/evidence"
 	"github.com/pacer-dev/pacer/internal/registry"
 	"github.com/pacer-dev/pacer/internal/testenv"
 )
@@ -268,10 +268,12 @@ from generate_series(1, 1000) i`, agent)
 	t.Logf("figures: memory while serving: Go heap in use %d MiB -> %d MiB, RSS %d MiB -> %d MiB",
 		heapBefore>>20, heapAfter>>20, rssBefore>>10, rssAfter>>10)
 	// Every goal is checked, so a run reports each one it missed.
-	assert.LessOrEqual(t, cached.p(0.99), 20*time.Millisecond, "cached p99")
-	assert.LessOrEqual(t, cold.p(0.99), 500*time.Millisecond, "uncached p99")
-	assert.GreaterOrEqual(t, cached.rps(), 10*baseline.rps())
-	assert.InDelta(t, 1, compatRatio, 0.2, "the /aibtc trades list's p99 against pacer's own")
+	millis := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	evidence.Check(t, "board.cached_p99", millis(cached.p(0.99)), evidence.AtMost, 20, "ms")
+	evidence.Check(t, "board.uncached_p99", millis(cold.p(0.99)), evidence.AtMost, 500, "ms")
+	evidence.Check(t, "board.cached_vs_baseline", cached.rps()/baseline.rps(), evidence.AtLeast, 10, "x")
+	evidence.Check(t, "board.compat_trades_p99_ratio.low", compatRatio, evidence.AtLeast, 0.8, "x")
+	evidence.Check(t, "board.compat_trades_p99_ratio.high", compatRatio, evidence.AtMost, 1.2, "x")
 }
 
 // every is the requests i, i+n, i+2n… of a load that sent n URLs in turn.
