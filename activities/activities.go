@@ -27,6 +27,7 @@ import (
 	"github.com/pacer-dev/pacer/internal/store"
 	"github.com/pacer-dev/pacer/internal/tenero"
 	"github.com/pacer-dev/pacer/internal/upstream"
+	"github.com/pacer-dev/pacer/internal/wait"
 	"github.com/pacer-dev/pacer/internal/webhook"
 )
 
@@ -75,6 +76,10 @@ type Activities struct {
 	// registered agents one read may deregister before it is held for an
 	// operator's confirmation.
 	RegistryMaxDrop float64
+	// Pushed rings when a push queued a transaction (push.Listen): a
+	// sweep run's wait ends on it, so the run in flight verifies the push
+	// at once; nil waits out each wait.
+	Pushed *wait.Bell
 
 	// plan is the optimal policy's last allocation.
 	plan ingest.Allocations

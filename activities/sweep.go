@@ -86,6 +86,9 @@ type sweepRun struct {
 	lastVisit time.Time
 	held      map[string]bool
 	src       discovery.Source
+	// rung closes when a push queued a transaction after the last state
+	// was read: a wait ends on it (Activities.Pushed).
+	rung <-chan struct{}
 
 	// mu guards the rest, for the concurrent visits and the heartbeat.
 	mu  sync.Mutex
@@ -154,7 +157,12 @@ func (r *sweepRun) Execute(ctx context.Context, step discovery.Step) error {
 	case discovery.Verify:
 		return r.verifyPending(ctx, r.pending)
 	case discovery.Wait:
-		_ = wait.Sleep(ctx, step.Until.Sub(r.a.now())) // a cancellation: the loop reports it
+		// A push ends the wait: the next state finds it due (a
+		// cancellation: the loop reports it).
+		r.log.Debug("sweep.waiting", zap.Time("until", step.Until), zap.String("reason", step.Reason))
+		if rang, _ := wait.SleepOr(ctx, step.Until.Sub(r.a.now()), r.rung); rang {
+			r.log.Debug("sweep.pushed", zap.Time("until", step.Until))
+		}
 	}
 	return nil
 }
@@ -165,6 +173,7 @@ func (r *sweepRun) Execute(ctx context.Context, step discovery.Step) error {
 // run's limits.
 func (r *sweepRun) State(ctx context.Context) (s discovery.Run, err error) {
 	r.due, r.pending = nil, nil
+	r.rung = r.a.Pushed.C() // before the pending transactions are read: a push after them ends the step's wait
 	now := r.a.now()
 	s = discovery.Run{Now: now, TailEvery: r.dc.TailEvery, ReconcileEvery: r.dc.ReconcileEvery,
 		Linger: r.started, Cap: r.started.Add(sweepRunCap), MaxRequests: r.in.MaxRequests}

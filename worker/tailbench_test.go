@@ -159,6 +159,7 @@ func pushRows(t *testing.T, s *stack, w *sim.World, clk *clock, window, settle t
 		window, len(m.delays), m.mean.Round(100*time.Millisecond), m.p99.Round(100*time.Millisecond), last(m.delays).Round(100*time.Millisecond),
 		m.missed, m.doubled, perMinute, per, polled, multiple)
 	logLate(t, m, s.sim.Traced())
+	logPushStages(t, m, s.sim.Traced())
 	evidence.Check(t, "push.tail.p99", m.p99.Seconds(), evidence.AtMost, 3, "s")
 	evidence.Check(t, "push.tail.finding_per_min", perMinute, evidence.AtMost, 3, "per_min")
 	evidence.Check(t, "push.tail.missed", float64(m.missed), evidence.Exactly, 0, "count")
@@ -256,10 +257,41 @@ func logLate(t *testing.T, m discoveryMeasure, tr sim.Trace) {
 		f, fok := tr.Feed[l.TxID]
 		mu, mok := tr.Multiple[l.TxID]
 		d, dok := tr.Detail[l.TxID]
-		t.Logf("late swap %s (height %d): mined %s, feed %s, tx/multiple %s, tx/{id} %s, row %s",
-			l.TxID[:10], l.Height, l.mined.Format("15:04:05"), at(f, fok, l.mined), at(mu, mok, l.mined),
+		p, pok := tr.Pushed[l.TxID]
+		t.Logf("late swap %s (height %d): mined %s, pushed %s, feed %s, tx/multiple %s, tx/{id} %s, row %s",
+			l.TxID[:10], l.Height, l.mined.Format("15:04:05.000"), at(p, pok, l.mined), at(f, fok, l.mined), at(mu, mok, l.mined),
 			at(d, dok, l.mined), at(l.row, true, l.mined))
 	}
+}
+
+// logPushStages logs where a pushed swap's delay goes, by the
+// simulator's trace, over every swap measured: from its block to the
+// socket's message, from the message to its details' request
+// (tx/multiple: the push queued, the sweep woken or already running, the
+// plan's Verify), and from that request to its row.
+func logPushStages(t *testing.T, m discoveryMeasure, tr sim.Trace) {
+	t.Helper()
+	var sent, verify, row []time.Duration
+	unpushed := 0
+	for _, l := range m.all {
+		p, pok := tr.Pushed[l.TxID]
+		mu, mok := tr.Multiple[l.TxID]
+		if !pok || !mok || mu.Before(p) {
+			unpushed++ // found by a reader, or fetched before the push
+			continue
+		}
+		sent, verify, row = append(sent, p.Sub(l.mined)), append(verify, mu.Sub(p)), append(row, l.row.Sub(mu))
+	}
+	q := func(ds []time.Duration) string {
+		if len(ds) == 0 {
+			return "-"
+		}
+		slices.Sort(ds)
+		return fmt.Sprintf("p50 %s p99 %s max %s", ds[len(ds)/2].Round(10*time.Millisecond),
+			ds[min(len(ds)-1, len(ds)*99/100)].Round(10*time.Millisecond), ds[len(ds)-1].Round(10*time.Millisecond))
+	}
+	t.Logf("figures: push stages over %d swaps (%d not by a push): block to message %s; message to tx/multiple %s; tx/multiple to row %s",
+		len(sent), unpushed, q(sent), q(verify), q(row))
 }
 
 // discoveryMeasure is what the ledger shows of the swaps the world mined
@@ -271,8 +303,8 @@ type discoveryMeasure struct {
 	mean, p99       time.Duration
 	missed, doubled int
 	// late are the swaps whose delay is above p99's neighbourhood: for
-	// the figures' log.
-	late []lateSwap
+	// the figures' log; all are every measured swap, latest first.
+	late, all []lateSwap
 }
 
 type lateSwap struct {
@@ -331,7 +363,7 @@ func measureDiscovery(t *testing.T, s *stack, w *sim.World, clk *clock, from, un
 	m.mean /= time.Duration(len(m.delays))
 	m.p99 = m.delays[min(len(m.delays)-1, len(m.delays)*99/100)]
 	slices.SortFunc(measured, func(a, b lateSwap) int { return cmp.Compare(b.row.Sub(b.mined), a.row.Sub(a.mined)) })
-	m.late = measured[:min(len(measured), 5)]
+	m.late, m.all = measured[:min(len(measured), 5)], measured
 	return m
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/pacer-dev/pacer/internal/page"
 	"github.com/pacer-dev/pacer/internal/push"
 	"github.com/pacer-dev/pacer/internal/store"
+	"github.com/pacer-dev/pacer/internal/wait"
 	"github.com/pacer-dev/pacer/worker"
 	"github.com/pacer-dev/pacer/workflows"
 )
@@ -163,10 +164,14 @@ func (c *config) runStack(ctx context.Context, o stackOptions) error {
 	if o.worker {
 		s := c.scheduler()
 		s.Stops = st // a stop outlives Temporal's retention
-		g.Go(func() error { return worker.Run(ctx, tc, s, acts, log) })
 		if acts.Discovery.Push {
+			// A push wakes the sweep run in flight in any worker, not only
+			// through the scheduler's hint (which waits for the run to end).
+			acts.Pushed = &wait.Bell{}
+			g.Go(func() error { return push.Listen(ctx, st, acts.Pushed, log.Named("push")) })
 			g.Go(func() error { return push.Hold(ctx, c.pushOptions(st, tc, log)) })
 		}
+		g.Go(func() error { return worker.Run(ctx, tc, s, acts, log) })
 	}
 	if o.http != "" {
 		// The gauges read from the database and from the scheduler's memo

@@ -8,6 +8,7 @@ import (
 
 	"github.com/pacer-dev/pacer/internal/hiro"
 	"github.com/pacer-dev/pacer/internal/store"
+	"github.com/pacer-dev/pacer/internal/wait"
 )
 
 // HoldOptions configures Hold.
@@ -173,5 +174,31 @@ func wakes(ctx context.Context, o HoldOptions, wake <-chan string) {
 			return
 		case <-t.C:
 		}
+	}
+}
+
+// Listen rings pushed whenever a push queued a transaction, in any
+// process (store.ListenPushed), until ctx ends: a sweep run in flight
+// waits on it, so a push never waits for the next run. A lost connection
+// is listened again after a back-off; the bell rings as it listens again.
+func Listen(ctx context.Context, st *store.Store, pushed *wait.Bell, log *zap.Logger) error {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	backoff := time.Second
+	for {
+		heard := false
+		err := st.ListenPushed(ctx, func(string) { heard = true; pushed.Ring() })
+		if ctx.Err() != nil {
+			return nil
+		}
+		if heard {
+			backoff = time.Second
+		}
+		log.Warn("push.listen_failed", zap.Error(err), zap.Duration("retry_in", backoff))
+		if wait.Sleep(ctx, backoff) != nil {
+			return nil
+		}
+		backoff = min(2*backoff, 30*time.Second)
 	}
 }

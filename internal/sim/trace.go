@@ -12,8 +12,9 @@ import (
 // benchmark needs to tell where a swap's discovery delay went (its block,
 // the tail's read that saw it, the detail fetch, the row).
 type Trace struct {
-	// Feed, Multiple and Detail are keyed by txid.
-	Feed, Multiple, Detail map[string]time.Time
+	// Feed, Multiple and Detail are keyed by txid; Pushed is when the
+	// WebSocket sent a transaction's address_tx_update.
+	Feed, Multiple, Detail, Pushed map[string]time.Time
 	// Heads are the times the feed's first page (offset 0) was read.
 	Heads []time.Time
 }
@@ -30,7 +31,8 @@ func (s *Server) TraceServed(on bool) {
 	defer s.trace.mu.Unlock()
 	s.trace.on = on
 	if on {
-		s.trace.tr = Trace{Feed: map[string]time.Time{}, Multiple: map[string]time.Time{}, Detail: map[string]time.Time{}}
+		s.trace.tr = Trace{Feed: map[string]time.Time{}, Multiple: map[string]time.Time{}, Detail: map[string]time.Time{},
+			Pushed: map[string]time.Time{}}
 	}
 }
 
@@ -39,7 +41,8 @@ func (s *Server) Traced() Trace {
 	s.trace.mu.Lock()
 	defer s.trace.mu.Unlock()
 	return Trace{Feed: maps.Clone(s.trace.tr.Feed), Multiple: maps.Clone(s.trace.tr.Multiple), Detail: maps.Clone(s.trace.tr.Detail),
-		Heads: append([]time.Time(nil), s.trace.tr.Heads...)}
+		Pushed: maps.Clone(s.trace.tr.Pushed),
+		Heads:  append([]time.Time(nil), s.trace.tr.Heads...)}
 }
 
 // served notes transactions served in m, one of the trace's maps (the

@@ -352,6 +352,7 @@ func (h *wsHub) step() bool {
 			for _, t := range topics {
 				for _, tx := range updates[t][height] {
 					h.notify(c, "address_tx_update", addressTxDoc(t, tx, now), func(st *WSStats) { st.AddressTxs++ })
+					h.s.trace.served(&h.s.trace.tr.Pushed, false, tx)
 				}
 			}
 		}

@@ -111,19 +111,62 @@ from push_state where id`, fresh).Scan(&st.Holder, &st.Live, &st.Since, &st.Last
 	return st, true, nil
 }
 
+// PushedChannel is the channel RecordPushed notifies (the txid as the
+// payload) when it queued a transaction: a sweep run in flight, in any
+// process, verifies it then rather than at its next run (ListenPushed).
+const PushedChannel = "pacer_pushed"
+
 // RecordPushed keeps a transaction a push named, due for the plan's
 // Verify step at once: only a registered agent's, and not one the ledger
 // holds already. One kept as pending before becomes due at once. It
-// reports whether the transaction waits now.
-func (s *Store) RecordPushed(ctx context.Context, txid, sender string) (bool, error) {
-	tag, err := s.pool.Exec(ctx, `
+// reports whether the transaction waits now; when it does, PushedChannel
+// hears so as the row commits.
+func (s *Store) RecordPushed(ctx context.Context, txid, sender string) (queued bool, err error) {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `
 insert into pending_txs (txid, sender, first_seen_at, checked_at, pushed_at)
 select $1, $2, now(), '-infinity', now()
 where exists (select 1 from agents where stx_address = $2 and deregistered_at is null)
   and not exists (select 1 from swaps where txid = $1)
 on conflict (txid) do update set checked_at = '-infinity', pushed_at = coalesce(pending_txs.pushed_at, now())`, txid, sender)
+		if err != nil || tag.RowsAffected() == 0 {
+			return err
+		}
+		queued = true
+		_, err = tx.Exec(ctx, `select pg_notify($1, $2)`, PushedChannel, txid)
+		return err
+	})
 	if err != nil {
 		return false, fmt.Errorf("record pushed %s: %w", txid, err)
 	}
-	return tag.RowsAffected() > 0, nil
+	return queued, nil
+}
+
+// ListenPushed calls heard for each transaction RecordPushed queues, in
+// any process, until ctx ends or its connection (one of its own, outside
+// the pool) fails: the error says which. It calls heard("") first, once
+// it listens: what was queued before it may not have been heard, so a
+// waiter looks again. heard runs on the listening goroutine and must not
+// block.
+func (s *Store) ListenPushed(ctx context.Context, heard func(txid string)) error {
+	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig.Copy())
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", PushedChannel, err)
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = conn.Close(cctx)
+	}()
+	if _, err := conn.Exec(ctx, "listen "+PushedChannel); err != nil {
+		return fmt.Errorf("listen %s: %w", PushedChannel, err)
+	}
+	heard("")
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return fmt.Errorf("listen %s: %w", PushedChannel, err)
+		}
+		heard(n.Payload)
+	}
 }

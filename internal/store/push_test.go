@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -72,4 +73,28 @@ func TestRecordPushed(t *testing.T) {
 	st, _, err = s.ReadPushState(ctx, 30*time.Second)
 	require.NoError(t, err)
 	require.False(t, st.Live, "its holder stopped writing")
+}
+
+// TestListenPushedHearsWhatRecordPushedQueues: a listener hears each
+// transaction a push queued, as its row commits, and nothing for a push
+// that queued nothing (a stranger's).
+func TestListenPushedHearsWhatRecordPushedQueues(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	const agent, stranger = "SP4DXVEC16FS6QR7RBKGWZYJKTXPC81W49W0ATJE", "SP1M8KHCJXB3SBRQRDBCG3J3859AA1CN0AWDHN17B"
+	register(t, s, agent)
+	heard := make(chan string, 8)
+	done := make(chan error, 1)
+	go func() { done <- s.ListenPushed(ctx, func(txid string) { heard <- txid }) }()
+	require.Equal(t, "", <-heard, "listening")
+
+	for _, p := range []struct{ txid, sender string }{{"0x01", stranger}, {"0x02", agent}} {
+		_, err := s.RecordPushed(ctx, p.txid, p.sender)
+		require.NoError(t, err)
+	}
+	require.Equal(t, "0x02", <-heard, "the agent's push, not the stranger's before it")
+	cancel()
+	require.ErrorIs(t, <-done, context.Canceled)
+	require.Empty(t, heard)
 }
