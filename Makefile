@@ -14,6 +14,12 @@ PROMTOOL := $(BIN)/promtool
 # four at a time: on two cores most of the integration tests wait on a dev
 # server, a child process or Postgres, not the CPU.
 GO_TEST_FLAGS ?= -race -count=1 -timeout 25m -p 4 -parallel 4
+# The benchmarks' virtual-time simulations are tested without the race
+# detector, which makes them 5x slower (their code under test, the budget and
+# the discovery plan, runs under it in the activities' tests); they run beside
+# the rest.
+SIM_PKGS := ./internal/ingest/bench/ ./internal/pacing/bench/
+SIM_TEST_FLAGS ?= -count=1 -timeout 25m
 FUZZTIME ?= 10s
 FUZZFLAGS ?=
 # package:target pairs; go test fuzzes one target per invocation.
@@ -27,7 +33,7 @@ FUZZ_TARGETS := \
 	workflows:FuzzParsePause workflows:FuzzParseRefresh workflows:FuzzParseTune workflows:FuzzParseReconfigure \
 	internal/cron:FuzzParseSpec internal/chainhook:FuzzParse
 
-.PHONY: help build dev test test-go fuzz-brief test-short test-unit evidence lint docs tools clean postgres chromium histories wf-lines bench bench-hidden bench-push bench-public bench-tail bench-sunset-push bench-outage bench-hint bench-board bench-board-outage cost catchup sched-check rounds-check deliver-check deploy-check fuzz
+.PHONY: help build dev test test-go test-sims fuzz-brief test-short test-unit evidence lint docs tools clean postgres chromium histories wf-lines bench bench-hidden bench-push bench-public bench-tail bench-sunset-push bench-outage bench-hint bench-board bench-board-outage cost catchup sched-check rounds-check deliver-check deploy-check fuzz
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -59,10 +65,13 @@ test: tools postgres chromium $(GOLANGCI_LINT) $(WORKFLOWCHECK) $(PROMTOOL) ## l
 	@# Side by side: most of the integration tests' time is spent waiting on a
 	@# dev server, a child process or Postgres, which lint and the fuzz fill.
 	@# Each job's output is printed whole when it ends (--output-sync).
-	@$(MAKE) --no-print-directory -j3 --output-sync=target lint test-go fuzz-brief
+	@$(MAKE) --no-print-directory -j4 --output-sync=target lint test-go test-sims fuzz-brief
 
 test-go:
-	go test $(GO_TEST_FLAGS) ./...
+	go test $(GO_TEST_FLAGS) $$(go list ./... | grep -v -x -e '.*/internal/ingest/bench' -e '.*/internal/pacing/bench')
+
+test-sims:
+	go test $(SIM_TEST_FLAGS) $(SIM_PKGS)
 
 fuzz-brief:
 	@# The brief run counts executions, not seconds: Go 1.26's fuzz coordinator
