@@ -121,7 +121,7 @@ func (w *walk) list(ctx context.Context) *page {
 	var entries []hiro.Entry
 	var fresh discovery.Page
 	if w.principal == "" {
-		res, err := r.hiro.Feed(ctx, hiro.TxTypeContractCall, w.scan.NextOffset())
+		res, err := r.hiro.Feed(ctx, hiro.TxTypeContractCall, w.scan.NextOffsetAt(r.a.now(), r.a.traffic.FeedPerMinute()))
 		if w.res.Requests += res.Requests; err != nil {
 			return &page{err: err}
 		}

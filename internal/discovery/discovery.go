@@ -40,6 +40,7 @@ package discovery
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/pacer-dev/pacer/internal/hiro"
@@ -199,6 +200,11 @@ type State struct {
 	// rewinds counts reads further back since the last page that moved
 	// the scan on.
 	Rewinds int `json:"rewinds,omitempty"`
+	// At is when the feed's last page was read (NextOffsetAt; zero: not
+	// known); Overshot counts the pages it moved too far, each halving
+	// the moves after it.
+	At       time.Time `json:"at,omitzero"`
+	Overshot int       `json:"overshot,omitempty"`
 }
 
 // Started reports whether the scan has read a page.
@@ -219,6 +225,10 @@ type Scan struct {
 	pending *State
 	done    bool
 	gap     *Gap
+	// ahead is how far past Offset the page being read starts, and at
+	// when it is read (NextOffsetAt; zero: NextOffset).
+	ahead int
+	at    time.Time
 }
 
 // ScanConfig configures a Scan.
@@ -298,9 +308,21 @@ func (s *Scan) AddList(entries []hiro.Entry, next string) Page {
 }
 
 func (s *Scan) add(entries []hiro.Entry, next string, total int) Page {
+	ahead, at := s.ahead, s.at // NextOffsetAt's, for this page only
+	s.ahead, s.at = 0, time.Time{}
 	st := s.st
 	st.Pages++
 	var out Page
+	if ahead > 0 && !s.cfg.Tokens && !startsAtOrAbove(entries, s.st.Low) {
+		// Skipped ahead past entries not yet seen (the feed grew less
+		// than predicted, or not at all, or the page is past the end):
+		// read again at the last page's end, without a prediction, and
+		// predict half as much after.
+		st.Rewinds++
+		st.Overshot++
+		s.pending = &st
+		return Page{Rewound: true}
+	}
 	first := true
 	for _, e := range entries {
 		if !e.Mined() {
@@ -354,15 +376,17 @@ func (s *Scan) add(entries []hiro.Entry, next string, total int) Page {
 		st.Token = next
 		out.Reached = out.Reached || next == ""
 	} else {
-		st.Offset = s.st.Offset + max(len(entries)-1, 1)
+		st.Offset = s.st.Offset + ahead + max(len(entries)-1, 1)
 		// Growth that would make the next page all repeats is assumed to
 		// go on (pages read at a steady pace); less is left as repeats,
 		// since the next page is often read at once (a walk resumed in a
 		// later run): overshooting it costs a rewound page, a request.
-		if s.st.Total > 0 && total-s.st.Total >= PageSize-1 {
+		// A page read at a known time (NextOffsetAt) skipped ahead by
+		// the growth its wait predicted instead.
+		if s.st.Total > 0 && total-s.st.Total >= PageSize-1 && at.IsZero() {
 			st.Offset += total - s.st.Total
 		}
-		st.Total = total
+		st.Total, st.At = total, at
 		out.Reached = out.Reached || len(entries) < PageSize
 	}
 	s.pending = &st
@@ -378,6 +402,18 @@ func (s *Scan) add(entries []hiro.Entry, next string, total int) Page {
 		s.done = true
 	}
 	return out
+}
+
+// startsAtOrAbove reports whether the first mined entry of a page is at
+// or above low (nil: any page), as a page read where the last one ended
+// (one entry back) is; false for a page with none.
+func startsAtOrAbove(entries []hiro.Entry, low *Position) bool {
+	for _, e := range entries {
+		if e.Mined() {
+			return low == nil || !below(PositionOf(e), *low)
+		}
+	}
+	return false
 }
 
 // below reports whether p comes after o in a newest-first list: older, or
@@ -421,6 +457,31 @@ func (s *Scan) State() State { return s.st }
 // the last page ended, so that a page that begins below that entry shows
 // that entries moved up (see Add).
 func (s *Scan) NextOffset() int { return s.st.Offset }
+
+// growthShare is the share of the entries the feed's rate predicts since
+// the last page that the next page skips ahead by: less than all, since
+// blocks come in lumps, and a page that starts too far down is read
+// again further back (a request), while one that starts too high only
+// repeats a few entries.
+const growthShare = 0.7
+
+// NextOffsetAt is the feed offset of the next page when it is read at
+// now and the feed grows perMinute entries a minute: NextOffset, moved on
+// by growthShare of the entries that arrived since the last page, which
+// push the rest down. Pages read apart (the month's pace lets one go
+// every 20 s) otherwise begin with what the last page read: at 100,000
+// calls a day, half of every page was repeats, and the tail fell behind.
+// The first page and one after a rewind are not moved; a page moved too
+// far (it begins below where the last one ended, or holds nothing) is
+// read again where the last one ended, a request, never a skip, and the
+// scan's moves after it are halved (a rate far off, a clock that jumped).
+func (s *Scan) NextOffsetAt(now time.Time, perMinute float64) int {
+	s.ahead, s.at = 0, now
+	if s.st.Low != nil && s.st.Rewinds == 0 && !s.st.At.IsZero() && now.After(s.st.At) && perMinute > 0 {
+		s.ahead = int(math.Ldexp(growthShare*perMinute*now.Sub(s.st.At).Minutes(), -min(s.st.Overshot, 30)))
+	}
+	return s.st.Offset + s.ahead
+}
 
 // NextToken is the token of the next page of a token-paged list.
 func (s *Scan) NextToken() string { return s.st.Token }

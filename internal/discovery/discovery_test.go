@@ -298,6 +298,56 @@ func TestWalkAcrossRunsWastesNoPage(t *testing.T) {
 	require.Len(t, got, len(slices.Compact(slices.Clone(got))), "no repeats")
 }
 
+// A walk whose pages are read apart (the month's pace lets one go every
+// 20 s or so), the feed growing 25 entries between them: read at
+// NextOffset, each page began with the 25 entries the last one ended
+// with, half of it repeats; NextOffsetAt skips ahead by most of the
+// growth the feed's rate predicts. Nothing is skipped either way, and a
+// rate that predicts too much costs rewound pages, never an entry.
+func TestPagesReadApartSkipAheadByTheGrowth(t *testing.T) {
+	const arrive, apart = 25, 20 * time.Second
+	perMinute := arrive / apart.Minutes()
+	pages := func(rate float64, at bool) (n, rewound int) {
+		c := &chain{}
+		c.mine(2000)
+		from := PositionOf(c.entries[1500])
+		before := int64(len(c.entries))
+		s := NewScan(ScanConfig{From: &from, MaxPages: 1000}, State{})
+		now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+		var got []string
+		for ; !s.Done(); n++ {
+			require.Less(t, n, 500, "the walk never ends")
+			c.mine(arrive)
+			now = now.Add(apart)
+			offset := s.NextOffset()
+			if at {
+				offset = s.NextOffsetAt(now, rate)
+			}
+			p := s.AddFeed(c.page(offset), len(c.entries))
+			if p.Rewound {
+				rewound++
+			}
+			for _, e := range p.Fresh {
+				got = append(got, e.TxID)
+			}
+			s.Commit()
+		}
+		require.Subset(t, got, ids(c, before-1500, before), "every entry from the walk's start handed out")
+		require.Len(t, got, len(slices.Compact(slices.Clone(got))), "no repeats handed out")
+		return n, rewound
+	}
+	plain, _ := pages(0, false)
+	predicted, rewound := pages(perMinute, true)
+	require.Zero(t, rewound)
+	require.Less(t, float64(predicted), 0.75*float64(plain), "pages read apart: %d at NextOffset, %d at NextOffsetAt", plain, predicted)
+	_, rewound = pages(3*perMinute, true)
+	require.NotZero(t, rewound, "a rate that predicts too much rewinds")
+	// A rate far off (a clock that jumped) moves a page past the feed's
+	// end: an empty page is read again, not taken for the list's end.
+	_, rewound = pages(1000*perMinute, true)
+	require.NotZero(t, rewound)
+}
+
 // The zero Config and an empty PACER_DISCOVERY mean the same mode.
 func TestConfigDefaultsAgreeWithParseMode(t *testing.T) {
 	mode, err := ParseMode("")

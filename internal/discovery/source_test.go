@@ -102,12 +102,13 @@ func TestPlanSourceReadsTheContractsWhenTheFeedDoesNotFit(t *testing.T) {
 
 	// Hysteresis: one contract's list that reads only a little sooner
 	// than the feed does not move the tail; much sooner does.
-	// Find a share of the feed on one contract whose list reads sooner
-	// than the feed, but not by the margin.
+	// Find a volume at which one contract's list (a fifth of the feed: a
+	// share its reconciler can read beside the feed) reads sooner than
+	// the feed, but not by the margin.
 	var mid Traffic
 	found := false
-	for v := 188_000; v < 198_000 && !found; v += 500 {
-		mid = traffic(v, 0.98, 0, 10*time.Second)
+	for v := 188_000; v < 198_000 && !found; v += 100 {
+		mid = traffic(v, 0.2, 0, 10*time.Second)
 		feed := ReadInterval(mid.FeedPerMinute(), 1, 0, every, monthRate)
 		lists := ReadInterval(mid.ContractsPerMinute(), 1, 0, every, monthRate)
 		found = lists < feed && float64(lists) > switchMargin*float64(feed)
@@ -115,6 +116,35 @@ func TestPlanSourceReadsTheContractsWhenTheFeedDoesNotFit(t *testing.T) {
 	require.True(t, found)
 	require.Equal(t, SourceFeed, PlanSource(SourceFeed, mid, 1, every, monthRate))
 	require.Equal(t, SourceContracts, PlanSource(SourceContracts, mid, 1, every, monthRate))
+}
+
+// Beside the feed, the reconciler reads the contracts' lists' new
+// entries: on the month plan at 150,000 calls a day, a third of them on
+// the allowlist's 40 contracts, that is more pages a minute than the 20%
+// the tail leaves it, while the feed alone would fit. The feed is then
+// no cheaper than the lists alone (the month plan's bench at 150,000 a
+// day: 1,631 swaps never found on the feed, and at 120,000, 122 ranges
+// given up); at 80,000 a day the reconciler fits and the feed stays.
+func TestPlanSourceLeavesTheReconcilerItsShare(t *testing.T) {
+	every := 10 * time.Second
+	busy := traffic(150_000, 0.36, 0.3, 10*time.Second)
+	require.NotEqual(t, NeverFits, ReadInterval(busy.FeedPerMinute(), 1, busy.DetailsPerMinute(), every, monthRate), "the feed alone fits")
+	require.Equal(t, SourceContracts, PlanSource(SourceFeed, busy, 40, every, monthRate))
+	require.Equal(t, SourceContracts, PlanSource(SourceContracts, busy, 40, every, monthRate))
+	require.Equal(t, SourceFeed, PlanSource(SourceFeed, busy, 40, every, 450), "a minute plan pays both")
+
+	fits := traffic(80_000, 0.36, 0.3, 10*time.Second)
+	require.Equal(t, SourceFeed, PlanSource(SourceFeed, fits, 40, every, monthRate))
+	require.Equal(t, SourceFeed, PlanSource(SourceContracts, fits, 40, every, monthRate))
+
+	// Between the margins the source stays as it was, so the choice does
+	// not flap on noise.
+	edge := traffic(100_000, 0.36, 0.3, 10*time.Second)
+	pages, share := edge.ContractsPerMinute()/(PageSize-1), monthRate*(1-TailShare)
+	require.Greater(t, pages, switchMargin*switchMargin*share)
+	require.Less(t, pages, switchMargin*share)
+	require.Equal(t, SourceFeed, PlanSource(SourceFeed, edge, 40, every, monthRate))
+	require.Equal(t, SourceContracts, PlanSource(SourceContracts, edge, 40, every, monthRate))
 }
 
 func TestObserverChoosesWhereTheTailReads(t *testing.T) {

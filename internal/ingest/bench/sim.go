@@ -326,7 +326,7 @@ func (x *sim) walk(now *time.Time) bool {
 		x.scan = discovery.NewScan(discovery.ScanConfig{From: x.pos}, discovery.State{})
 	}
 	for !x.scan.Done() && x.take(now, ReaderTail) {
-		entries, total := x.c.Feed(*now, x.scan.NextOffset(), hiro.MaxLimit)
+		entries, total := x.c.Feed(*now, x.scan.NextOffsetAt(*now, x.obs.FeedPerMinute()), hiro.MaxLimit)
 		x.obs.ObserveFeed(total, entries, x.c.A.OnContract, *now)
 		var seen []agentTxRef
 		for _, e := range x.scan.AddFeed(entries, total).Fresh {
