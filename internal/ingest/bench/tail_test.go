@@ -157,3 +157,32 @@ func TestChainFiguresAreTheGoals(t *testing.T) {
 		require.False(t, g.Met, g.Goal)
 	}
 }
+
+// TestLossRowsHoldNoLoss: the month plan's rows at LossVolumes hold no
+// p99 (a slow row passes p99_worst and its goal) but fail on one swap
+// never found; the default run has them.
+func TestLossRowsHoldNoLoss(t *testing.T) {
+	t.Parallel()
+	row := Result{World: "1000 agents", Budget: Budgets[2].Name, Strategy: ServiceTail.Name, Volume: LossVolumes[1], Days: 30,
+		Requests: map[string]int{}, All: Delays{N: 10, P99: time.Hour}}
+	row.HasMonth, row.MonthLeft = true, 750
+	pass := func(r Result) (map[string]bool, bool) {
+		rep := Report{Results: []Result{r}}
+		got := map[string]bool{}
+		for _, f := range rep.Figures() {
+			got[f.Name] = f.Pass()
+		}
+		goals := rep.Goals()
+		return got, goals[len(goals)-1].Met
+	}
+	got, met := pass(row)
+	require.Equal(t, map[string]bool{"chain.month.never_found": true, "chain.month.left_min": true}, got)
+	require.True(t, met)
+	row.NeverFound = 1
+	got, met = pass(row)
+	require.False(t, got["chain.month.never_found"])
+	require.False(t, met)
+	for _, v := range LossVolumes {
+		require.True(t, lossOnly(v), v)
+	}
+}

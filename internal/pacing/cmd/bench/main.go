@@ -27,10 +27,13 @@ func main() {
 	// size, volume and plan unless the flags pick some.
 	o := discovery.ChainOptions{Sizes: discovery.ChainSizes, Volumes: discovery.ChainVolumes,
 		Budgets: discovery.Budgets, Horizon: 48 * time.Hour, Tails: []discovery.Strategy{discovery.Tail, discovery.ServiceTail},
-		PerAgent: []ingest.Policy{ingest.PolicyTiers, ingest.PolicyOptimal}}
+		PerAgent: []ingest.Policy{ingest.PolicyTiers, ingest.PolicyOptimal}, LossVolumes: discovery.LossVolumes}
 	section := flag.String("section", "all", "which benchmark to run: all, pacing or chain")
 	flag.Func("agents", "chain: the worlds' agent counts, comma-separated (default 1000,10000,100000)", ints(&o.Sizes))
-	flag.Func("volumes", "chain: the chain volumes, contract calls a day, comma-separated (default 10000,40000,200000)", ints(&o.Volumes))
+	flag.Func("volumes", "chain: the chain volumes, contract calls a day, comma-separated (default 10000,40000,200000, and 100000,150000 on the month plan in the smallest world)", func(s string) error {
+		o.LossVolumes = nil // the volumes given are the ones run
+		return ints(&o.Volumes)(s)
+	})
 	flag.Func("plans", "chain: the Hiro plans, comma-separated among keyless, keyed, month (default all three)", func(s string) error {
 		o.Budgets = nil
 		for _, p := range strings.Split(s, ",") {
