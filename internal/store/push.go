@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -18,6 +19,12 @@ type Lease struct {
 	key  int64
 }
 
+// leaseLockKey is a lease's advisory lock: key within the schema.
+// Advisory locks are the database's, so a database that holds several
+// pacer schemas (deployments side by side, tests) keeps their leases apart
+// by the schema's name, as HoldRun does.
+const leaseLockKey = `hashtextextended(current_schema() || ':lease:' || $1::bigint::text, 3)`
+
 // TryLease takes the advisory lock key on a connection kept for it; nil
 // (and no error) when another session holds it.
 func (s *Store) TryLease(ctx context.Context, key int64) (*Lease, error) {
@@ -26,7 +33,7 @@ func (s *Store) TryLease(ctx context.Context, key int64) (*Lease, error) {
 		return nil, fmt.Errorf("lease %d: %w", key, err)
 	}
 	var held bool
-	if err := conn.QueryRow(ctx, `select pg_try_advisory_lock($1)`, key).Scan(&held); err != nil {
+	if err := conn.QueryRow(ctx, `select pg_try_advisory_lock(`+leaseLockKey+`)`, key).Scan(&held); err != nil {
 		conn.Release()
 		return nil, fmt.Errorf("lease %d: %w", key, err)
 	}
@@ -54,7 +61,7 @@ func (l *Lease) Release() {
 	conn := l.conn.Hijack()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_, _ = conn.Exec(ctx, `select pg_advisory_unlock($1)`, l.key) // a dead connection's lock is gone already
+	_, _ = conn.Exec(ctx, `select pg_advisory_unlock(`+leaseLockKey+`)`, l.key) // a dead connection's lock is gone already
 	_ = conn.Close(ctx)
 }
 
@@ -133,7 +140,9 @@ on conflict (txid) do update set checked_at = '-infinity', pushed_at = coalesce(
 			return err
 		}
 		queued = true
-		_, err = tx.Exec(ctx, `select pg_notify($1, $2)`, PushedChannel, txid)
+		// The payload names the schema: channels are the database's, and
+		// a database may hold several pacer schemas (ListenPushed).
+		_, err = tx.Exec(ctx, `select pg_notify($1, current_schema() || '/' || $2)`, PushedChannel, txid)
 		return err
 	})
 	if err != nil {
@@ -158,6 +167,10 @@ func (s *Store) ListenPushed(ctx context.Context, heard func(txid string)) error
 		defer cancel()
 		_ = conn.Close(cctx)
 	}()
+	var schema string
+	if err := conn.QueryRow(ctx, `select current_schema()`).Scan(&schema); err != nil {
+		return fmt.Errorf("listen %s: %w", PushedChannel, err)
+	}
 	if _, err := conn.Exec(ctx, "listen "+PushedChannel); err != nil {
 		return fmt.Errorf("listen %s: %w", PushedChannel, err)
 	}
@@ -167,6 +180,10 @@ func (s *Store) ListenPushed(ctx context.Context, heard func(txid string)) error
 		if err != nil {
 			return fmt.Errorf("listen %s: %w", PushedChannel, err)
 		}
-		heard(n.Payload)
+		// Another schema's pushes (another deployment of the database)
+		// are not this one's.
+		if i := strings.LastIndexByte(n.Payload, '/'); i >= 0 && n.Payload[:i] == schema {
+			heard(n.Payload[i+1:])
+		}
 	}
 }

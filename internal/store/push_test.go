@@ -19,11 +19,24 @@ func TestPushLeaseIsHeldOnce(t *testing.T) {
 	first, err := s.TryLease(ctx, key)
 	require.NoError(t, err)
 	require.NotNil(t, first)
+	released := false
+	t.Cleanup(func() { // a failed check must not leave the pool waiting on the lease's connection
+		if !released {
+			first.Release()
+		}
+	})
 	require.NoError(t, first.Check(ctx))
 	second, err := s.TryLease(ctx, key)
 	require.NoError(t, err)
 	require.Nil(t, second, "held by the first session")
+	// Another schema of the same database (another deployment, another
+	// test) has a lease of its own under the same key.
+	other, err := newStore(t).TryLease(ctx, key)
+	require.NoError(t, err)
+	require.NotNil(t, other, "another schema's lease is its own")
+	other.Release()
 	first.Release()
+	released = true
 	second, err = s.TryLease(ctx, key)
 	require.NoError(t, err)
 	require.NotNil(t, second, "released: the next may take it")
@@ -89,11 +102,18 @@ func TestListenPushedHearsWhatRecordPushedQueues(t *testing.T) {
 	go func() { done <- s.ListenPushed(ctx, func(txid string) { heard <- txid }) }()
 	require.Equal(t, "", <-heard, "listening")
 
+	// Another schema of the same database (another deployment, another
+	// test) pushes first: its channel is the database's, its push not ours.
+	other := newStore(t)
+	register(t, other, agent)
+	queued, err := other.RecordPushed(ctx, "0x09", agent)
+	require.NoError(t, err)
+	require.True(t, queued)
 	for _, p := range []struct{ txid, sender string }{{"0x01", stranger}, {"0x02", agent}} {
 		_, err := s.RecordPushed(ctx, p.txid, p.sender)
 		require.NoError(t, err)
 	}
-	require.Equal(t, "0x02", <-heard, "the agent's push, not the stranger's before it")
+	require.Equal(t, "0x02", <-heard, "the agent's push, not the stranger's or another schema's before it")
 	cancel()
 	require.ErrorIs(t, <-done, context.Canceled)
 	require.Empty(t, heard)
