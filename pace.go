@@ -77,12 +77,19 @@ type PaceStatus struct {
 	HeldBy string `json:"heldBy,omitempty"`
 }
 
-// PrincipalPattern is a standard Stacks principal: the version letter
-// (P/M mainnet, T/N testnet) and the c32 hash with its checksum, in
-// Crockford base 32 (digits and upper case letters without I, L, O, U).
+// PrincipalPattern is the principal of a token id as SPEC §4.1 states it:
+// the version letter (P/M mainnet, T/N testnet) and 38 to 40 characters of
+// c32 (Crockford base 32: digits and upper case letters without I, L, O,
+// U).
 const PrincipalPattern = `S[PMTN][0-9A-HJKMNP-TV-Z]{38,40}`
 
-var principal = regexp.MustCompile(`^` + PrincipalPattern + `$`)
+// principal is an agent's address: any length c32check gives a standard
+// principal. It writes each leading zero byte of the 24 (hash and
+// checksum) as one '0' and the rest as a number without leading zeros, so
+// the length after the version runs from 27 (SP000000000000000000002Q6VF78,
+// the boot address) to 39: a hash whose first byte is below 8 has 37
+// (about 3 % of addresses), which PrincipalPattern would refuse.
+var principal = regexp.MustCompile(`^S[PMTN][0-9A-HJKMNP-TV-Z]{27,40}$`)
 
 // ValidPrincipal reports whether s is a standard Stacks principal (an
 // agent's address).

@@ -248,9 +248,7 @@ func (c *config) apiHandler(st, reads *store.Store, tc client.Client, v *competi
 			return worker.PageHealth(ctx, tc, c.scheduler())
 		},
 		// A hint that passed the per-agent debounce wakes the sweep.
-		Waker: func(ctx context.Context, agent string) error {
-			return worker.Signal(ctx, tc, c.workflowID, workflows.SignalHint, map[string]string{"agent": agent})
-		},
+		Waker: c.wake(tc),
 		TemporalHealth: func(ctx context.Context) error {
 			_, err := tc.CheckHealth(ctx, &client.CheckHealthRequest{})
 			return err
@@ -267,10 +265,17 @@ func (c *config) pushOptions(st *store.Store, tc client.Client, log *zap.Logger)
 	return push.HoldOptions{
 		Reader: push.Config{BaseURL: c.hiroBaseURL, APIKey: c.hiroAPIKey, Contracts: cat.Contracts()},
 		Store:  st, Holder: fmt.Sprintf("%s:%d", host, os.Getpid()), Allowed: cat.Allowed,
-		Wake: func(ctx context.Context, agent string) error {
-			return worker.Signal(ctx, tc, c.workflowID, workflows.SignalHint, map[string]string{"agent": agent})
-		},
+		Wake:   c.wake(tc),
 		Logger: log.Named("push"),
+	}
+}
+
+// wake signals the scheduler's hint: the sweep is due now, the agent named
+// only when the hint's check takes it (workflows.HintName), so a valid
+// address the check is narrower than never gets the wake rejected.
+func (c *config) wake(tc client.Client) func(ctx context.Context, agent string) error {
+	return func(ctx context.Context, agent string) error {
+		return worker.Signal(ctx, tc, c.workflowID, workflows.SignalHint, workflows.HintInput{Agent: workflows.HintName(agent)})
 	}
 }
 

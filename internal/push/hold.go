@@ -6,7 +6,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/pacer-dev/pacer"
 	"github.com/pacer-dev/pacer/internal/hiro"
 	"github.com/pacer-dev/pacer/internal/store"
 	"github.com/pacer-dev/pacer/internal/wait"
@@ -99,7 +98,7 @@ func hold(ctx context.Context, l *Lease, o HoldOptions) {
 		if queued {
 			log.Debug("push.queued", zap.String("txid", e.TxID), zap.String("sender", e.SenderAddress))
 			select {
-			case wake <- HintAgent(e.SenderAddress):
+			case wake <- e.SenderAddress:
 			default: // a wake is waiting already: it covers this one
 			}
 		}
@@ -141,18 +140,6 @@ func hold(ctx context.Context, l *Lease, o HoldOptions) {
 			}
 		}
 	}
-}
-
-// HintAgent is the agent a push's wake names: the sender, or none when
-// the scheduler's hint would refuse it (pacer.ValidPrincipal's 38 to 40
-// characters after S[PMTN]; a real address whose hash begins with a byte
-// below 8 has 37), so that the wake is never rejected (the name is only
-// logged).
-func HintAgent(sender string) string {
-	if !pacer.ValidPrincipal(sender) {
-		return ""
-	}
-	return sender
 }
 
 // Lease is the store's lease, as Hold uses it.

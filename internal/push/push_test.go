@@ -2,7 +2,6 @@ package push_test
 
 import (
 	"context"
-	"encoding/json"
 	"net/http/httptest"
 	"sync"
 	"testing"
@@ -12,9 +11,7 @@ import (
 
 	"github.com/pacer-dev/pacer/internal/catalog"
 	"github.com/pacer-dev/pacer/internal/push"
-	"github.com/pacer-dev/pacer/internal/registry"
 	"github.com/pacer-dev/pacer/internal/sim"
-	"github.com/pacer-dev/pacer/workflows"
 )
 
 // TestReaderStopsOnSilenceAndSubscribesAgain runs the reader against the
@@ -66,20 +63,3 @@ func TestReaderStopsOnSilenceAndSubscribesAgain(t *testing.T) {
 	require.Equal(t, []bool{false, true, false, true, false}, flips, "OnChange heard each turn, in order")
 }
 
-// TestWakeIsNeverARejectedHint: a registered agent's address may be
-// shorter than the hint's pattern (a valid c32check address whose hash
-// begins with a byte below 8: 37 characters after SP); the push's wake
-// names it only when the scheduler's hint accepts it, so the wake is
-// never rejected (make bench-tail: one push's wake refused, its swap
-// 4.1 s late).
-func TestWakeIsNeverARejectedHint(t *testing.T) {
-	t.Parallel()
-	for _, sender := range []string{"SPR6QK62ZPVPX5N4R5BTMD2SKEXX2MDF6R5KWKN", "SP4DXVEC16FS6QR7RBKGWZYJKTXPC81W49W0ATJE"} {
-		require.NoError(t, registry.CheckSTX(sender), "a registrable agent")
-		raw, err := json.Marshal(workflows.HintInput{Agent: push.HintAgent(sender)})
-		require.NoError(t, err)
-		_, err = workflows.ParseHint(raw)
-		require.NoError(t, err, sender)
-	}
-	require.Equal(t, "SP4DXVEC16FS6QR7RBKGWZYJKTXPC81W49W0ATJE", push.HintAgent("SP4DXVEC16FS6QR7RBKGWZYJKTXPC81W49W0ATJE"))
-}
