@@ -62,4 +62,3 @@ func TestReaderStopsOnSilenceAndSubscribesAgain(t *testing.T) {
 	}
 	require.Equal(t, []bool{false, true, false, true, false}, flips, "OnChange heard each turn, in order")
 }
-
