@@ -370,11 +370,12 @@ func TestPriceTimeout(t *testing.T) {
 	_, err := c.Price(t.Context(), "stx")
 	requireClass(t, err, pacer.ClassTimeout)
 	require.ErrorContains(t, err, "no answer within 20ms")
-	// The last attempt's request may reach the server after the client gave
-	// up on it (under -race, on a busy machine): wait for it to arrive.
-	require.Eventually(t, func() bool { return requests.Load() == 3 }, 5*time.Second, 5*time.Millisecond,
-		"three attempts, %d arrived", requests.Load())
+	// Three attempts, two waits between them (the client's count: with a
+	// 20 ms attempt timeout, on a busy machine an attempt can give up
+	// before its request reaches the server, or reach it after: CI saw 2
+	// of 3 arrive); none beyond the three.
 	require.Equal(t, wantFailureDelays, s.got())
+	require.LessOrEqual(t, requests.Load(), int32(3))
 }
 
 func TestPriceUnreachable(t *testing.T) {
