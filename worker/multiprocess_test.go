@@ -292,6 +292,8 @@ func TestWorkersAndAPIAsSeparateProcesses(t *testing.T) {
 	// agent due again, and slow Hiro listings make visiting the 24 agents,
 	// four at a time, take over half a minute.
 	makeAllDue(t, s.st)
+	var refreshed time.Time
+	require.NoError(t, s.st.Pool().QueryRow(ctx, `select now()`).Scan(&refreshed))
 	require.NoError(t, s.sim.SetFaults(sim.Faults{PathPrefix: "/extended/v3/principals/", Slow: 1,
 		SlowDelay: sim.Duration(6 * time.Second)}))
 	require.NoError(t, worker.Signal(ctx, s.tc, s.sched.WorkflowID, workflows.SignalRefresh, workflows.RefreshInput{Task: pacer.TaskSweep}))
@@ -306,7 +308,11 @@ func TestWorkersAndAPIAsSeparateProcesses(t *testing.T) {
 		victim, survivor = w2, w1
 	}
 	require.True(t, strings.HasPrefix(identity, strconv.Itoa(victim.cmd.Process.Pid)+"@"), "identity %s", identity)
-	time.Sleep(3 * time.Second) // a few agents in
+	eventually(t, 45*time.Second, "the sweep has visited an agent, with others left", func() bool {
+		var visited int
+		return s.st.Pool().QueryRow(ctx, `select count(*) from agent_ingest where last_visit_at > $1`, refreshed).Scan(&visited) == nil &&
+			visited > 0
+	})
 	sigterm := time.Now()
 	require.NoError(t, victim.cmd.Process.Signal(syscall.SIGTERM))
 

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pacer-dev/pacer"
@@ -202,11 +203,7 @@ select count(*) from aged`, store.HoldBound+time.Minute).Scan(&holds))
 	advanced := func(from int64, what string) int64 {
 		t.Helper()
 		var now int64
-		deadline := time.Now().Add(30 * time.Second)
-		for now = *through(); now <= from && time.Now().Before(deadline); now = *through() {
-			time.Sleep(100 * time.Millisecond)
-		}
-		if now <= from {
+		if !assert.Eventually(t, func() bool { now = *through(); return now > from }, 30*time.Second, 100*time.Millisecond) {
 			diag(t, s)
 			t.Fatalf("%s: still %d", what, now)
 		}

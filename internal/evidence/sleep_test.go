@@ -31,9 +31,6 @@ var sleepExceptions = map[string]string{
 	"worker/push_test.go:measurePush": "" +
 		"polls in a loop whose condition is the wait (the rollback seen, the ledgers equal the world's) " +
 		"while the simulated chain's clock runs",
-	"worker/multiprocess_test.go:TestWorkersAndAPIAsSeparateProcesses": "" +
-		"lets a sweep get a few agents in before the SIGTERM (the hand-off test; the `registry` helper " +
-		"owns making it prove the hand-off, issue 40)",
 	"workflows/keepstate_test.go:TestStoppingRejectsChanges": "" +
 		"the fake activity takes 50 ms of real time so that the test environment delivers the stop " +
 		"update while the activity runs (it skips virtual time only when nothing runs)",
