@@ -169,27 +169,40 @@ type clock struct {
 	now     time.Time
 	since   time.Time // real time when Run was called; zero: standing still
 	running bool
+	until   time.Time // a running clock stops here, if set
 }
 
 func (c *clock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.running {
-		return c.now.Add(time.Since(c.since))
+	if !c.running {
+		return c.now
 	}
-	return c.now
+	now := c.now.Add(time.Since(c.since))
+	if !c.until.IsZero() && now.After(c.until) {
+		return c.until
+	}
+	return now
+}
+
+// Until makes the running clock stop at t, however late its reader
+// looks, until Run or Set moves it again.
+func (c *clock) Until(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.until = t
 }
 
 func (c *clock) Set(t time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.now, c.running = t, false
+	c.now, c.running, c.until = t, false, time.Time{}
 }
 
 func (c *clock) Run(from time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.now, c.since, c.running = from, time.Now(), true
+	c.now, c.since, c.running, c.until = from, time.Now(), true, time.Time{}
 }
 
 // TestSweepDoneWhenWorld is issue 9's real-stack world (sim.SweepFeatures):
