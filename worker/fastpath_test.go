@@ -35,7 +35,8 @@ func TestFastPathStormDoesNotStarveTheSweep(t *testing.T) {
 	start := strconv.FormatInt(w.CompetitionStart().Unix(), 10)
 
 	// The history first, at full speed.
-	first, _ := s.startProcess(t, bin, "--hiro-base-url", s.simU, "--hiro-per-minute", "100000", "--competition-start", start)
+	first, _ := s.startProcess(t, bin, "--hiro-base-url", s.simU, "--hiro-per-minute", "100000", "--competition-start", start,
+		"--tail-every", noLinger)
 	sweepUntilIdle(t, s)
 	require.NoError(t, first.Process.Kill())
 	_ = first.Wait()

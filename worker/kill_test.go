@@ -19,6 +19,17 @@ import (
 type syncBuffer = testenv.Buffer
 
 // startProcess runs `pacer worker` as a real process against the stack.
+// noLinger is a PACER_TAIL_EVERY that leaves a sweep run no linger at the
+// default PACER_SWEEP_EVERY (1m): a run reads the tail on for the sweep
+// interval less half the tail's (55 s at the defaults) before it reports
+// (internal/cli's discovery config), so a test that waits for a sweep's
+// result at the defaults waits that out each time, for nothing it checks.
+// With it a run ends when its work is done, and the tail reads once a run.
+const (
+	noLinger    = "2m"
+	noLingerEnv = "PACER_TAIL_EVERY=" + noLinger
+)
+
 func (s *stack) startProcess(t *testing.T, bin string, extra ...string) (*exec.Cmd, *syncBuffer) {
 	t.Helper()
 	args := append([]string{"worker", "--http", "", "--migrate=false",

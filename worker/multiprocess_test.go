@@ -199,6 +199,7 @@ func TestWorkersAndAPIAsSeparateProcesses(t *testing.T) {
 		"TENERO_BASE_URL=" + hs.URL, "HIRO_BASE_URL=" + hs.URL,
 		"TENERO_API_KEY=" + secret, "HIRO_API_KEY=" + secret,
 		"PACER_HIRO_PER_MINUTE=100000", "PACER_LOG_LEVEL=info",
+		noLingerEnv, // each wait below is for a sweep's result, not its linger
 	}
 	startWorker := func(name string) (*proc, string) {
 		addr := freeAddr(t)

@@ -217,7 +217,7 @@ func TestAPIKeysNeverLeakFromTheBinary(t *testing.T) {
 		"TEMPORAL_ADDRESS=" + temporalHostPort, "DATABASE_URL=" + withPassword(t, s.dbURL),
 		"PACER_TASK_QUEUE=" + s.sched.TaskQueue, "PACER_WORKFLOW_ID=" + s.sched.WorkflowID,
 		"TENERO_BASE_URL=" + s.simU, "HIRO_BASE_URL=" + s.simU, "PACER_HIRO_PER_MINUTE=100000",
-		"PACER_LOG_LEVEL=debug"}
+		"PACER_LOG_LEVEL=debug", noLingerEnv}
 	pacerCmd := func(args ...string) string {
 		cctx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()

@@ -281,15 +281,19 @@ func TestSweepDoneWhenWorld(t *testing.T) {
 	// three times.
 	clk.Set(worldAt.Add(11 * time.Minute))
 	makeAllDue(t, s.st)
-	// Every Hiro request is slowed, so that a kill lands between two of
-	// a visit's: its listing pages (v3, 50 a page) and its details (one
-	// tx/multiple request can carry all 200, so they alone are too few).
-	require.NoError(t, s.sim.SetFaults(sim.Faults{PathPrefix: "/extended/", Slow: 1, SlowDelay: sim.Duration(300 * time.Millisecond)}))
+	// Every Hiro request is slowed while a worker runs, so that a kill
+	// lands between two of a visit's: its listing pages (v3, 50 a page)
+	// and its details (one tx/multiple request can carry all 200, so they
+	// alone are too few). The worker dead, the check after each kill reads
+	// Hiro at full speed (its lookups of ~180 missing swaps, slowed, took
+	// a minute a round).
+	slow := sim.Faults{PathPrefix: "/extended/", Slow: 1, SlowDelay: sim.Duration(300 * time.Millisecond)}
 	lookups := func() int {
 		routes := s.sim.Stats().Routes
 		return routes[sim.HiroTxRoute].Total + routes[sim.HiroTxMultipleRoute].Total + routes[sim.HiroPrincipalTransactionsRoute].Total
 	}
 	for round := range 3 {
+		require.NoError(t, s.sim.SetFaults(slow))
 		before := lookups()
 		proc, _ := s.startProcess(t, bin, args...)
 		require.NoError(t, worker.Signal(ctx, s.tc, s.sched.WorkflowID, workflows.SignalRefresh, workflows.RefreshInput{Task: pacer.TaskSweep}))
@@ -299,10 +303,10 @@ func TestSweepDoneWhenWorld(t *testing.T) {
 		var have int
 		require.NoError(t, s.st.Pool().QueryRow(ctx, `select count(*) from swaps where sender = $1`, busy).Scan(&have))
 		t.Logf("round %d: killed with %d of the busy agent's swaps in the ledger", round, have)
+		require.NoError(t, s.sim.SetFaults(sim.Faults{}))
 		requireCursorBehindMissingSwaps(t, s, busy, clk.Now())
 	}
 
-	require.NoError(t, s.sim.SetFaults(sim.Faults{}))
 	s.startProcess(t, bin, args...)
 	want := len(w.ExpectedSwaps(clk.Now()))
 	eventually(t, 3*time.Minute, "the ledger holds every swap of the world", func() bool {
