@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/pacer-dev/pacer/internal/evidence"
 	"github.com/pacer-dev/pacer/internal/sim"
 	"github.com/pacer-dev/pacer/internal/testenv"
 	"github.com/pacer-dev/pacer/worker"
@@ -60,7 +61,13 @@ func TestHiddenLimitFirstStart(t *testing.T) {
 		name  string
 		shape sim.Shape
 		burst int
-	}{{"fixed", sim.ShapeFixed, 0}, {"sliding", sim.ShapeSliding, 0}, {"bucket", sim.ShapeBucket, 10}} {
+		// used and refused name the figures.
+		used, refused string
+	}{
+		{"fixed", sim.ShapeFixed, 0, "hidden.fixed.used", "hidden.fixed.refused"},
+		{"sliding", sim.ShapeSliding, 0, "hidden.sliding.used", "hidden.sliding.refused"},
+		{"bucket", sim.ShapeBucket, 10, "hidden.bucket.used", "hidden.bucket.refused"},
+	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			s, want := quotaStack(t, sim.Limits{PerMinute: 500, HiddenPerMinute: hidden, PerMonth: 150_000, Shape: tt.shape, Burst: tt.burst})
@@ -98,8 +105,8 @@ func TestHiddenLimitFirstStart(t *testing.T) {
 			done = time.Now()
 			require.GreaterOrEqual(t, done.Sub(from).Minutes(), 2.0, "a first start longer than two minutes")
 			used, refusedShare := figures()
-			require.GreaterOrEqual(t, used, 0.90, "at least 90%% of the hidden limit used")
-			require.LessOrEqual(t, refusedShare, 0.01, "at most 1%% refused")
+			evidence.Check(t, tt.used, 100*used, evidence.AtLeast, 90, "pct")
+			evidence.Check(t, tt.refused, 100*refusedShare, evidence.AtMost, 1, "pct")
 		})
 	}
 }

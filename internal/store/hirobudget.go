@@ -143,7 +143,7 @@ func (b *SharedBudget) PlanView(ctx context.Context, lane budget.Lane, now time.
 	shift := now.Sub(dbNow)
 	minute, month = st.Remaining(b.cfg, dbNow)
 	n, at, why := st.Room(b.cfg, lane, dbNow)
-	v = discovery.Budget{Known: true, Room: n, Why: why, WindowEnd: st.WindowEnd.Add(shift), Rate: st.Rate(b.cfg, lane, dbNow)}
+	v = discovery.Budget{Known: true, Room: n, Why: why, WindowEnd: st.RoomEnd(b.cfg, dbNow).Add(shift), Rate: st.Rate(b.cfg, lane, dbNow)}
 	if !at.IsZero() {
 		v.RoomAt = at.Add(shift)
 	}
