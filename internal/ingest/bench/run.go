@@ -36,8 +36,9 @@ const (
 // never found, the month never dry). At these volumes the tail fell
 // behind the feed and gave ranges up faster than the reconciler read
 // them (36 swaps never found at 100,000 a day, 1,631 at 150,000 with the
-// offset prediction alone); their p99 is not held, the month's pace
-// cannot read 40 contracts' lists every 5 minutes (docs/discovery.md).
+// offset prediction alone); polling alone, their p99 is not held, the
+// month's pace cannot read 40 contracts' lists every 5 minutes
+// (docs/discovery.md); with push (ServicePush) it is.
 var (
 	ChainSizes   = []int{1_000, 10_000, 100_000}
 	ChainVolumes = []int{10_000, 40_000, 200_000}
@@ -45,7 +46,7 @@ var (
 )
 
 // lossOnly reports whether volume is one of LossVolumes and not of
-// ChainVolumes: its month rows hold no p99.
+// ChainVolumes: its month rows hold no p99 without push (holdsP99).
 func lossOnly(volume int) bool {
 	return slices.Contains(LossVolumes, volume) && !slices.Contains(ChainVolumes, volume)
 }

@@ -32,13 +32,21 @@ type Strategy struct {
 	FeedOnly bool
 	// Allowlist is the tail's chain's (nil: BenchAllowlist).
 	Allowlist *Allowlist
+	// Push runs the tail with Hiro's WebSocket live, as the service does
+	// by default (PACER_PUSH=ws; push.go); PushDelay is how long after
+	// its block a call's push arrives (0: PushDelay).
+	Push      bool
+	PushDelay time.Duration
 }
 
 // Tail is the service's discovery engine reading the chain's tail, on
-// the benchmark's allowlist; ServiceTail on the service's own.
+// the benchmark's allowlist; ServiceTail on the service's own, polling
+// alone (the socket down: the fallback); ServicePush the same with Hiro's
+// WebSocket live, the service's default configuration.
 var (
 	Tail        = Strategy{Name: "tail (discovery engine)"}
 	ServiceTail = Strategy{Name: "tail, the service's allowlist", Allowlist: ServiceAllowlist}
+	ServicePush = Strategy{Name: "tail + push, the service's allowlist", Allowlist: ServiceAllowlist, Push: true}
 )
 
 // Readers, as the results split requests.
@@ -88,7 +96,8 @@ type sim struct {
 	up      *pbench.Upstream
 	refused int64
 	// found[agent][tx] is when the swap's row appeared; byTail whether
-	// the tail's walk handed it out (first or after the reconciler).
+	// the tail's walk or a push handed it out (first or after the
+	// reconciler).
 	found    [][]time.Time
 	byTail   [][]bool
 	requests map[string]int
@@ -110,8 +119,9 @@ type sim struct {
 	obs    discovery.Observer
 	source discovery.Source
 	// tailRead and recRead are when the feed's walk and the contracts'
-	// lists last read in full.
+	// lists last read in full; tailReads counts the tail's whole reads.
 	tailRead, recRead time.Time
+	tailReads         int
 	// listsTime is the time the tail spent on the contracts' lists,
 	// decided when the source was last decided.
 	listsTime time.Duration
@@ -120,6 +130,16 @@ type sim struct {
 	// below which they lie (open while the contracts' lists have not
 	// read past it, recAt).
 	gaps, gapTo int
+
+	// Push (push.go): pushNext is the index in the chain's agents'
+	// entries of the next push not delivered yet, pending the pushed
+	// transactions waiting for the Verify step (pending_txs), oldest
+	// first; lastWake is push.Hold's last wake, hinted the scheduler's
+	// HintedAt (zero: none), runBegan when the run under way began.
+	pushNext         int
+	pending          []agentTxRef
+	lastWake, hinted time.Time
+	runBegan         time.Time
 
 	// The agents and their due set, as the store's query orders it
 	// (ingest.Config.Less): future by next_run_at, due by the policy's
@@ -155,8 +175,15 @@ func Simulate(w *World, c *Chain, b Budget, s Strategy, from, to time.Time) Resu
 	}
 	for now := w.Start; now.Before(w.End); {
 		began := now
+		if x.runBegan = began; !x.hinted.After(began) {
+			x.hinted = time.Time{} // the start clears the scheduler's hint
+		}
 		next := x.run(&now) // not before the run ends, nor sweepEvery after it began
-		now = pbench.Latest(next, began.Add(sweepEvery), now)
+		cadence := pbench.Latest(next, began.Add(sweepEvery), now)
+		if s.Push {
+			cadence = x.hintedStart(began, now, cadence) // or a hint's
+		}
+		now = cadence
 	}
 	return x.result(from, to)
 }
@@ -212,16 +239,25 @@ func (r *runner) Execute(_ context.Context, step discovery.Step) error {
 	x, now, held := r.x, r.now, r.held
 	switch step.Kind {
 	case discovery.Wait:
-		*now = step.Until
+		until := step.Until
+		if x.s.Push {
+			until = x.bell(*now, until) // a push ends the wait
+		}
+		*now = until
 	case discovery.ReadTail:
 		held[ReaderTail] = !x.readTail(now)
 	case discovery.ReadContract:
 		progressed, done := x.reconcile(now, x.onLists())
 		if held[step.Reader] = !progressed; done {
 			x.recRead = *now
+			if x.onLists() {
+				x.tailReads++
+			}
 		}
 	case discovery.Visit:
 		x.visitBatch(now, step.Agents)
+	case discovery.Verify:
+		x.verify(now, held)
 	}
 	return nil
 }
@@ -254,6 +290,14 @@ func (x *sim) state(now, began time.Time, held map[string]bool) discovery.Run {
 	if x.pos != nil || s.ContractsAreTail {
 		s.Contracts = []discovery.Reader{{Name: readerContracts, LastRead: x.recRead, Scanning: x.recTo != 0,
 			Held: held[readerContracts]}}
+	}
+	if x.s.Push { // the socket live; the pushed transactions due (push.go)
+		x.deliver(now)
+		s.PushLive = true
+		if !held[readerPending] {
+			s.Pending = min(len(x.pending), hiro.MaxBatch)
+			s.Pushed = s.Pending
+		}
 	}
 	return s
 }
@@ -312,6 +356,7 @@ func (x *sim) readTail(now *time.Time) bool {
 	done := x.walk(now)
 	if done {
 		x.tailRead = *now
+		x.tailReads++
 		x.obs.ReadTail(x.requests[ReaderTail] + x.requests[ReaderDetails] - spent)
 	}
 	return done
@@ -334,7 +379,7 @@ func (x *sim) walk(now *time.Time) bool {
 				seen = append(seen, ref)
 			}
 		}
-		if !x.fetch(now, seen) {
+		if !x.fetch(now, seen, true) {
 			break // not settled: the page is read again
 		}
 		for _, s := range seen {
@@ -366,8 +411,9 @@ func (x *sim) probe(now *time.Time) {
 
 // fetch reads the details of the swaps among refs not found yet, in
 // batches, and records their rows; false when the budget stopped it
-// before every one was read.
-func (x *sim) fetch(now *time.Time, refs []agentTxRef) bool {
+// before every one was read. observe says whether the sweep's traffic
+// counts them (a reader's, not the Verify step's).
+func (x *sim) fetch(now *time.Time, refs []agentTxRef, observe bool) bool {
 	var swaps []agentTxRef
 	for _, r := range refs {
 		if x.unfound(r) {
@@ -378,7 +424,9 @@ func (x *sim) fetch(now *time.Time, refs []agentTxRef) bool {
 		if !x.take(now, ReaderDetails) {
 			return false
 		}
-		x.obs.ObserveDetails(1, *now)
+		if observe {
+			x.obs.ObserveDetails(1, *now)
+		}
 		for _, s := range swaps[i:min(i+hiro.MaxBatch, len(swaps))] {
 			x.found[s.agent][s.tx] = *now
 		}
@@ -428,7 +476,7 @@ func (x *sim) reconcile(now *time.Time, primary bool) (progressed, done bool) {
 		return true, false
 	}
 	refs := x.c.AgentsIn(x.recAt, x.recEnd)
-	if !x.fetch(now, refs) {
+	if !x.fetch(now, refs, true) {
 		return false, false
 	}
 	for _, ref := range refs {

@@ -115,7 +115,7 @@ func (x *sim) visitBatch(now *time.Time, n int) {
 		}
 		vs = append(vs, v)
 	}
-	x.fetch(now, all)
+	x.fetch(now, all, true)
 	for _, v := range vs {
 		if v.first != nil {
 			x.carry(v, now)
@@ -154,7 +154,7 @@ func (x *sim) pass(v *visit, now *time.Time) bool {
 			if p = x.read(v, now); p == nil {
 				break
 			}
-			x.fetch(now, p.refs)
+			x.fetch(now, p.refs, true)
 		}
 		if slices.ContainsFunc(p.refs, x.unfound) {
 			break // not settled: the page is read again

@@ -23,10 +23,11 @@ import (
 )
 
 func main() {
-	// The chain: the tail (both allowlists) beside the agents mode, at every
-	// size, volume and plan unless the flags pick some.
+	// The chain: the tail (both allowlists; on the service's, polling alone
+	// and with push, its default) beside the agents mode, at every size,
+	// volume and plan unless the flags pick some.
 	o := discovery.ChainOptions{Sizes: discovery.ChainSizes, Volumes: discovery.ChainVolumes,
-		Budgets: discovery.Budgets, Horizon: 48 * time.Hour, Tails: []discovery.Strategy{discovery.Tail, discovery.ServiceTail},
+		Budgets: discovery.Budgets, Horizon: 48 * time.Hour, Tails: []discovery.Strategy{discovery.Tail, discovery.ServiceTail, discovery.ServicePush},
 		PerAgent: []ingest.Policy{ingest.PolicyTiers, ingest.PolicyOptimal}, LossVolumes: discovery.LossVolumes}
 	section := flag.String("section", "all", "which benchmark to run: all, pacing or chain")
 	flag.Func("agents", "chain: the worlds' agent counts, comma-separated (default 1000,10000,100000)", ints(&o.Sizes))
@@ -46,7 +47,13 @@ func main() {
 		return nil
 	})
 	flag.IntVar(&o.PerAgentUpTo, "per-agent-up-to", 100_000, "chain: run the agents mode (tiers, optimal) in worlds of at most this many agents (0: none)")
+	pushDelay := flag.Duration("push-delay", discovery.PushDelay, "chain: how long after its block Hiro's WebSocket pushes a call, in the rows with push (a what-if: a later push shows in their goals)")
 	flag.Parse()
+	for i := range o.Tails {
+		if o.Tails[i].Push {
+			o.Tails[i].PushDelay = *pushDelay
+		}
+	}
 	switch *section {
 	case "all", "pacing", "chain":
 	default:
