@@ -324,13 +324,17 @@ func (s *State) Observe(c Config, lane Lane, o Observation, now time.Time) {
 		lower(&s.Left, *o.Remaining)
 	case o.Remaining != nil:
 		r, used := *o.Remaining, s.SweepUsed+s.FastUsed
-		if s.Regen != nil && !*s.Regen && s.Left == nil && s.Capacity != nil && o.Status != 429 &&
-			r+riseMargin < *s.Capacity-(used-s.sentAfter(o.SentAt)) {
-			// A window taken for a fixed one is not whole again at its
-			// start: its shape is not known after all (a sliding window
-			// whose burst began on the minute refuses until the minute's
-			// end too), and it is probed again.
-			s.Regen = nil
+		if !s.regenerates() && s.Left == nil && s.Capacity != nil && o.Status != 429 && len(s.Sent) > 0 &&
+			r+riseMargin < *s.Capacity-(used-s.sentAfter(o.SentAt)) &&
+			r <= *s.Capacity-s.sentWithin(c, now)+riseMargin {
+			// The window's first answer says it is far from whole, and
+			// by about what was sent in the last window's length: the
+			// limit carried it over the window's end, as a sliding
+			// window does (taken for a fixed window of what it said,
+			// the rest of the minute waited and its rate planned for a
+			// few a minute). A fixed window's limit that fell is not
+			// short by what was sent.
+			s.Regen = new(true)
 		}
 		if s.Regen == nil || s.regenerates() {
 			// Requests taken after this one went are not counted in
@@ -475,13 +479,7 @@ func (s *State) regenWait(c Config, units int64, now time.Time) time.Duration {
 
 // regenCapacity is what a window of a limit that frees room as it goes
 // holds: what the last whole one held, unless this one shows more.
-func (s *State) regenCapacity(c Config) int64 {
-	capacity := s.capacity(c)
-	if s.Capacity != nil {
-		capacity = max(capacity, min(c.PerMinute, *s.Capacity))
-	}
-	return max(capacity, 1)
-}
+func (s *State) regenCapacity(c Config) int64 { return max(s.capacity(c), 1) }
 
 // regenLeft is what a limit that frees room as it goes has left at now:
 // what its last answer said (less what was taken since), and what it
@@ -525,6 +523,18 @@ func (s *State) expired(c Config, now time.Time, lag time.Duration) int64 {
 	n := int64(0)
 	for _, at := range s.Sent {
 		if freedAt(c, at).After(s.LeftAt) && !at.Add(c.Window+lag).After(now) {
+			n++
+		}
+	}
+	return n
+}
+
+// sentWithin is how many requests were taken in the window's length up
+// to now.
+func (s *State) sentWithin(c Config, now time.Time) int64 {
+	n := int64(0)
+	for _, at := range s.Sent {
+		if at.After(now.Add(-c.Window)) {
 			n++
 		}
 	}
@@ -661,10 +671,15 @@ func (s *State) startMonth(c Config, start time.Time, limit *int64, remaining in
 	s.Month.SweepCredit, s.Month.FastCredit = pace*laneShare(c, LaneSweep), pace*laneShare(c, LaneFast)
 }
 
-// capacity is what the current window holds for us.
+// capacity is what the current window holds for us: for a limit that
+// frees room as it goes, what the last whole one held unless this one
+// shows more (its start shows only what is left then).
 func (s *State) capacity(c Config) int64 {
 	capacity := c.PerMinute
 	if learned := cmp.Or(s.WindowCapacity, s.Capacity); learned != nil {
+		if s.regenerates() && s.Capacity != nil {
+			learned = new(max(*learned, *s.Capacity))
+		}
 		capacity = min(capacity, *learned)
 	}
 	return max(capacity, 0)

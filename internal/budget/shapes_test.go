@@ -235,3 +235,30 @@ func TestSentIsKeptOnlyUnderAHiddenLimit(t *testing.T) {
 	require.NotEmpty(t, s.Sent)
 	require.LessOrEqual(t, len(s.Sent), 2*30)
 }
+
+// A window whose first answer says it is far from whole carried what was
+// spent over the minute's end (a sliding window): the budget follows it
+// as a limit that frees room as it goes, and its rate stays the window's
+// (read as a fixed window of what it said, the rest of the minute waited
+// and the sweep's plan was solved for 2 a minute).
+func TestCarriedOverWindowIsNotTakenForASmallOne(t *testing.T) {
+	t.Parallel()
+	c := Config{PerMinute: 450}
+	l := &sliding{limit: 30, period: time.Minute}
+	u := &hiddenUpstream{l: l, advertised: 500, servedIn: func(time.Time) bool { return false }}
+	var s State
+	at := t0.Add(5 * time.Second)
+	for range 28 { // the first start's burst
+		require.True(t, s.Take(c, LaneSweep, 1, at).OK)
+		s.Observe(c, LaneSweep, u.call(at, at), at.Add(10*time.Millisecond))
+		at = at.Add(20 * time.Millisecond)
+	}
+	next := t0.Add(time.Minute)
+	require.True(t, s.Take(c, LaneSweep, 1, next).OK)
+	s.Observe(c, LaneSweep, u.call(next, next), next.Add(10*time.Millisecond))
+	require.True(t, s.regenerates())
+	require.InDelta(t, 28, s.Rate(c, LaneSweep, next), 1, "the window's rate, not its first answer's")
+	d := s.Take(c, LaneSweep, 1, next.Add(time.Second))
+	require.False(t, d.OK, "its rest is the fast lane's")
+	require.Less(t, d.RetryIn, 6*time.Second, "room comes back as the burst leaves the window")
+}
