@@ -12,8 +12,16 @@ WORKFLOWCHECK := $(BIN)/workflowcheck
 PROMTOOL := $(BIN)/promtool
 # make test runs packages four at a time and each package's parallel tests
 # four at a time: on two cores most of the integration tests wait on a dev
-# server, a child process or Postgres, not the CPU.
-GO_TEST_FLAGS ?= -race -count=1 -timeout 25m -p 4 -parallel 4
+# server, a child process or Postgres, not the CPU. No vet pass: the lint
+# job beside it runs go vet's analyzers (golangci-lint's govet, tests
+# included) over the same code.
+GO_TEST_FLAGS ?= -race -count=1 -timeout 25m -p 4 -parallel 4 -vet=off
+# The packages whose tests take longest, named first: go test builds the
+# packages and starts their runs in the order it is given them (a run waits
+# for the builds of the packages before it), so these start while the rest
+# build. Last alphabetically, worker started after every other package was
+# built.
+SLOW_PKGS := ./worker/ ./activities/ ./internal/api/ ./workflows/ ./internal/store/ ./internal/sim/
 # The benchmarks' virtual-time simulations are tested without the race
 # detector, which makes them 5x slower (their code under test, the budget and
 # the discovery plan, runs under it in the activities' tests); they run beside
@@ -64,14 +72,17 @@ dev: build tools postgres ## run the whole stack locally: Temporal dev server + 
 test: tools postgres chromium $(GOLANGCI_LINT) $(WORKFLOWCHECK) $(PROMTOOL) ## lint, every test (unit, workflow (testsuite), integration: dev server + Postgres, Chromium) and a brief fuzz, side by side
 	@# Side by side: most of the integration tests' time is spent waiting on a
 	@# dev server, a child process or Postgres, which lint and the fuzz fill.
+	@# Those jobs (and the simulations) only need the CPU, so they run at a
+	@# lower priority (LOW): they take what the tests leave, and the tests'
+	@# builds and real-time waits are not stretched by them.
 	@# Each job's output is printed whole when it ends (--output-sync).
-	@$(MAKE) --no-print-directory -j4 --output-sync=target lint test-go test-sims fuzz-brief
+	@$(MAKE) --no-print-directory -j4 --output-sync=target LOW='nice -n 10' lint test-go test-sims fuzz-brief
 
 test-go:
-	go test $(GO_TEST_FLAGS) $$(go list ./... | grep -v -x -e '.*/internal/ingest/bench' -e '.*/internal/pacing/bench')
+	go test $(GO_TEST_FLAGS) $(SLOW_PKGS) $$(go list ./... | grep -v -x -e '.*/internal/ingest/bench' -e '.*/internal/pacing/bench')
 
 test-sims:
-	go test $(SIM_TEST_FLAGS) $(SIM_PKGS)
+	$(LOW) go test $(SIM_TEST_FLAGS) $(SIM_PKGS)
 
 fuzz-brief:
 	@# The brief run counts executions, not seconds: Go 1.26's fuzz coordinator
@@ -83,7 +94,7 @@ fuzz-brief:
 fuzz: ## fuzz every target for FUZZTIME each (default 10s; seed corpora also run in make test)
 	@set -e; log=$$(mktemp); trap 'rm -f $$log' EXIT; for t in $(FUZZ_TARGETS); do \
 	  pkg=$${t%%:*}; fn=$${t##*:}; echo "fuzz $$fn ($$pkg, $(FUZZTIME))"; \
-	  fz() { go test -run='^$$' -fuzz="^$$fn\$$" -fuzztime=$(FUZZTIME) $(FUZZFLAGS) ./$$pkg/ > $$log 2>&1; }; \
+	  fz() { $(LOW) go test -run='^$$' -fuzz="^$$fn\$$" -fuzztime=$(FUZZTIME) $(FUZZFLAGS) ./$$pkg/ > $$log 2>&1; }; \
 	  fz && continue; cat $$log; grep -q "Failing input written to" $$log && exit 1; \
 	  echo "fuzz $$fn failed without a failing input (the coordinator's own error): once more"; fz || { cat $$log; exit 1; }; \
 	done; echo "fuzz: $(words $(FUZZ_TARGETS)) targets passed"
@@ -98,8 +109,8 @@ test-unit: ## run the tests that need nothing running
 	go test -count=1 ./workflows/ ./internal/schedule/ ./internal/cron/ ./internal/catalog/ ./internal/tenero/ ./internal/hiro/ ./internal/competition/ ./internal/sim/ ./internal/pacing/... ./internal/ingest/... ./internal/budget/
 
 lint: $(GOLANGCI_LINT) $(WORKFLOWCHECK) $(PROMTOOL) ## golangci-lint (.golangci.yml), Temporal's workflowcheck on the workflow package, promtool on deploy/'s alerts and Prometheus config
-	$(GOLANGCI_LINT) run ./...
-	$(WORKFLOWCHECK) -config workflowcheck.config.yaml ./workflows/...
+	$(LOW) $(GOLANGCI_LINT) run ./...
+	$(LOW) $(WORKFLOWCHECK) -config workflowcheck.config.yaml ./workflows/...
 	$(PROMTOOL) check rules deploy/alerts.yml
 	$(PROMTOOL) check config --syntax-only deploy/prometheus.yml
 
