@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"regexp"
 	"slices"
@@ -56,7 +57,11 @@ func decodeStrict(raw json.RawMessage, v any) error {
 	if err := dec.Decode(v); err != nil {
 		return fmt.Errorf("invalid JSON: %w", err)
 	}
-	if dec.More() {
+	// More is false before a stray '}' or ']': only the end of the input
+	// ends the message. (A payload that reached the workflow through
+	// Temporal's JSON converter is one whole value already; the CLI and
+	// the validators call this on what they were given.)
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return errors.New("invalid JSON: trailing data after the object")
 	}
 	return nil
