@@ -16,12 +16,14 @@ PROMTOOL := $(BIN)/promtool
 # job beside it runs go vet's analyzers (golangci-lint's govet, tests
 # included) over the same code.
 GO_TEST_FLAGS ?= -race -count=1 -timeout 25m -p 4 -parallel 4 -vet=off
-# The packages whose tests take longest, named first: go test builds the
+# The package whose tests take longest, named first: go test builds the
 # packages and starts their runs in the order it is given them (a run waits
-# for the builds of the packages before it), so these start while the rest
-# build. Last alphabetically, worker started after every other package was
-# built.
-SLOW_PKGS := ./worker/ ./activities/ ./internal/api/ ./workflows/ ./internal/store/ ./internal/sim/
+# for the builds of the packages before it), so its run goes on while the
+# rest build and run. Last alphabetically, worker started after every other
+# package was built. One only: a running test binary holds one of -p's four
+# slots, and the six slowest first held all four for minutes while nothing
+# else could build (a clean clone's run took 17m44s, at load 13).
+SLOW_PKGS := ./worker/
 # The benchmarks' virtual-time simulations are tested without the race
 # detector, which makes them 5x slower (their code under test, the budget and
 # the discovery plan, runs under it in the activities' tests); they run beside

@@ -360,7 +360,7 @@ func TestWorkersAndAPIAsSeparateProcesses(t *testing.T) {
 
 	// A deploy brings a new worker; then the old one dies hard.
 	w3, _ := startWorker("worker-3")
-	eventually(t, 30*time.Second, "the new worker started", func() bool {
+	eventually(t, 90*time.Second, "the new worker started", func() bool {
 		return strings.Contains(w3.out.String(), "worker.started")
 	})
 	require.NoError(t, survivor.cmd.Process.Kill())
