@@ -169,6 +169,12 @@ type TeneroResult struct {
 	Pace *Pace `json:"pace,omitempty"`
 }
 
+// MinuteReserve is what a paced tenero run leaves of every minute window
+// (its StopAtMinuteRemaining): it stops when its headers say the window
+// is down to it, so pacing never meets the 5-minute back-off of a spent
+// minute. An operator's refresh may spend the window (SPEC §3.1).
+const MinuteReserve = 1
+
 // TeneroInput is the input of the tenero activity.
 type TeneroInput struct {
 	// MaxTokens caps how many tokens one run refreshes (0 = the whole set);

@@ -17,11 +17,6 @@ import (
 	"github.com/pacer-dev/pacer/internal/tenero"
 )
 
-// maxUpstreamStreak stops a run after this many upstream failures in a row:
-// an upstream that is down will not come back within one run, and each
-// failure costs in-attempt retries.
-const maxUpstreamStreak = 5
-
 // RefreshTenero refreshes USD prices (SPEC §4): the static base first, then
 // the tokens agents trade, pegs at 1 USD without a call, stopping at once
 // when Tenero says a quota is spent.
@@ -92,8 +87,13 @@ func (a *Activities) refreshTenero(ctx context.Context, in pacer.TeneroInput) (r
 	var obs []store.Observation // every price fetched, for the rollups: one insert per run
 	defer func() { a.recordObservations(ctx, obs) }()
 
+	// The run's stopping rule (tally.Ending): a refusal, a permanent
+	// error, tally.MaxUpstreamStreak upstream failures in a row (an
+	// upstream that is down will not come back within one run, and each
+	// failure costs in-attempt retries), a spent window, or the minute's
+	// reserve of a paced run.
+	ending := tally.Ending{Reserve: int64(in.StopAtMinuteRemaining)}
 	var (
-		streak      int // upstream failures in a row
 		stopClass   pacer.ErrorClass
 		stopMsg     string
 		lastFailure error
@@ -139,16 +139,14 @@ func (a *Activities) refreshTenero(ctx context.Context, in pacer.TeneroInput) (r
 				}
 			}
 			tally.Count(&res.Run, class)
-			switch {
-			case class == pacer.ClassRateLimit, class == pacer.ClassPermanent:
+			if ends, streak := ending.Failed(class); ends {
 				stopClass, stopMsg = class, err.Error()
-			case tally.UpstreamFailure(class):
-				if streak++; streak >= maxUpstreamStreak {
-					stopClass, stopMsg = class, fmt.Sprintf("%d upstream failures in a row, last: %v", streak, err)
+				if streak >= tally.MaxUpstreamStreak {
+					stopMsg = fmt.Sprintf("%d upstream failures in a row, last: %v", streak, err)
 				}
 			}
 		} else {
-			streak = 0
+			ending.Succeeded()
 			dec := p.Decimals
 			if dec == nil {
 				if d, ok := a.Catalog.Decimals(id); ok {
@@ -189,9 +187,9 @@ func (a *Activities) refreshTenero(ctx context.Context, in pacer.TeneroInput) (r
 		}
 		// A paced run keeps a small reserve of the minute: it ends here,
 		// normally, rather than spend the last request and hit the wall.
-		if left := p.Quota.MinuteRemaining; left != nil && *left <= int64(in.StopAtMinuteRemaining) && i < len(tokens)-1 {
+		if ending.Reserved(p.Quota.MinuteRemaining, i < len(tokens)-1) {
 			res.Skipped = len(tokens) - i - 1
-			log.Info("tenero.minute_reserve_reached", zap.Int64("minuteRemaining", *left), zap.Int("left", res.Skipped))
+			log.Info("tenero.minute_reserve_reached", zap.Int64("minuteRemaining", *p.Quota.MinuteRemaining), zap.Int("left", res.Skipped))
 			break
 		}
 	}

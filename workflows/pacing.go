@@ -17,12 +17,10 @@ type Pacing struct {
 	Tune *pacer.PaceTune `json:"tune,omitempty"`
 }
 
-// minuteReserve is left in every minute window of tenero: a paced run
-// stops when its headers say the window is down to it, so pacing never
-// meets the 5-minute back-off of a spent minute. An operator's refresh
-// may spend the window (SPEC §3.1). Hiro's windows are the Postgres
-// budget's (SPEC §5.4).
-const minuteReserve = 1
+// minuteReserve is left in every minute window of tenero
+// (pacer.MinuteReserve); Hiro's windows are the Postgres budget's (SPEC
+// §5.4).
+const minuteReserve = pacer.MinuteReserve
 
 // setupPacing gives each paced task its pacing, and points its cadence at
 // the interval its last run chose (at the configured cadence, when a

@@ -104,3 +104,45 @@ func Successes(r *pacer.SweepResult) int {
 	}
 	return n
 }
+
+// MaxUpstreamStreak is how many upstream failures in a row end a run: the
+// upstream is struggling, and the next run comes at the task's cadence.
+const MaxUpstreamStreak = 5
+
+// Ending is a run's rule for when to stop, answer by answer, where the
+// upstream's quota headers are read: the tenero activity stops by it,
+// and so do the pacing benchmark's runs of pacer (internal/pacing/bench),
+// so that what the benchmark measures is this rule. A spent window ends
+// a run too, whatever the answer (tenero.Quota.Exhausted).
+type Ending struct {
+	// Reserve is what a paced run leaves of each minute window (0: none,
+	// an operator's forced run).
+	Reserve int64
+	streak  int
+}
+
+// Failed counts a failed answer of class c and says whether it ends the
+// run: a refusal or a permanent error at once, an upstream failure once
+// MaxUpstreamStreak of them come in a row; streak is how many in a row.
+// An item's own problem (an unknown token) neither ends nor breaks the
+// streak.
+func (e *Ending) Failed(c pacer.ErrorClass) (ends bool, streak int) {
+	switch {
+	case c == pacer.ClassRateLimit, c == pacer.ClassPermanent:
+		return true, e.streak
+	case UpstreamFailure(c):
+		e.streak++
+		return e.streak >= MaxUpstreamStreak, e.streak
+	}
+	return false, e.streak
+}
+
+// Succeeded ends a streak of failures.
+func (e *Ending) Succeeded() { e.streak = 0 }
+
+// Reserved says whether the run ends, normally, at the minute's reserve:
+// more requests to send, and the minute's remaining (nil: unknown, never
+// a reason to stop) down to the reserve.
+func (e *Ending) Reserved(minuteLeft *int64, more bool) bool {
+	return more && minuteLeft != nil && *minuteLeft <= e.Reserve
+}

@@ -84,3 +84,37 @@ func TestRemainingKeepsTheLastHeader(t *testing.T) {
 	require.Equal(t, 7, *r.MinuteRemaining)
 	require.Nil(t, r.MonthRemaining)
 }
+
+func TestEnding(t *testing.T) {
+	n := func(v int64) *int64 { return &v }
+	e := Ending{Reserve: 1}
+	for i := 1; i < MaxUpstreamStreak; i++ {
+		ends, streak := e.Failed(pacer.ClassServerError)
+		require.False(t, ends, "failure %d of a streak", i)
+		require.Equal(t, i, streak)
+	}
+	ends, _ := e.Failed(pacer.ClassNotFound) // an item's problem: no end, no break
+	require.False(t, ends)
+	ends, streak := e.Failed(pacer.ClassTimeout)
+	require.True(t, ends, "the fifth upstream failure in a row ends the run")
+	require.Equal(t, MaxUpstreamStreak, streak)
+
+	e = Ending{Reserve: 1}
+	for range MaxUpstreamStreak - 1 {
+		e.Failed(pacer.ClassServerError)
+	}
+	e.Succeeded()
+	ends, _ = e.Failed(pacer.ClassServerError)
+	require.False(t, ends, "a success ends the streak")
+	for _, c := range []pacer.ErrorClass{pacer.ClassRateLimit, pacer.ClassPermanent} {
+		ends, _ = (&Ending{}).Failed(c)
+		require.True(t, ends, "%s ends the run at once", c)
+	}
+
+	require.True(t, e.Reserved(n(1), true), "down to the reserve with more to send")
+	require.True(t, e.Reserved(n(0), true))
+	require.False(t, e.Reserved(n(2), true))
+	require.False(t, e.Reserved(n(1), false), "nothing more to send: the run ends anyway, not at the reserve")
+	require.False(t, e.Reserved(nil, true), "an unknown remaining is never a reason to stop")
+	require.False(t, (&Ending{}).Reserved(n(1), true), "a forced run keeps no reserve")
+}

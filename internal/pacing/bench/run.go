@@ -3,8 +3,11 @@ package bench
 import (
 	"time"
 
+	"github.com/pacer-dev/pacer"
 	"github.com/pacer-dev/pacer/internal/budget"
 	"github.com/pacer-dev/pacer/internal/pacing"
+	"github.com/pacer-dev/pacer/internal/tally"
+	"github.com/pacer-dev/pacer/internal/tenero"
 )
 
 // runResult is what one run did.
@@ -113,7 +116,9 @@ func (s *taskSim) execute(at time.Time, p *runner, n int) runResult {
 	r := runResult{start: at, end: at}
 	items := s.items(at, p.order, n)
 	t := at
-	streak := 0 // server errors in a row
+	// pacer's runs stop by the activities' own rule (tally.Ending, with
+	// the reserve the scheduler gives a paced run).
+	ending := tally.Ending{Reserve: pacer.MinuteReserve}
 	for i, item := range items {
 		if p.spacing > 0 {
 			t = Latest(t, at.Add(time.Duration(i)*p.spacing))
@@ -132,12 +137,11 @@ func (s *taskSim) execute(at time.Time, p *runner, n int) runResult {
 		}
 		if a.Failed {
 			r.failed++
-			if streak++; p.budget != nil && streak >= stopAfterFailures {
+			if ends, _ := ending.Failed(pacer.ClassServerError); p.budget != nil && ends {
 				break
 			}
 			continue
 		}
-		streak = 0
 		r.lastAnswer = &a
 		minute := int(sent.Sub(s.start) / time.Minute)
 		inHorizon := minute >= 0 && minute < len(s.okPerMinute)
@@ -156,7 +160,19 @@ func (s *taskSim) execute(at time.Time, p *runner, n int) runResult {
 		if s.finishedAt != nil {
 			break
 		}
-		if p.budget != nil && (!a.Allowed || a.spent() || a.MinuteRemaining <= 1) {
+		if p.budget == nil {
+			continue
+		}
+		if !a.Allowed {
+			if ends, _ := ending.Failed(pacer.ClassRateLimit); ends {
+				break
+			}
+		} else {
+			ending.Succeeded()
+		}
+		// What the headers said, as the activity reads them.
+		q := tenero.Quota{MinuteRemaining: a.Obs.Remaining, MonthRemaining: a.Obs.MonthRemaining}
+		if _, spent := q.Exhausted(); spent || ending.Reserved(q.MinuteRemaining, i < len(items)-1) {
 			break
 		}
 	}

@@ -48,19 +48,17 @@ type runner struct {
 	ctrl    *pacing.Controller
 	d       pacing.Decision
 	// budget, size and nextRunAfter are pacer's: the shared budget, which
-	// takes every request and observes every answer (a run stops on a
-	// 429, when a header says a window is spent or down to its last
-	// request, and after stopAfterFailures server errors in a row, as
-	// pacer's activities do), the most items a run can use (0: any
-	// number), and SPEC §3's back-off after a spent quota (5 minutes for
-	// the minute, a day for the month; pacing is there to never meet it).
+	// takes every request and observes every answer (a run stops by the
+	// activities' own rule, tally.Ending and tenero.Quota.Exhausted: on a
+	// 429, when a header says a window is spent or down to its reserve,
+	// after tally.MaxUpstreamStreak server errors in a row), the most
+	// items a run can use (0: any number), and SPEC §3's back-off after a
+	// spent quota (5 minutes for the minute, a day for the month; pacing
+	// is there to never meet it).
 	budget       *shared
 	size         int
 	nextRunAfter time.Time
 }
-
-// stopAfterFailures is how many server errors in a row stop pacer's run.
-const stopAfterFailures = 5
 
 // next is when the next run starts (not before now) and its items; false
 // when there is nothing left to run before until.
