@@ -229,17 +229,33 @@ func TestRefusedFastPathWritesNothing(t *testing.T) {
 	t.Parallel()
 	// 10 a minute: the fast lane may use 2 of them.
 	f := newTradeFixtureWith(t, 10, 1000)
-	for range 2 {
-		code, _ := f.postRaw(t, madeUp(t))
-		require.Equal(t, http.StatusNotFound, code)
+	// The lane's window is the database clock's minute: one that rolls
+	// over mid-measurement gives the lane its 2 again (a 404, and a
+	// write), so such a measurement is taken again.
+	for attempt := 1; ; attempt++ {
+		code := http.StatusNotFound
+		for spent := 0; code == http.StatusNotFound; spent++ {
+			require.Less(t, spent, 3, "the fast lane holds 2 a window")
+			code, _ = f.postRaw(t, madeUp(t))
+			require.Contains(t, []int{http.StatusNotFound, http.StatusTooManyRequests}, code)
+		}
+		before := f.budgetXmin(t)
+		refused := 0
+		for range 20 {
+			if code, _ = f.postRaw(t, madeUp(t)); code != http.StatusTooManyRequests {
+				break
+			}
+			refused++
+		}
+		if refused < 20 && code == http.StatusNotFound && attempt < 3 {
+			t.Logf("the window rolled over after %d refusals: measured again", refused)
+			continue
+		}
+		require.Equal(t, 20, refused, "refused by the budget (last answer %d)", code)
+		require.Equal(t, before, f.budgetXmin(t), "a refused request wrote the budget's row")
+		t.Logf("figures: 20 fast-path requests refused by the budget, budget row xmin %s before and after", before)
+		return
 	}
-	before := f.budgetXmin(t)
-	for range 20 {
-		code, _ := f.postRaw(t, madeUp(t))
-		require.Equal(t, http.StatusTooManyRequests, code)
-	}
-	require.Equal(t, before, f.budgetXmin(t), "a refused request wrote the budget's row")
-	t.Logf("figures: 20 fast-path requests refused by the budget, budget row xmin %s before and after", before)
 }
 
 // Issue 28 finding 4: the fast path has a process-wide cap. 60 clients
