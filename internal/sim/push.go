@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -39,6 +40,10 @@ type PushConfig struct {
 	// always replayed once right after its re-apply, as a restarted
 	// Chainhooks node would.
 	Drop, Duplicate, Reorder, Replay float64
+	// Attempts is how many times a send that got no answer, a 429 or a
+	// 5xx is tried, a second apart (0: pushAttempts, 3). Chainhooks
+	// retries for longer; a test on a loaded machine may ask for that.
+	Attempts int
 }
 
 // PushStats counts what the pusher did. Copies (duplicates, reordered and
@@ -289,7 +294,7 @@ func (p *pusher) send(ctx context.Context, d *delivery, copyOf string) {
 		if err != nil {
 			rec.Err = err.Error()
 		}
-		if !failed() || attempt >= pushAttempts || ctx.Err() != nil || p.sleep(ctx, time.Second) != nil {
+		if !failed() || attempt >= cmp.Or(p.cfg.Attempts, pushAttempts) || ctx.Err() != nil || p.sleep(ctx, time.Second) != nil {
 			break
 		}
 	}
