@@ -290,7 +290,8 @@ func Plan(s Run) Step {
 		return stop(s, pacer.StoppedDeadline, "the run's time cap is reached")
 	}
 	room, agents := s.Budget.room(), s.Agents.Hinted+s.Agents.Due
-	if s.Pushed > 0 && room >= 1 {
+	pushedNow := s.Pushed > 0 && room >= 1 && s.verifyNow()
+	if pushedNow {
 		return Step{Kind: Verify, Reason: "a push named transactions: they are verified at once"}
 	}
 	readers := s.readers()
@@ -303,7 +304,7 @@ func Plan(s Run) Step {
 	// Visits may go now: they have room beside the tail's reads due
 	// before the window ends (hinted ones need only room).
 	visits := agents > 0 && room >= 1 && (s.Agents.Hinted > 0 || room-s.tailReserve(tailDue) >= 1)
-	verify := s.Pending > 0 && room-s.tailReserve(tailDue) >= 1
+	verify := s.Pending > 0 && s.Pushed == 0 && room-s.tailReserve(tailDue) >= 1
 	var read *Step
 	readerDue, forTail := false, false
 	for _, d := range readers {
@@ -342,6 +343,13 @@ func Plan(s Run) Step {
 		}
 		return Step{Kind: Visit, Agents: max(n, 1), Reason: why}
 	}
+	if s.Pushed > 0 && room >= 1 {
+		at := s.LastVisit.Add(s.verifyGap())
+		if readerDue && room < need {
+			at = earliest(at, s.Budget.WindowEnd)
+		}
+		return wait(s, at, "pushed transactions wait for the verifications' share of the budget")
+	}
 	if readerDue && room >= 1 && room < need {
 		// A read started now would find no room for the details of its
 		// page, be held, and read the page again next time.
@@ -360,6 +368,28 @@ func Plan(s Run) Step {
 		return stop(s, pacer.StoppedDone, "nothing is due before the run ends")
 	}
 	return wait(s, next, "waiting for what is due next")
+}
+
+// verifyNow reports whether pushed transactions are verified now: at
+// once while the budget does not bind or the room pays a reader's read
+// beside them; otherwise once a verifyGap after the last batch, so that
+// they batch up within the share of the lane's rate the tail leaves.
+func (s Run) verifyNow() bool {
+	r := s.Budget.Rate
+	if !s.Budget.Known || r <= 0 || math.IsInf(r, 1) || math.IsNaN(r) || s.Budget.room() >= s.Budget.readNeed()+1 {
+		return true
+	}
+	return !s.Now.Before(s.LastVisit.Add(s.verifyGap()))
+}
+
+// verifyGap is one request at the share of the lane's rate the tail
+// leaves (1 - TailShare).
+func (s Run) verifyGap() time.Duration {
+	r := s.Budget.Rate
+	if r <= 0 || math.IsInf(r, 1) || math.IsNaN(r) {
+		return 0
+	}
+	return time.Duration(float64(time.Minute) / (r * (1 - TailShare)))
 }
 
 // tailReserve is what the tail's reads due from due to the window's end

@@ -219,6 +219,21 @@ func workDueNow(s discovery.Run) bool {
 	return s.Agents.Hinted+s.Agents.Due+s.Pending > 0 || any && !next.After(s.Now)
 }
 
+// pushedWait reports whether pushed transactions wait for the
+// verifications' share of a binding budget, and until when: the room
+// cannot pay a read beside them, and the last batch was less than one
+// request at 20% of the lane's rate ago.
+func pushedWait(s discovery.Run) (time.Time, bool) {
+	r := s.Budget.Rate
+	if s.Pushed == 0 || !s.Budget.Known || r <= 0 || s.Budget.Room < 1 {
+		return time.Time{}, false
+	}
+	need := math.Ceil(max(s.Budget.ReadCost, 1))
+	need = min(need, max(math.Floor(r), 1))
+	at := s.LastVisit.Add(time.Duration(float64(time.Minute) / (0.2 * r)))
+	return at, float64(s.Budget.Room) < need+1 && s.Now.Before(at)
+}
+
 func progress(k discovery.Kind) bool {
 	return k == discovery.ReadTail || k == discovery.ReadContract || k == discovery.Visit || k == discovery.Verify
 }
@@ -300,6 +315,14 @@ func TestPlanProperties(t *testing.T) {
 		}
 		return s.Budget.Room-tailReserve(s) >= int64(max(st.Agents, 1))
 	})
+	check(t, "pushed transactions are verified at once but for the verifications' share", func(g genRun) bool {
+		s := g.Run
+		if capped(s) || s.Pushed == 0 || !hasRoom(s) {
+			return true
+		}
+		_, waits := pushedWait(s)
+		return (discovery.Plan(s).Kind == discovery.Verify) != waits
+	})
 	check(t, "no step exceeds its lane's room", func(g genRun) bool {
 		s := g.Run
 		st := discovery.Plan(s)
@@ -325,6 +348,11 @@ func TestPlanProperties(t *testing.T) {
 		}
 		st := discovery.Plan(s)
 		if progress(st.Kind) {
+			return true
+		}
+		// Pushed transactions wait for the verifications' share of a
+		// binding budget, no longer.
+		if at, ok := pushedWait(s); ok && (st.Kind == discovery.Stop || !st.Until.After(at)) {
 			return true
 		}
 		// A due reader whose read the window's rest cannot pay waits for
@@ -374,6 +402,9 @@ func TestPlanProperties(t *testing.T) {
 			bound = tail // the reconciler's lists leave the window's rest to the tail's read
 		case s.Agents.Hinted+s.Agents.Due+s.Pending > 0 || !any:
 			bound = s.Now
+		}
+		if at, ok := pushedWait(s); ok && at.After(bound) {
+			bound = at // the verifications' share of a binding budget
 		}
 		if hasRoom(s) && !readRoom(s) && readerDueNow(s) && s.Agents.Hinted == 0 && s.Budget.WindowEnd.After(bound) {
 			bound = s.Budget.WindowEnd // a read the window's rest cannot pay
@@ -517,4 +548,19 @@ func TestPlanPush(t *testing.T) {
 	s.Budget.Room = 0
 	s.Budget.RoomAt, s.Budget.Why = t0.Add(10*time.Second), "minute"
 	require.NotEqual(t, discovery.Verify, discovery.Plan(s).Kind, "no room: no verify")
+
+	// The month's pace (3.45 a minute) and pushes faster than it: with
+	// room for one request and not for a read beside it, the pushed
+	// transactions batch up, a batch at most every request at 20% of
+	// the pace (87 s), so that the readers' reads find their room.
+	s.PushLive, s.Budget.Room, s.Budget.Rate, s.Budget.ReadCost = true, 1, 3.45, 40
+	s.LastVisit = t0.Add(-10 * time.Second)
+	step = discovery.Plan(s)
+	require.Equal(t, discovery.Wait, step.Kind, step.Reason)
+	rate := 3.45
+	require.Equal(t, s.LastVisit.Add(time.Duration(float64(time.Minute)/(0.2*rate))), step.Until)
+	s.LastVisit = t0.Add(-90 * time.Second)
+	require.Equal(t, discovery.Verify, discovery.Plan(s).Kind, "a share's gap since the last batch")
+	s.LastVisit, s.Budget.Room = t0.Add(-10*time.Second), 4
+	require.Equal(t, discovery.Verify, discovery.Plan(s).Kind, "room for a read beside them: at once")
 }

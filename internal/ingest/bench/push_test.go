@@ -12,8 +12,9 @@ import (
 
 // TestPushFindsEverySwapAtOnce: a day of 2,000 agents on the service's
 // allowlist, keyless, Hiro's WebSocket live. Every measured swap is
-// found, by a push or the tail, within a few seconds of its block (the
-// push's delay, a hinted start, a request); the tail reads at the
+// found, by a push or the tail, within seconds of its block (the push's
+// delay, a hinted start, a request; a batch's gap when the window is
+// short); the tail reads at the
 // reconciling cadence, not every TailEvery as polling does; and the
 // Verify step's batches cost at most one request for each block with a
 // swap in it.
@@ -26,7 +27,12 @@ func TestPushFindsEverySwapAtOnce(t *testing.T) {
 	require.Positive(t, push.All.N)
 	require.Zero(t, push.NeverFound, "%+v", push)
 	require.Zero(t, push.Missed, "%+v", push)
-	require.LessOrEqual(t, push.All.P99, PushDelay+3*time.Second, "%+v", push)
+	// At once while the window has room for a read beside them; after
+	// the reconciler's round has spent it, a batch a request at the 20%
+	// of the rate the tail leaves (6.7 s on 45 a minute).
+	gap := time.Duration(float64(time.Minute) / (float64(Budgets[0].PerMinute) * (1 - discovery.TailShare)))
+	require.LessOrEqual(t, push.All.P99, PushDelay+gap+2*time.Second, "%+v", push)
+	require.LessOrEqual(t, push.All.Mean, PushDelay+time.Second, "%+v", push)
 	require.Zero(t, push.Refused)
 
 	day := w.End.Sub(w.Start)
