@@ -142,10 +142,10 @@ func (b *SharedBudget) PlanView(ctx context.Context, lane budget.Lane, now time.
 	}
 	shift := now.Sub(dbNow)
 	minute, month = st.Remaining(b.cfg, dbNow)
-	n, at, why := st.Room(b.cfg, lane, dbNow)
-	v = discovery.Budget{Known: true, Room: n, Why: why, WindowEnd: st.RoomEnd(b.cfg, dbNow).Add(shift), Rate: st.Rate(b.cfg, lane, dbNow)}
-	if !at.IsZero() {
-		v.RoomAt = at.Add(shift)
+	v = PlanBudget(&st, b.cfg, lane, dbNow)
+	v.WindowEnd = v.WindowEnd.Add(shift)
+	if !v.RoomAt.IsZero() {
+		v.RoomAt = v.RoomAt.Add(shift)
 	}
 	return v, minute, month, nil
 }
@@ -220,4 +220,13 @@ func QuotaObservation(q hiro.Quota) budget.Observation {
 		o.Remaining = m
 	}
 	return o
+}
+
+// PlanBudget is lane's budget as discovery.Plan reads it, at now on the
+// budget's clock: the room and when more comes, the rate, and the end of
+// what the plan may count on for the tail's reads (State.RoomEnd). The
+// chain benchmark builds its plan's budget with it too.
+func PlanBudget(st *budget.State, cfg budget.Config, lane budget.Lane, now time.Time) discovery.Budget {
+	n, at, why := st.Room(cfg, lane, now)
+	return discovery.Budget{Known: true, Room: n, RoomAt: at, Why: why, WindowEnd: st.RoomEnd(cfg, now), Rate: st.Rate(cfg, lane, now)}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/pacer-dev/pacer/internal/hiro"
 	"github.com/pacer-dev/pacer/internal/ingest"
 	pbench "github.com/pacer-dev/pacer/internal/pacing/bench"
+	"github.com/pacer-dev/pacer/internal/store"
 )
 
 // Budget is a Hiro plan: the limit Hiro enforces a minute, the one pacer is
@@ -269,9 +270,8 @@ func (r *runner) Execute(_ context.Context, step discovery.Step) error {
 func (x *sim) state(now, began time.Time, held map[string]bool) discovery.Run {
 	s := discovery.Run{Now: now, TailEvery: TailEvery, ReconcileEvery: discovery.DefaultReconcileEvery, LastVisit: x.lastVisit,
 		Linger: began, Cap: began.Add(runCap), MaxWait: runMaxWait}
-	n, at, why := x.st.Room(x.bcfg, budget.LaneSweep, now)
-	s.Budget = discovery.Budget{Known: true, Room: n, RoomAt: at, Why: why, WindowEnd: x.st.WindowEnd,
-		Rate: x.st.Rate(x.bcfg, budget.LaneSweep, now), ReadCost: x.obs.ReadCost()}
+	s.Budget = store.PlanBudget(&x.st, x.bcfg, budget.LaneSweep, now) // as store.PlanView gives it to the sweep
+	s.Budget.ReadCost = x.obs.ReadCost()
 	if x.c == nil {
 		x.promote(now)
 		s.Agents.Due = x.due.Len() // the critical agents are in it too
