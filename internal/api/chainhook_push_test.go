@@ -205,7 +205,20 @@ func TestChainhookTakesA20MiBDelivery(t *testing.T) {
 	body, err := json.Marshal(doc)
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, len(body), size)
-	code, resp, took := f.send(t, "X-Chainhook-Consumer-Secret: "+newSecret, body)
+	// A 503 is the receiver's "try again" (its 5 s answer bound passed),
+	// and Chainhooks does: on a loaded machine under -race a first try
+	// can outlast the bound.
+	var (
+		code int
+		resp api.ChainhookResponse
+		took time.Duration
+	)
+	for try := 1; try <= 3; try++ {
+		if code, resp, took = f.send(t, "X-Chainhook-Consumer-Secret: "+newSecret, body); code != http.StatusServiceUnavailable {
+			break
+		}
+		t.Logf("try %d: 503 after %s", try, took)
+	}
 	require.Equal(t, http.StatusOK, code)
 	require.Equal(t, 1, resp.Inserted)
 	require.Equal(t, len(txs)-1, resp.Other)
