@@ -257,9 +257,8 @@ func measurePush(t *testing.T, o pushRun) pushFigures {
 	require.Empty(t, txidsIn(t, pushing.st, "swaps", rolled), "the rollback removed its block's swaps")
 	require.Equal(t, rolled, txidsIn(t, pushing.st, "swap_rollbacks", rolled), "and kept exactly them")
 	clk.Run(clk.Now())
-	for clk.Now().Before(end) {
-		time.Sleep(100 * time.Millisecond)
-	}
+	require.Eventually(t, func() bool { return !clk.Now().Before(end) }, time.Minute+end.Sub(clk.Now()), 100*time.Millisecond,
+		"the world runs on to the end of its arrivals")
 
 	// The world stands still from here: both ledgers must reach its rows.
 	clk.Set(end)
