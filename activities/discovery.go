@@ -21,21 +21,21 @@ import (
 // has switched the feed off or when the lane's rate cannot pay the feed
 // at the chain's volume (discovery.PlanSource).
 func (r *sweepRun) readers(ctx context.Context, s *discovery.Run) error {
-	rows, err := r.a.Store.DiscoveryReaders(ctx)
+	rows, err := r.e.Store.DiscoveryReaders(ctx)
 	if err != nil {
 		return err
 	}
-	contracts, feedOff := r.a.Catalog.Contracts(), r.hiro.Sunset(hiro.EndpointFeed)
+	contracts, feedOff := r.e.Catalog.Contracts(), r.hiro.Sunset(hiro.EndpointFeed)
 	if r.src == "" || feedOff {
-		before, now, t := r.a.traffic.Choose(feedOff, len(contracts), r.dc.TailEvery, s.Budget.Rate)
+		before, now, t := r.e.Traffic.Choose(feedOff, len(contracts), r.dc.TailEvery, s.Budget.Rate)
 		if r.src = now; now != before {
 			r.log.Info("discovery.source", zap.String("from", string(before)), zap.String("to", string(now)),
 				zap.Float64("feedPerMinute", t.FeedPerMinute()), zap.Float64("contractsPerMinute", t.ContractsPerMinute()),
 				zap.Float64("detailsPerMinute", t.DetailsPerMinute()))
 		}
 	}
-	s.ContractsAreTail, s.OpenGaps = r.src == discovery.SourceContracts, r.a.traffic.OpenGaps() > 0
-	store.PlanReaders(s, rows, contracts, r.held, feedOff, r.a.traffic.ProbedAt())
+	s.ContractsAreTail, s.OpenGaps = r.src == discovery.SourceContracts, r.e.Traffic.OpenGaps() > 0
+	store.PlanReaders(s, rows, contracts, r.held, feedOff, r.e.Traffic.ProbedAt())
 	return nil
 }
 
@@ -46,7 +46,7 @@ func (r *sweepRun) push(ctx context.Context, s *discovery.Run) error {
 	if !r.dc.Push {
 		return nil
 	}
-	st, found, err := r.a.Store.ReadPushState(ctx, push.Silence)
+	st, found, err := r.e.Store.ReadPushState(ctx, push.Silence)
 	if err != nil {
 		return err
 	}
@@ -68,12 +68,12 @@ func (r *sweepRun) push(ctx context.Context, s *discovery.Run) error {
 // tail's own walk waits where it is: back on the feed, it goes on from
 // there). An error is the database's.
 func (r *sweepRun) readTail(ctx context.Context) error {
-	rd, _, err := r.a.Store.DiscoveryReader(ctx, discovery.ReaderTail)
+	rd, _, err := r.e.Store.DiscoveryReader(ctx, discovery.ReaderTail)
 	if err != nil {
 		return err
 	}
 	if r.src == discovery.SourceContracts {
-		r.a.traffic.Probed(r.a.now())
+		r.e.Traffic.Probed(r.e.now())
 		w := r.newWalk(zap.String("reader", rd.Name), rd.Name, "")
 		w.scan = discovery.NewScan(discovery.ScanConfig{}, discovery.State{}) // no From: the page only finds the head
 		if p := w.list(ctx); p.err != nil {
@@ -91,12 +91,12 @@ func (r *sweepRun) readTail(ctx context.Context) error {
 // from its own position. A contract's reader begins where the tail began,
 // so that together they leave nothing out. An error is the database's.
 func (r *sweepRun) readContract(ctx context.Context, name string) error {
-	rd, found, err := r.a.Store.DiscoveryReader(ctx, name)
+	rd, found, err := r.e.Store.DiscoveryReader(ctx, name)
 	if err != nil {
 		return err
 	}
 	if !found {
-		tail, _, err := r.a.Store.DiscoveryReader(ctx, discovery.ReaderTail)
+		tail, _, err := r.e.Store.DiscoveryReader(ctx, discovery.ReaderTail)
 		if err != nil {
 			return err
 		}
@@ -113,24 +113,24 @@ func (r *sweepRun) readContract(ctx context.Context, name string) error {
 // stops short (Hiro, the budget) is held: it goes on from its scan at
 // the next run. An error is the database's.
 func (r *sweepRun) read(ctx context.Context, rd store.Reader, scan *discovery.Scan, principal string) error {
-	agents, err := r.a.Store.AgentAddresses(ctx)
+	agents, err := r.e.Store.AgentAddresses(ctx)
 	if err != nil {
 		return err
 	}
 	w := r.newWalk(zap.String("reader", rd.Name), rd.Name, principal)
 	w.scan, w.agents = scan, agents
 	defer r.absorb(&w)
-	began := r.a.now()
+	began := r.e.now()
 	if !rd.Scan.Started() || rd.ScanBegan == nil {
 		rd.ScanBegan = &began
 	}
 	total := 0
 	save := func() error {
 		counts := store.ReaderCounts{Requests: w.res.Requests - total, Pages: w.pages, Candidates: w.candidates}
-		r.a.traffic.ObserveDetails(w.details, r.a.now())
+		r.e.Traffic.ObserveDetails(w.details, r.e.now())
 		total, w.pages, w.candidates, w.details = w.res.Requests, 0, 0, 0
 		r.addReader(rd.Name, counts)
-		return r.a.Store.SaveDiscoveryReader(ctx, rd, counts)
+		return r.e.Store.SaveDiscoveryReader(ctx, rd, counts)
 	}
 	for w.step(ctx) {
 		rd.Scan = scan.State()
@@ -144,15 +144,15 @@ func (r *sweepRun) read(ctx context.Context, rd store.Reader, scan *discovery.Sc
 	r.held[rd.Name] = !scan.Done()
 	if scan.Done() {
 		if rd.Name == discovery.ReaderTail {
-			r.a.traffic.ReadTail(w.res.Requests)
+			r.e.Traffic.ReadTail(w.res.Requests)
 		}
-		rd.Covered(scan.Position(), r.a.now())
+		rd.Covered(scan.Position(), r.e.now())
 		if g := scan.Gap(); g != nil {
-			if err := r.a.Store.RecordGap(ctx, rd.Name, *g); err != nil {
+			if err := r.e.Store.RecordGap(ctx, rd.Name, *g); err != nil {
 				return err
 			}
 			rd.Gaps++
-			r.a.traffic.SetOpenGaps(1, true)
+			r.e.Traffic.SetOpenGaps(1, true)
 			r.log.Warn("discovery.gap", zap.String("reader", rd.Name), zap.Stringer("to", g.To),
 				zap.Int("maxPages", r.dc.MaxPages), zap.String("filledBy", "the reconciler"))
 		}
@@ -181,21 +181,21 @@ func (r *sweepRun) addReader(name string, counts store.ReaderCounts) {
 // position, lag, gaps and when the plan reads it next, and the gaps
 // still open.
 func (r *sweepRun) reportReaders(ctx context.Context, st discovery.Run) error {
-	readers, err := r.a.Store.DiscoveryReaders(ctx)
+	readers, err := r.e.Store.DiscoveryReaders(ctx)
 	if err != nil {
 		return err
 	}
-	open, err := r.a.Store.FillGaps(ctx, discovery.ContractReaders(r.a.Catalog.Contracts()))
+	open, err := r.e.Store.FillGaps(ctx, discovery.ContractReaders(r.e.Catalog.Contracts()))
 	if err != nil {
 		return err
 	}
-	now := r.a.now()
+	now := r.e.now()
 	r.mu.Lock()
 	r.res.OpenGaps = open
-	r.a.traffic.SetOpenGaps(open, false)
+	r.e.Traffic.SetOpenGaps(open, false)
 	r.mu.Unlock()
 	for _, rd := range readers {
-		if probed := r.a.traffic.ProbedAt(); rd.Name == discovery.ReaderTail && st.ContractsAreTail && !probed.IsZero() {
+		if probed := r.e.Traffic.ProbedAt(); rd.Name == discovery.ReaderTail && st.ContractsAreTail && !probed.IsZero() {
 			rd.LastReadAt = &probed // the feed's probe is the tail reader's read then
 		}
 		r.report(rd.Name, func(rep *pacer.ReaderReport) {

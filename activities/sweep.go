@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"go.temporal.io/sdk/activity"
 	"go.uber.org/zap"
 
 	"github.com/pacer-dev/pacer"
@@ -19,7 +18,6 @@ import (
 	"github.com/pacer-dev/pacer/internal/ingest"
 	"github.com/pacer-dev/pacer/internal/store"
 	"github.com/pacer-dev/pacer/internal/tally"
-	"github.com/pacer-dev/pacer/internal/wait"
 )
 
 // Sweep run limits (SPEC §5.2).
@@ -62,7 +60,7 @@ func (a *Activities) Sweep(ctx context.Context, in pacer.SweepInput) (pacer.Swee
 // concurrent visits and the heartbeat), and what it observed that the
 // plan takes as input.
 type sweepRun struct {
-	a       *Activities
+	e       *SweepEngine
 	log     *zap.Logger
 	in      pacer.SweepInput
 	cfg     ingest.Config
@@ -72,7 +70,7 @@ type sweepRun struct {
 	// lane, hiro and verifier are the run's: the sweep's, or the manual
 	// lane's for an operator's refresh.
 	lane     budget.Lane
-	hiro     *hiro.Client
+	hiro     SweepHiro
 	verifier *competition.Verifier
 
 	// visited are the agents visited in this run, lastVisit when the
@@ -101,28 +99,32 @@ type sweepRun struct {
 }
 
 func (a *Activities) sweep(ctx context.Context, in pacer.SweepInput) (res pacer.SweepResult, err error) {
-	started := a.now()
-	defer func() { a.Metrics.ObserveSweep(a.now().Sub(started), res, err) }()
-	r := &sweepRun{a: a, log: a.Logger.With(zap.String("task", pacer.TaskSweep)), in: in, cfg: a.Ingest.WithDefaults(),
-		dc: a.Discovery.WithDefaults(), started: started, lastVisit: started, lane: budget.LaneSweep, hiro: a.Hiro, verifier: a.Verifier,
+	return a.sweepEngine().Run(ctx, in)
+}
+
+// Run is one sweep run on e (the sweep activity's work, SPEC §5.2).
+func (e *SweepEngine) Run(ctx context.Context, in pacer.SweepInput) (res pacer.SweepResult, err error) {
+	started := e.now()
+	defer func() { e.Metrics.ObserveSweep(e.now().Sub(started), res, err) }()
+	r := &sweepRun{e: e, log: e.Logger.With(zap.String("task", pacer.TaskSweep)), in: in, cfg: e.Ingest.WithDefaults(),
+		dc: e.Discovery.WithDefaults(), started: started, lastVisit: started, lane: budget.LaneSweep, hiro: e.Hiro, verifier: e.Verifier,
 		held: map[string]bool{}}
-	if in.Occurrence.Manual && a.ManualHiro != nil && a.ManualVerifier != nil {
-		r.lane, r.hiro, r.verifier = budget.LaneManual, a.ManualHiro, a.ManualVerifier
+	if in.Occurrence.Manual && e.ManualHiro != nil && e.ManualVerifier != nil {
+		r.lane, r.hiro, r.verifier = budget.LaneManual, e.ManualHiro, e.ManualVerifier
 	}
 	r.res = pacer.SweepResult{Run: pacer.Run{StartedAt: started.UTC()}, RejectionReasons: competition.RejectionReasons(nil),
 		Discovery: string(r.dc.Mode)}
-	var prog sweepProgress
-	if activity.HasHeartbeatDetails(ctx) && activity.GetHeartbeatDetails(ctx, &prog) == nil {
-		r.res, r.res.RejectionReasons = prog.Result, competition.RejectionReasons(nil)
-		maps.Copy(r.res.RejectionReasons, prog.Result.RejectionReasons)
+	if prog, ok := e.Activity.Resumed(ctx); ok {
+		r.res, r.res.RejectionReasons = prog, competition.RejectionReasons(nil)
+		maps.Copy(r.res.RejectionReasons, prog.RejectionReasons)
 		// The counts go on; how the last attempt ended does not (a worker
 		// that stopped heartbeats its progress after the run failed as
 		// "sweep cancelled").
 		r.res.ErrorClass, r.res.Error, r.res.StoppedBy = "", "", ""
 		r.log.Info("sweep.resumed", zap.Int("scanned", r.res.Scanned))
 	}
-	defer keepHeartbeating(ctx, r.progress)()
-	if r.alloc, err = a.allocation(ctx, r.cfg, r.lane, started); err != nil {
+	defer e.Activity.KeepHeartbeating(ctx, r.progress)()
+	if r.alloc, err = e.allocation(ctx, r.cfg, r.lane, started); err != nil {
 		return r.fail(pacer.ClassTransport, "plan the sweep: "+err.Error())
 	}
 	st, step, err := discovery.Drive(ctx, r)
@@ -160,7 +162,7 @@ func (r *sweepRun) Execute(ctx context.Context, step discovery.Step) error {
 		// A push ends the wait: the next state finds it due (a
 		// cancellation: the loop reports it).
 		r.log.Debug("sweep.waiting", zap.Time("until", step.Until), zap.String("reason", step.Reason))
-		if rang, _ := wait.SleepOr(ctx, step.Until.Sub(r.a.now()), r.rung); rang {
+		if rang, _ := r.e.Clock.Wait(ctx, step.Until.Sub(r.e.now()), r.rung); rang {
 			r.log.Debug("sweep.pushed", zap.Time("until", step.Until))
 		}
 	}
@@ -173,11 +175,11 @@ func (r *sweepRun) Execute(ctx context.Context, step discovery.Step) error {
 // run's limits.
 func (r *sweepRun) State(ctx context.Context) (s discovery.Run, err error) {
 	r.due, r.pending = nil, nil
-	r.rung = r.a.Pushed.C() // before the pending transactions are read: a push after them ends the step's wait
-	now := r.a.now()
+	r.rung = r.e.Pushed.C() // before the pending transactions are read: a push after them ends the step's wait
+	now := r.e.now()
 	s = discovery.Run{Now: now, TailEvery: r.dc.TailEvery, ReconcileEvery: r.dc.ReconcileEvery,
 		Linger: r.started, Cap: r.started.Add(sweepRunCap), MaxRequests: r.in.MaxRequests}
-	if hb := activity.GetInfo(ctx).HeartbeatTimeout; hb > 0 {
+	if hb := r.e.Activity.HeartbeatTimeout(ctx); hb > 0 {
 		s.MaxWait = hb / 2 // the heartbeats, sent on progress, keep coming
 	}
 	r.mu.Lock()
@@ -191,12 +193,12 @@ func (r *sweepRun) State(ctx context.Context) (s discovery.Run, err error) {
 		}
 	}
 	if !r.held[readerPending] { // looked at again every ReconcileEvery, or once a visit of the sender made them due
-		if r.pending, err = r.a.Store.DuePending(ctx, r.dc.ReconcileEvery, hiro.MaxBatch); err != nil {
+		if r.pending, err = r.e.Store.DuePending(ctx, r.dc.ReconcileEvery, hiro.MaxBatch); err != nil {
 			return s, err
 		}
 	}
-	if r.due, err = r.a.Store.HintedAgents(ctx, now, discovery.VisitBatch, r.visited); err == nil && len(r.due) == 0 {
-		r.due, err = r.a.Store.DueAgents(ctx, r.cfg, now, discovery.VisitBatch, r.visited)
+	if r.due, err = r.e.Store.HintedAgents(ctx, now, discovery.VisitBatch, r.visited); err == nil && len(r.due) == 0 {
+		r.due, err = r.e.Store.DueAgents(ctx, r.cfg, now, discovery.VisitBatch, r.visited)
 		s.Agents.Due = len(r.due)
 	} else {
 		s.Agents.Hinted = len(r.due)
@@ -216,11 +218,11 @@ func (r *sweepRun) State(ctx context.Context) (s discovery.Run, err error) {
 // budget is the run's lane's snapshot of the shared budget, on the run's
 // clock; what the budget has left goes in the result as it stands.
 func (r *sweepRun) budget(ctx context.Context, now time.Time) (b discovery.Budget) {
-	b.ReadCost = r.a.traffic.ReadCost() // what the tail's whole reads cost, in any run
-	if r.a.Budget == nil {
+	b.ReadCost = r.e.Traffic.ReadCost() // what the tail's whole reads cost, in any run
+	if r.e.Budget == nil {
 		return b
 	}
-	v, minute, month, err := r.a.Budget.PlanView(ctx, r.lane, now)
+	v, minute, month, err := r.e.Budget.PlanView(ctx, r.lane, now)
 	if err != nil {
 		r.log.Warn("sweep.budget_unreadable", zap.Error(err))
 		return b
@@ -243,7 +245,7 @@ func (r *sweepRun) progress() any {
 func (r *sweepRun) fail(class pacer.ErrorClass, msg string) (pacer.SweepResult, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.res.DurationMs = r.a.now().Sub(r.started).Milliseconds()
+	r.res.DurationMs = r.e.now().Sub(r.started).Milliseconds()
 	r.res.ErrorClass, r.res.Error, r.res.StoppedBy = class, msg, pacer.StoppedError
 	r.log.Warn("sweep.failed", zap.String("class", string(class)), zap.String("error", msg), zap.Int("scanned", r.res.Scanned))
 	return r.res, runError(class, msg, r.res)
@@ -252,15 +254,15 @@ func (r *sweepRun) fail(class pacer.ErrorClass, msg string) (pacer.SweepResult, 
 // finish reports where the due set and the readers stand, why the run
 // stopped and when the next is due: the plan's last step says.
 func (r *sweepRun) finish(ctx context.Context, st discovery.Run, step discovery.Step) (pacer.SweepResult, error) {
-	r.a.lapseHolds(ctx)
-	r.a.publishCompleteThrough(ctx)
+	lapseHolds(ctx, r.e.Store, r.e.Logger, r.e.Metrics)
+	publishCompleteThrough(ctx, r.e.Store, r.e.Logger)
 	if r.dc.Mode == discovery.ModeTail {
 		if err := r.reportReaders(ctx, st); err != nil {
 			return r.fail(pacer.ClassTransport, "report the readers: "+err.Error())
 		}
 	}
-	now := r.a.now()
-	sum, err := r.a.Store.IngestSummary(ctx, now)
+	now := r.e.now()
+	sum, err := r.e.Store.IngestSummary(ctx, now)
 	if err != nil {
 		return r.fail(pacer.ClassTransport, "summarise the due set: "+err.Error())
 	}
@@ -303,20 +305,20 @@ func (r *sweepRun) finish(ctx context.Context, st discovery.Run, step discovery.
 // allocation solves the optimal policy for the budget lane has now, at
 // most once per ingest.AllocationTTL for the sweep's lane (a manual run's
 // budget is not the scheduled runs', so it neither reads nor keeps theirs).
-func (a *Activities) allocation(ctx context.Context, cfg ingest.Config, lane budget.Lane, now time.Time) (ingest.Allocation, error) {
-	if cfg.Policy != ingest.PolicyOptimal || a.Budget == nil {
+func (e *SweepEngine) allocation(ctx context.Context, cfg ingest.Config, lane budget.Lane, now time.Time) (ingest.Allocation, error) {
+	if cfg.Policy != ingest.PolicyOptimal || e.Budget == nil {
 		return ingest.Allocation{}, nil
 	}
 	solve := func() (l ingest.Lane, err error) {
-		if l.Rates, err = a.Store.SwapRates(ctx, now); err != nil {
+		if l.Rates, err = e.Store.SwapRates(ctx, now); err != nil {
 			return l, err
 		}
-		st, dbNow, err := a.Budget.Snapshot(ctx)
-		l.Rate, l.Taken = st.Rate(a.Budget.Config(), lane, dbNow)*24*60, st.SweepTaken
+		st, dbNow, err := e.Budget.Snapshot(ctx)
+		l.Rate, l.Taken = st.Rate(e.Budget.Config(), lane, dbNow)*24*60, st.SweepTaken
 		return l, err
 	}
 	if lane != budget.LaneSweep {
 		return new(ingest.Allocations).Get(cfg, now, solve)
 	}
-	return a.plan.Get(cfg, now, solve)
+	return e.Plan.Get(cfg, now, solve)
 }

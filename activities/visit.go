@@ -63,7 +63,7 @@ func (r *sweepRun) visitBatch(ctx context.Context, due []store.AgentIngest) {
 		vs[i].first = p
 	}
 	concurrently(func(i int, ctx context.Context) { vs[i].carry(ctx) })
-	r.lastVisit = r.a.now()
+	r.lastVisit = r.e.now()
 	var batch pacer.SweepResult // the visits' counts, as carry added them to the run's
 	for _, v := range vs {
 		tally.Add(&batch, v.res)
@@ -75,7 +75,7 @@ func (r *sweepRun) visitBatch(ctx context.Context, due []store.AgentIngest) {
 // far it got.
 func (v *visit) carry(ctx context.Context) {
 	r := v.run
-	started, resumed := r.a.now(), v.row.VisitFrom != ""
+	started, resumed := r.e.now(), v.row.VisitFrom != ""
 	complete := v.pass(ctx)
 	if complete && resumed && v.ok() {
 		// A visit cut short went on from where it stopped; with that range
@@ -84,14 +84,14 @@ func (v *visit) carry(ctx context.Context) {
 		complete = v.pass(ctx)
 	}
 	if complete && v.ok() { // its pending transactions the list did not settle are the Verify step's now
-		if err := r.a.Store.PendingDueOf(ctx, v.row.Address); err != nil {
+		if err := r.e.Store.PendingDueOf(ctx, v.row.Address); err != nil {
 			v.stop = &fault.Error{Class: pacer.ClassTransport, Op: "sweep " + v.row.Address, Err: err}
 		}
 	}
 	if v.res.Requests == 0 && v.pages == 0 && v.failed == nil && v.stop == nil && v.spent {
 		return // the budget stopped it before its first request: nothing changed
 	}
-	now, row := r.a.now(), v.row
+	now, row := r.e.now(), v.row
 	row.Agent = r.cfg.AfterVisit(row.Agent, ingest.Visit{At: now, Complete: complete, Failed: v.failed != nil && !v.spent, Swaps: v.swaps}, r.alloc)
 	row.Status, row.LastError = store.IngestOK, ""
 	if v.failed != nil {
@@ -99,14 +99,14 @@ func (v *visit) carry(ctx context.Context) {
 	} else if v.pages > 0 {
 		row.LastSuccessAt = &now
 	}
-	saved, err := r.a.Store.SaveVisit(ctx, row, v.res.Found, started)
+	saved, err := r.e.Store.SaveVisit(ctx, row, v.res.Found, started)
 	if err != nil && v.stop == nil {
 		v.stop = &fault.Error{Class: pacer.ClassTransport, Op: "save visit " + row.Address, Err: err}
 	}
 	if err == nil && !saved {
 		v.log.Info("sweep.visit_superseded")
 	}
-	r.a.Metrics.ObserveVisit(string(row.Tier), v.res.Found)
+	r.e.Metrics.ObserveVisit(string(row.Tier), v.res.Found)
 	if v.pages > 0 {
 		v.res.Scanned++
 	}
@@ -124,7 +124,7 @@ func (v *visit) newScan() *discovery.Scan {
 // it is done, the cursor advanced (store.AgentIngest.Walked).
 func (v *visit) pass(ctx context.Context) (complete bool) {
 	for v.step(ctx) {
-		recordProgress(ctx, v.run.progress())
+		v.run.e.Activity.Progress(ctx, v.run.progress())
 	}
 	v.row.Walked(v.scan)
 	return v.scan.Done()
@@ -137,7 +137,7 @@ func (v *visit) pass(ctx context.Context) (complete bool) {
 // the database's.
 func (r *sweepRun) verifyPending(ctx context.Context, due []store.PendingTx) error {
 	w := r.newWalk(zap.String("reader", readerPending), readerPending, "")
-	defer func() { r.absorb(&w); r.lastVisit = r.a.now() }()
+	defer func() { r.absorb(&w); r.lastVisit = r.e.now() }()
 	ids := make([]string, len(due))
 	for i, p := range due {
 		ids[i] = p.TxID
@@ -151,5 +151,5 @@ func (r *sweepRun) verifyPending(ctx context.Context, due []store.PendingTx) err
 			return nil
 		}
 	}
-	return r.a.Store.CheckedPending(ctx, ids)
+	return r.e.Store.CheckedPending(ctx, ids)
 }

@@ -121,11 +121,11 @@ func (w *walk) list(ctx context.Context) *page {
 	var entries []hiro.Entry
 	var fresh discovery.Page
 	if w.principal == "" {
-		res, err := r.hiro.Feed(ctx, hiro.TxTypeContractCall, w.scan.NextOffsetAt(r.a.now(), r.a.traffic.FeedPerMinute()))
+		res, err := r.hiro.Feed(ctx, hiro.TxTypeContractCall, w.scan.NextOffsetAt(r.e.now(), r.e.Traffic.FeedPerMinute()))
 		if w.res.Requests += res.Requests; err != nil {
 			return &page{err: err}
 		}
-		r.a.traffic.ObserveFeed(res.Total, res.Entries, r.a.Catalog.HasContract, r.a.now())
+		r.e.Traffic.ObserveFeed(res.Total, res.Entries, r.e.Catalog.HasContract, r.e.now())
 		entries, fresh = res.Entries, w.scan.AddFeed(res.Entries, res.Total)
 	} else {
 		res, err := r.hiro.ListTransactions(ctx, w.principal, hiro.PageToken(w.scan.NextToken()))
@@ -143,11 +143,11 @@ func (w *walk) list(ctx context.Context) *page {
 	}
 	p := &page{}
 	for _, e := range fresh.Fresh {
-		if !competition.Found(e, r.a.Catalog) || w.agents != nil && !w.agents[e.SenderAddress] {
+		if !competition.Found(e, r.e.Catalog) || w.agents != nil && !w.agents[e.SenderAddress] {
 			continue
 		}
 		if !e.Mined() && e.TxStatus != hiro.StatusPending {
-			if _, known, err := r.a.Store.KnownRejection(ctx, e.TxID); err == nil && known {
+			if _, known, err := r.e.Store.KnownRejection(ctx, e.TxID); err == nil && known {
 				continue
 			}
 		}
@@ -169,7 +169,7 @@ func (w *walk) list(ctx context.Context) *page {
 // again) holds completeThrough before that block until it is settled
 // (store.HoldPending): the reader moves past it.
 func (w *walk) settle(ctx context.Context, sender string, seenAt int64, o competition.Outcome, hint bool) bool {
-	a := w.run.a
+	st := w.run.e.Store
 	w.res.Requests += o.Requests
 	if o.LedgerErr != nil {
 		w.log.Warn("sweep.ledger_write_failed", zap.String("txid", o.TxID), zap.Error(o.LedgerErr))
@@ -189,19 +189,19 @@ func (w *walk) settle(ctx context.Context, sender string, seenAt int64, o compet
 		return false
 	}
 	if retry || o.Status == competition.StatusPending {
-		if err := a.Store.RecordPending(ctx, o.TxID, sender); err != nil {
+		if err := st.RecordPending(ctx, o.TxID, sender); err != nil {
 			w.stop = &fault.Error{Class: pacer.ClassTransport, Op: "sweep " + sender, Err: err}
 			return false
 		}
 		if seenAt > 0 {
-			if err := a.Store.HoldPending(ctx, o.TxID, seenAt); err != nil {
+			if err := st.HoldPending(ctx, o.TxID, seenAt); err != nil {
 				w.stop = &fault.Error{Class: pacer.ClassTransport, Op: "sweep " + sender, Err: err}
 				return false
 			}
 		}
 	}
 	if retry && hint {
-		if _, err := a.Store.HintAgent(ctx, sender); err != nil {
+		if _, err := st.HintAgent(ctx, sender); err != nil {
 			w.log.Warn("discovery.hint_failed", zap.String("txid", o.TxID), zap.Error(err))
 		}
 	}
