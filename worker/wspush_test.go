@@ -75,6 +75,8 @@ func TestWebSocketPush(t *testing.T) {
 		return mined, recorded
 	}
 
+	began := time.Now()
+	phase := func(what string) { t.Logf("phase %s after %s", what, time.Since(began).Round(time.Second)) }
 	var left int
 	var ps store.PushState
 	if !assert.Eventually(t, func() bool {
@@ -84,12 +86,14 @@ func TestWebSocketPush(t *testing.T) {
 	}, 5*time.Minute, 100*time.Millisecond) {
 		t.Fatalf("the first start's history visits are not done (%d agents left) or push is not live: %+v", left, ps)
 	}
+	phase("history read, push live")
 	require.Equal(t, len(catalog.Default().Contracts()), pushState().Sockets, "a socket per allowlisted contract")
 	// Let the readers' last reads before push went live settle.
 	eventually(t, time.Minute, "the status shows push live", func() bool {
 		st, err := statusOrErr(s)
 		return err == nil && st.LastSweepResult != nil && st.LastSweepResult.Push != nil && st.LastSweepResult.Push.Live
 	})
+	phase("status shows push live")
 	from, before := clk.Now(), finding()
 	eventually(t, 3*time.Minute, "three new swaps recorded from pushes", func() bool {
 		mined, recorded := recordedSince(from)
@@ -97,15 +101,18 @@ func TestWebSocketPush(t *testing.T) {
 	})
 	require.Equal(t, before, finding(), "while push is live no list is read: the swaps came by push and tx/multiple")
 
+	phase("three swaps by push")
 	// The silent stop: nothing closes, nothing comes.
 	require.NoError(t, s.sim.SetFaults(sim.Faults{WSSilent: true}))
 	silenced := clk.Now()
 	eventually(t, time.Minute, "push is down after the silence bound", func() bool { return !pushState().Live })
+	phase("push down")
 	polled := finding()
 	eventually(t, 3*time.Minute, "the tail reads again and records the swaps mined in the silence", func() bool {
 		mined, recorded := recordedSince(silenced)
 		return finding() > polled && mined >= 2 && recorded == mined
 	})
+	phase("swaps of the silence recorded")
 	reconnects := pushState().Reconnects
 	require.NoError(t, s.sim.SetFaults(sim.Faults{}))
 	eventually(t, 2*time.Minute, "subscribed again once the silence is over", func() bool {
@@ -113,6 +120,7 @@ func TestWebSocketPush(t *testing.T) {
 		return st.Live && st.Reconnects > reconnects
 	})
 
+	phase("subscribed again")
 	// Refused: polling as before, and one warning a socket.
 	warned := strings.Count(out.String(), "push.socket_down")
 	require.NoError(t, s.sim.SetFaults(sim.Faults{WSSilent: true, WSRefused: true}))
@@ -121,6 +129,7 @@ func TestWebSocketPush(t *testing.T) {
 		mined, recorded := recordedSince(refused)
 		return s.sim.WSStats().Refused >= 2*pushState().Sockets && mined >= 2 && recorded == mined
 	})
+	phase("refused, swaps recorded")
 	require.LessOrEqual(t, strings.Count(out.String(), "push.socket_down")-warned, pushState().Sockets,
 		"a refused socket warns once, then retries quietly with back-off")
 }
