@@ -82,24 +82,43 @@ func TestFastPathLimitsAClientBeforeReadingItsBody(t *testing.T) {
 
 func TestFastPathKeepsToItsShareOfTheBudget(t *testing.T) {
 	t.Parallel()
-	// 10 a minute: the fast lane may use 2 of them.
-	f := newTradeFixtureWith(t, 10, 1000)
+	// The budget's minute is the clock's (no window told): a roll between
+	// the posts gives the lane its room back, as it should. The check is
+	// made on a run that kept within one minute.
+	for attempt := 1; ; attempt++ {
+		minute := time.Now().Truncate(time.Minute)
+		f, code, ra := fastLaneOverItsShare(t)
+		if rolled := !time.Now().Truncate(time.Minute).Equal(minute); rolled && attempt < 3 {
+			t.Logf("the minute rolled during attempt %d: again", attempt)
+			continue
+		}
+		require.Equal(t, http.StatusTooManyRequests, code)
+		require.Positive(t, ra)
+		require.LessOrEqual(t, ra, 60)
+		require.Equal(t, 2, f.sim.Stats().Routes[sim.HiroTxMultipleRoute].Total, "the refused request never reached Hiro")
+
+		// The sweep still has its share of the window.
+		for range 7 {
+			d, err := f.acts.Budget.Take(context.Background(), budget.LaneSweep, 1)
+			require.NoError(t, err)
+			require.True(t, d.OK, "the sweep's share is whole")
+		}
+		return
+	}
+}
+
+// fastLaneOverItsShare posts two made-up txids on a Hiro of 10 a minute
+// (the fast lane may use 2 of them) and a third: its status and
+// Retry-After.
+func fastLaneOverItsShare(t *testing.T) (f *tradeFixture, code, retryAfter int) {
+	t.Helper()
+	f = newTradeFixtureWith(t, 10, 1000)
 	for range 2 {
 		code, _ := f.postRaw(t, madeUp(t))
 		require.Equal(t, http.StatusNotFound, code)
 	}
-	code, ra := f.postRaw(t, madeUp(t))
-	require.Equal(t, http.StatusTooManyRequests, code)
-	require.Positive(t, ra)
-	require.LessOrEqual(t, ra, 60)
-	require.Equal(t, 2, f.sim.Stats().Routes[sim.HiroTxMultipleRoute].Total, "the refused request never reached Hiro")
-
-	// The sweep still has its share of the window.
-	for range 7 {
-		d, err := f.acts.Budget.Take(context.Background(), budget.LaneSweep, 1)
-		require.NoError(t, err)
-		require.True(t, d.OK, "the sweep's share is whole")
-	}
+	code, retryAfter = f.postRaw(t, madeUp(t))
+	return f, code, retryAfter
 }
 
 func TestFastPathMakesOneCallPerTxid(t *testing.T) {
