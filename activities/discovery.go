@@ -142,10 +142,20 @@ func (r *sweepRun) read(ctx context.Context, rd store.Reader, scan *discovery.Sc
 		}
 	}
 	r.held[rd.Name] = !scan.Done()
+	// What a read costs, the room a read needs before it starts: the
+	// feed's walks, or each list's while the lists are the tail; and a
+	// read the budget stopped at a page whose details it could not pay
+	// (its candidates, counted, not settled) needed one request more.
+	// Without it a read started with room for its page alone, and under a
+	// trickle of room (the month's pace) read the same page at every run
+	// and never paid its details: in the chain bench's month plan a list
+	// with swaps never moved, its swaps never found.
+	if tail := rd.Name == discovery.ReaderTail || r.src == discovery.SourceContracts && principal != ""; tail && scan.Done() {
+		r.e.Traffic.ReadTail(w.res.Requests)
+	} else if tail && w.spent && w.candidates > 0 {
+		r.e.Traffic.ReadTail(w.res.Requests + 1)
+	}
 	if scan.Done() {
-		if rd.Name == discovery.ReaderTail {
-			r.e.Traffic.ReadTail(w.res.Requests)
-		}
 		rd.Covered(scan.Position(), r.e.now())
 		if g := scan.Gap(); g != nil {
 			if err := r.e.Store.RecordGap(ctx, rd.Name, *g); err != nil {

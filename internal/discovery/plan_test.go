@@ -564,3 +564,25 @@ func TestPlanPush(t *testing.T) {
 	s.LastVisit, s.Budget.Room = t0.Add(-10*time.Second), 4
 	require.Equal(t, discovery.Verify, discovery.Plan(s).Kind, "room for a read beside them: at once")
 }
+
+// TestPlanReadsTheListsLongestDueFirst: with room for one read, the plan
+// reads the contracts' list never read (or cut short) first, then the
+// one due longest, whatever the catalog's order: the first lists, due
+// again by every run, must not take a trickle of room from the rest.
+func TestPlanReadsTheListsLongestDueFirst(t *testing.T) {
+	t.Parallel()
+	now := t0
+	read := func(name string, ago time.Duration) discovery.Reader {
+		return discovery.Reader{Name: discovery.ContractReader(name), LastRead: now.Add(-ago)}
+	}
+	probe := discovery.Reader{Name: discovery.ReaderTail, LastRead: now}
+	s := discovery.Run{Now: now, Tail: &probe, ContractsAreTail: true, TailEvery: 10 * time.Second,
+		ReconcileEvery: 5 * time.Minute, Linger: now.Add(time.Minute), Cap: now.Add(4 * time.Minute),
+		Budget: discovery.Budget{Known: true, Room: 1, Rate: 1000, ReadCost: 1, WindowEnd: now.Add(time.Minute)}}
+	s.Contracts = []discovery.Reader{read("SP.a", time.Hour), read("SP.b", 2*time.Hour), {Name: discovery.ContractReader("SP.c")}}
+	require.Equal(t, discovery.ContractReader("SP.c"), discovery.Plan(s).Reader, "the list never read")
+	s.Contracts[2] = read("SP.c", time.Hour+time.Minute)
+	require.Equal(t, discovery.ContractReader("SP.b"), discovery.Plan(s).Reader, "the list due longest")
+	s.Contracts[0].Scanning = true
+	require.Equal(t, discovery.ContractReader("SP.a"), discovery.Plan(s).Reader, "the list cut short")
+}
