@@ -171,11 +171,18 @@ func (temporalActivity) HeartbeatTimeout(ctx context.Context) time.Duration {
 // of it at most at once, as an activity's).
 type NoActivity struct{ Timeout time.Duration }
 
+// Resumed finds no earlier attempt's progress.
 func (NoActivity) Resumed(context.Context) (pacer.SweepResult, bool) {
 	return pacer.SweepResult{}, false
 }
+
+// KeepHeartbeating heartbeats nothing.
 func (NoActivity) KeepHeartbeating(context.Context, func() any) func() { return func() {} }
-func (NoActivity) Progress(context.Context, any)                       {}
-func (n NoActivity) HeartbeatTimeout(context.Context) time.Duration    { return n.Timeout }
+
+// Progress records nothing.
+func (NoActivity) Progress(context.Context, any) {}
+
+// HeartbeatTimeout is Timeout.
+func (n NoActivity) HeartbeatTimeout(context.Context) time.Duration { return n.Timeout }
 
 func (e *SweepEngine) now() time.Time { return e.Clock.Now() }
