@@ -15,15 +15,19 @@ PROMTOOL := $(BIN)/promtool
 # server, a child process or Postgres, not the CPU. No vet pass: the lint
 # job beside it runs go vet's analyzers (golangci-lint's govet, tests
 # included) over the same code.
-GO_TEST_FLAGS ?= -race -count=1 -timeout 25m -p 4 -parallel 4 -vet=off
-# The package whose tests take longest, named first: go test builds the
-# packages and starts their runs in the order it is given them (a run waits
-# for the builds of the packages before it), so its run goes on while the
-# rest build and run. Last alphabetically, worker started after every other
-# package was built. One only: a running test binary holds one of -p's four
-# slots, and the six slowest first held all four for minutes while nothing
-# else could build (a clean clone's run took 17m44s, at load 13).
-SLOW_PKGS := ./worker/
+GO_TEST_FLAGS ?= -count=1 -timeout 25m -p 4 -parallel 4 -vet=off
+# Every package runs under the race detector but the worker package, the
+# real stack end to end: its tests drive `pacer worker` processes (built
+# without it) against the simulator in the test binary, and under -race
+# the simulator's answers were most of the package's CPU (4.5 CPU-minutes
+# against 1.8, 506 s against 232 s alone): the longest job of make test.
+# The code those tests run is raced in its own packages' tests
+# (activities, workflows, internal/...); the worker's own concurrency (the
+# hand-off at a stop, a start racing a stop, an in-process run end to end)
+# runs again under -race (WORKER_RACE_TESTS).
+RACE_FLAGS ?= -race
+WORKER_PKG := ./worker/
+WORKER_RACE_TESTS := ^(TestHandoff.*|TestActivity.*|TestAnyFailureWhileTheWorkerStopsIsTheHandBack|TestStartKeepsAConcurrentStop|TestSchedulerEndToEnd|TestSweepFindsExactlyTheWorldsSwaps)$$
 # The benchmarks' virtual-time simulations are tested without the race
 # detector, which makes them 5x slower (their code under test, the budget and
 # the discovery plan, runs under it in the activities' tests); they run beside
@@ -43,7 +47,7 @@ FUZZ_TARGETS := \
 	workflows:FuzzParsePause workflows:FuzzParseRefresh workflows:FuzzParseTune workflows:FuzzParseReconfigure \
 	internal/cron:FuzzParseSpec internal/chainhook:FuzzParse
 
-.PHONY: help build dev test test-go test-sims fuzz-brief test-short test-unit evidence lint docs tools clean postgres chromium histories wf-lines bench bench-hidden bench-push bench-public bench-tail bench-sunset-push bench-outage bench-hint bench-board bench-board-outage cost catchup sched-check rounds-check deliver-check deploy-check fuzz
+.PHONY: help build dev test test-go test-worker test-sims fuzz-brief test-short test-unit evidence lint docs tools clean postgres chromium histories wf-lines bench bench-hidden bench-push bench-public bench-tail bench-sunset-push bench-outage bench-hint bench-board bench-board-outage cost catchup sched-check rounds-check deliver-check deploy-check fuzz
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -74,14 +78,20 @@ dev: build tools postgres ## run the whole stack locally: Temporal dev server + 
 test: tools postgres chromium $(GOLANGCI_LINT) $(WORKFLOWCHECK) $(PROMTOOL) ## lint, every test (unit, workflow (testsuite), integration: dev server + Postgres, Chromium) and a brief fuzz, side by side
 	@# Side by side: most of the integration tests' time is spent waiting on a
 	@# dev server, a child process or Postgres, which lint and the fuzz fill.
-	@# Those jobs (and the simulations) only need the CPU, so they run at a
-	@# lower priority (LOW): they take what the tests leave, and the tests'
-	@# builds and real-time waits are not stretched by them.
+	@# Lint and the simulations only need the CPU, so they run at a lower
+	@# priority (LOW): they take what the tests leave, and the tests' builds
+	@# and real-time waits are not stretched by them. Not the brief fuzz:
+	@# 21 runs one after another (84 CPU-seconds alone), starved by the
+	@# tests it ended minutes after them.
 	@# Each job's output is printed whole when it ends (--output-sync).
-	@$(MAKE) --no-print-directory -j4 --output-sync=target LOW='nice -n 10' lint test-go test-sims fuzz-brief
+	@$(MAKE) --no-print-directory -j5 --output-sync=target LOW='nice -n 10' lint test-go test-worker test-sims fuzz-brief
 
 test-go:
-	go test $(GO_TEST_FLAGS) $(SLOW_PKGS) $$(go list ./... | grep -v -x -e '.*/internal/ingest/bench' -e '.*/internal/pacing/bench')
+	go test $(RACE_FLAGS) $(GO_TEST_FLAGS) $$(go list ./... | grep -v -x -e '.*/internal/ingest/bench' -e '.*/internal/pacing/bench' -e '.*/worker')
+
+test-worker:
+	go test $(GO_TEST_FLAGS) $(WORKER_PKG)
+	go test $(RACE_FLAGS) $(GO_TEST_FLAGS) -run '$(WORKER_RACE_TESTS)' $(WORKER_PKG)
 
 test-sims:
 	$(LOW) go test $(SIM_TEST_FLAGS) $(SIM_PKGS)
@@ -91,7 +101,7 @@ fuzz-brief:
 	@# can report its own -fuzztime deadline as "context deadline exceeded", a
 	@# failure with no failing input (golang/go#75804, fixed in Go 1.27). No
 	@# minimising either, for the same reason.
-	@$(MAKE) --no-print-directory fuzz FUZZTIME=1000x FUZZFLAGS=-fuzzminimizetime=0
+	@$(MAKE) --no-print-directory fuzz LOW= FUZZTIME=1000x FUZZFLAGS=-fuzzminimizetime=0
 
 fuzz: ## fuzz every target for FUZZTIME each (default 10s; seed corpora also run in make test)
 	@set -e; log=$$(mktemp); trap 'rm -f $$log' EXIT; for t in $(FUZZ_TARGETS); do \
