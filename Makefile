@@ -47,7 +47,7 @@ FUZZ_TARGETS := \
 	workflows:FuzzParsePause workflows:FuzzParseRefresh workflows:FuzzParseTune workflows:FuzzParseReconfigure \
 	internal/cron:FuzzParseSpec internal/chainhook:FuzzParse
 
-.PHONY: help build dev test test-go test-worker test-sims fuzz-brief test-short test-unit evidence lint docs tools clean postgres chromium histories wf-lines bench bench-hidden bench-push bench-public bench-tail bench-sunset-push bench-outage bench-hint bench-board bench-board-outage cost catchup sched-check rounds-check deliver-check deploy-check fuzz
+.PHONY: help build dev test test-go test-worker test-worker-race test-sims fuzz-brief test-short test-unit evidence lint docs tools clean postgres chromium histories wf-lines bench bench-hidden bench-push bench-public bench-tail bench-sunset-push bench-outage bench-hint bench-board bench-board-outage cost catchup sched-check rounds-check deliver-check deploy-check fuzz
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -84,13 +84,15 @@ test: tools postgres chromium $(GOLANGCI_LINT) $(WORKFLOWCHECK) $(PROMTOOL) ## l
 	@# 21 runs one after another (84 CPU-seconds alone), starved by the
 	@# tests it ended minutes after them.
 	@# Each job's output is printed whole when it ends (--output-sync).
-	@$(MAKE) --no-print-directory -j5 --output-sync=target LOW='nice -n 10' lint test-go test-worker test-sims fuzz-brief
+	@$(MAKE) --no-print-directory -j6 --output-sync=target LOW='nice -n 10' lint test-go test-worker test-worker-race test-sims fuzz-brief
 
 test-go:
 	go test $(RACE_FLAGS) $(GO_TEST_FLAGS) $$(go list ./... | grep -v -x -e '.*/internal/ingest/bench' -e '.*/internal/pacing/bench' -e '.*/worker')
 
 test-worker:
 	go test $(GO_TEST_FLAGS) $(WORKER_PKG)
+
+test-worker-race:
 	go test $(RACE_FLAGS) $(GO_TEST_FLAGS) -run '$(WORKER_RACE_TESTS)' $(WORKER_PKG)
 
 test-sims:

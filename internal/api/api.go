@@ -75,6 +75,10 @@ type Options struct {
 	// ChainhookMaxBytes bounds a delivery's body
 	// (PACER_CHAINHOOK_MAX_BYTES); zero means chainhook.DefaultMaxBodyBytes.
 	ChainhookMaxBytes int64
+	// ChainhookAnswerWithin bounds a delivery's work once its body is
+	// read; past it the answer is a 503 and Chainhooks tries again. Zero
+	// means 5 s (well inside Chainhooks' own wait for an answer).
+	ChainhookAnswerWithin time.Duration
 	// HintEvery is how often public input (the fast path, chainhook
 	// deliveries) may make one agent due: PACER_HOT_EVERY, the fastest any
 	// agent is visited. Zero means ingest.DefaultHotEvery.

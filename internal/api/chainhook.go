@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -194,7 +195,7 @@ func (s *Server) chainhookPush(w http.ResponseWriter, r *http.Request) {
 	// The body's read is bounded by the listener's read timeout and the
 	// size limit; the bound on the answer starts once it is read, so a
 	// big delivery over a slow link is not refused for its upload.
-	ctx, cancel := context.WithTimeout(r.Context(), chainhookAnswerWithin)
+	ctx, cancel := context.WithTimeout(r.Context(), cmp.Or(s.o.ChainhookAnswerWithin, chainhookAnswerWithin))
 	defer cancel()
 	resp, err := s.takeDelivery(ctx, p, ex)
 	if err != nil {
