@@ -17,6 +17,7 @@ import (
 
 	"github.com/pacer-dev/pacer"
 	"github.com/pacer-dev/pacer/internal/fault"
+	"github.com/pacer-dev/pacer/internal/testenv/loopback"
 	"github.com/pacer-dev/pacer/internal/upstream"
 )
 
@@ -62,7 +63,8 @@ func (g *pagedRegistry) take() []string {
 }
 
 func newTestClient(url string) *Client {
-	return &Client{Conn: upstream.Conn{BaseURL: url, Sleep: func(context.Context, time.Duration) error { return nil }}}
+	return &Client{Conn: upstream.Conn{BaseURL: url, HTTP: loopback.Client(),
+		Sleep: func(context.Context, time.Duration) error { return nil }}}
 }
 
 func addresses(agents []Agent) []string {
