@@ -18,13 +18,14 @@ import (
 	"github.com/pacer-dev/pacer/internal/wait"
 )
 
-// SweepEngine is what a sweep run works against: the sweep activity's is
+// SweepEngine is what a sweep run works against: for the sweep activity,
 // Postgres, Hiro, the shared budget, the wall clock and the Temporal
-// activity (Activities.sweepEngine); the chain benchmark's
-// (internal/ingest/bench) is its simulated world on a virtual clock. The
+// activity (Activities.sweepEngine). Each is an interface so that the
 // run's logic (sweep.go, walk.go, visit.go, discovery.go: the state, the
-// plan's steps, the walks, visits, verdicts and readers) is the same code
-// for both: the world is what differs, never the logic.
+// plan's steps, the walks, visits, verdicts and readers) can be driven
+// in a simulated world on a virtual clock; the chain benchmark
+// (internal/ingest/bench) does not do so yet: it drives the same loop and
+// plan (discovery.Drive) with its own model of the steps.
 type SweepEngine struct {
 	Store SweepStore
 	// Hiro and Verifier are the sweep lane's; ManualHiro and
@@ -108,8 +109,7 @@ type SweepClock interface {
 	Wait(ctx context.Context, d time.Duration, rung <-chan struct{}) (rang bool, err error)
 }
 
-// SweepActivity ties a run to the Temporal activity it runs in; outside
-// one (the benchmark) it is NoActivity.
+// SweepActivity ties a run to the Temporal activity it runs in.
 type SweepActivity interface {
 	// Resumed is the result the last attempt heartbeated, if any.
 	Resumed(ctx context.Context) (pacer.SweepResult, bool)
@@ -165,24 +165,5 @@ func (temporalActivity) Progress(ctx context.Context, p any) { recordProgress(ct
 func (temporalActivity) HeartbeatTimeout(ctx context.Context) time.Duration {
 	return activity.GetInfo(ctx).HeartbeatTimeout
 }
-
-// NoActivity is a run outside a Temporal activity: nothing to resume or
-// heartbeat; Timeout is the heartbeat timeout it plans its waits by (half
-// of it at most at once, as an activity's).
-type NoActivity struct{ Timeout time.Duration }
-
-// Resumed finds no earlier attempt's progress.
-func (NoActivity) Resumed(context.Context) (pacer.SweepResult, bool) {
-	return pacer.SweepResult{}, false
-}
-
-// KeepHeartbeating heartbeats nothing.
-func (NoActivity) KeepHeartbeating(context.Context, func() any) func() { return func() {} }
-
-// Progress records nothing.
-func (NoActivity) Progress(context.Context, any) {}
-
-// HeartbeatTimeout is Timeout.
-func (n NoActivity) HeartbeatTimeout(context.Context) time.Duration { return n.Timeout }
 
 func (e *SweepEngine) now() time.Time { return e.Clock.Now() }
